@@ -1,0 +1,132 @@
+# trainyard - top-level build. `make` builds every program into build/bin.
+# See README.md for the targets; `make help` lists them.
+
+CC        ?= cc
+SANITIZE  ?=
+BUILD     ?= $(if $(SANITIZE),build/san,build)
+PKGS      := libmicrohttpd jansson libpq libcurl openssl
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
+
+WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wvla \
+           -Wwrite-strings -Wformat=2 -Wno-format-nonliteral
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE $(WARN) -pthread -MMD -MP \
+           -Ilib -Iauthz -I$(BUILD)/gen $(PKG_CFLAGS)
+LDLIBS  += $(PKG_LIBS) -pthread -lm
+ifneq ($(SANITIZE),)
+CFLAGS  += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDFLAGS += -fsanitize=$(SANITIZE)
+endif
+
+LIB_SRC  := $(wildcard lib/*.c) $(wildcard authz/*.c)
+API_SRC  := $(filter-out api/main.c,$(wildcard api/*.c))
+CLI_SRC  := $(filter-out cli/main.c,$(wildcard cli/*.c))
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+ITEST_SRC := $(wildcard tests/integration/itest_*.c)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+LIB_A   := $(BUILD)/lib/libtrainyard.a
+API_A   := $(BUILD)/lib/libtrainyard-api.a
+CLI_A   := $(BUILD)/lib/libyardctl.a
+GEN_C   := $(BUILD)/gen/embedded.c
+EMBED   := $(BUILD)/tools/embed
+BINS    := $(BUILD)/bin/trainyard-api $(BUILD)/bin/yardctl
+UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+ITEST_BINS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(ITEST_SRC))
+EMBEDDED := $(sort $(wildcard migrations/*.sql)) api/openapi.json
+
+.PHONY: all test unit itest bench demo deps fuzz format format-check clean help docs
+all: $(BINS)
+
+help:
+	@echo "make              build every program into build/bin"
+	@echo "make test         the whole suite (starts and stops PostgreSQL and the API)"
+	@echo "make unit         unit tests only (no services)"
+	@echo "make SANITIZE=address,undefined test   the same under ASan/UBSan (build/san)"
+	@echo "make fuzz         libFuzzer targets, FUZZ_SECONDS each (default 20)"
+	@echo "make bench        API throughput and latency benchmarks"
+	@echo "make demo         bring up the local stack and submit a job"
+	@echo "make deps         install the Debian packages when missing"
+	@echo "make docs         regenerate docs/errors.md from lib/errors.def"
+	@echo "make format       clang-format every C file; format-check only checks"
+
+$(EMBED): tools/embed.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -O1 -Wall -Wextra -Werror -o $@ $<
+
+# Migrations and the OpenAPI document are compiled into the binaries, so a
+# binary knows exactly which schema versions it understands.
+$(GEN_C): $(EMBED) $(EMBEDDED)
+	@mkdir -p $(@D)
+	$(EMBED) $(EMBEDDED) > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/obj/gen/embedded.o: $(GEN_C)
+	@mkdir -p $(@D)
+	$(CC) $(filter-out -Werror,$(CFLAGS)) -c -o $@ $<
+
+$(LIB_A): $(call obj,$(LIB_SRC)) $(BUILD)/obj/gen/embedded.o
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(API_A): $(call obj,$(API_SRC))
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(CLI_A): $(call obj,$(CLI_SRC))
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/bin/trainyard-api: $(call obj,api/main.c) $(API_A) $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/bin/yardctl: $(call obj,cli/main.c) $(CLI_A) $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: $(call obj,tests/unit/%.c) $(API_A) $(CLI_A) $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
+
+$(BUILD)/tests/itest_%: $(call obj,tests/integration/itest_%.c) $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
+
+unit: $(UNIT_BINS)
+	@tests/run-unit $(UNIT_BINS)
+
+test: $(BINS) $(UNIT_BINS) $(ITEST_BINS)
+	@BUILD=$(BUILD) tests/run
+
+FUZZ_SECONDS ?= 20
+fuzz:
+	@BUILD=build/fuzz FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run
+
+bench: $(BINS)
+	@BUILD=$(BUILD) bench/run
+
+demo:
+	@deploy/demo
+
+deps:
+	@deploy/deps
+
+docs: $(BUILD)/tests/test_error
+	$(BUILD)/tests/test_error --write-docs docs/errors.md
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+format-check:
+	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,58 @@
+/*
+ * config.c - load struct ty_config from the environment using config.def.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static const cfg_option options[] = {
+#define STR 0
+#define INT 1
+#define CFG(field, env, type, def, min, max, doc) {env, type, def, min, max, doc},
+#include "config.def"
+#undef CFG
+#undef STR
+#undef INT
+};
+
+const cfg_option *config_options(size_t *n)
+{
+	*n = sizeof(options) / sizeof(options[0]);
+	return options;
+}
+
+static int parse_int(const cfg_option *o, const char *s, int *out, char *err, size_t errlen)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end != '\0' || v < o->min || v > o->max) {
+		snprintf(err, errlen, "invalid value for %s: \"%s\" (expected an integer %ld..%ld)",
+			 o->env, s, o->min, o->max);
+		return -1;
+	}
+	*out = (int)v;
+	return 0;
+}
+
+int config_load(ty_config *cfg, char *err, size_t errlen)
+{
+	const cfg_option *o = options;
+	const char *s;
+
+#define STR_SET(field) cfg->field = s
+#define INT_SET(field) if (parse_int(o, s, &cfg->field, err, errlen) < 0) return -1
+#define CFG(field, env, type, def, min, max, doc)        \
+	s = getenv(env);                                  \
+	if (s == NULL || *s == '\0')                      \
+		s = def;                                  \
+	type##_SET(field);                                \
+	o++;
+#include "config.def"
+#undef CFG
+#undef STR_SET
+#undef INT_SET
+	return 0;
+}

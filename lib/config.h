@@ -1,0 +1,40 @@
+/*
+ * config.h - program settings from the environment, declared in config.def.
+ *
+ * config_load() fills every field from its variable or its default and
+ * range-checks integers. Strings point into the environment or into the
+ * static defaults: the caller never frees them.
+ */
+#ifndef TY_CONFIG_H
+#define TY_CONFIG_H
+
+#include <stddef.h>
+
+#define STR const char *
+#define INT int
+typedef struct ty_config {
+#define CFG(field, env, type, def, min, max, doc) type field;
+#include "config.def"
+#undef CFG
+} ty_config;
+#undef STR
+#undef INT
+
+typedef struct cfg_option {
+	const char *env;
+	int is_int;
+	const char *def;
+	long min, max;
+	const char *doc;
+} cfg_option;
+
+/* The table itself, for docs and tests. OUT: *n = number of rows. */
+const cfg_option *config_options(size_t *n);
+
+/*
+ * Fill *cfg from the environment. RET 0, or -1 with a message in err
+ * (e.g. "invalid value for TRAINYARD_THREADS: \"x\" (expected 1..256)").
+ */
+int config_load(ty_config *cfg, char *err, size_t errlen);
+
+#endif
