@@ -1,0 +1,58 @@
+/*
+ * db.h - PostgreSQL access: a fixed pool of connections and query helpers.
+ *
+ * Every statement is parameterised (PQexecParams); no SQL is ever built
+ * from request data. While the database is down, db_acquire() answers
+ * -ERR_DB_UNAVAILABLE at once (after one failed connect it waits retry_ms
+ * before trying again), and the pool reconnects by itself when it returns.
+ *
+ * Ownership: a connection from db_acquire() belongs to the caller until
+ * db_release(). Results from db_query() belong to the caller (PQclear).
+ */
+#ifndef TY_DB_H
+#define TY_DB_H
+
+#include <libpq-fe.h>
+#include <stdbool.h>
+
+#include "error.h"
+
+typedef struct db_pool db_pool;
+
+/* RET: a pool of size lazily opened connections, or NULL on allocation failure. */
+db_pool *db_pool_new(const char *conninfo, int size, int wait_ms, int retry_ms);
+void db_pool_free(db_pool *p);
+
+/* OUT: *out, a healthy connection. RET 0 or -ERR_DB_UNAVAILABLE. */
+int db_acquire(db_pool *p, PGconn **out);
+
+/* Give c back; a connection that failed (or is in a transaction) is closed. */
+void db_release(db_pool *p, PGconn *c);
+
+/* Open one connection outside any pool (CLI). RET NULL with a message in err. */
+PGconn *db_connect(const char *conninfo, char *err, size_t errlen);
+
+/*
+ * Run sql with n text parameters (NULL entries are SQL NULL).
+ * OUT: *res (may be NULL when the caller needs no rows; else caller PQclears).
+ * RET: 0; -ERR_DB_UNAVAILABLE when the connection broke; -ERR_INTERNAL for
+ * any other failure (the SQLSTATE is in *res, see db_sqlstate).
+ */
+int db_query(PGconn *c, PGresult **res, const char *sql, int n, const char *const *params);
+
+/* RET: the SQLSTATE of a failed result ("23505" unique violation...), or "". */
+const char *db_sqlstate(const PGresult *res);
+
+int db_begin(PGconn *c);
+int db_commit(PGconn *c);
+/* Roll back if a transaction is open; never fails loudly. */
+void db_rollback(PGconn *c);
+
+/* Value of row r, column name col, or NULL when SQL NULL. */
+const char *db_get(const PGresult *res, int r, const char *col);
+
+#define SQLSTATE_UNIQUE_VIOLATION "23505"
+#define SQLSTATE_FOREIGN_KEY "23503"
+#define SQLSTATE_CHECK "23514"
+
+#endif

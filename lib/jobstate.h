@@ -1,0 +1,52 @@
+/*
+ * jobstate.h - the job state machine.
+ *
+ * The states match the jobs_state_check constraint of migrations/0001.
+ * jobstate_transition() is the only code that changes jobs.state: it locks
+ * the row, validates the move against the table in jobstate.c, updates the
+ * job and appends a job_events row, all inside the caller's transaction.
+ *
+ *   queued -> dispatching -> scheduled -> running -> succeeded | failed
+ *   any live state -> cancelling -> cancelled; queued -> cancelled
+ *   dispatching | scheduled | running -> queued (retry or lost lease)
+ */
+#ifndef TY_JOBSTATE_H
+#define TY_JOBSTATE_H
+
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <stdbool.h>
+
+typedef enum job_state {
+	JOB_QUEUED = 0,
+	JOB_DISPATCHING,
+	JOB_SCHEDULED,
+	JOB_RUNNING,
+	JOB_CANCELLING,
+	JOB_SUCCEEDED,
+	JOB_FAILED,
+	JOB_CANCELLED,
+	JOB_STATE__COUNT
+} job_state;
+
+const char *job_state_name(job_state s);
+/* RET: the state named s, or -1. */
+int job_state_parse(const char *s);
+bool job_state_final(job_state s);
+bool job_transition_allowed(job_state from, job_state to);
+
+/*
+ * Move job_id to state to, inside the caller's open transaction.
+ * IN: reason (short text), actor_id (a user id, or NULL for the system),
+ *     detail (borrowed; may be NULL).
+ * OUT: *from, the state the job was in (may be NULL).
+ * RET 0; -ERR_JOB_NOT_FOUND; -ERR_JOB_STATE_CONFLICT when the move is not
+ * in the table; -ERR_DB_UNAVAILABLE / -ERR_INTERNAL.
+ */
+int jobstate_transition(PGconn *c, const char *job_id, job_state to, const char *reason,
+			const char *actor_id, const json_t *detail, job_state *from);
+
+/* Record the creation event (no previous state -> queued) of a new job. */
+int jobstate_record_created(PGconn *c, const char *job_id, const char *actor_id);
+
+#endif

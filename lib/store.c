@@ -1,0 +1,111 @@
+/*
+ * store.c - creation of users and API tokens.
+ */
+#include "store.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "audit.h"
+#include "db.h"
+#include "error.h"
+
+int store_user_create(PGconn *c, const char *name, const char *email, role platform,
+		      const char *granted_by, char id[UUID_STR_LEN + 1])
+{
+	PGresult *r;
+	const char *p[] = {name, email ? email : ""};
+	int rc = db_query(c, &r, "INSERT INTO users (name, email) VALUES ($1, $2) RETURNING id", 2,
+			  p);
+	if (rc) {
+		if (strcmp(db_sqlstate(r), SQLSTATE_UNIQUE_VIOLATION) == 0)
+			rc = -ERR_USER_EXISTS;
+		PQclear(r);
+		return rc;
+	}
+	snprintf(id, UUID_STR_LEN + 1, "%s", PQgetvalue(r, 0, 0));
+	PQclear(r);
+	if (platform == ROLE_NONE)
+		return 0;
+	const char *q[] = {id, role_name(platform), granted_by};
+	return db_query(c, NULL,
+			"INSERT INTO role_bindings (user_id, tenant_id, role, granted_by)"
+			" VALUES ($1, NULL, $2, $3)",
+			3, q);
+}
+
+int store_token_create(PGconn *c, const char *user_id, const char *name, int ttl_days,
+		       store_token *t)
+{
+	unsigned char hash[TOKEN_HASH_LEN];
+	char hex[2 * TOKEN_HASH_LEN + 1], days[16];
+	if (token_generate(t->secret) < 0)
+		return -ERR_INTERNAL;
+	token_hash(t->secret, hash);
+	hex_encode(hash, sizeof(hash), hex);
+	snprintf(days, sizeof(days), "%d", ttl_days);
+	const char *p[] = {user_id, name ? name : "", hex, days};
+	PGresult *r;
+	int rc = db_query(c, &r,
+			  "INSERT INTO api_tokens (user_id, name, hash, expires_at)"
+			  " VALUES ($1, $2, decode($3, 'hex'), now() + make_interval(days => $4::int))"
+			  " RETURNING id,"
+			  " to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')",
+			  4, p);
+	if (rc == 0) {
+		snprintf(t->id, sizeof(t->id), "%s", PQgetvalue(r, 0, 0));
+		snprintf(t->expires_at, sizeof(t->expires_at), "%s", PQgetvalue(r, 0, 1));
+	}
+	PQclear(r);
+	return rc;
+}
+
+int store_bootstrap_admin(PGconn *c, const char *name, int ttl_days, store_token *t)
+{
+	PGresult *r = NULL;
+	char id[UUID_STR_LEN + 1];
+	int rc = db_begin(c);
+	if (rc)
+		return rc;
+	/* serialise concurrent bootstraps; key is "bootstrp" as a number */
+	if ((rc = db_query(c, NULL, "SELECT pg_advisory_xact_lock(7093010356958523504)", 0, NULL)))
+		goto out;
+	if ((rc = db_query(c, &r,
+			   "SELECT 1 FROM role_bindings WHERE tenant_id IS NULL AND role = 'admin'",
+			   0, NULL)))
+		goto out;
+	if (PQntuples(r) > 0) {
+		rc = -ERR_ADMIN_EXISTS;
+		goto out;
+	}
+	PQclear(r);
+	const char *p[] = {name};
+	if ((rc = db_query(c, &r, "SELECT id FROM users WHERE name = $1", 1, p)))
+		goto out;
+	if (PQntuples(r) > 0) {
+		snprintf(id, sizeof(id), "%s", PQgetvalue(r, 0, 0));
+		const char *q[] = {id};
+		rc = db_query(c, NULL,
+			      "INSERT INTO role_bindings (user_id, tenant_id, role)"
+			      " VALUES ($1, NULL, 'admin')"
+			      " ON CONFLICT (user_id) WHERE tenant_id IS NULL DO UPDATE SET role = 'admin'",
+			      1, q);
+	} else {
+		rc = store_user_create(c, name, "", ROLE_ADMIN, NULL, id);
+	}
+	if (rc || (rc = store_token_create(c, id, "bootstrap", ttl_days, t)))
+		goto out;
+	char resource[64];
+	snprintf(resource, sizeof(resource), "user/%s", id);
+	audit_record a = {.actor_id = NULL, .actor_name = "bootstrap", .action = "platform.bootstrap",
+			  .resource = resource, .outcome = "success", .status = 201,
+			  .client_addr = "local"};
+	if ((rc = audit_write(c, &a)))
+		goto out;
+	rc = db_commit(c);
+out:
+	PQclear(r);
+	if (rc)
+		db_rollback(c);
+	return rc;
+}

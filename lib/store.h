@@ -1,0 +1,42 @@
+/*
+ * store.h - users and API tokens in the database, shared by the API and
+ * `yardctl bootstrap` so both create them the same way.
+ *
+ * Every function runs inside the caller's transaction (or autocommit) and
+ * uses parameterised SQL only.
+ */
+#ifndef TY_STORE_H
+#define TY_STORE_H
+
+#include <libpq-fe.h>
+
+#include "authz.h"
+#include "token.h"
+
+#define UUID_STR_LEN 36
+
+typedef struct store_token {
+	char id[UUID_STR_LEN + 1];
+	char secret[TOKEN_SECRET_LEN + 1]; /* shown once; caller cleanses it */
+	char expires_at[40];               /* ISO 8601, UTC */
+} store_token;
+
+/*
+ * Create a user; platform is ROLE_NONE, ROLE_ADMIN or ROLE_PLATFORM_AUDITOR.
+ * OUT: id. RET 0; -ERR_USER_EXISTS; -ERR_DB_UNAVAILABLE; -ERR_INTERNAL.
+ */
+int store_user_create(PGconn *c, const char *name, const char *email, role platform,
+		      const char *granted_by, char id[UUID_STR_LEN + 1]);
+
+/* Create a token for user_id valid for ttl_days. OUT: *t. RET 0 or -ERR_*. */
+int store_token_create(PGconn *c, const char *user_id, const char *name, int ttl_days,
+		       store_token *t);
+
+/*
+ * The first platform admin: in one transaction under an advisory lock,
+ * refuse when any admin exists (-ERR_ADMIN_EXISTS), else create user name
+ * (or reuse it), bind it as admin, create a token and audit the act.
+ */
+int store_bootstrap_admin(PGconn *c, const char *name, int ttl_days, store_token *t);
+
+#endif

@@ -1,0 +1,62 @@
+/*
+ * token.c - API token secrets.
+ */
+#include "token.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+#include <string.h>
+
+static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+int token_generate(char out[TOKEN_SECRET_LEN + 1])
+{
+	unsigned char raw[32];
+	if (RAND_bytes(raw, sizeof(raw)) != 1)
+		return -1;
+	memcpy(out, TOKEN_PREFIX, 3);
+	char *p = out + 3;
+	unsigned bits = 0, acc = 0;
+	for (size_t i = 0; i < sizeof(raw); i++) {
+		acc = (acc << 8) | raw[i];
+		bits += 8;
+		while (bits >= 6) {
+			bits -= 6;
+			*p++ = b64url[(acc >> bits) & 63];
+		}
+	}
+	if (bits)
+		*p++ = b64url[(acc << (6 - bits)) & 63];
+	*p = '\0';
+	OPENSSL_cleanse(raw, sizeof(raw));
+	return 0;
+}
+
+bool token_well_formed(const char *s)
+{
+	if (strncmp(s, TOKEN_PREFIX, 3) != 0 || strlen(s) != TOKEN_SECRET_LEN)
+		return false;
+	return strspn(s + 3, b64url) == TOKEN_SECRET_LEN - 3;
+}
+
+void token_hash(const char *secret, unsigned char hash[TOKEN_HASH_LEN])
+{
+	SHA256((const unsigned char *)secret, strlen(secret), hash);
+}
+
+bool token_hash_equal(const unsigned char *a, const unsigned char *b)
+{
+	return CRYPTO_memcmp(a, b, TOKEN_HASH_LEN) == 0;
+}
+
+void hex_encode(const unsigned char *in, size_t n, char *hex)
+{
+	static const char digits[] = "0123456789abcdef";
+	for (size_t i = 0; i < n; i++) {
+		hex[2 * i] = digits[in[i] >> 4];
+		hex[2 * i + 1] = digits[in[i] & 15];
+	}
+	hex[2 * n] = '\0';
+}
