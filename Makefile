@@ -35,6 +35,7 @@ EMBED   := $(BUILD)/tools/embed
 BINS    := $(BUILD)/bin/trainyard-api $(BUILD)/bin/yardctl
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 ITEST_BINS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(ITEST_SRC))
+Q ?= @
 EMBEDDED := $(sort $(wildcard migrations/*.sql)) api/openapi.json
 
 .PHONY: all test unit itest bench demo deps fuzz format format-check clean help docs
@@ -64,7 +65,8 @@ $(GEN_C): $(EMBED) $(EMBEDDED)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	@echo "  CC      $<"
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/obj/gen/embedded.o: $(GEN_C)
 	@mkdir -p $(@D)

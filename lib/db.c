@@ -168,8 +168,9 @@ int db_query(PGconn *c, PGresult **res, const char *sql, int n, const char *cons
 		if (PQstatus(c) != CONNECTION_OK) {
 			rc = -ERR_DB_UNAVAILABLE;
 		} else {
-			rc = -ERR_INTERNAL;
 			const char *state = db_sqlstate(r);
+			rc = strcmp(state, SQLSTATE_UNIQUE_VIOLATION) == 0 ? -ERR_CONFLICT
+									  : -ERR_INTERNAL;
 			/* constraint violations are answers, not server faults */
 			if (strncmp(state, "23", 2) != 0) {
 				const char *m = PQresultErrorMessage(r);

@@ -35,8 +35,9 @@ PGconn *db_connect(const char *conninfo, char *err, size_t errlen);
 /*
  * Run sql with n text parameters (NULL entries are SQL NULL).
  * OUT: *res (may be NULL when the caller needs no rows; else caller PQclears).
- * RET: 0; -ERR_DB_UNAVAILABLE when the connection broke; -ERR_INTERNAL for
- * any other failure (the SQLSTATE is in *res, see db_sqlstate).
+ * RET: 0; -ERR_DB_UNAVAILABLE when the connection broke; -ERR_CONFLICT for
+ * a unique violation; -ERR_INTERNAL for any other failure (the SQLSTATE is
+ * in *res, see db_sqlstate).
  */
 int db_query(PGconn *c, PGresult **res, const char *sql, int n, const char *const *params);
 

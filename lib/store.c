@@ -18,7 +18,7 @@ int store_user_create(PGconn *c, const char *name, const char *email, role platf
 	int rc = db_query(c, &r, "INSERT INTO users (name, email) VALUES ($1, $2) RETURNING id", 2,
 			  p);
 	if (rc) {
-		if (strcmp(db_sqlstate(r), SQLSTATE_UNIQUE_VIOLATION) == 0)
+		if (rc == -ERR_CONFLICT)
 			rc = -ERR_USER_EXISTS;
 		PQclear(r);
 		return rc;

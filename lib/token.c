@@ -46,9 +46,9 @@ void token_hash(const char *secret, unsigned char hash[TOKEN_HASH_LEN])
 	SHA256((const unsigned char *)secret, strlen(secret), hash);
 }
 
-bool token_hash_equal(const unsigned char *a, const unsigned char *b)
+bool token_equal_ct(const void *a, const void *b, size_t n)
 {
-	return CRYPTO_memcmp(a, b, TOKEN_HASH_LEN) == 0;
+	return CRYPTO_memcmp(a, b, n) == 0;
 }
 
 void hex_encode(const unsigned char *in, size_t n, char *hex)

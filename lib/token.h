@@ -24,8 +24,8 @@ bool token_well_formed(const char *s);
 /* OUT: hash = SHA-256(secret). */
 void token_hash(const char *secret, unsigned char hash[TOKEN_HASH_LEN]);
 
-/* Constant-time equality of two hashes. */
-bool token_hash_equal(const unsigned char *a, const unsigned char *b);
+/* Constant-time equality of n bytes (hashes, or their hex forms). */
+bool token_equal_ct(const void *a, const void *b, size_t n);
 
 /* OUT: hex, 2*n+1 bytes. */
 void hex_encode(const unsigned char *in, size_t n, char *hex);

@@ -1,0 +1,131 @@
+/*
+ * api.h - the request context every handler receives, and the helpers
+ * handlers share (responses, errors, audit, body parsing).
+ *
+ * Lifetime: one api_req per HTTP request, owned by server.c; everything a
+ * handler stores in it (out, headers) is released by server.c after the
+ * response is sent. rq->db is a pooled connection valid during the handler.
+ */
+#ifndef TY_API_H
+#define TY_API_H
+
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "authz.h"
+#include "config.h"
+#include "db.h"
+#include "error.h"
+#include "jsonx.h"
+#include "router.h"
+
+#define REQUEST_ID_MAX 64
+
+typedef struct api_server api_server;
+
+typedef struct api_principal {
+	bool authenticated;
+	char user_id[37];
+	char user_name[64];
+	char token_id[37];
+	role platform;
+} api_principal;
+
+/* What the route's scope resolved to, filled by auth.c before the handler. */
+typedef struct api_scope {
+	char tenant_id[37];   /* "" when the route has no tenant */
+	char tenant_name[64];
+	role tenant_role;     /* caller's role there */
+	char job_id[37];
+	char user_id[37];     /* SCOPE_USER: the path's user; SCOPE_TOKEN: the owner */
+	char token_id[37];
+	bool self;
+} api_scope;
+
+typedef struct api_req {
+	api_server *srv;
+	const ty_config *cfg;
+	struct MHD_Connection *conn;
+	const char *method;
+	const char *path;
+	const route *rt;
+	route_params params;
+	char request_id[REQUEST_ID_MAX + 1];
+	char client_addr[64];
+
+	/* body, accumulated by server.c up to cfg->body_limit */
+	char *body;
+	size_t body_len;
+	bool body_too_large;
+
+	api_principal who;
+	api_scope scope;
+	PGconn *db;
+
+	/* response, filled by the handler or by api_fail() */
+	int status;
+	json_t *out;        /* response body; NULL for 204 */
+	const char *raw;    /* or a static body sent as is (raw_len bytes) */
+	size_t raw_len;
+	char retry_after[16];
+	bool replayed;      /* idempotent replay of an earlier submission */
+	bool audited;       /* a mutation wrote its audit record */
+	err_code error;     /* ERR_OK unless the answer is a problem */
+	char detail[256];   /* problem detail */
+	json_t *field_errors; /* validation rows, owned */
+} api_req;
+
+/* ---- responses ---- */
+
+/* Answer status with body (stolen). RET 0 for the handler to return. */
+int api_reply(api_req *rq, int status, json_t *body);
+
+/*
+ * Answer with the problem for e (negative or positive err_code), detail
+ * formatted. RET 0 for the handler to return.
+ */
+int api_fail(api_req *rq, int e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Answer 422 validation_failed with the rows of v (taken over). RET 0. */
+int api_fail_validation(api_req *rq, verrs *v);
+
+/* Build the problem+json body of rq's error. RET a new object. */
+json_t *api_problem_json(const api_req *rq);
+
+/* ---- request input ---- */
+
+/*
+ * Parse the body as a JSON object with the configured limits.
+ * OUT: *out (caller decrefs). RET 0, or an error already answered (<0).
+ */
+int api_body_object(api_req *rq, json_t **out);
+
+/* RET: query argument name, or NULL. */
+const char *api_query(api_req *rq, const char *name);
+/* RET: request header name, or NULL. */
+const char *api_header(api_req *rq, const char *name);
+
+/* ---- database ---- */
+
+/*
+ * Run sql (parameterised) returning one row_to_json column; on success
+ * OUT: *out, the parsed row(s) or NULL when there are no rows.
+ * RET 0 or -ERR_*.
+ */
+int api_query_json(api_req *rq, const char *sql, int n, const char *const *params, json_t **out);
+
+/*
+ * Write the success audit record of rq's mutation (answered with status)
+ * inside the open transaction, so both commit or neither does.
+ */
+int api_audit(api_req *rq, int status, const char *resource, const json_t *detail);
+
+/* Map a database rc to a problem: 503 for unavailability, 500 otherwise. RET 0. */
+int api_fail_db(api_req *rq, int rc);
+
+/* RFC 3339 UTC timestamp of a column, for SQL text. */
+#define TS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+
+#endif

@@ -1,0 +1,21 @@
+/*
+ * auth.h - authentication, rate limiting and authorisation of a request.
+ *
+ * auth_check() runs before every non-public handler:
+ *   1. the bearer token: hash lookup, constant-time compare, revocation,
+ *      expiry, last-used time (written at most once a minute per token);
+ *   2. the per-token rate limit (429 with Retry-After);
+ *   3. the route's scope: tenant, job, user or token by name or id, and
+ *      the caller's role there (rq->scope);
+ *   4. authz_decide() with the route's permission. A denial is audited
+ *      and answered 403, or 404 exactly like a missing resource.
+ * RET 0 to run the handler, or -1 when the request has been answered.
+ */
+#ifndef TY_AUTH_H
+#define TY_AUTH_H
+
+#include "api.h"
+
+int auth_check(api_req *rq);
+
+#endif

@@ -1,0 +1,309 @@
+/*
+ * h_jobs.c - job submission, listing, inspection, cancellation, events.
+ *
+ * Submission validates the spec against the tenant's quota, stores the
+ * normalised spec, records the creation event and the audit record, and
+ * honours Idempotency-Key (same key and body: the first job again; same key
+ * and another body: 409), all in one transaction.
+ */
+#include <openssl/sha.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "handlers.h"
+#include "jobspec.h"
+#include "jobstate.h"
+#include "server.h"
+#include "token.h"
+
+#define JOB_COLS                                                                                   \
+	"j.id, j.tenant_id, t.name AS tenant, j.name, j.state, j.state_reason, j.submitter_id,"    \
+	" j.priority, j.devices, j.attempts, " TS("j.created_at") " AS created_at, "               \
+	TS("j.updated_at") " AS updated_at, " TS("j.started_at") " AS started_at, "               \
+	TS("j.finished_at") " AS finished_at"
+#define JOB_FROM " FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
+#define IDEMPOTENCY_KEY_MAX 255
+
+static int job_fetch(api_req *rq, const char *id, json_t **out)
+{
+	const char *p[] = {id};
+	return api_query_json(rq,
+			      "SELECT row_to_json(x) FROM (SELECT " JOB_COLS ", j.spec" JOB_FROM
+			      " WHERE j.id = $1) x",
+			      1, p, out);
+}
+
+/* The tenant's quota as the spec validator needs it. */
+static int quota_load(api_req *rq, jobspec_quota *q)
+{
+	const char *p[] = {rq->scope.tenant_id};
+	PGresult *r;
+	int rc = db_query(rq->db, &r,
+			  "SELECT max_gpus, max_running_jobs, gpu_hours_per_month FROM quotas"
+			  " WHERE tenant_id = $1",
+			  1, p);
+	if (rc == 0 && PQntuples(r) == 1) {
+		q->max_gpus = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+		q->max_running_jobs = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+		q->gpu_hours_per_month = strtoll(PQgetvalue(r, 0, 2), NULL, 10);
+	} else if (rc == 0) {
+		rc = -ERR_TENANT_NOT_FOUND;
+	}
+	PQclear(r);
+	return rc;
+}
+
+/*
+ * Look the key up. RET 0 with *job_id "" (new key) or set (replay);
+ * -ERR_IDEMPOTENCY_CONFLICT when the body differs; other -ERR_*.
+ */
+static int idempotency_lookup(api_req *rq, const char *key, const char *body_hex, char job_id[37])
+{
+	const char *p[] = {rq->who.user_id, rq->scope.tenant_id, key};
+	PGresult *r;
+	job_id[0] = '\0';
+	int rc = db_query(rq->db, &r,
+			  "SELECT encode(body_hash, 'hex'), job_id FROM idempotency_keys"
+			  " WHERE user_id = $1 AND tenant_id = $2 AND key = $3",
+			  3, p);
+	if (rc == 0 && PQntuples(r) == 1) {
+		if (strcmp(PQgetvalue(r, 0, 0), body_hex) != 0)
+			rc = -ERR_IDEMPOTENCY_CONFLICT;
+		else
+			snprintf(job_id, 37, "%s", PQgetvalue(r, 0, 1));
+	}
+	PQclear(r);
+	return rc;
+}
+
+/* Insert the job, its first event and its idempotency key. OUT: job_id. */
+static int job_insert(api_req *rq, const json_t *spec, const jobspec *js, const char *key,
+		      const char *body_hex, char job_id[37])
+{
+	char *text = json_dumps(spec, JSON_COMPACT);
+	char devices[24];
+	snprintf(devices, sizeof(devices), "%lld", (long long)jobspec_devices(js));
+	const char *name = json_string_value(json_object_get(spec, "name"));
+	const char *p[] = {rq->scope.tenant_id, rq->who.user_id, name, text, devices};
+	PGresult *r;
+	int rc = db_query(rq->db, &r,
+			  "INSERT INTO jobs (tenant_id, submitter_id, name, spec, devices)"
+			  " VALUES ($1, $2, $3, $4::jsonb, $5::int) RETURNING id",
+			  5, p);
+	free(text);
+	if (rc == 0)
+		snprintf(job_id, 37, "%s", PQgetvalue(r, 0, 0));
+	PQclear(r);
+	if (rc || (rc = jobstate_record_created(rq->db, job_id, rq->who.user_id)) || !key)
+		return rc;
+	const char *q[] = {rq->who.user_id, rq->scope.tenant_id, key, body_hex, job_id};
+	return db_query(rq->db, NULL,
+			"INSERT INTO idempotency_keys (user_id, tenant_id, key, body_hash, job_id)"
+			" VALUES ($1, $2, $3, decode($4, 'hex'), $5)",
+			5, q);
+}
+
+/* One attempt of the submission transaction. RET 0 answered, or -ERR_*. */
+static int submit_once(api_req *rq, const json_t *in, const char *key, const char *body_hex)
+{
+	char job_id[37];
+	jobspec_quota quota;
+	int rc = api_db(rq);
+	if (rc || (rc = db_begin(rq->db)))
+		return rc;
+	if (key && (rc = idempotency_lookup(rq, key, body_hex, job_id)))
+		return rc;
+	if (key && job_id[0]) {
+		db_rollback(rq->db);
+		json_t *job;
+		if ((rc = job_fetch(rq, job_id, &job)))
+			return rc;
+		rq->replayed = true;
+		return api_reply(rq, 201, job);
+	}
+	if ((rc = quota_load(rq, &quota)))
+		return rc;
+	jobspec js;
+	json_t *spec = NULL;
+	verrs v;
+	verrs_init(&v);
+	if (jobspec_parse(in, &quota, &js, &spec, &v) < 0) {
+		db_rollback(rq->db);
+		json_decref(spec);
+		return api_fail_validation(rq, &v);
+	}
+	verrs_release(&v);
+	rc = job_insert(rq, spec, &js, key, body_hex, job_id);
+	json_decref(spec);
+	char res[64];
+	snprintf(res, sizeof(res), "job/%s", job_id);
+	if (rc || (rc = api_audit(rq, 201, res, NULL)) || (rc = db_commit(rq->db)))
+		return rc;
+	json_t *job;
+	if ((rc = job_fetch(rq, job_id, &job)))
+		return rc;
+	return api_reply(rq, 201, job);
+}
+
+int h_job_submit(api_req *rq)
+{
+	const char *key = api_header(rq, "Idempotency-Key");
+	if (key && (strlen(key) == 0 || strlen(key) > IDEMPOTENCY_KEY_MAX))
+		return api_fail(rq, ERR_BAD_REQUEST, "Idempotency-Key must be 1 to %d characters",
+				IDEMPOTENCY_KEY_MAX);
+	json_t *in;
+	if (api_body_object(rq, &in) < 0)
+		return 0;
+	unsigned char h[SHA256_DIGEST_LENGTH];
+	char body_hex[2 * SHA256_DIGEST_LENGTH + 1];
+	SHA256((const unsigned char *)rq->body, rq->body_len, h);
+	hex_encode(h, sizeof(h), body_hex);
+
+	int rc = submit_once(rq, in, key, body_hex);
+	if (rc == -ERR_CONFLICT && key) {
+		/* a concurrent request with the same key won the race: replay it */
+		db_rollback(rq->db);
+		rc = submit_once(rq, in, key, body_hex);
+	}
+	json_decref(in);
+	if (rc == -ERR_IDEMPOTENCY_CONFLICT)
+		return api_fail(rq, rc, "this Idempotency-Key was used with a different body");
+	return rc ? api_fail_db(rq, rc) : 0;
+}
+
+/* Cursor: hex of "<created_at with microseconds>|<id>", opaque to clients. */
+static int cursor_decode(const char *c, char *ts, size_t tslen, char id[37])
+{
+	size_t n = strlen(c);
+	char raw[128];
+	if (n % 2 || n / 2 >= sizeof(raw))
+		return -1;
+	for (size_t i = 0; i < n / 2; i++) {
+		unsigned v;
+		if (sscanf(c + 2 * i, "%2x", &v) != 1)
+			return -1;
+		raw[i] = (char)v;
+	}
+	raw[n / 2] = '\0';
+	char *bar = strchr(raw, '|');
+	if (!bar || (size_t)(bar - raw) >= tslen || strspn(raw, "0123456789-:.T Z+") != (size_t)(bar - raw))
+		return -1;
+	*bar = '\0';
+	if (!jsonx_is_uuid(bar + 1))
+		return -1;
+	memcpy(ts, raw, (size_t)(bar - raw) + 1);
+	snprintf(id, 37, "%s", bar + 1);
+	return 0;
+}
+
+int h_job_list(api_req *rq)
+{
+	const char *state = api_query(rq, "state"), *lim = api_query(rq, "limit");
+	const char *cursor = api_query(rq, "cursor");
+	char ts[64] = "", cid[37] = "", limit[16];
+	long n = 50;
+	if (state && job_state_parse(state) < 0)
+		return api_fail(rq, ERR_BAD_REQUEST, "unknown state \"%.32s\"", state);
+	if (lim) {
+		char *end;
+		n = strtol(lim, &end, 10);
+		if (*end || n < 1 || n > rq->cfg->page_max)
+			return api_fail(rq, ERR_BAD_REQUEST, "limit must be 1 to %d", rq->cfg->page_max);
+	}
+	if (cursor && cursor_decode(cursor, ts, sizeof(ts), cid) < 0)
+		return api_fail(rq, ERR_BAD_REQUEST, "the cursor is not valid");
+	snprintf(limit, sizeof(limit), "%ld", n + 1);
+	const char *p[] = {rq->scope.tenant_id, state, cursor ? ts : NULL, cursor ? cid : NULL,
+			   limit};
+	json_t *items;
+	int rc = api_query_json(
+		rq,
+		"SELECT coalesce(json_agg(x ORDER BY x.ord), '[]') FROM (SELECT row_number() OVER (ORDER BY j.created_at DESC, j.id DESC) AS ord, "
+		JOB_COLS ", to_char(j.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') AS cursor_ts"
+		JOB_FROM " WHERE j.tenant_id = $1 AND ($2::text IS NULL OR j.state = $2)"
+		" AND ($3::text IS NULL OR (j.created_at, j.id) < (($3::text || '+00')::timestamptz, $4::uuid))"
+		" ORDER BY j.created_at DESC, j.id DESC LIMIT $5::int) x",
+		5, p, &items);
+	if (rc)
+		return api_fail_db(rq, rc);
+	json_t *next = json_null();
+	if (json_array_size(items) > (size_t)n) {
+		json_array_remove(items, (size_t)n);
+		json_t *last = json_array_get(items, (size_t)n - 1);
+		char raw[128], hex[257];
+		snprintf(raw, sizeof(raw), "%s|%s",
+			 json_string_value(json_object_get(last, "cursor_ts")),
+			 json_string_value(json_object_get(last, "id")));
+		hex_encode((const unsigned char *)raw, strlen(raw), hex);
+		json_decref(next);
+		next = json_string(hex);
+	}
+	size_t i;
+	json_t *it;
+	json_array_foreach(items, i, it) {
+		json_object_del(it, "ord");
+		json_object_del(it, "cursor_ts");
+	}
+	return api_reply(rq, 200, json_pack("{s:o, s:o}", "items", items, "next_cursor", next));
+}
+
+int h_job_get(api_req *rq)
+{
+	json_t *job;
+	int rc = job_fetch(rq, rq->scope.job_id, &job);
+	if (rc)
+		return api_fail_db(rq, rc);
+	if (!job)
+		return api_fail(rq, ERR_JOB_NOT_FOUND, "%s", err_info(ERR_JOB_NOT_FOUND)->doc);
+	return api_reply(rq, 200, job);
+}
+
+int h_job_cancel(api_req *rq)
+{
+	int rc = api_db(rq);
+	if (rc || (rc = db_begin(rq->db)))
+		return api_fail_db(rq, rc);
+	const char *p[] = {rq->scope.job_id};
+	PGresult *r;
+	rc = db_query(rq->db, &r, "SELECT state FROM jobs WHERE id = $1 FOR UPDATE", 1, p);
+	int cur = rc == 0 && PQntuples(r) ? job_state_parse(PQgetvalue(r, 0, 0)) : -1;
+	PQclear(r);
+	if (rc)
+		return api_fail_db(rq, rc);
+	if (cur < 0 || job_state_final((job_state)cur))
+		return api_fail(rq, ERR_JOB_NOT_CANCELLABLE, "the job is already %s",
+				job_state_name((job_state)cur));
+	if (cur == JOB_CANCELLING) {
+		db_rollback(rq->db); /* already on its way: answer as the first cancel did */
+	} else {
+		/* a queued job has nothing running: it ends at once; others wind down */
+		job_state to = cur == JOB_QUEUED ? JOB_CANCELLED : JOB_CANCELLING;
+		char res[64];
+		snprintf(res, sizeof(res), "job/%s", rq->scope.job_id);
+		if ((rc = jobstate_transition(rq->db, rq->scope.job_id, to, "cancelled by user",
+					      rq->who.user_id, NULL, NULL)) ||
+		    (rc = api_audit(rq, 200, res, NULL)) || (rc = db_commit(rq->db)))
+			return rc == -ERR_JOB_STATE_CONFLICT
+				       ? api_fail(rq, rc, "the job cannot be cancelled now")
+				       : api_fail_db(rq, rc);
+	}
+	json_t *job;
+	if ((rc = job_fetch(rq, rq->scope.job_id, &job)))
+		return api_fail_db(rq, rc);
+	return api_reply(rq, 200, job);
+}
+
+int h_job_events(api_req *rq)
+{
+	const char *p[] = {rq->scope.job_id};
+	json_t *items;
+	int rc = api_query_json(rq,
+				"SELECT coalesce(json_agg(x ORDER BY x.id), '[]') FROM (SELECT id, " TS(
+					"at") " AS at, from_state, to_state, reason, actor_id, detail"
+				" FROM job_events WHERE job_id = $1) x",
+				1, p, &items);
+	if (rc)
+		return api_fail_db(rq, rc);
+	return api_reply(rq, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
+}

@@ -1,0 +1,43 @@
+/*
+ * handlers.h - every route handler. Each takes the authorised request,
+ * answers through api_reply()/api_fail() and returns 0 (or a negative
+ * err_code the server turns into a problem answer).
+ */
+#ifndef TY_HANDLERS_H
+#define TY_HANDLERS_H
+
+#include "api.h"
+
+/* h_meta.c */
+int h_healthz(api_req *rq);
+int h_readyz(api_req *rq);
+int h_openapi(api_req *rq);
+int h_whoami(api_req *rq);
+
+/* h_tenants.c */
+int h_tenant_create(api_req *rq);
+int h_tenant_list(api_req *rq);
+int h_tenant_get(api_req *rq);
+int h_quota_get(api_req *rq);
+int h_quota_put(api_req *rq);
+
+/* h_members.c */
+int h_member_list(api_req *rq);
+int h_member_put(api_req *rq);
+int h_member_delete(api_req *rq);
+
+/* h_users.c */
+int h_user_create(api_req *rq);
+int h_user_list(api_req *rq);
+int h_token_create(api_req *rq);
+int h_token_list(api_req *rq);
+int h_token_revoke(api_req *rq);
+
+/* h_jobs.c */
+int h_job_submit(api_req *rq);
+int h_job_list(api_req *rq);
+int h_job_get(api_req *rq);
+int h_job_cancel(api_req *rq);
+int h_job_events(api_req *rq);
+
+#endif

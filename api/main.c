@@ -1,0 +1,86 @@
+/*
+ * main.c - trainyard-api: load settings, check (or apply) the schema,
+ * serve until SIGINT or SIGTERM.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "db.h"
+#include "log.h"
+#include "migrate.h"
+#include "server.h"
+
+static volatile sig_atomic_t stopping;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stopping = 1;
+}
+
+/* Apply or verify migrations once at start. RET 0, or -1 (logged). */
+static int schema_ready(const ty_config *cfg)
+{
+	char err[512];
+	PGconn *c = db_connect(cfg->db, err, sizeof(err));
+	if (!c) {
+		log_printf(LOG_ERROR, "%s", err);
+		return -1;
+	}
+	int rc;
+	if (cfg->migrate_on_start) {
+		int applied;
+		rc = migrate_apply(c, &applied, err, sizeof(err));
+	} else {
+		rc = migrate_check(c, err, sizeof(err));
+	}
+	PQfinish(c);
+	if (rc) {
+		log_printf(LOG_ERROR, "%s", err);
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		printf("usage: trainyard-api\n\nServes the trainyard REST API. Settings come from "
+		       "TRAINYARD_* environment variables; see README.md.\n");
+		return 0;
+	}
+	ty_config cfg;
+	char err[256];
+	if (config_load(&cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "trainyard-api: %s\n", err);
+		return 2;
+	}
+	log_level lvl;
+	if (log_level_parse(cfg.log_level, &lvl) < 0) {
+		fprintf(stderr, "trainyard-api: invalid TRAINYARD_LOG_LEVEL \"%s\"\n", cfg.log_level);
+		return 2;
+	}
+	log_set_level(lvl);
+	if (schema_ready(&cfg) < 0)
+		return 1;
+	db_pool *pool = db_pool_new(cfg.db, cfg.db_pool, cfg.db_wait_ms, cfg.db_retry_ms);
+	api_server srv = {0};
+	if (!pool || server_start(&srv, &cfg, pool) < 0) {
+		db_pool_free(pool);
+		return 1;
+	}
+	struct sigaction sa = {0};
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	while (!stopping)
+		pause();
+	log_printf(LOG_INFO, "shutting down");
+	server_stop(&srv);
+	db_pool_free(pool);
+	return 0;
+}

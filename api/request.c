@@ -1,0 +1,79 @@
+/*
+ * request.c - reading a request: body JSON, query arguments, headers, and
+ * the database helpers handlers share (row JSON, audit).
+ */
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "audit.h"
+#include "server.h"
+
+int api_body_object(api_req *rq, json_t **out)
+{
+	*out = NULL;
+	if (rq->body_len == 0)
+		return api_fail(rq, ERR_INVALID_JSON, "a JSON object body is required"), -1;
+	jsonx_limits lim = {rq->cfg->json_max_depth, rq->cfg->json_max_array};
+	char msg[200];
+	json_t *j;
+	int rc = jsonx_parse(rq->body, rq->body_len, &lim, &j, msg, sizeof(msg));
+	if (rc < 0)
+		return api_fail(rq, rc, "%s", msg), -1;
+	if (!json_is_object(j)) {
+		json_decref(j);
+		return api_fail(rq, ERR_INVALID_JSON, "the body must be a JSON object"), -1;
+	}
+	*out = j;
+	return 0;
+}
+
+const char *api_query(api_req *rq, const char *name)
+{
+	return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+const char *api_header(api_req *rq, const char *name)
+{
+	return MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, name);
+}
+
+int api_query_json(api_req *rq, const char *sql, int n, const char *const *params, json_t **out)
+{
+	*out = NULL;
+	int rc = api_db(rq);
+	if (rc)
+		return rc;
+	PGresult *r;
+	rc = db_query(rq->db, &r, sql, n, params);
+	if (rc == 0 && PQntuples(r) > 0 && !PQgetisnull(r, 0, 0)) {
+		json_error_t e;
+		*out = json_loads(PQgetvalue(r, 0, 0), 0, &e);
+		if (!*out)
+			rc = -ERR_INTERNAL;
+	}
+	PQclear(r);
+	return rc;
+}
+
+int api_audit(api_req *rq, int status, const char *resource, const json_t *detail)
+{
+	audit_record a = {
+		.actor_id = rq->who.user_id,
+		.actor_name = rq->who.user_name,
+		.tenant_id = rq->scope.tenant_id[0] ? rq->scope.tenant_id : NULL,
+		.action = rq->rt->action,
+		.resource = resource,
+		.outcome = "success",
+		.status = status,
+		.request_id = rq->request_id,
+		.client_addr = rq->client_addr,
+		.detail = detail,
+	};
+	int rc = audit_write(rq->db, &a);
+	if (rc == 0)
+		rq->audited = true;
+	return rc;
+}

@@ -1,0 +1,64 @@
+/*
+ * respond.c - answers: success bodies and problem+json (RFC 9457) errors.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "api.h"
+
+int api_reply(api_req *rq, int status, json_t *body)
+{
+	json_decref(rq->out);
+	rq->out = body;
+	rq->status = status;
+	rq->error = ERR_OK;
+	return 0;
+}
+
+int api_fail(api_req *rq, int e, const char *fmt, ...)
+{
+	if (e < 0)
+		e = -e;
+	const err_info_t *info = err_info((err_code)e);
+	rq->error = (err_code)e;
+	rq->status = info->status;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(rq->detail, sizeof(rq->detail), fmt, ap);
+	va_end(ap);
+	json_decref(rq->out);
+	rq->out = NULL;
+	return 0;
+}
+
+int api_fail_validation(api_req *rq, verrs *v)
+{
+	json_decref(rq->field_errors);
+	rq->field_errors = v->list;
+	v->list = NULL;
+	return api_fail(rq, ERR_VALIDATION_FAILED, "%zu field(s) failed validation",
+			json_array_size(rq->field_errors));
+}
+
+int api_fail_db(api_req *rq, int rc)
+{
+	if (rc == -ERR_DB_UNAVAILABLE)
+		return api_fail(rq, rc, "the database is unavailable; retry later");
+	if (rc >= 0 || rc == -ERR_INTERNAL || -rc >= ERR__COUNT)
+		return api_fail(rq, ERR_INTERNAL, "internal error; request id %s", rq->request_id);
+	return api_fail(rq, rc, "%s", err_info((err_code)-rc)->doc);
+}
+
+json_t *api_problem_json(const api_req *rq)
+{
+	const err_info_t *info = err_info(rq->error);
+	char type[96];
+	snprintf(type, sizeof(type), "urn:trainyard:error:%s", info->code);
+	json_t *p = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s}", "type", type, "title", info->doc,
+			      "status", rq->status, "detail", rq->detail[0] ? rq->detail : info->doc,
+			      "code", info->code, "request_id", rq->request_id);
+	if (rq->field_errors)
+		json_object_set(p, "errors", rq->field_errors);
+	return p;
+}

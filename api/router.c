@@ -1,0 +1,100 @@
+/*
+ * router.c - path matching over the route table.
+ */
+#include "router.h"
+
+#include <string.h>
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Percent-decode seg[0..n) into out. RET 0, or -1 when malformed or too long. */
+static int decode_segment(const char *seg, size_t n, char *out)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = seg[i];
+		if (c == '%') {
+			if (i + 2 >= n)
+				return -1;
+			int hi = hexval(seg[i + 1]), lo = hexval(seg[i + 2]);
+			if (hi < 0 || lo < 0)
+				return -1;
+			c = (char)(hi * 16 + lo);
+			i += 2;
+		}
+		if (c == '\0' || c == '/' || o >= ROUTE_PARAM_MAX)
+			return -1;
+		out[o++] = c;
+	}
+	out[o] = '\0';
+	return o > 0 ? 0 : -1;
+}
+
+/* Match one pattern. RET: 1 match, 0 no match, -1 match with a bad value. */
+static int match_pattern(const char *pat, const char *path, route_params *pp)
+{
+	pp->n = 0;
+	while (*pat && *path) {
+		if (*pat != '/' || *path != '/')
+			return 0;
+		pat++;
+		path++;
+		size_t pl = strcspn(pat, "/"), sl = strcspn(path, "/");
+		if (pat[0] == '{') {
+			if (sl == 0 || pp->n >= ROUTE_PARAMS)
+				return 0;
+			int i = pp->n++;
+			pp->names[i] = pat + 1;
+			pp->name_len[i] = pl - 2;
+			if (decode_segment(path, sl, pp->values[i]) < 0)
+				return -1;
+		} else if (pl != sl || memcmp(pat, path, pl) != 0) {
+			return 0;
+		}
+		pat += pl;
+		path += sl;
+	}
+	return (*pat == '\0' && *path == '\0') ? 1 : 0;
+}
+
+route_match router_match(const route *table, size_t n, const char *method, const char *path,
+			 const route **found, route_params *params)
+{
+	route_match result = ROUTE_NO_PATH;
+	route_params scratch;
+	for (size_t i = 0; i < n; i++) {
+		int m = match_pattern(table[i].pattern, path, &scratch);
+		if (m == 0)
+			continue;
+		if (m < 0) {
+			if (result == ROUTE_NO_PATH)
+				result = ROUTE_BAD_PATH;
+			continue;
+		}
+		if (strcmp(table[i].method, method) == 0) {
+			*found = &table[i];
+			*params = scratch;
+			return ROUTE_FOUND;
+		}
+		result = ROUTE_BAD_METHOD;
+	}
+	return result;
+}
+
+const char *route_param(const route_params *p, const char *name)
+{
+	size_t len = strlen(name);
+	for (int i = 0; i < p->n; i++)
+		if (p->name_len[i] == len && memcmp(p->names[i], name, len) == 0)
+			return p->values[i];
+	return NULL;
+}

@@ -1,0 +1,350 @@
+/*
+ * server.c - libmicrohttpd glue and the request pipeline.
+ *
+ * One api_req lives from the first callback of a request to MHD's
+ * completion notice. The pipeline is: route match, body limits,
+ * authentication and authorisation (auth.c), the handler, the audit record
+ * of a refused mutation, the response, and one log line.
+ */
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <openssl/rand.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "audit.h"
+#include "auth.h"
+#include "log.h"
+#include "token.h"
+
+typedef struct req_slot {
+	api_req rq;
+	struct timespec start;
+	bool answered;
+} req_slot;
+
+static double elapsed_ms(const struct timespec *start)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - start->tv_sec) * 1e3 + (double)(now.tv_nsec - start->tv_nsec) / 1e6;
+}
+
+static bool request_id_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > REQUEST_ID_MAX)
+		return false;
+	return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
+}
+
+static void set_request_id(api_req *rq)
+{
+	const char *given = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "X-Request-Id");
+	if (given && request_id_ok(given)) {
+		snprintf(rq->request_id, sizeof(rq->request_id), "%s", given);
+		return;
+	}
+	unsigned char raw[12];
+	if (RAND_bytes(raw, sizeof(raw)) != 1)
+		memset(raw, 0, sizeof(raw));
+	hex_encode(raw, sizeof(raw), rq->request_id);
+}
+
+static void set_client_addr(api_req *rq)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	rq->client_addr[0] = '\0';
+	if (!ci || !ci->client_addr)
+		return;
+	const struct sockaddr *sa = ci->client_addr;
+	if (sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr,
+			  rq->client_addr, sizeof(rq->client_addr));
+	else if (sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr,
+			  rq->client_addr, sizeof(rq->client_addr));
+}
+
+int api_db(api_req *rq)
+{
+	if (rq->db)
+		return 0;
+	return db_acquire(rq->srv->pool, &rq->db);
+}
+
+static bool is_mutation(const api_req *rq)
+{
+	return rq->rt && rq->rt->action != NULL;
+}
+
+/* A refused or failed mutation still leaves a record (best effort). */
+static void audit_refusal(api_req *rq)
+{
+	if (!is_mutation(rq) || rq->audited || rq->error == ERR_DB_UNAVAILABLE ||
+	    rq->status < 400 || !rq->who.authenticated)
+		return;
+	if (api_db(rq) < 0)
+		return;
+	db_rollback(rq->db);
+	json_t *d = json_pack("{s:s}", "code", err_info(rq->error)->code);
+	audit_record a = {
+		.actor_id = rq->who.user_id,
+		.actor_name = rq->who.user_name,
+		.tenant_id = rq->scope.tenant_id[0] ? rq->scope.tenant_id : NULL,
+		.action = rq->rt->action,
+		.resource = rq->path,
+		.outcome = rq->status == 403 || rq->status == 404 ? "denied" : "failure",
+		.status = rq->status,
+		.request_id = rq->request_id,
+		.client_addr = rq->client_addr,
+		.detail = d,
+	};
+	if (audit_write(rq->db, &a) < 0)
+		log_printf(LOG_ERROR, "could not write the audit record of a refused request");
+	json_decref(d);
+}
+
+static void run_pipeline(api_req *rq)
+{
+	const api_server *s = rq->srv;
+	route_match m = router_match(s->routes, s->n_routes, rq->method, rq->path, &rq->rt,
+				     &rq->params);
+	if (m != ROUTE_FOUND) {
+		rq->rt = NULL;
+		if (m == ROUTE_BAD_METHOD)
+			api_fail(rq, ERR_METHOD_NOT_ALLOWED, "%s is not allowed on %s", rq->method,
+				 rq->path);
+		else
+			api_fail(rq, ERR_NOT_FOUND, "no route for %s", rq->path);
+		return;
+	}
+	if (rq->body_too_large) {
+		api_fail(rq, ERR_BODY_TOO_LARGE, "the body exceeds %d bytes", rq->cfg->body_limit);
+		return;
+	}
+	if (rq->body_len > 0) {
+		const char *ct = api_header(rq, "Content-Type");
+		if (!ct || strncasecmp(ct, "application/json", 16) != 0 ||
+		    (ct[16] != '\0' && ct[16] != ';')) {
+			api_fail(rq, ERR_UNSUPPORTED_MEDIA, "send the body as application/json");
+			return;
+		}
+	}
+	if (!(rq->rt->flags & ROUTE_PUBLIC) && auth_check(rq) < 0)
+		return;
+	int rc = rq->rt->handler(rq);
+	if (rc < 0 && rq->error == ERR_OK && rq->status == 0)
+		api_fail(rq, rc, "the request could not be completed");
+	if (rq->db)
+		db_rollback(rq->db); /* a handler that failed mid-transaction */
+	audit_refusal(rq);
+}
+
+static void log_request(const req_slot *slot)
+{
+	const api_req *rq = &slot->rq;
+	json_t *f = json_pack("{s:s, s:s, s:s, s:i, s:f}", "request_id", rq->request_id, "method",
+			      rq->method, "path", rq->path, "status", rq->status, "latency_ms",
+			      elapsed_ms(&slot->start));
+	if (rq->rt)
+		json_object_set_new(f, "route", json_string(rq->rt->pattern));
+	if (rq->who.authenticated)
+		json_object_set_new(f, "user", json_string(rq->who.user_name));
+	if (rq->scope.tenant_name[0])
+		json_object_set_new(f, "tenant", json_string(rq->scope.tenant_name));
+	if (rq->error != ERR_OK)
+		json_object_set_new(f, "code", json_string(err_info(rq->error)->code));
+	if (rq->client_addr[0])
+		json_object_set_new(f, "client", json_string(rq->client_addr));
+	log_event(rq->status >= 500 ? LOG_ERROR : LOG_INFO, "request", f);
+}
+
+static enum MHD_Result send_response(req_slot *slot)
+{
+	api_req *rq = &slot->rq;
+	struct MHD_Response *resp;
+	const char *ctype = "application/json";
+	if (rq->error != ERR_OK) {
+		json_decref(rq->out);
+		rq->out = api_problem_json(rq);
+		ctype = "application/problem+json";
+	}
+	if (rq->raw && rq->error == ERR_OK) {
+		resp = MHD_create_response_from_buffer(rq->raw_len, (void *)(uintptr_t)rq->raw,
+						       MHD_RESPMEM_PERSISTENT);
+		MHD_add_response_header(resp, "Content-Type", ctype);
+	} else if (rq->out) {
+		char *text = json_dumps(rq->out, JSON_COMPACT);
+		size_t n = text ? strlen(text) : 0;
+		resp = MHD_create_response_from_buffer(n, text, MHD_RESPMEM_MUST_FREE);
+		MHD_add_response_header(resp, "Content-Type", ctype);
+	} else {
+		resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+	}
+	MHD_add_response_header(resp, "X-Request-Id", rq->request_id);
+	MHD_add_response_header(resp, "Cache-Control", "no-store");
+	if (rq->retry_after[0])
+		MHD_add_response_header(resp, "Retry-After", rq->retry_after);
+	if (rq->replayed)
+		MHD_add_response_header(resp, "Idempotency-Replayed", "true");
+	enum MHD_Result r = MHD_queue_response(rq->conn, (unsigned)rq->status, resp);
+	MHD_destroy_response(resp);
+	slot->answered = true;
+	log_request(slot);
+	return r;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version, const char *upload,
+				  size_t *upload_size, void **con_cls)
+{
+	(void)version;
+	api_server *s = cls;
+	req_slot *slot = *con_cls;
+	if (!slot) {
+		slot = calloc(1, sizeof(*slot));
+		if (!slot)
+			return MHD_NO;
+		clock_gettime(CLOCK_MONOTONIC, &slot->start);
+		api_req *rq = &slot->rq;
+		rq->srv = s;
+		rq->cfg = s->cfg;
+		rq->conn = conn;
+		rq->method = method;
+		rq->path = url;
+		set_request_id(rq);
+		set_client_addr(rq);
+		*con_cls = slot;
+		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+		if (cl && strtoull(cl, NULL, 10) > (unsigned long long)s->cfg->body_limit) {
+			/* refuse before reading a byte of an announced oversized body */
+			api_fail(rq, ERR_BODY_TOO_LARGE, "the body exceeds %d bytes",
+				 s->cfg->body_limit);
+			return send_response(slot);
+		}
+		return MHD_YES;
+	}
+	api_req *rq = &slot->rq;
+	if (slot->answered) {
+		*upload_size = 0; /* discard the rest of a refused body */
+		return MHD_YES;
+	}
+	if (*upload_size > 0) {
+		size_t n = *upload_size;
+		*upload_size = 0;
+		if (rq->body_too_large || rq->body_len + n > (size_t)s->cfg->body_limit) {
+			rq->body_too_large = true;
+			return MHD_YES;
+		}
+		char *nb = realloc(rq->body, rq->body_len + n + 1);
+		if (!nb)
+			return MHD_NO;
+		memcpy(nb + rq->body_len, upload, n);
+		rq->body = nb;
+		rq->body_len += n;
+		rq->body[rq->body_len] = '\0';
+		return MHD_YES;
+	}
+	run_pipeline(rq);
+	if (rq->db) {
+		db_release(s->pool, rq->db);
+		rq->db = NULL;
+	}
+	return send_response(slot);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	(void)cls;
+	(void)conn;
+	(void)toe;
+	req_slot *slot = *con_cls;
+	if (!slot)
+		return;
+	api_req *rq = &slot->rq;
+	if (rq->db)
+		db_release(rq->srv->pool, rq->db);
+	json_decref(rq->out);
+	json_decref(rq->field_errors);
+	free(rq->body);
+	free(slot);
+	*con_cls = NULL;
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	(void)cls;
+	char buf[512];
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	buf[strcspn(buf, "\n")] = '\0';
+	log_printf(LOG_WARN, "http: %s", buf);
+}
+
+static int parse_listen(const char *spec, struct sockaddr_in *sa)
+{
+	char host[64];
+	const char *colon = strrchr(spec, ':');
+	if (!colon || (size_t)(colon - spec) >= sizeof(host))
+		return -1;
+	memcpy(host, spec, (size_t)(colon - spec));
+	host[colon - spec] = '\0';
+	char *end;
+	long port = strtol(colon + 1, &end, 10);
+	if (*end || port < 1 || port > 65535)
+		return -1;
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_port = htons((uint16_t)port);
+	return inet_pton(AF_INET, host, &sa->sin_addr) == 1 ? 0 : -1;
+}
+
+int server_start(api_server *s, const ty_config *cfg, db_pool *pool)
+{
+	struct sockaddr_in sa;
+	if (parse_listen(cfg->listen, &sa) < 0) {
+		log_printf(LOG_ERROR, "invalid TRAINYARD_LISTEN \"%s\" (expected IPv4:port)",
+			   cfg->listen);
+		return -1;
+	}
+	s->cfg = cfg;
+	s->pool = pool;
+	s->routes = routes_table(&s->n_routes);
+	s->rl = ratelimit_new(cfg->rate_rps, cfg->rate_burst);
+	if (!s->rl)
+		return -1;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	s->daemon = MHD_start_daemon(
+		flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->threads, MHD_OPTION_NOTIFY_COMPLETED,
+		on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_CONNECTION_LIMIT,
+		1024u, MHD_OPTION_LISTEN_BACKLOG_SIZE,
+		1024u, MHD_OPTION_END);
+	if (!s->daemon) {
+		log_printf(LOG_ERROR, "could not listen on %s", cfg->listen);
+		ratelimit_free(s->rl);
+		return -1;
+	}
+	log_event(LOG_INFO, "listening", json_pack("{s:s, s:i}", "listen", cfg->listen, "threads",
+						   cfg->threads));
+	return 0;
+}
+
+void server_stop(api_server *s)
+{
+	if (s->daemon)
+		MHD_stop_daemon(s->daemon);
+	s->daemon = NULL;
+	ratelimit_free(s->rl);
+	s->rl = NULL;
+}

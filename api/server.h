@@ -1,0 +1,27 @@
+/*
+ * server.h - the HTTP server: libmicrohttpd glue and the request pipeline
+ * (route -> authenticate -> rate limit -> authorise -> handler -> log).
+ */
+#ifndef TY_SERVER_H
+#define TY_SERVER_H
+
+#include "api.h"
+#include "ratelimit.h"
+
+struct api_server {
+	const ty_config *cfg;
+	db_pool *pool;
+	ratelimit *rl;
+	const route *routes;
+	size_t n_routes;
+	struct MHD_Daemon *daemon;
+};
+
+/* Start listening on cfg->listen. RET 0, or -1 with the reason logged. */
+int server_start(api_server *s, const ty_config *cfg, db_pool *pool);
+void server_stop(api_server *s);
+
+/* Get rq's pooled connection, acquiring it on first use. RET 0 or -ERR_DB_UNAVAILABLE. */
+int api_db(api_req *rq);
+
+#endif

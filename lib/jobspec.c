@@ -1,0 +1,729 @@
+/*
+ * jobspec.c - validation and normal form of a training job spec.
+ *
+ * Each section of the spec is read into struct jobspec by its own function.
+ * A bit in ctx.known marks every value that is usable: valid, or defaulted
+ * from usable values. The cross-field rules look only at usable values, so a
+ * bad field is reported once and never hides, or fakes, another problem.
+ */
+#include "jobspec.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define PTR_MAX 256
+
+/* Usable values (ctx.known). The layout bits also describe each fallback. */
+enum {
+	K_DP = 1u << 0,
+	K_TP = 1u << 1,
+	K_PP = 1u << 2,
+	K_ZERO = 1u << 3,
+	K_MB = 1u << 4,
+	K_GB = 1u << 5,
+	K_LAYERS = 1u << 6,
+	K_DMODEL = 1u << 7,
+	K_HEADS = 1u << 8,
+	K_NODES = 1u << 9,
+	K_GPN = 1u << 10,
+	K_RPN = 1u << 11,
+	K_TIME = 1u << 12,
+	K_STEPS = 1u << 13,
+};
+#define K_RANKS (K_DP | K_TP | K_PP)
+
+typedef struct ctx {
+	jobspec *s;
+	verrs *v;
+	int problems; /* counted here, not from v: RET must not depend on v */
+	unsigned known;
+	bool d_model_given, heads_given, rpn_given;
+	int grad_accum_given; /* the job's parallel.grad_accum, 0 when absent */
+} ctx;
+
+typedef struct preset {
+	const char *name;
+	int layers, d_model, heads, vocab_size, seq_len;
+} preset;
+
+static const preset presets[] = {
+	{"tiny", 2, 64, 4, 256, 64},
+	{"gpt2-124m", 12, 768, 12, 50257, 1024},
+	{"gpt2-350m", 24, 1024, 16, 50257, 1024},
+	{"gpt2-774m", 36, 1280, 20, 50257, 1024},
+	{"gpt2-1558m", 48, 1600, 25, 50257, 1024},
+};
+
+static const char *const schedule_names[] = {"cosine", "linear", "constant", NULL};
+static const char *const precision_names[] = {"fp32", "bf16", "fp16", NULL};
+
+static const char *const top_fields[] = {"name",     "model",      "data",
+					 "parallel", "resources",  "training",
+					 "checkpoint", "fault_tolerance", NULL};
+static const char *const model_fields[] = {"preset", "layers",     "d_model", "heads",
+					   "vocab_size", "seq_len", NULL};
+static const char *const data_fields[] = {"train", "val", NULL};
+static const char *const parallel_fields[] = {
+	"data_parallel", "tensor_parallel", "pipeline_parallel", "zero_stage",
+	"micro_batch",   "global_batch",    "grad_accum",        NULL};
+static const char *const fallback_fields[] = {"data_parallel", "tensor_parallel",
+					      "pipeline_parallel", "zero_stage",
+					      "micro_batch",   "grad_accum", NULL};
+static const char *const resources_fields[] = {"nodes", "gpus_per_node", "ranks_per_node",
+					       "time_limit_minutes", "partition", NULL};
+static const char *const training_fields[] = {"steps",     "lr",           "warmup_steps",
+					      "schedule",  "precision",    "grad_clip",
+					      "weight_decay", "seed",     NULL};
+static const char *const checkpoint_fields[] = {"every_steps", "keep", NULL};
+static const char *const fault_fields[] = {"max_restarts", "heartbeat_timeout_s", "fallback",
+					   NULL};
+
+static void problem(ctx *c, const char *pointer, err_code code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void problem(ctx *c, const char *pointer, err_code code, const char *fmt, ...)
+{
+	char text[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	verrs_add(c->v, pointer, code, "%s", text);
+	c->problems++;
+}
+
+/* Mark bit usable when a reader returned 0 (defaulted) or 1 (valid). */
+static void mark(ctx *c, unsigned bit, int rc)
+{
+	if (rc >= 0)
+		c->known |= bit;
+}
+
+static bool all_known(unsigned known, unsigned bits)
+{
+	return (known & bits) == bits;
+}
+
+/*
+ * Reject members of obj not in allowed. jsonx_only_fields() can drop a row
+ * whose text it could not build (a long non-ASCII key), so a shortfall is
+ * made up with a row at the object itself: a problem is never silent.
+ */
+static void only(ctx *c, const json_t *obj, const char *base, const char *const *allowed)
+{
+	if (!json_is_object(obj))
+		return;
+	size_t before = verrs_count(c->v);
+	int n = jsonx_only_fields(obj, base, allowed, c->v);
+	c->problems += n;
+	if (n > 0 && verrs_count(c->v) - before < (size_t)n)
+		problem(c, base, ERR_F_UNKNOWN_FIELD, "an unknown field here has a name too long to show");
+}
+
+/* jsonx readers with the problem counted. RET as theirs. */
+static int rd_int(ctx *c, const json_t *obj, const char *base, const char *key, bool required,
+		  int64_t min, int64_t max, int def, int *dst)
+{
+	int64_t x = def;
+	int rc = jsonx_get_int(obj, base, key, required, min, max, &x, c->v);
+	if (rc < 0) {
+		c->problems++;
+		return rc;
+	}
+	*dst = (int)x;
+	return rc;
+}
+
+static int rd_int64(ctx *c, const json_t *obj, const char *base, const char *key, int64_t min,
+		    int64_t max, int64_t def, int64_t *dst)
+{
+	*dst = def;
+	int rc = jsonx_get_int(obj, base, key, false, min, max, dst, c->v);
+	if (rc < 0)
+		c->problems++;
+	return rc;
+}
+
+static int rd_num(ctx *c, const json_t *obj, const char *base, const char *key, double min,
+		  double max, double def, double *dst)
+{
+	*dst = def;
+	int rc = jsonx_get_num(obj, base, key, false, min, max, dst, c->v);
+	if (rc < 0)
+		c->problems++;
+	return rc;
+}
+
+static int rd_obj(ctx *c, const json_t *obj, const char *key, bool required, const json_t **dst)
+{
+	*dst = NULL;
+	int rc = jsonx_get_obj(obj, "", key, required, dst, c->v);
+	if (rc < 0)
+		c->problems++;
+	return rc;
+}
+
+/*
+ * A string member, null counting as absent like the jsonx readers.
+ * OUT: *s and *n (bytes) when RET is 1. RET: 1 present, 0 absent, -1 bad.
+ */
+static int rd_string(ctx *c, const json_t *obj, const char *base, const char *key, bool required,
+		     const char **s, size_t *n)
+{
+	char ptr[PTR_MAX];
+	jsonx_pointer(ptr, sizeof(ptr), base, key);
+	const json_t *m = json_object_get(obj, key);
+	if (m == NULL || json_is_null(m)) {
+		if (!required)
+			return 0;
+		problem(c, ptr, ERR_F_REQUIRED, "%s is required", key);
+		return -1;
+	}
+	if (!json_is_string(m)) {
+		problem(c, ptr, ERR_F_WRONG_TYPE, "%s must be a string", key);
+		return -1;
+	}
+	*s = json_string_value(m);
+	*n = json_string_length(m);
+	return 1;
+}
+
+typedef enum text_kind {
+	TEXT_LABEL, /* printable, counted in characters */
+	TEXT_PATH,  /* printable, counted in bytes */
+	TEXT_WORD,  /* [A-Za-z0-9_.-] */
+} text_kind;
+
+static bool is_word_char(unsigned char b)
+{
+	return (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') || (b >= '0' && b <= '9') ||
+	       b == '_' || b == '.' || b == '-';
+}
+
+/* RET: true when the n bytes of s are 1 to max units of kind. */
+static bool text_ok(const char *s, size_t n, text_kind kind, size_t max)
+{
+	size_t units = 0;
+	if (n == 0 || strlen(s) != n)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char b = (unsigned char)s[i];
+		unsigned char next = i + 1 < n ? (unsigned char)s[i + 1] : 0;
+		if (b < 0x20 || b == 0x7f || (b == 0xc2 && next >= 0x80 && next <= 0x9f))
+			return false; /* C0, DEL, C1 (U+0080..U+009F) */
+		if (kind == TEXT_WORD && !is_word_char(b))
+			return false;
+		if (kind != TEXT_LABEL || (b & 0xc0) != 0x80)
+			units++;
+	}
+	return units <= max;
+}
+
+/* A string member checked against kind and copied into dst (dstlen bytes). */
+static int rd_text(ctx *c, const json_t *obj, const char *base, const char *key, bool required,
+		   text_kind kind, size_t max, char *dst, size_t dstlen)
+{
+	static const char *const rule[] = {
+		[TEXT_LABEL] = "printable characters",
+		[TEXT_PATH] = "bytes without control characters",
+		[TEXT_WORD] = "characters from A-Z, a-z, 0-9, '_', '.' and '-'",
+	};
+	const char *s = NULL;
+	size_t n = 0;
+	int rc = rd_string(c, obj, base, key, required, &s, &n);
+	if (rc <= 0)
+		return rc;
+	if (n >= dstlen || !text_ok(s, n, kind, max)) {
+		char ptr[PTR_MAX];
+		jsonx_pointer(ptr, sizeof(ptr), base, key);
+		problem(c, ptr, ERR_F_INVALID_VALUE, "%s must be 1 to %zu %s", key, max, rule[kind]);
+		return -1;
+	}
+	memcpy(dst, s, n + 1);
+	return 1;
+}
+
+/* A string member that must be one of names; *dst keeps its default when absent. */
+static int rd_enum(ctx *c, const json_t *obj, const char *base, const char *key,
+		   const char *const *names, int *dst)
+{
+	const char *s = NULL;
+	size_t n = 0;
+	int rc = rd_string(c, obj, base, key, false, &s, &n);
+	if (rc <= 0)
+		return rc;
+	int i = strlen(s) == n ? jsonx_enum_index(s, names) : -1;
+	if (i < 0) {
+		char ptr[PTR_MAX], list[128] = "";
+		jsonx_pointer(ptr, sizeof(ptr), base, key);
+		for (int k = 0; names[k]; k++)
+			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+				 k ? ", " : "", names[k]);
+		problem(c, ptr, ERR_F_INVALID_VALUE, "%s must be one of %s", key, list);
+		return -1;
+	}
+	*dst = i;
+	return 1;
+}
+
+static void read_name(ctx *c, const json_t *root)
+{
+	rd_text(c, root, "", "name", true, TEXT_LABEL, JOBSPEC_NAME_CHARS, c->s->name,
+		sizeof(c->s->name));
+}
+
+/* RET: the preset named by the n bytes of s, or NULL. */
+static const preset *preset_find(const char *s, size_t n)
+{
+	for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
+		if (strlen(presets[i].name) == n && memcmp(presets[i].name, s, n) == 0)
+			return &presets[i];
+	return NULL;
+}
+
+/*
+ * The model: a preset and/or explicit fields, explicit winning. Without a
+ * preset all five fields are required; with a bad preset the explicit ones
+ * are still checked but the missing ones stay unknown.
+ */
+static void read_model(ctx *c, const json_t *root)
+{
+	static const char *const B = "/model";
+	const json_t *m;
+	if (rd_obj(c, root, "model", true, &m) <= 0)
+		return;
+	only(c, m, B, model_fields);
+
+	jobspec_model *x = &c->s->model;
+	const preset *p = NULL;
+	const char *name = NULL;
+	size_t n = 0;
+	int rc = rd_string(c, m, B, "preset", false, &name, &n);
+	if (rc > 0) {
+		p = preset_find(name, n);
+		if (p == NULL) {
+			problem(c, "/model/preset", ERR_F_UNKNOWN_PRESET,
+				"unknown preset; known are tiny, gpt2-124m, gpt2-350m, gpt2-774m "
+				"and gpt2-1558m");
+			rc = -1;
+		} else
+			snprintf(x->preset, sizeof(x->preset), "%s", p->name);
+	}
+	bool required = rc == 0;
+	bool usable_default = p != NULL;
+
+	rc = rd_int(c, m, B, "layers", required, 1, 1024, p ? p->layers : 0, &x->layers);
+	mark(c, K_LAYERS, rc > 0 || (rc == 0 && usable_default) ? 1 : -1);
+	rc = rd_int(c, m, B, "d_model", required, 1, 65536, p ? p->d_model : 0, &x->d_model);
+	mark(c, K_DMODEL, rc > 0 || (rc == 0 && usable_default) ? 1 : -1);
+	c->d_model_given = rc > 0;
+	rc = rd_int(c, m, B, "heads", required, 1, 1024, p ? p->heads : 0, &x->heads);
+	mark(c, K_HEADS, rc > 0 || (rc == 0 && usable_default) ? 1 : -1);
+	c->heads_given = rc > 0;
+	rd_int(c, m, B, "vocab_size", required, 2, 1048576, p ? p->vocab_size : 0, &x->vocab_size);
+	rd_int(c, m, B, "seq_len", required, 1, 1048576, p ? p->seq_len : 0, &x->seq_len);
+}
+
+static void read_data(ctx *c, const json_t *root)
+{
+	const json_t *d;
+	if (rd_obj(c, root, "data", true, &d) <= 0)
+		return;
+	only(c, d, "/data", data_fields);
+	jobspec_data *x = &c->s->data;
+	rd_text(c, d, "/data", "train", true, TEXT_PATH, JOBSPEC_PATH_BYTES, x->train,
+		sizeof(x->train));
+	rd_text(c, d, "/data", "val", false, TEXT_PATH, JOBSPEC_PATH_BYTES, x->val, sizeof(x->val));
+}
+
+/*
+ * One layout's fields: the job's (job == NULL: data, tensor and pipeline
+ * default to 1, micro_batch is required) or a fallback's (data, tensor and
+ * pipeline required; zero_stage and micro_batch default to the job's).
+ * OUT: *p, *ga (grad_accum as given, 0 when absent). RET: usable K_ bits.
+ */
+static unsigned read_layout(ctx *c, const json_t *obj, const char *base, const jobspec_parallel *job,
+			    jobspec_parallel *p, int *ga)
+{
+	bool fb = job != NULL;
+	unsigned k = 0;
+	if (rd_int(c, obj, base, "data_parallel", fb, 1, 65536, 1, &p->data_parallel) >= 0)
+		k |= K_DP;
+	if (rd_int(c, obj, base, "tensor_parallel", fb, 1, 1024, 1, &p->tensor_parallel) >= 0)
+		k |= K_TP;
+	if (rd_int(c, obj, base, "pipeline_parallel", fb, 1, 1024, 1, &p->pipeline_parallel) >= 0)
+		k |= K_PP;
+	int rc = rd_int(c, obj, base, "zero_stage", false, 0, 3, fb ? job->zero_stage : 0,
+			&p->zero_stage);
+	if (rc > 0 || (rc == 0 && (!fb || (c->known & K_ZERO))))
+		k |= K_ZERO;
+	rc = rd_int(c, obj, base, "micro_batch", !fb, 1, 65536, fb ? job->micro_batch : 0,
+		    &p->micro_batch);
+	if (rc > 0 || (rc == 0 && fb && (c->known & K_MB)))
+		k |= K_MB;
+	*ga = 0;
+	rd_int(c, obj, base, "grad_accum", false, 1, 16777216, 0, ga);
+	return k;
+}
+
+static void read_parallel(ctx *c, const json_t *root)
+{
+	const json_t *p;
+	if (rd_obj(c, root, "parallel", true, &p) <= 0)
+		return;
+	only(c, p, "/parallel", parallel_fields);
+	c->known |= read_layout(c, p, "/parallel", NULL, &c->s->parallel, &c->grad_accum_given);
+	mark(c, K_GB,
+	     rd_int(c, p, "/parallel", "global_batch", true, 1, 16777216, 0, &c->s->global_batch));
+}
+
+static void read_resources(ctx *c, const json_t *root)
+{
+	static const char *const B = "/resources";
+	const json_t *r;
+	if (rd_obj(c, root, "resources", true, &r) <= 0)
+		return;
+	only(c, r, B, resources_fields);
+	jobspec_resources *x = &c->s->resources;
+	mark(c, K_NODES, rd_int(c, r, B, "nodes", true, 1, 4096, 0, &x->nodes));
+	mark(c, K_GPN, rd_int(c, r, B, "gpus_per_node", false, 0, 64, 0, &x->gpus_per_node));
+	int rc = rd_int(c, r, B, "ranks_per_node", false, 1, 256, 0, &x->ranks_per_node);
+	c->rpn_given = rc > 0;
+	if (rc == 0 && !(c->known & K_GPN))
+		rc = -1; /* its default comes from a bad gpus_per_node */
+	else if (rc == 0)
+		x->ranks_per_node = x->gpus_per_node > 0 ? x->gpus_per_node : 1;
+	mark(c, K_RPN, rc);
+	mark(c, K_TIME,
+	     rd_int(c, r, B, "time_limit_minutes", false, 1, 525600, 60, &x->time_limit_minutes));
+	rd_text(c, r, B, "partition", false, TEXT_WORD, JOBSPEC_PARTITION_MAX, x->partition,
+		sizeof(x->partition));
+}
+
+static void read_training(ctx *c, const json_t *root)
+{
+	static const char *const B = "/training";
+	const json_t *t;
+	if (rd_obj(c, root, "training", true, &t) <= 0)
+		return;
+	only(c, t, B, training_fields);
+	jobspec_training *x = &c->s->training;
+	mark(c, K_STEPS, rd_int(c, t, B, "steps", true, 1, 100000000, 0, &x->steps));
+	if (rd_num(c, t, B, "lr", 0, 10, 3e-4, &x->lr) > 0 && !(x->lr > 0))
+		problem(c, "/training/lr", ERR_F_OUT_OF_RANGE,
+			"lr must be greater than 0 and at most 10");
+	if (rd_int(c, t, B, "warmup_steps", false, 0, 100000000, 0, &x->warmup_steps) > 0 &&
+	    (c->known & K_STEPS) && x->warmup_steps > x->steps)
+		problem(c, "/training/warmup_steps", ERR_F_OUT_OF_RANGE,
+			"warmup_steps must be between 0 and steps (%d)", x->steps);
+	int e = JOBSPEC_SCHEDULE_COSINE;
+	rd_enum(c, t, B, "schedule", schedule_names, &e);
+	x->schedule = (jobspec_schedule)e;
+	e = JOBSPEC_PRECISION_FP32;
+	rd_enum(c, t, B, "precision", precision_names, &e);
+	x->precision = (jobspec_precision)e;
+	rd_num(c, t, B, "grad_clip", 0, 1e6, 1.0, &x->grad_clip);
+	rd_num(c, t, B, "weight_decay", 0, 10, 0.1, &x->weight_decay);
+	rd_int64(c, t, B, "seed", 0, INT64_C(1) << 53, 1234, &x->seed);
+}
+
+/* Optional section: absent means every default. */
+static void read_checkpoint(ctx *c, const json_t *root)
+{
+	static const char *const B = "/checkpoint";
+	const json_t *o;
+	if (rd_obj(c, root, "checkpoint", false, &o) < 0)
+		return;
+	only(c, o, B, checkpoint_fields);
+	jobspec_checkpoint *x = &c->s->checkpoint;
+	int steps = c->s->training.steps;
+	int def = (c->known & K_STEPS) ? (steps < 1000 ? steps : 1000) : 1;
+	if (rd_int(c, o, B, "every_steps", false, 1, 100000000, def, &x->every_steps) > 0 &&
+	    (c->known & K_STEPS) && x->every_steps > steps)
+		problem(c, "/checkpoint/every_steps", ERR_F_OUT_OF_RANGE,
+			"every_steps must be between 1 and steps (%d)", steps);
+	rd_int(c, o, B, "keep", false, 1, 1000, 3, &x->keep);
+}
+
+/*
+ * The model and batch rules every layout obeys, and its grad_accum.
+ * base: the layout's pointer; batch_ptr: where a batch mismatch points.
+ */
+static void check_layout(ctx *c, jobspec_parallel *p, unsigned k, int ga_given, const char *base,
+			 const char *batch_ptr)
+{
+	const jobspec_model *m = &c->s->model;
+	char ptr[PTR_MAX];
+	if ((k & K_TP) && (c->known & K_HEADS) && m->heads % p->tensor_parallel != 0) {
+		jsonx_pointer(ptr, sizeof(ptr), base, "tensor_parallel");
+		problem(c, ptr, ERR_F_HEADS_NOT_DIVISIBLE,
+			"heads (%d) is not divisible by tensor_parallel (%d)", m->heads,
+			p->tensor_parallel);
+	}
+	if ((k & K_PP) && (c->known & K_LAYERS) && m->layers % p->pipeline_parallel != 0) {
+		jsonx_pointer(ptr, sizeof(ptr), base, "pipeline_parallel");
+		problem(c, ptr, ERR_F_LAYERS_NOT_DIVISIBLE,
+			"layers (%d) is not divisible by pipeline_parallel (%d)", m->layers,
+			p->pipeline_parallel);
+	}
+	if (!all_known(k, K_DP | K_MB) || !(c->known & K_GB))
+		return;
+	int64_t per_step = (int64_t)p->micro_batch * p->data_parallel;
+	if (c->s->global_batch % per_step != 0) {
+		problem(c, batch_ptr, ERR_F_BATCH_MISMATCH,
+			"global_batch (%d) is not micro_batch (%d) x data_parallel (%d) x a whole "
+			"grad_accum",
+			c->s->global_batch, p->micro_batch, p->data_parallel);
+		return;
+	}
+	p->grad_accum = (int)(c->s->global_batch / per_step);
+	if (ga_given && ga_given != p->grad_accum) {
+		jsonx_pointer(ptr, sizeof(ptr), base, "grad_accum");
+		problem(c, ptr, ERR_F_BATCH_MISMATCH,
+			"grad_accum must be global_batch / (micro_batch x data_parallel) = %d",
+			p->grad_accum);
+	}
+}
+
+static int64_t layout_ranks(const jobspec_parallel *p)
+{
+	return (int64_t)p->data_parallel * p->tensor_parallel * p->pipeline_parallel;
+}
+
+/* RET: this entry's ranks, or -1 when unknown. */
+static int64_t read_fallback_entry(ctx *c, const json_t *e, size_t i, int64_t prev)
+{
+	char base[64], batch_ptr[PTR_MAX];
+	snprintf(base, sizeof(base), "/fault_tolerance/fallback/%zu", i);
+	if (!json_is_object(e)) {
+		problem(c, base, ERR_F_WRONG_TYPE, "a fallback entry must be an object");
+		return -1;
+	}
+	only(c, e, base, fallback_fields);
+	jobspec_parallel p = {0};
+	int ga;
+	unsigned k = read_layout(c, e, base, &c->s->parallel, &p, &ga);
+	jsonx_pointer(batch_ptr, sizeof(batch_ptr), base, "data_parallel");
+	check_layout(c, &p, k, ga, base, batch_ptr);
+	if (i < JOBSPEC_MAX_FALLBACK)
+		c->s->fallback[c->s->n_fallback++] = p;
+	if (!all_known(k, K_RANKS))
+		return -1;
+	int64_t ranks = layout_ranks(&p);
+	if (prev >= 0 && ranks >= prev)
+		problem(c, base, ERR_F_FALLBACK_NOT_SMALLER,
+			"this fallback uses %lld ranks; it must use fewer than the %lld of %s",
+			(long long)ranks, (long long)prev, i == 0 ? "the job" : "the entry before it");
+	return ranks;
+}
+
+static void read_fallback(ctx *c, const json_t *ft)
+{
+	static const char *const P = "/fault_tolerance/fallback";
+	const json_t *f = json_object_get(ft, "fallback");
+	c->s->fallback_auto = true;
+	if (f == NULL || json_is_null(f))
+		return;
+	if (json_is_string(f)) {
+		if (strcmp(json_string_value(f), "auto") != 0 ||
+		    json_string_length(f) != strlen("auto"))
+			problem(c, P, ERR_F_INVALID_VALUE,
+				"fallback must be \"auto\" or an array of layouts");
+		return;
+	}
+	if (!json_is_array(f)) {
+		problem(c, P, ERR_F_WRONG_TYPE, "fallback must be \"auto\" or an array of layouts");
+		return;
+	}
+	c->s->fallback_auto = false;
+	if (json_array_size(f) > JOBSPEC_MAX_FALLBACK)
+		problem(c, P, ERR_F_OUT_OF_RANGE, "fallback lists %zu layouts; at most %d are allowed",
+			json_array_size(f), JOBSPEC_MAX_FALLBACK);
+	int64_t prev = all_known(c->known, K_RANKS) ? layout_ranks(&c->s->parallel) : -1;
+	size_t i;
+	const json_t *e;
+	json_array_foreach(f, i, e)
+		prev = read_fallback_entry(c, e, i, prev);
+}
+
+static void read_fault(ctx *c, const json_t *root)
+{
+	static const char *const B = "/fault_tolerance";
+	const json_t *o;
+	if (rd_obj(c, root, "fault_tolerance", false, &o) < 0)
+		return;
+	only(c, o, B, fault_fields);
+	jobspec_fault *x = &c->s->fault_tolerance;
+	rd_int(c, o, B, "max_restarts", false, 0, 100, 3, &x->max_restarts);
+	rd_int(c, o, B, "heartbeat_timeout_s", false, 10, 86400, 300, &x->heartbeat_timeout_s);
+	read_fallback(c, o);
+}
+
+static void check_model(ctx *c)
+{
+	const jobspec_model *m = &c->s->model;
+	if (!all_known(c->known, K_DMODEL | K_HEADS) || m->d_model % m->heads == 0)
+		return;
+	/* Point at what the user wrote: d_model when only it overrides the preset. */
+	const char *ptr = c->d_model_given && !c->heads_given ? "/model/d_model" : "/model/heads";
+	problem(c, ptr, ERR_F_DMODEL_NOT_DIVISIBLE, "d_model (%d) is not divisible by heads (%d)",
+		m->d_model, m->heads);
+}
+
+static void check_ranks(ctx *c)
+{
+	const jobspec *s = c->s;
+	const jobspec_resources *r = &s->resources;
+	if (all_known(c->known, K_RANKS | K_NODES | K_RPN) &&
+	    layout_ranks(&s->parallel) != jobspec_ranks(s))
+		problem(c, "/parallel/data_parallel", ERR_F_RANKS_MISMATCH,
+			"data_parallel x tensor_parallel x pipeline_parallel is %lld but nodes x "
+			"ranks_per_node is %lld",
+			(long long)layout_ranks(&s->parallel), (long long)jobspec_ranks(s));
+	if (c->rpn_given && (c->known & K_GPN) && r->gpus_per_node > 0 &&
+	    r->ranks_per_node != r->gpus_per_node)
+		problem(c, "/resources/ranks_per_node", ERR_F_GPUS_RANKS_MISMATCH,
+			"ranks_per_node (%d) must equal gpus_per_node (%d)", r->ranks_per_node,
+			r->gpus_per_node);
+}
+
+static void check_quota(ctx *c, const jobspec_quota *q)
+{
+	static const char *const P = "/resources/nodes";
+	if (q->max_running_jobs <= 0)
+		problem(c, P, ERR_F_QUOTA_NEVER_FITS,
+			"the tenant's max_running_jobs is %lld, so none of its jobs can run",
+			(long long)q->max_running_jobs);
+	if (!all_known(c->known, K_NODES | K_GPN | K_RPN))
+		return;
+	int64_t devices = jobspec_devices(c->s);
+	if (devices > q->max_gpus)
+		problem(c, P, ERR_F_QUOTA_NEVER_FITS,
+			"the job needs %lld devices but the tenant's max_gpus is %lld",
+			(long long)devices, (long long)q->max_gpus);
+	if (!(c->known & K_TIME))
+		return;
+	int64_t gph = q->gpu_hours_per_month;
+	int64_t device_minutes = devices * c->s->resources.time_limit_minutes;
+	if (gph < 0 || (gph <= INT64_MAX / 60 && device_minutes > gph * 60))
+		problem(c, P, ERR_F_QUOTA_NEVER_FITS,
+			"the job may use %.1f GPU-hours (devices x time_limit_minutes / 60) but the "
+			"tenant's gpu_hours_per_month is %lld",
+			(double)device_minutes / 60, (long long)gph);
+}
+
+static const char *or_null(const char *s)
+{
+	return s[0] ? s : NULL;
+}
+
+static json_t *layout_json(const jobspec_parallel *p)
+{
+	return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i}", "data_parallel", p->data_parallel,
+			 "tensor_parallel", p->tensor_parallel, "pipeline_parallel",
+			 p->pipeline_parallel, "zero_stage", p->zero_stage, "micro_batch",
+			 p->micro_batch, "grad_accum", p->grad_accum);
+}
+
+static json_t *fallback_json(const jobspec *s)
+{
+	if (s->fallback_auto)
+		return json_string("auto");
+	json_t *a = json_array();
+	for (int i = 0; a && i < s->n_fallback; i++)
+		if (json_array_append_new(a, layout_json(&s->fallback[i])) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
+/* RET: the normal form of a valid s, or NULL when out of memory. */
+static json_t *spec_json(const jobspec *s)
+{
+	const jobspec_parallel *p = &s->parallel;
+	const jobspec_resources *r = &s->resources;
+	const jobspec_training *t = &s->training;
+	json_t *fallback = fallback_json(s);
+	if (fallback == NULL)
+		return NULL;
+	return json_pack(
+		"{s:s, s:{s:s*, s:i, s:i, s:i, s:i, s:i}, s:{s:s, s:s*},"
+		" s:{s:i, s:i, s:i, s:i, s:i, s:i, s:i},"
+		" s:{s:i, s:i, s:i, s:i, s:s*},"
+		" s:{s:i, s:f, s:i, s:s, s:s, s:f, s:f, s:I},"
+		" s:{s:i, s:i}, s:{s:i, s:i, s:o}}",
+		"name", s->name,
+		"model", "preset", or_null(s->model.preset), "layers", s->model.layers, "d_model",
+		s->model.d_model, "heads", s->model.heads, "vocab_size", s->model.vocab_size,
+		"seq_len", s->model.seq_len,
+		"data", "train", s->data.train, "val", or_null(s->data.val),
+		"parallel", "data_parallel", p->data_parallel, "tensor_parallel", p->tensor_parallel,
+		"pipeline_parallel", p->pipeline_parallel, "zero_stage", p->zero_stage, "micro_batch",
+		p->micro_batch, "global_batch", s->global_batch, "grad_accum", p->grad_accum,
+		"resources", "nodes", r->nodes, "gpus_per_node", r->gpus_per_node, "ranks_per_node",
+		r->ranks_per_node, "time_limit_minutes", r->time_limit_minutes, "partition",
+		or_null(r->partition),
+		"training", "steps", t->steps, "lr", t->lr, "warmup_steps", t->warmup_steps,
+		"schedule", jobspec_schedule_name(t->schedule), "precision",
+		jobspec_precision_name(t->precision), "grad_clip", t->grad_clip, "weight_decay",
+		t->weight_decay, "seed", (json_int_t)t->seed,
+		"checkpoint", "every_steps", s->checkpoint.every_steps, "keep", s->checkpoint.keep,
+		"fault_tolerance", "max_restarts", s->fault_tolerance.max_restarts,
+		"heartbeat_timeout_s", s->fault_tolerance.heartbeat_timeout_s, "fallback", fallback);
+}
+
+int jobspec_parse(const json_t *in, const jobspec_quota *quota, jobspec *out, json_t **normalized,
+		  verrs *v)
+{
+	ctx c = {.s = out, .v = v};
+	memset(out, 0, sizeof(*out));
+	if (normalized)
+		*normalized = NULL;
+	if (!json_is_object(in)) {
+		problem(&c, "", ERR_F_WRONG_TYPE, "the job spec must be a JSON object");
+		return -ERR_VALIDATION_FAILED;
+	}
+	only(&c, in, "", top_fields);
+	read_name(&c, in);
+	read_model(&c, in);
+	read_data(&c, in);
+	read_parallel(&c, in);
+	read_resources(&c, in);
+	read_training(&c, in);
+	read_checkpoint(&c, in);
+	read_fault(&c, in);
+	check_model(&c);
+	check_layout(&c, &out->parallel, c.known, c.grad_accum_given, "/parallel",
+		     "/parallel/global_batch");
+	check_ranks(&c);
+	if (quota)
+		check_quota(&c, quota);
+	if (c.problems > 0)
+		return -ERR_VALIDATION_FAILED;
+	if (normalized && (*normalized = spec_json(out)) == NULL)
+		return -ERR_INTERNAL;
+	return 0;
+}
+
+int64_t jobspec_ranks(const jobspec *s)
+{
+	return (int64_t)s->resources.nodes * s->resources.ranks_per_node;
+}
+
+int64_t jobspec_devices(const jobspec *s)
+{
+	const jobspec_resources *r = &s->resources;
+	return r->gpus_per_node > 0 ? (int64_t)r->nodes * r->gpus_per_node : jobspec_ranks(s);
+}
+
+const char *jobspec_schedule_name(jobspec_schedule s)
+{
+	return (unsigned)s < 3 ? schedule_names[s] : "cosine";
+}
+
+const char *jobspec_precision_name(jobspec_precision p)
+{
+	return (unsigned)p < 3 ? precision_names[p] : "fp32";
+}

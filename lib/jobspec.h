@@ -1,0 +1,141 @@
+/*
+ * jobspec.h - the training job spec: validation at submit, normal form.
+ *
+ * A client submits a job as JSON. jobspec_parse() checks every field and
+ * every cross-field rule in one pass, so a response lists all problems, and
+ * produces two things: a struct jobspec with plain C values for the
+ * scheduler, and the normalized JSON (every default filled in, the preset
+ * expanded) that is stored in jobs.spec. The normalized form is itself a
+ * valid spec: parsing it again yields the same struct and the same JSON.
+ *
+ * docs/jobspec.md is the user reference: every field, default, range and
+ * rule, and the pointer each rule reports.
+ */
+#ifndef TY_JOBSPEC_H
+#define TY_JOBSPEC_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "jsonx.h"
+
+#define JOBSPEC_MAX_FALLBACK  8
+#define JOBSPEC_NAME_CHARS    128  /* name: characters (code points) */
+#define JOBSPEC_PATH_BYTES    4096 /* data.train, data.val: bytes of UTF-8 */
+#define JOBSPEC_PARTITION_MAX 64   /* partition: ASCII characters */
+#define JOBSPEC_PRESET_MAX    15   /* longest preset name */
+
+typedef enum jobspec_schedule {
+	JOBSPEC_SCHEDULE_COSINE = 0,
+	JOBSPEC_SCHEDULE_LINEAR,
+	JOBSPEC_SCHEDULE_CONSTANT,
+} jobspec_schedule;
+
+typedef enum jobspec_precision {
+	JOBSPEC_PRECISION_FP32 = 0,
+	JOBSPEC_PRECISION_BF16,
+	JOBSPEC_PRECISION_FP16,
+} jobspec_precision;
+
+typedef struct jobspec_model {
+	char preset[JOBSPEC_PRESET_MAX + 1]; /* "" when the model is fully explicit */
+	int layers, d_model, heads, vocab_size, seq_len;
+} jobspec_model;
+
+typedef struct jobspec_data {
+	char train[JOBSPEC_PATH_BYTES + 1]; /* path or glob of token shards */
+	char val[JOBSPEC_PATH_BYTES + 1];   /* "" when absent */
+} jobspec_data;
+
+/* One way to lay out the job's ranks; the job's own and each fallback. */
+typedef struct jobspec_parallel {
+	int data_parallel, tensor_parallel, pipeline_parallel, zero_stage, micro_batch;
+	int grad_accum; /* derived: global_batch / (micro_batch * data_parallel) */
+} jobspec_parallel;
+
+typedef struct jobspec_resources {
+	int nodes;
+	int gpus_per_node; /* 0: CPU ranks */
+	int ranks_per_node;
+	int time_limit_minutes;
+	char partition[JOBSPEC_PARTITION_MAX + 1]; /* "" when absent */
+} jobspec_resources;
+
+typedef struct jobspec_training {
+	int steps;
+	double lr;
+	int warmup_steps;
+	jobspec_schedule schedule;
+	jobspec_precision precision;
+	double grad_clip; /* 0 disables clipping */
+	double weight_decay;
+	int64_t seed;
+} jobspec_training;
+
+typedef struct jobspec_checkpoint {
+	int every_steps, keep;
+} jobspec_checkpoint;
+
+typedef struct jobspec_fault {
+	int max_restarts, heartbeat_timeout_s;
+} jobspec_fault;
+
+/*
+ * A validated spec. Self-contained: strings are copied in, nothing points
+ * into the JSON it came from, and there is nothing to free.
+ */
+typedef struct jobspec {
+	char name[JOBSPEC_NAME_CHARS * 4 + 1]; /* UTF-8 */
+	jobspec_model model;
+	jobspec_data data;
+	jobspec_parallel parallel;
+	int global_batch; /* sequences per optimizer step; shared by every fallback */
+	jobspec_resources resources;
+	jobspec_training training;
+	jobspec_checkpoint checkpoint;
+	jobspec_fault fault_tolerance;
+	/* Smaller layouts to restart with after losing ranks, largest first. */
+	int n_fallback;
+	jobspec_parallel fallback[JOBSPEC_MAX_FALLBACK];
+	bool fallback_auto; /* "auto": the scheduler derives the ladder; n_fallback is 0 */
+} jobspec;
+
+/* The submitting tenant's limits (the quotas table). */
+typedef struct jobspec_quota {
+	int64_t max_gpus, max_running_jobs, gpu_hours_per_month;
+} jobspec_quota;
+
+/*
+ * Validate a job spec and bring it to normal form.
+ *
+ * IN:  in, untrusted parsed JSON (already depth/size/duplicate-key checked
+ *      by jsonx_parse); any json_t, or NULL, is handled.
+ *      quota, the tenant's limits, or NULL to skip the never-fits check.
+ * OUT: *out, zeroed and then filled; use it only when RET is 0.
+ *      *normalized (normalized may be NULL to skip it): on success a new
+ *      object owned by the caller (json_decref() it), NULL on failure.
+ *      v, initialised by the caller: one {pointer, code, message} row is
+ *      appended for every problem found. Rows already in v are left alone
+ *      and do not affect RET.
+ * RET: 0 when the spec is valid, -ERR_VALIDATION_FAILED when this call
+ *      added rows, -ERR_INTERNAL when memory ran out building *normalized.
+ *      Never aborts, whatever in holds.
+ */
+int jobspec_parse(const json_t *in, const jobspec_quota *quota, jobspec *out, json_t **normalized,
+		  verrs *v);
+
+/* RET: the job's ranks, nodes x ranks_per_node. */
+int64_t jobspec_ranks(const jobspec *s);
+
+/*
+ * RET: what counts against max_gpus: nodes x gpus_per_node, or the CPU
+ * ranks (nodes x ranks_per_node) when gpus_per_node is 0.
+ */
+int64_t jobspec_devices(const jobspec *s);
+
+/* RET: the spec's spelling of a schedule or precision ("cosine", "bf16"). */
+const char *jobspec_schedule_name(jobspec_schedule s);
+const char *jobspec_precision_name(jobspec_precision p);
+
+#endif
