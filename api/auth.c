@@ -18,6 +18,7 @@
  * was pooled (database restarted) is replaced once, transparently. */
 static int auth_query(api_req *rq, PGresult **r, const char *sql, int n, const char *const *p)
 {
+	*r = NULL;
 	for (int attempt = 0;; attempt++) {
 		int rc = api_db(rq);
 		if (rc)

@@ -37,7 +37,7 @@ static int schema_ready(const ty_config *cfg)
 	} else {
 		rc = migrate_check(c, err, sizeof(err));
 	}
-	PQfinish(c);
+	db_close(c);
 	if (rc) {
 		log_printf(LOG_ERROR, "%s", err);
 		return -1;

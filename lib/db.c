@@ -4,6 +4,8 @@
 #include "db.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +13,121 @@
 #include <time.h>
 
 #include "log.h"
+
+/*
+ * Prepared statements. Every SQL text handed to db_query() is a string
+ * literal, so its address names it for the life of the process. Each
+ * connection prepares a text the first time it runs it and executes the
+ * prepared form afterwards, which saves PostgreSQL the parse and plan on
+ * every request. conn_stmts records what each open connection prepared;
+ * only the registry of connections is shared between threads, a
+ * connection's own table is touched only by the thread holding it.
+ */
+#define DB_CONN_SLOTS 1024
+#define DB_STMT_SLOTS 256
+
+typedef struct conn_stmts {
+	PGconn *conn;
+	const char *sql[DB_STMT_SLOTS]; /* open addressing by address */
+	int n;
+} conn_stmts;
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static conn_stmts *registry[DB_CONN_SLOTS];
+
+static size_t ptr_hash(const void *p, size_t mod)
+{
+	uintptr_t x = (uintptr_t)p;
+	x ^= x >> 17;
+	x *= 0x9E3779B97F4A7C15ull;
+	return (size_t)(x >> 7) % mod;
+}
+
+/* RET: c's statement table, created on first use; NULL when full. */
+static conn_stmts *stmts_for(PGconn *c)
+{
+	conn_stmts *found = NULL;
+	pthread_mutex_lock(&registry_lock);
+	size_t h = ptr_hash(c, DB_CONN_SLOTS);
+	for (size_t i = 0; i < DB_CONN_SLOTS; i++) {
+		conn_stmts **slot = &registry[(h + i) % DB_CONN_SLOTS];
+		if (*slot && (*slot)->conn == c) {
+			found = *slot;
+			break;
+		}
+		if (!*slot) {
+			found = calloc(1, sizeof(**slot));
+			if (found) {
+				found->conn = c;
+				*slot = found;
+			}
+			break;
+		}
+	}
+	pthread_mutex_unlock(&registry_lock);
+	return found;
+}
+
+/* Forget c's statements (its prepared forms die with the session). */
+static void stmts_forget(PGconn *c)
+{
+	pthread_mutex_lock(&registry_lock);
+	size_t h = ptr_hash(c, DB_CONN_SLOTS);
+	for (size_t i = 0; i < DB_CONN_SLOTS; i++) {
+		size_t k = (h + i) % DB_CONN_SLOTS;
+		if (!registry[k])
+			break;
+		if (registry[k]->conn == c) {
+			free(registry[k]);
+			registry[k] = NULL;
+			/* re-insert the rest of the probe run so lookups still find them */
+			for (size_t j = (k + 1) % DB_CONN_SLOTS; registry[j]; j = (j + 1) % DB_CONN_SLOTS) {
+				conn_stmts *e = registry[j];
+				registry[j] = NULL;
+				size_t m = ptr_hash(e->conn, DB_CONN_SLOTS);
+				while (registry[m])
+					m = (m + 1) % DB_CONN_SLOTS;
+				registry[m] = e;
+			}
+			break;
+		}
+	}
+	pthread_mutex_unlock(&registry_lock);
+}
+
+void db_close(PGconn *c)
+{
+	if (!c)
+		return;
+	stmts_forget(c);
+	PQfinish(c);
+}
+
+/*
+ * Make sure sql is prepared on c. OUT: name. RET 1 prepared (use it),
+ * 0 the table is full (run unprepared), or -1 with *fail set.
+ */
+static int stmt_prepare(PGconn *c, const char *sql, int n, char name[32], PGresult **fail)
+{
+	conn_stmts *t = stmts_for(c);
+	if (!t || t->n >= DB_STMT_SLOTS / 2)
+		return 0;
+	snprintf(name, 32, "ty_%" PRIxPTR, (uintptr_t)sql);
+	size_t h = ptr_hash(sql, DB_STMT_SLOTS);
+	while (t->sql[h] && t->sql[h] != sql)
+		h = (h + 1) % DB_STMT_SLOTS;
+	if (t->sql[h] == sql)
+		return 1;
+	PGresult *r = PQprepare(c, name, sql, n, NULL);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+		*fail = r;
+		return -1;
+	}
+	PQclear(r);
+	t->sql[h] = sql;
+	t->n++;
+	return 1;
+}
 
 struct db_pool {
 	pthread_mutex_t lock;
@@ -68,8 +185,7 @@ void db_pool_free(db_pool *p)
 	if (!p)
 		return;
 	for (int i = 0; i < p->n_idle; i++)
-		if (p->idle[i])
-			PQfinish(p->idle[i]);
+		db_close(p->idle[i]);
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->freed);
 	free(p->idle);
@@ -87,6 +203,13 @@ static bool conn_alive(PGconn *c)
 	return PQstatus(c) == CONNECTION_OK && PQtransactionStatus(c) == PQTRANS_IDLE;
 }
 
+/* Server notices (and a terminated session's last words) go to the JSON log. */
+static void notice_to_log(void *arg, const char *message)
+{
+	(void)arg;
+	log_printf(LOG_WARN, "database: %.*s", (int)strcspn(message, "\n"), message);
+}
+
 PGconn *db_connect(const char *conninfo, char *err, size_t errlen)
 {
 	PGconn *c = PQconnectdb(conninfo);
@@ -97,6 +220,7 @@ PGconn *db_connect(const char *conninfo, char *err, size_t errlen)
 		PQfinish(c);
 		return NULL;
 	}
+	PQsetNoticeProcessor(c, notice_to_log, NULL);
 	return c;
 }
 
@@ -122,8 +246,7 @@ int db_acquire(db_pool *p, PGconn **out)
 		*out = c;
 		return 0;
 	}
-	if (c)
-		PQfinish(c);
+	db_close(c);
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	pthread_mutex_lock(&p->lock);
@@ -150,7 +273,7 @@ int db_acquire(db_pool *p, PGconn **out)
 void db_release(db_pool *p, PGconn *c)
 {
 	if (c && (PQstatus(c) != CONNECTION_OK || PQtransactionStatus(c) != PQTRANS_IDLE)) {
-		PQfinish(c);
+		db_close(c);
 		c = NULL;
 	}
 	pthread_mutex_lock(&p->lock);
@@ -161,7 +284,13 @@ void db_release(db_pool *p, PGconn *c)
 
 int db_query(PGconn *c, PGresult **res, const char *sql, int n, const char *const *params)
 {
-	PGresult *r = PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
+	char name[32];
+	PGresult *r = NULL;
+	int prepared = stmt_prepare(c, sql, n, name, &r);
+	if (prepared > 0)
+		r = PQexecPrepared(c, name, n, params, NULL, NULL, 0);
+	else if (prepared == 0)
+		r = PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
 	ExecStatusType st = PQresultStatus(r);
 	int rc = 0;
 	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
@@ -192,9 +321,34 @@ const char *db_sqlstate(const PGresult *res)
 	return s ? s : "";
 }
 
-int db_begin(PGconn *c) { return db_query(c, NULL, "BEGIN", 0, NULL); }
+/* Transaction control has nothing to plan: the simple protocol is enough. */
+static int exec_simple(PGconn *c, const char *sql)
+{
+	PGresult *r = PQexec(c, sql);
+	int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? 0
+		 : PQstatus(c) != CONNECTION_OK        ? -ERR_DB_UNAVAILABLE
+						       : -ERR_INTERNAL;
+	if (rc == -ERR_INTERNAL) {
+		const char *m = PQresultErrorMessage(r);
+		log_printf(LOG_ERROR, "%s failed: %.*s", sql, (int)strcspn(m, "\n"), m);
+	}
+	PQclear(r);
+	return rc;
+}
 
-int db_commit(PGconn *c) { return db_query(c, NULL, "COMMIT", 0, NULL); }
+int db_begin(PGconn *c) { return exec_simple(c, "BEGIN"); }
+
+int db_commit(PGconn *c)
+{
+	PGresult *r = PQexec(c, "COMMIT");
+	int rc = 0;
+	if (PQresultStatus(r) != PGRES_COMMAND_OK)
+		rc = PQstatus(c) != CONNECTION_OK ? -ERR_DB_UNAVAILABLE : -ERR_INTERNAL;
+	else if (strcmp(PQcmdStatus(r), "COMMIT") != 0)
+		rc = -ERR_INTERNAL; /* the transaction had failed: the server rolled it back */
+	PQclear(r);
+	return rc;
+}
 
 void db_rollback(PGconn *c)
 {

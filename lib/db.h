@@ -32,8 +32,13 @@ void db_release(db_pool *p, PGconn *c);
 /* Open one connection outside any pool (CLI). RET NULL with a message in err. */
 PGconn *db_connect(const char *conninfo, char *err, size_t errlen);
 
+/* Close a connection opened by db_connect() or the pool. NULL is fine. */
+void db_close(PGconn *c);
+
 /*
- * Run sql with n text parameters (NULL entries are SQL NULL).
+ * Run sql with n text parameters (NULL entries are SQL NULL). sql must be
+ * a string literal (or otherwise never change or be freed): its address
+ * names the statement each connection prepares once and then reuses.
  * OUT: *res (may be NULL when the caller needs no rows; else caller PQclears).
  * RET: 0; -ERR_DB_UNAVAILABLE when the connection broke; -ERR_CONFLICT for
  * a unique violation; -ERR_INTERNAL for any other failure (the SQLSTATE is

@@ -47,7 +47,7 @@ void log_event(log_level lvl, const char *msg, json_t *fields)
 	json_object_set_new(line, "msg", json_string(msg));
 	if (fields)
 		json_object_update_missing(line, fields);
-	char *text = json_dumps(line, JSON_COMPACT);
+	char *text = json_dumps(line, JSON_COMPACT | JSON_REAL_PRECISION(6));
 	if (text) {
 		/* one write per line keeps lines whole between threads */
 		fprintf(stderr, "%s\n", text);
