@@ -12,8 +12,8 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wvla \
            -Wwrite-strings -Wformat=2 -Wno-format-nonliteral
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE $(WARN) -pthread -MMD -MP \
-           -Ilib -Iauthz -I$(BUILD)/gen $(PKG_CFLAGS)
+CFLAGS  += -DSOURCE_DIR=\"$(CURDIR)\" -std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE $(WARN) -pthread -MMD -MP \
+           -Ilib -Iauthz -Iapi -Icli -I$(BUILD)/gen $(PKG_CFLAGS)
 LDLIBS  += $(PKG_LIBS) -pthread -lm
 ifneq ($(SANITIZE),)
 CFLAGS  += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all

@@ -1,0 +1,190 @@
+/*
+ * test_lib.c - small shared pieces: token secrets, the job state table,
+ * strict JSON intake, names, and the rate limiter.
+ */
+#include <check.h>
+#include <string.h>
+
+#include "jobstate.h"
+#include "jsonx.h"
+#include "ratelimit.h"
+#include "token.h"
+#include "unit.h"
+
+START_TEST(token_secrets)
+{
+	char a[TOKEN_SECRET_LEN + 1], b[TOKEN_SECRET_LEN + 1];
+	ck_assert_int_eq(token_generate(a), 0);
+	ck_assert_int_eq(token_generate(b), 0);
+	ck_assert_uint_eq(strlen(a), TOKEN_SECRET_LEN);
+	ck_assert(token_well_formed(a));
+	ck_assert_str_ne(a, b);
+	char bad[TOKEN_SECRET_LEN + 1];
+	memcpy(bad, a, sizeof(bad));
+	bad[10] = '*';
+	ck_assert(!token_well_formed(bad));
+	ck_assert(!token_well_formed("ty_short"));
+	ck_assert(!token_well_formed(a + 1));
+	unsigned char ha[TOKEN_HASH_LEN], hb[TOKEN_HASH_LEN], ha2[TOKEN_HASH_LEN];
+	token_hash(a, ha);
+	token_hash(b, hb);
+	token_hash(a, ha2);
+	ck_assert(token_equal_ct(ha, ha2, TOKEN_HASH_LEN));
+	ck_assert(!token_equal_ct(ha, hb, TOKEN_HASH_LEN));
+	/* SHA-256("abc") */
+	unsigned char h[TOKEN_HASH_LEN];
+	char hex[2 * TOKEN_HASH_LEN + 1];
+	token_hash("abc", h);
+	hex_encode(h, sizeof(h), hex);
+	ck_assert_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+END_TEST
+
+START_TEST(job_state_table)
+{
+	/* every pair against the documented machine */
+	static const char *const allowed[] = {
+		"queued>dispatching", "queued>cancelled", "queued>failed",
+		"dispatching>scheduled", "dispatching>queued", "dispatching>cancelling",
+		"dispatching>failed", "scheduled>running", "scheduled>queued",
+		"scheduled>cancelling", "scheduled>failed", "scheduled>succeeded",
+		"running>succeeded", "running>failed", "running>queued", "running>cancelling",
+		"cancelling>cancelled", "cancelling>succeeded", "cancelling>failed", NULL};
+	for (int f = 0; f < JOB_STATE__COUNT; f++)
+		for (int t = 0; t < JOB_STATE__COUNT; t++) {
+			char pair[64];
+			snprintf(pair, sizeof(pair), "%s>%s", job_state_name((job_state)f),
+				 job_state_name((job_state)t));
+			bool want = jsonx_enum_index(pair, allowed) >= 0;
+			ck_assert_msg(job_transition_allowed((job_state)f, (job_state)t) == want,
+				      "%s", pair);
+		}
+	for (int s = 0; s < JOB_STATE__COUNT; s++) {
+		ck_assert_int_eq(job_state_parse(job_state_name((job_state)s)), s);
+		bool final = s == JOB_SUCCEEDED || s == JOB_FAILED || s == JOB_CANCELLED;
+		ck_assert(job_state_final((job_state)s) == final);
+	}
+	ck_assert_int_eq(job_state_parse("paused"), -1);
+	ck_assert(!job_transition_allowed((job_state)-1, JOB_QUEUED));
+}
+END_TEST
+
+static int parse(const char *text, json_t **out)
+{
+	jsonx_limits lim = {4, 3};
+	char msg[128];
+	return jsonx_parse(text, strlen(text), &lim, out, msg, sizeof(msg));
+}
+
+START_TEST(json_intake)
+{
+	json_t *j;
+	ck_assert_int_eq(parse("{\"a\":[1,2,3]}", &j), 0);
+	json_decref(j);
+	ck_assert_int_eq(parse("{\"a\":[1,2,3,4]}", &j), -ERR_JSON_TOO_LARGE);
+	ck_assert_ptr_null(j);
+	ck_assert_int_eq(parse("[[[[1]]]]", &j), 0);
+	json_decref(j);
+	ck_assert_int_eq(parse("[[[[[1]]]]]", &j), -ERR_JSON_TOO_DEEP);
+	ck_assert_int_eq(parse("{\"s\":\"[[[[[[[[\"}", &j), 0); /* brackets in strings don't nest */
+	json_decref(j);
+	ck_assert_int_eq(parse("{\"s\":\"\\\"[[[[[[\"}", &j), 0);
+	json_decref(j);
+	ck_assert_int_eq(parse("{\"a\":1,\"a\":2}", &j), -ERR_DUPLICATE_KEY);
+	ck_assert_int_eq(parse("{\"a\":1} x", &j), -ERR_INVALID_JSON);
+	ck_assert_int_eq(parse("", &j), -ERR_INVALID_JSON);
+	ck_assert_int_eq(parse("{\"a\":\"\\ud800\"}", &j), -ERR_INVALID_JSON);
+	ck_assert_int_eq(parse("{\"a\":99999999999999999999999}", &j), -ERR_INVALID_JSON);
+}
+END_TEST
+
+START_TEST(json_fields)
+{
+	json_t *o = json_pack("{s:i, s:s, s:f, s:{}, s:s}", "n", 5, "s", "x", "f", 1.5, "o",
+			      "a/b~c", "z");
+	verrs v;
+	verrs_init(&v);
+	int64_t n = 0;
+	double f = 0;
+	const char *s = NULL;
+	const json_t *obj = NULL;
+	ck_assert_int_eq(jsonx_get_int(o, "/p", "n", true, 0, 10, &n, &v), 1);
+	ck_assert_int_eq(n, 5);
+	ck_assert_int_eq(jsonx_get_int(o, "/p", "n", true, 6, 10, &n, &v), -1);
+	ck_assert_int_eq(jsonx_get_int(o, "/p", "s", true, 0, 10, &n, &v), -1);
+	ck_assert_int_eq(jsonx_get_int(o, "/p", "missing", false, 0, 10, &n, &v), 0);
+	ck_assert_int_eq(jsonx_get_int(o, "/p", "missing", true, 0, 10, &n, &v), -1);
+	ck_assert_int_eq(jsonx_get_num(o, "/p", "f", true, 0, 2, &f, &v), 1);
+	ck_assert_int_eq(jsonx_get_num(o, "/p", "n", true, 0, 10, &f, &v), 1); /* ints are numbers */
+	ck_assert_int_eq(jsonx_get_str(o, "/p", "s", true, 10, &s, &v), 1);
+	ck_assert_int_eq(jsonx_get_obj(o, "/p", "o", true, &obj, &v), 1);
+	ck_assert_int_eq(jsonx_get_obj(o, "/p", "s", true, &obj, &v), -1);
+	static const char *const allowed[] = {"n", "s", "f", "o", NULL};
+	ck_assert_int_eq(jsonx_only_fields(o, "/p", allowed, &v), 1);
+	static const char *const want[][2] = {
+		{"out_of_range", "/p/n"},  {"wrong_type", "/p/s"},
+		{"required", "/p/missing"}, {"wrong_type", "/p/s"},
+		{"unknown_field", "/p/a~1b~0c"},
+	};
+	ck_assert_uint_eq(verrs_count(&v), 5);
+	for (size_t i = 0; i < 5; i++) {
+		json_t *row = json_array_get(v.list, i);
+		ck_assert_str_eq(json_string_value(json_object_get(row, "code")), want[i][0]);
+		ck_assert_str_eq(json_string_value(json_object_get(row, "pointer")), want[i][1]);
+	}
+	verrs_release(&v);
+	json_decref(o);
+}
+END_TEST
+
+START_TEST(names_and_ids)
+{
+	ck_assert(jsonx_is_name("acme"));
+	ck_assert(jsonx_is_name("team-42"));
+	ck_assert(!jsonx_is_name("a"));
+	ck_assert(!jsonx_is_name("Acme"));
+	ck_assert(!jsonx_is_name("4cme"));
+	ck_assert(!jsonx_is_name("acme-"));
+	ck_assert(!jsonx_is_name("ac me"));
+	ck_assert(!jsonx_is_name("abcdef12-3456-4789-8abc-def012345678")); /* UUID-shaped */
+	ck_assert(jsonx_is_uuid("abcdef12-3456-4789-8abc-def012345678"));
+	ck_assert(!jsonx_is_uuid("abcdef12-3456-4789-8abc-def01234567"));
+	ck_assert(!jsonx_is_uuid("abcdef12-3456-4789-8abc-def0123456789"));
+	ck_assert(!jsonx_is_uuid("abcdef12x3456-4789-8abc-def012345678"));
+}
+END_TEST
+
+START_TEST(rate_limit_buckets)
+{
+	ratelimit *rl = ratelimit_new(2.0, 3.0);
+	int retry = 0;
+	for (int i = 0; i < 3; i++)
+		ck_assert(ratelimit_take(rl, "tok-a", 100.0, &retry));
+	ck_assert(!ratelimit_take(rl, "tok-a", 100.0, &retry));
+	ck_assert_int_ge(retry, 1);
+	ck_assert(ratelimit_take(rl, "tok-b", 100.0, &retry)); /* another token is separate */
+	ck_assert(ratelimit_take(rl, "tok-a", 100.5, &retry)); /* 0.5 s refills one */
+	ck_assert(!ratelimit_take(rl, "tok-a", 100.5, &retry));
+	ck_assert(ratelimit_take(rl, "tok-a", 110.0, &retry)); /* refill caps at burst */
+	ck_assert(ratelimit_take(rl, "tok-a", 110.0, &retry));
+	ck_assert(ratelimit_take(rl, "tok-a", 110.0, &retry));
+	ck_assert(!ratelimit_take(rl, "tok-a", 110.0, &retry));
+	ratelimit_free(rl);
+}
+END_TEST
+
+static Suite *make_suite(void)
+{
+	Suite *s = suite_create("lib");
+	TCase *tc = tcase_create("pieces");
+	tcase_add_test(tc, token_secrets);
+	tcase_add_test(tc, job_state_table);
+	tcase_add_test(tc, json_intake);
+	tcase_add_test(tc, json_fields);
+	tcase_add_test(tc, names_and_ids);
+	tcase_add_test(tc, rate_limit_buckets);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+UNIT_MAIN()
