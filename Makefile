@@ -13,7 +13,7 @@ WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototyp
            -Wwrite-strings -Wformat=2 -Wno-format-nonliteral
 CFLAGS  ?= -O2 -g
 CFLAGS  += -DSOURCE_DIR=\"$(CURDIR)\" -std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE $(WARN) -pthread -MMD -MP \
-           -Ilib -Iauthz -Iapi -Icli -I$(BUILD)/gen $(PKG_CFLAGS)
+           -Ilib -Iauthz -Iapi -Icli -Itests/unit -Itests/integration -I$(BUILD)/gen $(PKG_CFLAGS)
 LDLIBS  += $(PKG_LIBS) -pthread -lm
 ifneq ($(SANITIZE),)
 CFLAGS  += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -96,7 +96,7 @@ $(BUILD)/tests/%: $(call obj,tests/unit/%.c) $(API_A) $(CLI_A) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 
-$(BUILD)/tests/itest_%: $(call obj,tests/integration/itest_%.c) $(LIB_A)
+$(BUILD)/tests/itest_%: $(call obj,tests/integration/itest_%.c) $(call obj,tests/integration/itest.c) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 
