@@ -1,0 +1,180 @@
+# tests/integration/lib.sh - assertions for the shell integration tests.
+# shellcheck shell=bash
+#
+# A test script sources this file, makes its checks, and ends with
+# `summary`, which prints "N passed, N failed" (the line tests/run reads)
+# and returns non-zero when a check failed:
+#
+#   . "$(dirname "$0")/lib.sh"
+#   TOKEN=$(admin_token)
+#   check_status "list tenants as admin" 200 GET /v1/tenants
+#   check_json "no tenants yet" 0 '.items | length'
+#   check_status "create a tenant" 201 POST /v1/tenants --json '{"name":"t1"}'
+#   summary
+#
+# tests/run runs each script from the repository root with the test
+# stack's stack.env exported (TRAINYARD_URL, TRAINYARD_DB, PGHOST...) and
+# $BUILD/bin first in PATH. Every check prints "ok - DESC" or
+# "not ok - DESC" followed by "#" lines that explain the failure.
+#
+# HTTP: `api` and `check_status` run curl against $TRAINYARD_URL (a PATH
+# starting with / is appended to it), send "Authorization: Bearer $TOKEN"
+# when TOKEN is set, and leave the response in STATUS (e.g. 201, or 000
+# when nothing answered), BODY and HEADERS; `header NAME` reads one header
+# of the last response. Extra arguments go to curl unchanged (--json BODY,
+# -H 'Idempotency-Key: k', ...).
+
+TY_PASSED=0
+TY_FAILED=0
+STATUS=
+BODY=
+HEADERS=
+TOKEN=${TOKEN:-}
+
+TY_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# Temporary files live in the test var dir, which the next run wipes.
+TY_TMP=${TRAINYARD_VAR:-${TMPDIR:-/tmp}}/tmp/$(basename "$0" .sh).$$
+mkdir -p "$TY_TMP"
+
+ok() { # ok DESC
+	TY_PASSED=$((TY_PASSED + 1))
+	echo "ok - $1"
+}
+
+not_ok() { # not_ok DESC [DETAIL...]: each DETAIL is printed as a "#" line
+	TY_FAILED=$((TY_FAILED + 1))
+	echo "not ok - $1"
+	shift
+	local d
+	for d in "$@"; do
+		[[ -n $d ]] && printf '%s\n' "$d" | sed 's/^/#   /'
+	done
+	return 0
+}
+
+check() { # check DESC CMD...: passes when CMD exits 0
+	local desc=$1 out rc=0
+	shift
+	out=$("$@" 2>&1) || rc=$?
+	if ((rc == 0)); then
+		ok "$desc"
+	else
+		not_ok "$desc" "command failed with exit status $rc: $*" "$out"
+	fi
+}
+
+check_fails() { # check_fails DESC EXPECTED_RC CMD...: CMD must exit EXPECTED_RC
+	local desc=$1 want=$2 out rc=0
+	shift 2
+	out=$("$@" 2>&1) || rc=$?
+	if ((rc == want)); then
+		ok "$desc"
+	else
+		not_ok "$desc" "expected exit status $want, got $rc: $*" "$out"
+	fi
+}
+
+check_eq() { # check_eq DESC EXPECTED ACTUAL
+	if [[ $2 == "$3" ]]; then
+		ok "$1"
+	else
+		not_ok "$1" "expected: $2" "got:      $3"
+	fi
+}
+
+check_match() { # check_match DESC REGEX ACTUAL
+	if [[ $3 =~ $2 ]]; then
+		ok "$1"
+	else
+		not_ok "$1" "expected to match: $2" "got: $3"
+	fi
+}
+
+# api METHOD PATH [CURL_ARGS...]: one request; sets STATUS, BODY, HEADERS.
+api() {
+	local method=$1 path=$2 url auth=()
+	shift 2
+	case $path in
+	/*) url=${TRAINYARD_URL:?TRAINYARD_URL is not set}$path ;;
+	*) url=$path ;;
+	esac
+	[[ -n $TOKEN ]] && auth=(-H "Authorization: Bearer $TOKEN")
+	STATUS=$(curl -sS --max-time "${TY_CURL_TIMEOUT:-30}" -X "$method" "${auth[@]}" \
+		-D "$TY_TMP/headers" -o "$TY_TMP/body" -w '%{http_code}' "$@" "$url" 2>"$TY_TMP/curl.err") ||
+		true
+	[[ -n $STATUS ]] || STATUS=000
+	BODY=$(cat "$TY_TMP/body" 2>/dev/null || true)
+	HEADERS=$(tr -d '\r' <"$TY_TMP/headers" 2>/dev/null || true)
+	rm -f "$TY_TMP/body" "$TY_TMP/headers"
+}
+
+header() { # header NAME: value of a header of the last response
+	printf '%s\n' "$HEADERS" | awk -v n="$1" 'BEGIN { n = tolower(n) ":" }
+		tolower(substr($0, 1, length(n))) == n { v = substr($0, length(n) + 1); sub(/^[ \t]+/, "", v) }
+		END { if (v != "") print v }'
+}
+
+# check_status DESC EXPECTED METHOD PATH [CURL_ARGS...]
+check_status() {
+	local desc=$1 want=$2
+	shift 2
+	api "$@"
+	if [[ $STATUS == "$want" ]]; then
+		ok "$desc"
+	else
+		not_ok "$desc" "$1 $2: expected HTTP $want, got $STATUS" \
+			"${BODY:0:2000}" "$(cat "$TY_TMP/curl.err" 2>/dev/null)"
+	fi
+}
+
+# check_json DESC EXPECTED JQ_FILTER: the filter applied to BODY (jq -r).
+check_json() {
+	local got
+	got=$(printf '%s' "$BODY" | jq -r "$3" 2>&1) || got="(jq failed: $got)"
+	check_eq "$1" "$2" "$got"
+}
+
+# wait_until SECONDS CMD...: poll CMD every 0.2s until it succeeds.
+wait_until() {
+	local deadline=$((SECONDS + $1))
+	shift
+	until "$@" >/dev/null 2>&1; do
+		((SECONDS < deadline)) || return 1
+		sleep 0.2
+	done
+}
+
+api_healthy() { curl -fsS --max-time 2 -o /dev/null "$TRAINYARD_URL/healthz"; }
+
+# stack ARGS...: deploy/stack for the stack under test (pg-stop, pg-start...).
+stack() { "$TY_ROOT/deploy/stack" "$@"; }
+
+# admin_token: the platform admin's token, bootstrapping the admin on first
+# use. Every test of one run shares it through $TRAINYARD_VAR/admin.token,
+# since only one bootstrap can succeed per database.
+admin_token() {
+	local file=${TRAINYARD_VAR:?TRAINYARD_VAR is not set}/admin.token
+	(
+		flock 9
+		if [[ ! -s $file ]]; then
+			umask 077
+			yardctl bootstrap --name admin >"$file.tmp" && mv "$file.tmp" "$file"
+		fi
+	) 9>"$file.lock" || return 1
+	cat "$file"
+}
+
+# user_token NAME: create user NAME (if needed) and print a fresh token of it.
+user_token() {
+	local admin rc=0
+	admin=$(admin_token) || return 1
+	TRAINYARD_TOKEN=$admin yardctl user create "$1" >/dev/null 2>&1 || rc=$?
+	((rc == 0 || rc == 1)) || return 1
+	TRAINYARD_TOKEN=$admin yardctl token create "$1"
+}
+
+summary() { # the last call of a script: prints the tally, false on failures
+	rm -rf "$TY_TMP"
+	echo "$TY_PASSED passed, $TY_FAILED failed"
+	((TY_FAILED == 0))
+}
