@@ -74,31 +74,35 @@ $(BUILD)/obj/gen/embedded.o: $(GEN_C)
 
 $(LIB_A): $(call obj,$(LIB_SRC)) $(BUILD)/obj/gen/embedded.o
 	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && ar rcs $@ $^
 
 $(API_A): $(call obj,$(API_SRC))
 	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && ar rcs $@ $^
 
 $(CLI_A): $(call obj,$(CLI_SRC))
 	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/bin/trainyard-api: $(call obj,api/main.c) $(API_A) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	@echo "  LINK    $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/bin/yardctl: $(call obj,cli/main.c) $(CLI_A) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	@echo "  LINK    $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/%: $(call obj,tests/unit/%.c) $(API_A) $(CLI_A) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
+	@echo "  LINK    $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 
 $(BUILD)/tests/itest_%: $(call obj,tests/integration/itest_%.c) $(call obj,tests/integration/itest.c) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
+	@echo "  LINK    $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 
 unit: $(UNIT_BINS)
 	@tests/run-unit $(UNIT_BINS)
