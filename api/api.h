@@ -67,8 +67,9 @@ typedef struct api_req {
 	/* response, filled by the handler or by api_fail() */
 	int status;
 	json_t *out;        /* response body; NULL for 204 */
-	const char *raw;    /* or a static body sent as is (raw_len bytes) */
+	const char *raw;    /* or a body sent as is (raw_len bytes): static, */
 	size_t raw_len;
+	char *raw_owned;    /* or malloc'ed and freed after sending */
 	char retry_after[16];
 	bool replayed;      /* idempotent replay of an earlier submission */
 	bool audited;       /* a mutation wrote its audit record */
@@ -121,6 +122,13 @@ int api_query_json(api_req *rq, const char *sql, int n, const char *const *param
  * inside the open transaction, so both commit or neither does.
  */
 int api_audit(api_req *rq, int status, const char *resource, const json_t *detail);
+
+/*
+ * Answer with the JSON text of the single row_to_json column sql returns,
+ * passed through without parsing; no row answers the problem `missing`.
+ * RET 0.
+ */
+int api_reply_row(api_req *rq, const char *sql, int n, const char *const *params, err_code missing);
 
 /* Map a database rc to a problem: 503 for unavailability, 500 otherwise. RET 0. */
 int api_fail_db(api_req *rq, int rc);

@@ -40,7 +40,115 @@ static int fail_db(api_req *rq, PGresult *r, int rc)
 	return -1;
 }
 
-static int authenticate(api_req *rq)
+/*
+ * One round trip answers both "who is calling" and "what does the route
+ * touch": the token's row joined with the scope's row (tenant, job, user
+ * or token, by name or id) and the caller's role there. $1 is the token's
+ * hash, $2 the path's placeholder value.
+ */
+#define AUTH_COLS                                                                                  \
+	"SELECT t.id AS token_id, t.user_id, u.name AS user_name,"                                 \
+	" encode(t.hash, 'hex') AS hash, t.revoked_at IS NOT NULL AS revoked,"                    \
+	" t.expires_at <= now() AS expired,"                                                       \
+	" (t.last_used_at IS NULL OR t.last_used_at < now() - interval '60 s') AS stale,"         \
+	" (SELECT role FROM role_bindings pb WHERE pb.user_id = t.user_id"                         \
+	"   AND pb.tenant_id IS NULL) AS platform_role"
+#define AUTH_FROM " FROM api_tokens t JOIN users u ON u.id = t.user_id"
+#define AUTH_WHERE " WHERE t.hash = decode($1, 'hex')"
+#define TENANT_SCOPE(cond)                                                                         \
+	AUTH_COLS ", s.*" AUTH_FROM                                                                \
+	" LEFT JOIN LATERAL (SELECT tn.id AS s_tenant_id, tn.name AS s_tenant_name,"              \
+	" b.role AS s_role FROM tenants tn LEFT JOIN role_bindings b ON b.tenant_id = tn.id"       \
+	" AND b.user_id = t.user_id WHERE " cond ") s ON true" AUTH_WHERE
+
+static const char sql_platform[] = AUTH_COLS AUTH_FROM AUTH_WHERE " AND $2::text IS NULL";
+static const char sql_tenant_id[] = TENANT_SCOPE("tn.id = $2::uuid");
+static const char sql_tenant_name[] = TENANT_SCOPE("tn.name = $2");
+static const char sql_job[] =
+	AUTH_COLS ", s.*" AUTH_FROM
+	" LEFT JOIN LATERAL (SELECT j.id AS s_job_id, tn.id AS s_tenant_id,"
+	" tn.name AS s_tenant_name, b.role AS s_role FROM jobs j JOIN tenants tn"
+	" ON tn.id = j.tenant_id LEFT JOIN role_bindings b ON b.tenant_id = tn.id"
+	" AND b.user_id = t.user_id WHERE j.id = $2::uuid) s ON true" AUTH_WHERE;
+static const char sql_user_id[] =
+	AUTH_COLS ", s.*" AUTH_FROM " LEFT JOIN LATERAL (SELECT su.id AS s_user_id FROM users su"
+	" WHERE su.id = $2::uuid) s ON true" AUTH_WHERE;
+static const char sql_user_name[] =
+	AUTH_COLS ", s.*" AUTH_FROM " LEFT JOIN LATERAL (SELECT su.id AS s_user_id FROM users su"
+	" WHERE su.name = $2) s ON true" AUTH_WHERE;
+static const char sql_token[] =
+	AUTH_COLS ", s.*" AUTH_FROM " LEFT JOIN LATERAL (SELECT st.id AS s_token_id,"
+	" st.user_id AS s_user_id FROM api_tokens st WHERE st.id = $2::uuid) s ON true" AUTH_WHERE;
+
+/*
+ * Pick the statement for the route's scope. OUT: *value, the placeholder
+ * value passed as $2 (NULL for platform routes), *missing, the code a
+ * missing resource answers. RET the SQL, or NULL when the value cannot
+ * name anything (a job id that is not a UUID): then only the token is read.
+ */
+static const char *scope_sql(api_req *rq, const char **value, err_code *missing)
+{
+	*value = NULL;
+	switch (rq->rt->scope) {
+	case SCOPE_TENANT:
+		*missing = ERR_TENANT_NOT_FOUND;
+		*value = route_param(&rq->params, "tenant");
+		return jsonx_is_uuid(*value) ? sql_tenant_id : sql_tenant_name;
+	case SCOPE_JOB:
+		*missing = ERR_JOB_NOT_FOUND;
+		*value = route_param(&rq->params, "job");
+		return jsonx_is_uuid(*value) ? sql_job : NULL;
+	case SCOPE_USER:
+		*missing = ERR_USER_NOT_FOUND;
+		*value = route_param(&rq->params, "user");
+		return jsonx_is_uuid(*value) ? sql_user_id : sql_user_name;
+	case SCOPE_TOKEN:
+		*missing = ERR_TOKEN_NOT_FOUND;
+		*value = route_param(&rq->params, "token_id");
+		return jsonx_is_uuid(*value) ? sql_token : NULL;
+	default:
+		*missing = ERR_NOT_FOUND;
+		return sql_platform;
+	}
+}
+
+static void copy_col(char *dst, size_t n, const PGresult *r, const char *col)
+{
+	const char *v = db_get(r, 0, col);
+	snprintf(dst, n, "%s", v ? v : "");
+}
+
+/* Fill rq->scope from the row. RET true when the scope's resource exists. */
+static bool scope_from_row(api_req *rq, const PGresult *r)
+{
+	api_scope *sc = &rq->scope;
+	copy_col(sc->tenant_id, sizeof(sc->tenant_id), r, "s_tenant_id");
+	copy_col(sc->tenant_name, sizeof(sc->tenant_name), r, "s_tenant_name");
+	copy_col(sc->job_id, sizeof(sc->job_id), r, "s_job_id");
+	copy_col(sc->user_id, sizeof(sc->user_id), r, "s_user_id");
+	copy_col(sc->token_id, sizeof(sc->token_id), r, "s_token_id");
+	const char *rname = db_get(r, 0, "s_role");
+	sc->tenant_role = rname ? role_parse_tenant(rname) : ROLE_NONE;
+	sc->self = sc->user_id[0] && strcmp(sc->user_id, rq->who.user_id) == 0;
+	switch (rq->rt->scope) {
+	case SCOPE_TENANT:
+		return sc->tenant_id[0] != '\0';
+	case SCOPE_JOB:
+		return sc->job_id[0] != '\0';
+	case SCOPE_USER:
+		return sc->user_id[0] != '\0';
+	case SCOPE_TOKEN:
+		return sc->token_id[0] != '\0';
+	default:
+		return true;
+	}
+}
+
+/*
+ * Authenticate and resolve the scope in one statement.
+ * OUT: *found, whether the scope's resource exists. RET 0, or -1 answered.
+ */
+static int authenticate(api_req *rq, bool *found, err_code *missing)
 {
 	const char *h = api_header(rq, "Authorization");
 	if (!h || strncasecmp(h, "Bearer ", 7) != 0) {
@@ -56,18 +164,12 @@ static int authenticate(api_req *rq)
 	char hex[2 * TOKEN_HASH_LEN + 1];
 	token_hash(secret, hash);
 	hex_encode(hash, sizeof(hash), hex);
-	const char *p[] = {hex};
+	const char *value;
+	const char *sql = scope_sql(rq, &value, missing);
+	bool nameable = sql != NULL;
+	const char *p[] = {hex, nameable ? value : NULL};
 	PGresult *r;
-	int rc = auth_query(rq, &r,
-			    "SELECT t.id, t.user_id, u.name, encode(t.hash, 'hex') AS hash,"
-			    " t.revoked_at IS NOT NULL AS revoked, t.expires_at <= now() AS expired,"
-			    " (t.last_used_at IS NULL OR t.last_used_at < now() - interval '60 s')"
-			    "   AS stale,"
-			    " (SELECT role FROM role_bindings b WHERE b.user_id = t.user_id"
-			    "   AND b.tenant_id IS NULL) AS platform_role"
-			    " FROM api_tokens t JOIN users u ON u.id = t.user_id"
-			    " WHERE t.hash = decode($1, 'hex')",
-			    1, p);
+	int rc = auth_query(rq, &r, nameable ? sql : sql_platform, 2, p);
 	if (rc)
 		return fail_db(rq, r, rc);
 	if (PQntuples(r) == 0 || strlen(db_get(r, 0, "hash")) != 2 * TOKEN_HASH_LEN ||
@@ -88,11 +190,12 @@ static int authenticate(api_req *rq)
 	}
 	api_principal *w = &rq->who;
 	w->authenticated = true;
-	snprintf(w->token_id, sizeof(w->token_id), "%s", db_get(r, 0, "id"));
-	snprintf(w->user_id, sizeof(w->user_id), "%s", db_get(r, 0, "user_id"));
-	snprintf(w->user_name, sizeof(w->user_name), "%s", db_get(r, 0, "name"));
+	copy_col(w->token_id, sizeof(w->token_id), r, "token_id");
+	copy_col(w->user_id, sizeof(w->user_id), r, "user_id");
+	copy_col(w->user_name, sizeof(w->user_name), r, "user_name");
 	const char *pr = db_get(r, 0, "platform_role");
 	w->platform = pr ? role_parse_platform(pr) : ROLE_NONE;
+	*found = nameable && scope_from_row(rq, r);
 	bool stale = strcmp(db_get(r, 0, "stale"), "t") == 0;
 	PQclear(r);
 	if (stale) {
@@ -114,101 +217,6 @@ static int rate_limit(api_req *rq)
 	snprintf(rq->retry_after, sizeof(rq->retry_after), "%d", retry);
 	api_fail(rq, ERR_RATE_LIMITED, "rate limit of %d requests/s exceeded", rq->cfg->rate_rps);
 	return -1;
-}
-
-/* Copy row 0 of r's tenant columns into the scope. */
-static void scope_set_tenant(api_scope *sc, const PGresult *r)
-{
-	snprintf(sc->tenant_id, sizeof(sc->tenant_id), "%s", db_get(r, 0, "tenant_id"));
-	snprintf(sc->tenant_name, sizeof(sc->tenant_name), "%s", db_get(r, 0, "tenant_name"));
-	const char *rname = db_get(r, 0, "role");
-	sc->tenant_role = rname ? role_parse_tenant(rname) : ROLE_NONE;
-}
-
-/*
- * Resolve the route's scope. RET 1 found, 0 the named resource does not
- * exist (OUT: *missing, its not-found code), -1 answered (database error).
- */
-static int resolve_scope(api_req *rq, err_code *missing)
-{
-	api_scope *sc = &rq->scope;
-	PGresult *r = NULL;
-	int rc;
-	const char *v;
-	switch (rq->rt->scope) {
-	case SCOPE_PLATFORM:
-		return 1;
-	case SCOPE_TENANT: {
-		*missing = ERR_TENANT_NOT_FOUND;
-		v = route_param(&rq->params, "tenant");
-		const char *p[] = {v, rq->who.user_id};
-		rc = auth_query(rq, &r,
-				jsonx_is_uuid(v)
-					? "SELECT t.id AS tenant_id, t.name AS tenant_name, b.role"
-					  " FROM tenants t LEFT JOIN role_bindings b ON b.tenant_id = t.id"
-					  " AND b.user_id = $2 WHERE t.id = $1::uuid"
-					: "SELECT t.id AS tenant_id, t.name AS tenant_name, b.role"
-					  " FROM tenants t LEFT JOIN role_bindings b ON b.tenant_id = t.id"
-					  " AND b.user_id = $2 WHERE t.name = $1",
-				2, p);
-		break;
-	}
-	case SCOPE_JOB: {
-		*missing = ERR_JOB_NOT_FOUND;
-		v = route_param(&rq->params, "job");
-		if (!jsonx_is_uuid(v))
-			return 0;
-		const char *p[] = {v, rq->who.user_id};
-		rc = auth_query(rq, &r,
-				"SELECT j.id AS job_id, t.id AS tenant_id, t.name AS tenant_name, b.role"
-				" FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
-				" LEFT JOIN role_bindings b ON b.tenant_id = t.id AND b.user_id = $2"
-				" WHERE j.id = $1::uuid",
-				2, p);
-		break;
-	}
-	case SCOPE_USER: {
-		*missing = ERR_USER_NOT_FOUND;
-		v = route_param(&rq->params, "user");
-		const char *p[] = {v};
-		rc = auth_query(rq, &r,
-				jsonx_is_uuid(v) ? "SELECT id AS user_id FROM users WHERE id = $1::uuid"
-						 : "SELECT id AS user_id FROM users WHERE name = $1",
-				1, p);
-		break;
-	}
-	case SCOPE_TOKEN: {
-		*missing = ERR_TOKEN_NOT_FOUND;
-		v = route_param(&rq->params, "token_id");
-		if (!jsonx_is_uuid(v))
-			return 0;
-		const char *p[] = {v};
-		rc = auth_query(rq, &r,
-				"SELECT id AS token_id, user_id FROM api_tokens WHERE id = $1::uuid", 1,
-				p);
-		break;
-	}
-	default:
-		return 0;
-	}
-	if (rc)
-		return fail_db(rq, r, rc);
-	if (PQntuples(r) == 0) {
-		PQclear(r);
-		return 0;
-	}
-	if (rq->rt->scope == SCOPE_TENANT || rq->rt->scope == SCOPE_JOB)
-		scope_set_tenant(sc, r);
-	if (rq->rt->scope == SCOPE_JOB)
-		snprintf(sc->job_id, sizeof(sc->job_id), "%s", db_get(r, 0, "job_id"));
-	if (rq->rt->scope == SCOPE_TOKEN)
-		snprintf(sc->token_id, sizeof(sc->token_id), "%s", db_get(r, 0, "token_id"));
-	if (rq->rt->scope == SCOPE_USER || rq->rt->scope == SCOPE_TOKEN) {
-		snprintf(sc->user_id, sizeof(sc->user_id), "%s", db_get(r, 0, "user_id"));
-		sc->self = strcmp(sc->user_id, rq->who.user_id) == 0;
-	}
-	PQclear(r);
-	return 1;
 }
 
 /* Record a denial in its own statement: the request changes nothing else. */
@@ -238,18 +246,16 @@ static void audit_denial(api_req *rq, const char *why)
 
 int auth_check(api_req *rq)
 {
-	if (authenticate(rq) < 0) {
+	bool found = false;
+	err_code missing = ERR_NOT_FOUND;
+	if (authenticate(rq, &found, &missing) < 0) {
 		if (rq->error != ERR_DB_UNAVAILABLE && rq->error != ERR_INTERNAL)
 			audit_denial(rq, err_info(rq->error)->code);
 		return -1;
 	}
 	if (rate_limit(rq) < 0)
 		return -1;
-	err_code missing = ERR_NOT_FOUND;
-	int found = resolve_scope(rq, &missing);
-	if (found < 0)
-		return -1;
-	if (found == 0) {
+	if (!found) {
 		api_fail(rq, missing, "%s", err_info(missing)->doc);
 		return -1;
 	}

@@ -25,13 +25,13 @@
 #define JOB_FROM " FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
 #define IDEMPOTENCY_KEY_MAX 255
 
+#define JOB_GET_SQL                                                                                \
+	"SELECT row_to_json(x) FROM (SELECT " JOB_COLS ", j.spec" JOB_FROM " WHERE j.id = $1) x"
+
 static int job_fetch(api_req *rq, const char *id, json_t **out)
 {
 	const char *p[] = {id};
-	return api_query_json(rq,
-			      "SELECT row_to_json(x) FROM (SELECT " JOB_COLS ", j.spec" JOB_FROM
-			      " WHERE j.id = $1) x",
-			      1, p, out);
+	return api_query_json(rq, JOB_GET_SQL, 1, p, out);
 }
 
 /* The tenant's quota as the spec validator needs it. */
@@ -81,7 +81,8 @@ static int idempotency_lookup(api_req *rq, const char *key, const char *body_hex
 static int job_insert(api_req *rq, const json_t *spec, const jobspec *js, const char *key,
 		      const char *body_hex, char job_id[37])
 {
-	char *text = json_dumps(spec, JSON_COMPACT);
+	/* 15 digits: 3e-4 is stored as 0.0003, not its 17-digit binary neighbour */
+	char *text = json_dumps(spec, JSON_COMPACT | JSON_REAL_PRECISION(15));
 	char devices[24];
 	snprintf(devices, sizeof(devices), "%lld", (long long)jobspec_devices(js));
 	const char *name = json_string_value(json_object_get(spec, "name"));
@@ -128,10 +129,15 @@ static int submit_once(api_req *rq, const json_t *in, const char *key, const cha
 	json_t *spec = NULL;
 	verrs v;
 	verrs_init(&v);
-	if (jobspec_parse(in, &quota, &js, &spec, &v) < 0) {
+	rc = jobspec_parse(in, &quota, &js, &spec, &v);
+	if (rc == -ERR_VALIDATION_FAILED) {
 		db_rollback(rq->db);
-		json_decref(spec);
 		return api_fail_validation(rq, &v);
+	}
+	if (rc) {
+		verrs_release(&v);
+		json_decref(spec);
+		return rc;
 	}
 	verrs_release(&v);
 	rc = job_insert(rq, spec, &js, key, body_hex, job_id);
@@ -250,13 +256,8 @@ int h_job_list(api_req *rq)
 
 int h_job_get(api_req *rq)
 {
-	json_t *job;
-	int rc = job_fetch(rq, rq->scope.job_id, &job);
-	if (rc)
-		return api_fail_db(rq, rc);
-	if (!job)
-		return api_fail(rq, ERR_JOB_NOT_FOUND, "%s", err_info(ERR_JOB_NOT_FOUND)->doc);
-	return api_reply(rq, 200, job);
+	const char *p[] = {rq->scope.job_id};
+	return api_reply_row(rq, JOB_GET_SQL, 1, p, ERR_JOB_NOT_FOUND);
 }
 
 int h_job_cancel(api_req *rq)

@@ -98,31 +98,19 @@ int h_tenant_list(api_req *rq)
 int h_tenant_get(api_req *rq)
 {
 	const char *p[] = {rq->scope.tenant_id};
-	json_t *t;
-	int rc = api_query_json(rq,
-				"SELECT row_to_json(x) FROM (SELECT " TENANT_COLS
-				" FROM tenants WHERE id = $1) x",
-				1, p, &t);
-	if (rc)
-		return api_fail_db(rq, rc);
-	if (!t)
-		return api_fail(rq, ERR_TENANT_NOT_FOUND, "%s", err_info(ERR_TENANT_NOT_FOUND)->doc);
-	return api_reply(rq, 200, t);
+	return api_reply_row(rq,
+			     "SELECT row_to_json(x) FROM (SELECT " TENANT_COLS
+			     " FROM tenants WHERE id = $1) x",
+			     1, p, ERR_TENANT_NOT_FOUND);
 }
 
 int h_quota_get(api_req *rq)
 {
 	const char *p[] = {rq->scope.tenant_id};
-	json_t *q;
-	int rc = api_query_json(rq,
-				"SELECT row_to_json(x) FROM (SELECT " QUOTA_COLS
-				" FROM quotas WHERE tenant_id = $1) x",
-				1, p, &q);
-	if (rc)
-		return api_fail_db(rq, rc);
-	if (!q)
-		return api_fail(rq, ERR_TENANT_NOT_FOUND, "%s", err_info(ERR_TENANT_NOT_FOUND)->doc);
-	return api_reply(rq, 200, q);
+	return api_reply_row(rq,
+			     "SELECT row_to_json(x) FROM (SELECT " QUOTA_COLS
+			     " FROM quotas WHERE tenant_id = $1) x",
+			     1, p, ERR_TENANT_NOT_FOUND);
 }
 
 int h_quota_put(api_req *rq)

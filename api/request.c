@@ -58,6 +58,34 @@ int api_query_json(api_req *rq, const char *sql, int n, const char *const *param
 	return rc;
 }
 
+int api_reply_row(api_req *rq, const char *sql, int n, const char *const *params, err_code missing)
+{
+	int rc = api_db(rq);
+	if (rc)
+		return api_fail_db(rq, rc);
+	PGresult *r;
+	rc = db_query(rq->db, &r, sql, n, params);
+	if (rc) {
+		PQclear(r);
+		return api_fail_db(rq, rc);
+	}
+	if (PQntuples(r) == 0 || PQgetisnull(r, 0, 0)) {
+		PQclear(r);
+		return api_fail(rq, missing, "%s", err_info(missing)->doc);
+	}
+	size_t len = (size_t)PQgetlength(r, 0, 0);
+	rq->raw_owned = malloc(len + 1);
+	if (!rq->raw_owned) {
+		PQclear(r);
+		return api_fail(rq, ERR_INTERNAL, "out of memory");
+	}
+	memcpy(rq->raw_owned, PQgetvalue(r, 0, 0), len + 1);
+	PQclear(r);
+	rq->raw_len = len;
+	rq->status = 200;
+	return 0;
+}
+
 int api_audit(api_req *rq, int status, const char *resource, const json_t *detail)
 {
 	audit_record a = {

@@ -178,7 +178,12 @@ static enum MHD_Result send_response(req_slot *slot)
 		rq->out = api_problem_json(rq);
 		ctype = "application/problem+json";
 	}
-	if (rq->raw && rq->error == ERR_OK) {
+	if (rq->raw_owned && rq->error == ERR_OK) {
+		resp = MHD_create_response_from_buffer(rq->raw_len, rq->raw_owned,
+						       MHD_RESPMEM_MUST_FREE);
+		rq->raw_owned = NULL; /* MHD frees it */
+		MHD_add_response_header(resp, "Content-Type", ctype);
+	} else if (rq->raw && rq->error == ERR_OK) {
 		resp = MHD_create_response_from_buffer(rq->raw_len, (void *)(uintptr_t)rq->raw,
 						       MHD_RESPMEM_PERSISTENT);
 		MHD_add_response_header(resp, "Content-Type", ctype);
@@ -276,6 +281,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		db_release(rq->srv->pool, rq->db);
 	json_decref(rq->out);
 	json_decref(rq->field_errors);
+	free(rq->raw_owned);
 	free(rq->body);
 	free(slot);
 	*con_cls = NULL;

@@ -48,39 +48,44 @@ typedef struct preset {
 } preset;
 
 static const preset presets[] = {
-	{"tiny", 2, 64, 4, 256, 64},
-	{"gpt2-124m", 12, 768, 12, 50257, 1024},
-	{"gpt2-350m", 24, 1024, 16, 50257, 1024},
-	{"gpt2-774m", 36, 1280, 20, 50257, 1024},
-	{"gpt2-1558m", 48, 1600, 25, 50257, 1024},
+    {"tiny", 2, 64, 4, 256, 64},
+    {"gpt2-124m", 12, 768, 12, 50257, 1024},
+    {"gpt2-350m", 24, 1024, 16, 50257, 1024},
+    {"gpt2-774m", 36, 1280, 20, 50257, 1024},
+    {"gpt2-1558m", 48, 1600, 25, 50257, 1024},
 };
+
+#define N_PRESETS (sizeof(presets) / sizeof(presets[0]))
 
 static const char *const schedule_names[] = {"cosine", "linear", "constant", NULL};
 static const char *const precision_names[] = {"fp32", "bf16", "fp16", NULL};
 
-static const char *const top_fields[] = {"name",     "model",      "data",
-					 "parallel", "resources",  "training",
-					 "checkpoint", "fault_tolerance", NULL};
-static const char *const model_fields[] = {"preset", "layers",     "d_model", "heads",
-					   "vocab_size", "seq_len", NULL};
+static const char *const top_fields[] = {"name",       "model",           "data",
+                                         "parallel",   "resources",       "training",
+                                         "checkpoint", "fault_tolerance", NULL};
+static const char *const model_fields[] = {"preset",     "layers",  "d_model", "heads",
+                                           "vocab_size", "seq_len", NULL};
 static const char *const data_fields[] = {"train", "val", NULL};
 static const char *const parallel_fields[] = {
-	"data_parallel", "tensor_parallel", "pipeline_parallel", "zero_stage",
-	"micro_batch",   "global_batch",    "grad_accum",        NULL};
-static const char *const fallback_fields[] = {"data_parallel", "tensor_parallel",
-					      "pipeline_parallel", "zero_stage",
-					      "micro_batch",   "grad_accum", NULL};
-static const char *const resources_fields[] = {"nodes", "gpus_per_node", "ranks_per_node",
-					       "time_limit_minutes", "partition", NULL};
-static const char *const training_fields[] = {"steps",     "lr",           "warmup_steps",
-					      "schedule",  "precision",    "grad_clip",
-					      "weight_decay", "seed",     NULL};
+    "data_parallel", "tensor_parallel", "pipeline_parallel", "zero_stage",
+    "micro_batch",   "global_batch",    "grad_accum",        NULL};
+static const char *const fallback_fields[] = {"data_parallel",
+                                              "tensor_parallel",
+                                              "pipeline_parallel",
+                                              "zero_stage",
+                                              "micro_batch",
+                                              "grad_accum",
+                                              NULL};
+static const char *const resources_fields[] = {
+    "nodes", "gpus_per_node", "ranks_per_node", "time_limit_minutes", "partition", NULL};
+static const char *const training_fields[] = {"steps",        "lr",        "warmup_steps",
+                                              "schedule",     "precision", "grad_clip",
+                                              "weight_decay", "seed",      NULL};
 static const char *const checkpoint_fields[] = {"every_steps", "keep", NULL};
-static const char *const fault_fields[] = {"max_restarts", "heartbeat_timeout_s", "fallback",
-					   NULL};
+static const char *const fault_fields[] = {"max_restarts", "heartbeat_timeout_s", "fallback", NULL};
 
 static void problem(ctx *c, const char *pointer, err_code code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 static void problem(ctx *c, const char *pointer, err_code code, const char *fmt, ...)
 {
@@ -118,12 +123,13 @@ static void only(ctx *c, const json_t *obj, const char *base, const char *const 
 	int n = jsonx_only_fields(obj, base, allowed, c->v);
 	c->problems += n;
 	if (n > 0 && verrs_count(c->v) - before < (size_t)n)
-		problem(c, base, ERR_F_UNKNOWN_FIELD, "an unknown field here has a name too long to show");
+		problem(c, base, ERR_F_UNKNOWN_FIELD,
+		        "an unknown field here has a name too long to show");
 }
 
 /* jsonx readers with the problem counted. RET as theirs. */
 static int rd_int(ctx *c, const json_t *obj, const char *base, const char *key, bool required,
-		  int64_t min, int64_t max, int def, int *dst)
+                  int64_t min, int64_t max, int def, int *dst)
 {
 	int64_t x = def;
 	int rc = jsonx_get_int(obj, base, key, required, min, max, &x, c->v);
@@ -136,7 +142,7 @@ static int rd_int(ctx *c, const json_t *obj, const char *base, const char *key, 
 }
 
 static int rd_int64(ctx *c, const json_t *obj, const char *base, const char *key, int64_t min,
-		    int64_t max, int64_t def, int64_t *dst)
+                    int64_t max, int64_t def, int64_t *dst)
 {
 	*dst = def;
 	int rc = jsonx_get_int(obj, base, key, false, min, max, dst, c->v);
@@ -146,7 +152,7 @@ static int rd_int64(ctx *c, const json_t *obj, const char *base, const char *key
 }
 
 static int rd_num(ctx *c, const json_t *obj, const char *base, const char *key, double min,
-		  double max, double def, double *dst)
+                  double max, double def, double *dst)
 {
 	*dst = def;
 	int rc = jsonx_get_num(obj, base, key, false, min, max, dst, c->v);
@@ -169,7 +175,7 @@ static int rd_obj(ctx *c, const json_t *obj, const char *key, bool required, con
  * OUT: *s and *n (bytes) when RET is 1. RET: 1 present, 0 absent, -1 bad.
  */
 static int rd_string(ctx *c, const json_t *obj, const char *base, const char *key, bool required,
-		     const char **s, size_t *n)
+                     const char **s, size_t *n)
 {
 	char ptr[PTR_MAX];
 	jsonx_pointer(ptr, sizeof(ptr), base, key);
@@ -222,12 +228,12 @@ static bool text_ok(const char *s, size_t n, text_kind kind, size_t max)
 
 /* A string member checked against kind and copied into dst (dstlen bytes). */
 static int rd_text(ctx *c, const json_t *obj, const char *base, const char *key, bool required,
-		   text_kind kind, size_t max, char *dst, size_t dstlen)
+                   text_kind kind, size_t max, char *dst, size_t dstlen)
 {
 	static const char *const rule[] = {
-		[TEXT_LABEL] = "printable characters",
-		[TEXT_PATH] = "bytes without control characters",
-		[TEXT_WORD] = "characters from A-Z, a-z, 0-9, '_', '.' and '-'",
+	    [TEXT_LABEL] = "printable characters",
+	    [TEXT_PATH] = "bytes without control characters",
+	    [TEXT_WORD] = "characters from A-Z, a-z, 0-9, '_', '.' and '-'",
 	};
 	const char *s = NULL;
 	size_t n = 0;
@@ -237,7 +243,8 @@ static int rd_text(ctx *c, const json_t *obj, const char *base, const char *key,
 	if (n >= dstlen || !text_ok(s, n, kind, max)) {
 		char ptr[PTR_MAX];
 		jsonx_pointer(ptr, sizeof(ptr), base, key);
-		problem(c, ptr, ERR_F_INVALID_VALUE, "%s must be 1 to %zu %s", key, max, rule[kind]);
+		problem(c, ptr, ERR_F_INVALID_VALUE, "%s must be 1 to %zu %s", key, max,
+		        rule[kind]);
 		return -1;
 	}
 	memcpy(dst, s, n + 1);
@@ -246,7 +253,7 @@ static int rd_text(ctx *c, const json_t *obj, const char *base, const char *key,
 
 /* A string member that must be one of names; *dst keeps its default when absent. */
 static int rd_enum(ctx *c, const json_t *obj, const char *base, const char *key,
-		   const char *const *names, int *dst)
+                   const char *const *names, int *dst)
 {
 	const char *s = NULL;
 	size_t n = 0;
@@ -259,7 +266,7 @@ static int rd_enum(ctx *c, const json_t *obj, const char *base, const char *key,
 		jsonx_pointer(ptr, sizeof(ptr), base, key);
 		for (int k = 0; names[k]; k++)
 			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
-				 k ? ", " : "", names[k]);
+			         k ? ", " : "", names[k]);
 		problem(c, ptr, ERR_F_INVALID_VALUE, "%s must be one of %s", key, list);
 		return -1;
 	}
@@ -270,13 +277,13 @@ static int rd_enum(ctx *c, const json_t *obj, const char *base, const char *key,
 static void read_name(ctx *c, const json_t *root)
 {
 	rd_text(c, root, "", "name", true, TEXT_LABEL, JOBSPEC_NAME_CHARS, c->s->name,
-		sizeof(c->s->name));
+	        sizeof(c->s->name));
 }
 
 /* RET: the preset named by the n bytes of s, or NULL. */
 static const preset *preset_find(const char *s, size_t n)
 {
-	for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
+	for (size_t i = 0; i < N_PRESETS; i++)
 		if (strlen(presets[i].name) == n && memcmp(presets[i].name, s, n) == 0)
 			return &presets[i];
 	return NULL;
@@ -303,9 +310,12 @@ static void read_model(ctx *c, const json_t *root)
 	if (rc > 0) {
 		p = preset_find(name, n);
 		if (p == NULL) {
+			char known[128] = "";
+			for (size_t i = 0; i < N_PRESETS; i++)
+				snprintf(known + strlen(known), sizeof(known) - strlen(known),
+				         "%s%s", i ? ", " : "", presets[i].name);
 			problem(c, "/model/preset", ERR_F_UNKNOWN_PRESET,
-				"unknown preset; known are tiny, gpt2-124m, gpt2-350m, gpt2-774m "
-				"and gpt2-1558m");
+			        "unknown preset; the presets are %s", known);
 			rc = -1;
 		} else
 			snprintf(x->preset, sizeof(x->preset), "%s", p->name);
@@ -333,7 +343,7 @@ static void read_data(ctx *c, const json_t *root)
 	only(c, d, "/data", data_fields);
 	jobspec_data *x = &c->s->data;
 	rd_text(c, d, "/data", "train", true, TEXT_PATH, JOBSPEC_PATH_BYTES, x->train,
-		sizeof(x->train));
+	        sizeof(x->train));
 	rd_text(c, d, "/data", "val", false, TEXT_PATH, JOBSPEC_PATH_BYTES, x->val, sizeof(x->val));
 }
 
@@ -343,8 +353,8 @@ static void read_data(ctx *c, const json_t *root)
  * pipeline required; zero_stage and micro_batch default to the job's).
  * OUT: *p, *ga (grad_accum as given, 0 when absent). RET: usable K_ bits.
  */
-static unsigned read_layout(ctx *c, const json_t *obj, const char *base, const jobspec_parallel *job,
-			    jobspec_parallel *p, int *ga)
+static unsigned read_layout(ctx *c, const json_t *obj, const char *base,
+                            const jobspec_parallel *job, jobspec_parallel *p, int *ga)
 {
 	bool fb = job != NULL;
 	unsigned k = 0;
@@ -355,11 +365,11 @@ static unsigned read_layout(ctx *c, const json_t *obj, const char *base, const j
 	if (rd_int(c, obj, base, "pipeline_parallel", fb, 1, 1024, 1, &p->pipeline_parallel) >= 0)
 		k |= K_PP;
 	int rc = rd_int(c, obj, base, "zero_stage", false, 0, 3, fb ? job->zero_stage : 0,
-			&p->zero_stage);
+	                &p->zero_stage);
 	if (rc > 0 || (rc == 0 && (!fb || (c->known & K_ZERO))))
 		k |= K_ZERO;
 	rc = rd_int(c, obj, base, "micro_batch", !fb, 1, 65536, fb ? job->micro_batch : 0,
-		    &p->micro_batch);
+	            &p->micro_batch);
 	if (rc > 0 || (rc == 0 && fb && (c->known & K_MB)))
 		k |= K_MB;
 	*ga = 0;
@@ -398,7 +408,7 @@ static void read_resources(ctx *c, const json_t *root)
 	mark(c, K_TIME,
 	     rd_int(c, r, B, "time_limit_minutes", false, 1, 525600, 60, &x->time_limit_minutes));
 	rd_text(c, r, B, "partition", false, TEXT_WORD, JOBSPEC_PARTITION_MAX, x->partition,
-		sizeof(x->partition));
+	        sizeof(x->partition));
 }
 
 static void read_training(ctx *c, const json_t *root)
@@ -412,11 +422,11 @@ static void read_training(ctx *c, const json_t *root)
 	mark(c, K_STEPS, rd_int(c, t, B, "steps", true, 1, 100000000, 0, &x->steps));
 	if (rd_num(c, t, B, "lr", 0, 10, 3e-4, &x->lr) > 0 && !(x->lr > 0))
 		problem(c, "/training/lr", ERR_F_OUT_OF_RANGE,
-			"lr must be greater than 0 and at most 10");
+		        "lr must be greater than 0 and at most 10");
 	if (rd_int(c, t, B, "warmup_steps", false, 0, 100000000, 0, &x->warmup_steps) > 0 &&
 	    (c->known & K_STEPS) && x->warmup_steps > x->steps)
 		problem(c, "/training/warmup_steps", ERR_F_OUT_OF_RANGE,
-			"warmup_steps must be between 0 and steps (%d)", x->steps);
+		        "warmup_steps must be between 0 and steps (%d)", x->steps);
 	int e = JOBSPEC_SCHEDULE_COSINE;
 	rd_enum(c, t, B, "schedule", schedule_names, &e);
 	x->schedule = (jobspec_schedule)e;
@@ -442,7 +452,7 @@ static void read_checkpoint(ctx *c, const json_t *root)
 	if (rd_int(c, o, B, "every_steps", false, 1, 100000000, def, &x->every_steps) > 0 &&
 	    (c->known & K_STEPS) && x->every_steps > steps)
 		problem(c, "/checkpoint/every_steps", ERR_F_OUT_OF_RANGE,
-			"every_steps must be between 1 and steps (%d)", steps);
+		        "every_steps must be between 1 and steps (%d)", steps);
 	rd_int(c, o, B, "keep", false, 1, 1000, 3, &x->keep);
 }
 
@@ -451,38 +461,38 @@ static void read_checkpoint(ctx *c, const json_t *root)
  * base: the layout's pointer; batch_ptr: where a batch mismatch points.
  */
 static void check_layout(ctx *c, jobspec_parallel *p, unsigned k, int ga_given, const char *base,
-			 const char *batch_ptr)
+                         const char *batch_ptr)
 {
 	const jobspec_model *m = &c->s->model;
 	char ptr[PTR_MAX];
 	if ((k & K_TP) && (c->known & K_HEADS) && m->heads % p->tensor_parallel != 0) {
 		jsonx_pointer(ptr, sizeof(ptr), base, "tensor_parallel");
 		problem(c, ptr, ERR_F_HEADS_NOT_DIVISIBLE,
-			"heads (%d) is not divisible by tensor_parallel (%d)", m->heads,
-			p->tensor_parallel);
+		        "heads (%d) is not divisible by tensor_parallel (%d)", m->heads,
+		        p->tensor_parallel);
 	}
 	if ((k & K_PP) && (c->known & K_LAYERS) && m->layers % p->pipeline_parallel != 0) {
 		jsonx_pointer(ptr, sizeof(ptr), base, "pipeline_parallel");
 		problem(c, ptr, ERR_F_LAYERS_NOT_DIVISIBLE,
-			"layers (%d) is not divisible by pipeline_parallel (%d)", m->layers,
-			p->pipeline_parallel);
+		        "layers (%d) is not divisible by pipeline_parallel (%d)", m->layers,
+		        p->pipeline_parallel);
 	}
 	if (!all_known(k, K_DP | K_MB) || !(c->known & K_GB))
 		return;
 	int64_t per_step = (int64_t)p->micro_batch * p->data_parallel;
 	if (c->s->global_batch % per_step != 0) {
 		problem(c, batch_ptr, ERR_F_BATCH_MISMATCH,
-			"global_batch (%d) is not micro_batch (%d) x data_parallel (%d) x a whole "
-			"grad_accum",
-			c->s->global_batch, p->micro_batch, p->data_parallel);
+		        "global_batch (%d) is not micro_batch (%d) x data_parallel (%d) x a whole "
+		        "grad_accum",
+		        c->s->global_batch, p->micro_batch, p->data_parallel);
 		return;
 	}
 	p->grad_accum = (int)(c->s->global_batch / per_step);
 	if (ga_given && ga_given != p->grad_accum) {
 		jsonx_pointer(ptr, sizeof(ptr), base, "grad_accum");
 		problem(c, ptr, ERR_F_BATCH_MISMATCH,
-			"grad_accum must be global_batch / (micro_batch x data_parallel) = %d",
-			p->grad_accum);
+		        "grad_accum must be global_batch / (micro_batch x data_parallel) = %d",
+		        p->grad_accum);
 	}
 }
 
@@ -513,8 +523,9 @@ static int64_t read_fallback_entry(ctx *c, const json_t *e, size_t i, int64_t pr
 	int64_t ranks = layout_ranks(&p);
 	if (prev >= 0 && ranks >= prev)
 		problem(c, base, ERR_F_FALLBACK_NOT_SMALLER,
-			"this fallback uses %lld ranks; it must use fewer than the %lld of %s",
-			(long long)ranks, (long long)prev, i == 0 ? "the job" : "the entry before it");
+		        "this fallback uses %lld ranks; it must use fewer than the %lld of %s",
+		        (long long)ranks, (long long)prev,
+		        i == 0 ? "the job" : "the entry before it");
 	return ranks;
 }
 
@@ -529,7 +540,7 @@ static void read_fallback(ctx *c, const json_t *ft)
 		if (strcmp(json_string_value(f), "auto") != 0 ||
 		    json_string_length(f) != strlen("auto"))
 			problem(c, P, ERR_F_INVALID_VALUE,
-				"fallback must be \"auto\" or an array of layouts");
+			        "fallback must be \"auto\" or an array of layouts");
 		return;
 	}
 	if (!json_is_array(f)) {
@@ -538,12 +549,13 @@ static void read_fallback(ctx *c, const json_t *ft)
 	}
 	c->s->fallback_auto = false;
 	if (json_array_size(f) > JOBSPEC_MAX_FALLBACK)
-		problem(c, P, ERR_F_OUT_OF_RANGE, "fallback lists %zu layouts; at most %d are allowed",
-			json_array_size(f), JOBSPEC_MAX_FALLBACK);
+		problem(c, P, ERR_F_OUT_OF_RANGE,
+		        "fallback lists %zu layouts; at most %d are allowed", json_array_size(f),
+		        JOBSPEC_MAX_FALLBACK);
 	int64_t prev = all_known(c->known, K_RANKS) ? layout_ranks(&c->s->parallel) : -1;
 	size_t i;
 	const json_t *e;
-	json_array_foreach(f, i, e)
+	json_array_foreach (f, i, e)
 		prev = read_fallback_entry(c, e, i, prev);
 }
 
@@ -568,7 +580,7 @@ static void check_model(ctx *c)
 	/* Point at what the user wrote: d_model when only it overrides the preset. */
 	const char *ptr = c->d_model_given && !c->heads_given ? "/model/d_model" : "/model/heads";
 	problem(c, ptr, ERR_F_DMODEL_NOT_DIVISIBLE, "d_model (%d) is not divisible by heads (%d)",
-		m->d_model, m->heads);
+	        m->d_model, m->heads);
 }
 
 static void check_ranks(ctx *c)
@@ -578,14 +590,14 @@ static void check_ranks(ctx *c)
 	if (all_known(c->known, K_RANKS | K_NODES | K_RPN) &&
 	    layout_ranks(&s->parallel) != jobspec_ranks(s))
 		problem(c, "/parallel/data_parallel", ERR_F_RANKS_MISMATCH,
-			"data_parallel x tensor_parallel x pipeline_parallel is %lld but nodes x "
-			"ranks_per_node is %lld",
-			(long long)layout_ranks(&s->parallel), (long long)jobspec_ranks(s));
+		        "data_parallel x tensor_parallel x pipeline_parallel is %lld but nodes x "
+		        "ranks_per_node is %lld",
+		        (long long)layout_ranks(&s->parallel), (long long)jobspec_ranks(s));
 	if (c->rpn_given && (c->known & K_GPN) && r->gpus_per_node > 0 &&
 	    r->ranks_per_node != r->gpus_per_node)
 		problem(c, "/resources/ranks_per_node", ERR_F_GPUS_RANKS_MISMATCH,
-			"ranks_per_node (%d) must equal gpus_per_node (%d)", r->ranks_per_node,
-			r->gpus_per_node);
+		        "ranks_per_node (%d) must equal gpus_per_node (%d)", r->ranks_per_node,
+		        r->gpus_per_node);
 }
 
 static void check_quota(ctx *c, const jobspec_quota *q)
@@ -593,24 +605,25 @@ static void check_quota(ctx *c, const jobspec_quota *q)
 	static const char *const P = "/resources/nodes";
 	if (q->max_running_jobs <= 0)
 		problem(c, P, ERR_F_QUOTA_NEVER_FITS,
-			"the tenant's max_running_jobs is %lld, so none of its jobs can run",
-			(long long)q->max_running_jobs);
+		        "the tenant's max_running_jobs is %lld, so none of its jobs can run",
+		        (long long)q->max_running_jobs);
 	if (!all_known(c->known, K_NODES | K_GPN | K_RPN))
 		return;
 	int64_t devices = jobspec_devices(c->s);
 	if (devices > q->max_gpus)
 		problem(c, P, ERR_F_QUOTA_NEVER_FITS,
-			"the job needs %lld devices but the tenant's max_gpus is %lld",
-			(long long)devices, (long long)q->max_gpus);
+		        "the job needs %lld devices but the tenant's max_gpus is %lld",
+		        (long long)devices, (long long)q->max_gpus);
 	if (!(c->known & K_TIME))
 		return;
 	int64_t gph = q->gpu_hours_per_month;
 	int64_t device_minutes = devices * c->s->resources.time_limit_minutes;
 	if (gph < 0 || (gph <= INT64_MAX / 60 && device_minutes > gph * 60))
-		problem(c, P, ERR_F_QUOTA_NEVER_FITS,
-			"the job may use %.1f GPU-hours (devices x time_limit_minutes / 60) but the "
-			"tenant's gpu_hours_per_month is %lld",
-			(double)device_minutes / 60, (long long)gph);
+		problem(
+		    c, P, ERR_F_QUOTA_NEVER_FITS,
+		    "the job may use %.1f GPU-hours (devices x time_limit_minutes / 60) but the "
+		    "tenant's gpu_hours_per_month is %lld",
+		    (double)device_minutes / 60, (long long)gph);
 }
 
 static const char *or_null(const char *s)
@@ -621,9 +634,9 @@ static const char *or_null(const char *s)
 static json_t *layout_json(const jobspec_parallel *p)
 {
 	return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i}", "data_parallel", p->data_parallel,
-			 "tensor_parallel", p->tensor_parallel, "pipeline_parallel",
-			 p->pipeline_parallel, "zero_stage", p->zero_stage, "micro_batch",
-			 p->micro_batch, "grad_accum", p->grad_accum);
+	                 "tensor_parallel", p->tensor_parallel, "pipeline_parallel",
+	                 p->pipeline_parallel, "zero_stage", p->zero_stage, "micro_batch",
+	                 p->micro_batch, "grad_accum", p->grad_accum);
 }
 
 static json_t *fallback_json(const jobspec *s)
@@ -639,43 +652,57 @@ static json_t *fallback_json(const jobspec *s)
 	return a;
 }
 
-/* RET: the normal form of a valid s, or NULL when out of memory. */
+static json_t *model_json(const jobspec_model *m)
+{
+	return json_pack("{s:s*, s:i, s:i, s:i, s:i, s:i}", "preset", or_null(m->preset), "layers",
+	                 m->layers, "d_model", m->d_model, "heads", m->heads, "vocab_size",
+	                 m->vocab_size, "seq_len", m->seq_len);
+}
+
+static json_t *parallel_json(const jobspec_parallel *p, int global_batch)
+{
+	return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i}", "data_parallel", p->data_parallel,
+	                 "tensor_parallel", p->tensor_parallel, "pipeline_parallel",
+	                 p->pipeline_parallel, "zero_stage", p->zero_stage, "micro_batch",
+	                 p->micro_batch, "global_batch", global_batch, "grad_accum", p->grad_accum);
+}
+
+static json_t *resources_json(const jobspec_resources *r)
+{
+	return json_pack("{s:i, s:i, s:i, s:i, s:s*}", "nodes", r->nodes, "gpus_per_node",
+	                 r->gpus_per_node, "ranks_per_node", r->ranks_per_node,
+	                 "time_limit_minutes", r->time_limit_minutes, "partition",
+	                 or_null(r->partition));
+}
+
+static json_t *training_json(const jobspec_training *t)
+{
+	return json_pack("{s:i, s:f, s:i, s:s, s:s, s:f, s:f, s:I}", "steps", t->steps, "lr", t->lr,
+	                 "warmup_steps", t->warmup_steps, "schedule",
+	                 jobspec_schedule_name(t->schedule), "precision",
+	                 jobspec_precision_name(t->precision), "grad_clip", t->grad_clip,
+	                 "weight_decay", t->weight_decay, "seed", (json_int_t)t->seed);
+}
+
+/*
+ * RET: the normal form of a valid s, or NULL when out of memory. json_pack()
+ * releases the "o" sections it was given when it fails.
+ */
 static json_t *spec_json(const jobspec *s)
 {
-	const jobspec_parallel *p = &s->parallel;
-	const jobspec_resources *r = &s->resources;
-	const jobspec_training *t = &s->training;
-	json_t *fallback = fallback_json(s);
-	if (fallback == NULL)
-		return NULL;
 	return json_pack(
-		"{s:s, s:{s:s*, s:i, s:i, s:i, s:i, s:i}, s:{s:s, s:s*},"
-		" s:{s:i, s:i, s:i, s:i, s:i, s:i, s:i},"
-		" s:{s:i, s:i, s:i, s:i, s:s*},"
-		" s:{s:i, s:f, s:i, s:s, s:s, s:f, s:f, s:I},"
-		" s:{s:i, s:i}, s:{s:i, s:i, s:o}}",
-		"name", s->name,
-		"model", "preset", or_null(s->model.preset), "layers", s->model.layers, "d_model",
-		s->model.d_model, "heads", s->model.heads, "vocab_size", s->model.vocab_size,
-		"seq_len", s->model.seq_len,
-		"data", "train", s->data.train, "val", or_null(s->data.val),
-		"parallel", "data_parallel", p->data_parallel, "tensor_parallel", p->tensor_parallel,
-		"pipeline_parallel", p->pipeline_parallel, "zero_stage", p->zero_stage, "micro_batch",
-		p->micro_batch, "global_batch", s->global_batch, "grad_accum", p->grad_accum,
-		"resources", "nodes", r->nodes, "gpus_per_node", r->gpus_per_node, "ranks_per_node",
-		r->ranks_per_node, "time_limit_minutes", r->time_limit_minutes, "partition",
-		or_null(r->partition),
-		"training", "steps", t->steps, "lr", t->lr, "warmup_steps", t->warmup_steps,
-		"schedule", jobspec_schedule_name(t->schedule), "precision",
-		jobspec_precision_name(t->precision), "grad_clip", t->grad_clip, "weight_decay",
-		t->weight_decay, "seed", (json_int_t)t->seed,
-		"checkpoint", "every_steps", s->checkpoint.every_steps, "keep", s->checkpoint.keep,
-		"fault_tolerance", "max_restarts", s->fault_tolerance.max_restarts,
-		"heartbeat_timeout_s", s->fault_tolerance.heartbeat_timeout_s, "fallback", fallback);
+	    "{s:s, s:o, s:{s:s, s:s*}, s:o, s:o, s:o, s:{s:i, s:i}, s:{s:i, s:i, s:o}}", "name",
+	    s->name, "model", model_json(&s->model), "data", "train", s->data.train, "val",
+	    or_null(s->data.val), "parallel", parallel_json(&s->parallel, s->global_batch),
+	    "resources", resources_json(&s->resources), "training", training_json(&s->training),
+	    "checkpoint", "every_steps", s->checkpoint.every_steps, "keep", s->checkpoint.keep,
+	    "fault_tolerance", "max_restarts", s->fault_tolerance.max_restarts,
+	    "heartbeat_timeout_s", s->fault_tolerance.heartbeat_timeout_s, "fallback",
+	    fallback_json(s));
 }
 
 int jobspec_parse(const json_t *in, const jobspec_quota *quota, jobspec *out, json_t **normalized,
-		  verrs *v)
+                  verrs *v)
 {
 	ctx c = {.s = out, .v = v};
 	memset(out, 0, sizeof(*out));
@@ -696,7 +723,7 @@ int jobspec_parse(const json_t *in, const jobspec_quota *quota, jobspec *out, js
 	read_fault(&c, in);
 	check_model(&c);
 	check_layout(&c, &out->parallel, c.known, c.grad_accum_given, "/parallel",
-		     "/parallel/global_batch");
+	             "/parallel/global_batch");
 	check_ranks(&c);
 	if (quota)
 		check_quota(&c, quota);

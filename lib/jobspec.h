@@ -123,7 +123,7 @@ typedef struct jobspec_quota {
  *      Never aborts, whatever in holds.
  */
 int jobspec_parse(const json_t *in, const jobspec_quota *quota, jobspec *out, json_t **normalized,
-		  verrs *v);
+                  verrs *v);
 
 /* RET: the job's ranks, nodes x ranks_per_node. */
 int64_t jobspec_ranks(const jobspec *s);

@@ -1,0 +1,78 @@
+/*
+ * cmd.c - shared command steps.
+ */
+#include "cmd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http.h"
+#include "page.h"
+
+int cmd_bad_path(void)
+{
+	fprintf(stderr, "yardctl: a name or id is empty or too long\n");
+	return CLI_USAGE;
+}
+
+int cmd_set_str(json_t *obj, const char *key, const char *val)
+{
+	if (!val)
+		return 0;
+	if (json_object_set_new(obj, key, json_string(val)) == 0)
+		return 0;
+	fprintf(stderr, "yardctl: the value for \"%s\" is not valid UTF-8\n", key);
+	return -1;
+}
+
+void cmd_wipe_str(json_t *obj, const char *key)
+{
+	/* jansson keeps the string in a buffer of its own; it is writable */
+	char *s = (char *)json_string_value(json_object_get(obj, key));
+	if (s)
+		explicit_bzero(s, strlen(s));
+}
+
+int cmd_show(const cli_ctx *ctx, const char *method, char *path, const json_t *body,
+             const out_col *fields)
+{
+	json_t *answer = NULL;
+	if (!path)
+		return cmd_bad_path();
+	int rc = http_json(ctx, method, path, body, &answer);
+	free(path);
+	if (rc == CLI_OK)
+		rc = output_object(ctx, answer, fields);
+	json_decref(answer);
+	return rc;
+}
+
+int cmd_list(const cli_ctx *ctx, char *path, bool all, const out_col *cols)
+{
+	json_t *answer = NULL;
+	if (!path)
+		return cmd_bad_path();
+	int rc = page_fetch(ctx, path, all, &answer);
+	free(path);
+	if (rc == CLI_OK)
+		rc = output_list(ctx, answer, json_object_get(answer, "items"), cols);
+	json_decref(answer);
+	return rc;
+}
+
+int cmd_do(const cli_ctx *ctx, const char *method, char *path, const char *done,
+           const out_col *fields)
+{
+	json_t *answer = NULL;
+	if (!path)
+		return cmd_bad_path();
+	int rc = http_json(ctx, method, path, NULL, &answer);
+	free(path);
+	if (rc == CLI_OK && answer)
+		rc = output_object(ctx, answer, fields);
+	else if (rc == CLI_OK && ctx->format == CLI_FMT_TABLE)
+		printf("%s\n", done);
+	json_decref(answer);
+	return rc;
+}

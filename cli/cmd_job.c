@@ -1,0 +1,220 @@
+/*
+ * cmd_job.c - yardctl job submit | list | show | cancel | events.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "http.h"
+#include "jobstate.h"
+#include "routes.h"
+#include "sbuf.h"
+#include "url.h"
+
+/* Largest spec file read, the API's largest body limit. */
+#define SPEC_MAX (64u << 20)
+
+static const out_col job_fields[] = {
+    {"id", "id"},
+    {"name", "name"},
+    {"tenant", "tenant"},
+    {"state", "state"},
+    {"state_reason", "state_reason"},
+    {"priority", "priority"},
+    {"devices", "devices"},
+    {"attempts", "attempts"},
+    {"submitter_id", "submitter_id"},
+    {"created_at", "created_at"},
+    {"updated_at", "updated_at"},
+    {"started_at", "started_at"},
+    {"finished_at", "finished_at"},
+    {"spec", "spec"},
+    {NULL, NULL},
+};
+
+static const out_col job_cols[] = {
+    {"ID", "id"},           {"NAME", "name"},          {"STATE", "state"},
+    {"DEVICES", "devices"}, {"CREATED", "created_at"}, {NULL, NULL},
+};
+
+static const out_col event_cols[] = {
+    {"ID", "id"},         {"AT", "at"},          {"FROM", "from_state"}, {"TO", "to_state"},
+    {"REASON", "reason"}, {"ACTOR", "actor_id"}, {NULL, NULL},
+};
+
+/* Read all of f into b. RET 0, or -1 (read error or larger than b allows). */
+static int read_all(FILE *f, sbuf *b)
+{
+	char chunk[65536];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		if (sbuf_add(b, chunk, n))
+			return -1;
+	return ferror(f) ? -1 : 0;
+}
+
+/* Read the spec from file ("-": stdin) into b. RET: CLI_OK, or CLI_USAGE after saying why. */
+static int spec_read(const char *file, sbuf *b)
+{
+	bool is_stdin = strcmp(file, "-") == 0;
+	FILE *f = is_stdin ? stdin : fopen(file, "rb");
+	if (!f) {
+		fprintf(stderr, "yardctl: could not open \"%s\": %s\n", file, strerror(errno));
+		return CLI_USAGE;
+	}
+	int rc = read_all(f, b);
+	if (rc)
+		fprintf(stderr, "yardctl: could not read \"%s\": %s\n", file,
+		        ferror(f) ? strerror(errno) : "larger than 64 MiB");
+	if (!is_stdin)
+		fclose(f);
+	return rc ? CLI_USAGE : CLI_OK;
+}
+
+/* Print the new job: its id alone, or the whole answer as JSON. */
+static int submitted_print(const cli_ctx *ctx, const json_t *job)
+{
+	const char *id = json_string_value(json_object_get(job, "id"));
+	if (ctx->format == CLI_FMT_JSON) {
+		output_json(stdout, job);
+		return CLI_OK;
+	}
+	if (!id) {
+		fprintf(stderr, "yardctl: the server's answer holds no job id\n");
+		return CLI_SERVER;
+	}
+	printf("%s\n", id);
+	return CLI_OK;
+}
+
+enum { OPT_SUBMIT_TENANT, OPT_IDEMPOTENCY_KEY };
+static const opt_spec submit_opts[] = {
+    {"tenant", true, true},
+    {"idempotency-key", true, false},
+    {NULL, false, false},
+};
+
+static int job_submit(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
+{
+	opt_result o;
+	sbuf spec;
+	json_t *job = NULL;
+	int rc = args_parse_cmd(ctx, self, submit_opts, 1, 1, argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	const char *key = o.val[OPT_IDEMPOTENCY_KEY];
+	if (key && (!http_header_value_ok(key) || strlen(key) > 255))
+		return args_usage_error(ctx, self,
+		                        "the idempotency key is 1-255 printable characters");
+	char *path = URL_PATH(ROUTE_TENANT_JOBS, o.val[OPT_SUBMIT_TENANT]);
+	if (!path)
+		return cmd_bad_path();
+	sbuf_init(&spec, SPEC_MAX);
+	rc = spec_read(o.pos[0], &spec);
+	if (rc == CLI_OK) {
+		http_request req = {.method = "POST",
+		                    .path = path,
+		                    .body = spec.buf,
+		                    .body_len = spec.len,
+		                    .idempotency_key = key};
+		rc = http_call(ctx, &req, &job);
+	}
+	if (rc == CLI_OK)
+		rc = submitted_print(ctx, job);
+	json_decref(job);
+	sbuf_release(&spec);
+	free(path);
+	return rc;
+}
+
+enum { OPT_LIST_TENANT, OPT_STATE, OPT_LIMIT, OPT_ALL };
+static const opt_spec list_opts[] = {
+    {"tenant", true, true}, {"state", true, false}, {"limit", true, false},
+    {"all", false, false},  {NULL, false, false},
+};
+
+/* The list path with its query. OUT: *path (caller frees). RET 0, or -1 with *msg. */
+static int list_path(const opt_result *o, char **path, const char **msg)
+{
+	long long limit;
+	sbuf b;
+	*path = NULL;
+	*msg = "--state names a job state (queued, running, ...)";
+	if (o->set[OPT_STATE] && job_state_parse(o->val[OPT_STATE]) < 0)
+		return -1;
+	*msg = "--limit needs a whole number, at least 1";
+	if (o->set[OPT_LIMIT] && args_int(o->val[OPT_LIMIT], 1, 1000000, &limit))
+		return -1;
+	*msg = "the tenant is empty or too long";
+	char *base = URL_PATH(ROUTE_TENANT_JOBS, o->val[OPT_LIST_TENANT]);
+	if (!base)
+		return -1;
+	sbuf_init(&b, URL_MAX);
+	int rc = sbuf_adds(&b, base) || url_query_add(&b, "state", o->val[OPT_STATE]) ||
+	         url_query_add(&b, "limit", o->val[OPT_LIMIT]);
+	free(base);
+	if (rc) {
+		sbuf_release(&b);
+		return -1;
+	}
+	*path = sbuf_detach(&b);
+	return *path ? 0 : -1;
+}
+
+static int job_list(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
+{
+	opt_result o;
+	char *path;
+	const char *msg;
+	int rc = args_parse_cmd(ctx, self, list_opts, 0, 0, argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	if (list_path(&o, &path, &msg))
+		return args_usage_error(ctx, self, msg);
+	return cmd_list(ctx, path, o.set[OPT_ALL], job_cols);
+}
+
+static int job_show(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
+{
+	opt_result o;
+	int rc = args_parse_cmd(ctx, self, NULL, 1, 1, argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	return cmd_show(ctx, "GET", URL_PATH(ROUTE_JOB, o.pos[0]), NULL, job_fields);
+}
+
+static int job_cancel(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
+{
+	opt_result o;
+	int rc = args_parse_cmd(ctx, self, NULL, 1, 1, argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	return cmd_do(ctx, "POST", URL_PATH(ROUTE_JOB_CANCEL, o.pos[0]), "cancel requested",
+	              job_fields);
+}
+
+static int job_events(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
+{
+	opt_result o;
+	int rc = args_parse_cmd(ctx, self, NULL, 1, 1, argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	return cmd_list(ctx, URL_PATH(ROUTE_JOB_EVENTS, o.pos[0]), true, event_cols);
+}
+
+const cli_command job_commands[] = {
+    {"submit", "FILE --tenant TENANT [--idempotency-key KEY]",
+     "submit the job spec in FILE ('-': stdin) and print the new job's id alone",
+     "A retry with the same --idempotency-key and spec returns the first job.\n", job_submit, NULL},
+    {"list", "--tenant TENANT [--state STATE] [--limit N] [--all]",
+     "list a tenant's jobs, newest first",
+     "Shows one page (the server's default size, or N); --all follows every page.\n", job_list,
+     NULL},
+    {"show", "JOB_ID", "show a job and its spec", NULL, job_show, NULL},
+    {"cancel", "JOB_ID", "cancel a job that has not finished", NULL, job_cancel, NULL},
+    {"events", "JOB_ID", "list a job's state changes", NULL, job_events, NULL},
+    {NULL, NULL, NULL, NULL, NULL, NULL},
+};

@@ -1,0 +1,53 @@
+/*
+ * http.h - the one place yardctl talks HTTP, and how answers become exit
+ * statuses.
+ *
+ * http_call() sends one request with the bearer token, JSON headers and
+ * fixed timeouts (connect 5 s, total 30 s), never follows redirects, caps
+ * the answer at HTTP_BODY_MAX, and on any failure prints the reason on
+ * stderr (the server's problem+json, or the transport error) before
+ * returning the exit status. The token is never printed or logged.
+ */
+#ifndef YARDCTL_HTTP_H
+#define YARDCTL_HTTP_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cli.h"
+#include "error.h"
+
+#define HTTP_BODY_MAX          (16u << 20)
+#define HTTP_CONNECT_TIMEOUT_S 5L
+#define HTTP_TIMEOUT_S         30L
+
+typedef struct http_request {
+	const char *method;          /* "GET", "POST", "PUT", "DELETE" */
+	const char *path;            /* escaped path and query, e.g. from URL_PATH() */
+	const char *body;            /* request body, or NULL for none */
+	size_t body_len;             /* bytes of body */
+	const char *idempotency_key; /* Idempotency-Key header, or NULL */
+} http_request;
+
+/*
+ * Send req to ctx->url. OUT: *resp, the parsed JSON answer of a 2xx
+ * (caller json_decref()s; NULL for an empty answer such as 204).
+ * RET: CLI_OK, or the exit status after printing why on stderr.
+ */
+int http_call(const cli_ctx *ctx, const http_request *req, json_t **resp);
+
+/* http_call() with body encoded from a JSON value (borrowed; may be NULL). */
+int http_json(const cli_ctx *ctx, const char *method, const char *path, const json_t *body,
+              json_t **resp);
+
+/* RET: the exit status for an HTTP status (0: no answer at all). */
+int http_exit_status(long status);
+
+/* RET: the exit status for a trainyard error code (its HTTP status decides). */
+int http_exit_from_err(err_code e);
+
+/* RET: true when s may be sent in a header value (printable ASCII, 1..1024 bytes). */
+bool http_header_value_ok(const char *s);
+
+#endif

@@ -1,0 +1,23 @@
+/*
+ * routes.h - the API paths yardctl calls, in one place (see api/README.md).
+ *
+ * Each "{}" is filled by URL_PATH() with an escaped name or id.
+ */
+#ifndef YARDCTL_ROUTES_H
+#define YARDCTL_ROUTES_H
+
+#define ROUTE_WHOAMI         "/v1/whoami"
+#define ROUTE_TENANTS        "/v1/tenants"
+#define ROUTE_TENANT         "/v1/tenants/{}"
+#define ROUTE_TENANT_QUOTA   "/v1/tenants/{}/quota"
+#define ROUTE_TENANT_MEMBERS "/v1/tenants/{}/members"
+#define ROUTE_TENANT_MEMBER  "/v1/tenants/{}/members/{}"
+#define ROUTE_TENANT_JOBS    "/v1/tenants/{}/jobs"
+#define ROUTE_USERS          "/v1/users"
+#define ROUTE_USER_TOKENS    "/v1/users/{}/tokens"
+#define ROUTE_TOKEN          "/v1/tokens/{}"
+#define ROUTE_JOB            "/v1/jobs/{}"
+#define ROUTE_JOB_CANCEL     "/v1/jobs/{}/cancel"
+#define ROUTE_JOB_EVENTS     "/v1/jobs/{}/events"
+
+#endif

@@ -1,0 +1,760 @@
+/*
+ * test_cli.c - the parts of yardctl that need no server: argument
+ * parsing, dispatch and usage errors, exit statuses from HTTP statuses and
+ * error codes, URL building with escaping, table and error rendering.
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../cli/args.h"
+#include "../../cli/cli.h"
+#include "../../cli/http.h"
+#include "../../cli/output.h"
+#include "../../cli/sbuf.h"
+#include "../../cli/url.h"
+#include "error.h"
+#include "unit.h"
+
+/* A writable argv built from string literals; own keeps the copies to free. */
+typedef struct targv {
+	int argc;
+	char *argv[16];
+	char *own[16];
+} targv;
+
+static void targv_init(targv *t, const char *const *args)
+{
+	t->argc = 0;
+	while (args[t->argc] && t->argc < 15) {
+		t->own[t->argc] = strdup(args[t->argc]);
+		t->argv[t->argc] = t->own[t->argc];
+		t->argc++;
+	}
+	t->own[t->argc] = t->argv[t->argc] = NULL;
+}
+
+static void targv_free(targv *t)
+{
+	for (int i = 0; t->own[i]; i++)
+		free(t->own[i]);
+}
+
+/* Send stdout and stderr to /dev/null until quiet_end(); saved keeps the originals. */
+static void quiet_begin(int saved[2])
+{
+	fflush(stdout);
+	fflush(stderr);
+	saved[0] = dup(STDOUT_FILENO);
+	saved[1] = dup(STDERR_FILENO);
+	int null = open("/dev/null", O_WRONLY);
+	ck_assert_int_ge(null, 0);
+	dup2(null, STDOUT_FILENO);
+	dup2(null, STDERR_FILENO);
+	close(null);
+}
+
+static void quiet_end(const int saved[2])
+{
+	fflush(stdout);
+	fflush(stderr);
+	dup2(saved[0], STDOUT_FILENO);
+	dup2(saved[1], STDERR_FILENO);
+	close(saved[0]);
+	close(saved[1]);
+}
+
+/* ------------------------------------------------------------ global flags */
+
+START_TEST(test_global_flags_anywhere)
+{
+	const char *args[] = {"yardctl", "--url",         "http://h:1", "tenant", "-o", "json",
+	                      "list",    "--db=dbname=x", "--token",    "ty_t",   NULL};
+	targv a;
+	args_global g;
+	char err[128];
+	targv_init(&a, args);
+	ck_assert_int_eq(args_take_global(&a.argc, a.argv, &g, err, sizeof(err)), 0);
+	ck_assert_int_eq(a.argc, 3);
+	ck_assert_str_eq(a.argv[1], "tenant");
+	ck_assert_str_eq(a.argv[2], "list");
+	ck_assert_ptr_null(a.argv[3]);
+	ck_assert_str_eq(g.url, "http://h:1");
+	ck_assert_str_eq(g.output, "json");
+	ck_assert_str_eq(g.db, "dbname=x");
+	ck_assert_str_eq(g.token, "ty_t");
+	targv_free(&a);
+}
+END_TEST
+
+START_TEST(test_global_flags_glued)
+{
+	const char *args[] = {"yardctl",        "-ojson", "--url=http://x",
+	                      "--output=table", "whoami", NULL};
+	targv a;
+	args_global g;
+	char err[128];
+	targv_init(&a, args);
+	ck_assert_int_eq(args_take_global(&a.argc, a.argv, &g, err, sizeof(err)), 0);
+	ck_assert_int_eq(a.argc, 2);
+	ck_assert_str_eq(a.argv[1], "whoami");
+	ck_assert_str_eq(g.url, "http://x");
+	ck_assert_str_eq(g.output, "table"); /* the last one wins */
+	ck_assert_ptr_null(g.token);
+	targv_free(&a);
+}
+END_TEST
+
+START_TEST(test_global_flags_stop_at_dashdash)
+{
+	const char *args[] = {"yardctl", "job", "submit", "--", "--url", "x", NULL};
+	targv a;
+	args_global g;
+	char err[128];
+	targv_init(&a, args);
+	ck_assert_int_eq(args_take_global(&a.argc, a.argv, &g, err, sizeof(err)), 0);
+	ck_assert_int_eq(a.argc, 6);
+	ck_assert_ptr_null(g.url);
+	ck_assert_str_eq(a.argv[4], "--url");
+	targv_free(&a);
+}
+END_TEST
+
+START_TEST(test_global_flag_needs_value)
+{
+	const char *args[] = {"yardctl", "whoami", "--token", NULL};
+	targv a;
+	args_global g;
+	char err[128];
+	targv_init(&a, args);
+	ck_assert_int_eq(args_take_global(&a.argc, a.argv, &g, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "option --token needs a value");
+	targv_free(&a);
+}
+END_TEST
+
+START_TEST(test_format_parse)
+{
+	cli_format f = CLI_FMT_TABLE;
+	ck_assert_int_eq(args_format_parse("json", &f), 0);
+	ck_assert_int_eq(f, CLI_FMT_JSON);
+	ck_assert_int_eq(args_format_parse("table", &f), 0);
+	ck_assert_int_eq(f, CLI_FMT_TABLE);
+	ck_assert_int_eq(args_format_parse("yaml", &f), -1);
+	ck_assert_int_eq(args_format_parse("", &f), -1);
+}
+END_TEST
+
+START_TEST(test_ctx_token_flag_wiped)
+{
+	const char *args[] = {"yardctl", "--token", "ty_from_flag", "-o", "json", "whoami", NULL};
+	targv a;
+	cli_ctx ctx;
+	targv_init(&a, args);
+	setenv("TRAINYARD_TOKEN", "ty_from_env", 1);
+	setenv("TRAINYARD_URL", "http://env:1", 1);
+	ck_assert_int_eq(cli_ctx_init(&ctx, &a.argc, a.argv), CLI_OK);
+	ck_assert_str_eq(ctx.token, "ty_from_flag");
+	ck_assert_str_eq(a.own[2], "xxxxxxxxxxxx"); /* gone from the command line */
+	ck_assert_str_eq(ctx.url, "http://env:1");
+	ck_assert_int_eq(ctx.format, CLI_FMT_JSON);
+	ck_assert_int_eq(a.argc, 2);
+	cli_ctx_release(&ctx);
+	ck_assert_ptr_null(ctx.token);
+	targv_free(&a);
+}
+END_TEST
+
+START_TEST(test_ctx_token_from_env)
+{
+	const char *args[] = {"yardctl", "whoami", NULL};
+	targv a;
+	cli_ctx ctx;
+	targv_init(&a, args);
+	setenv("TRAINYARD_TOKEN", "ty_from_env", 1);
+	unsetenv("TRAINYARD_URL");
+	ck_assert_int_eq(cli_ctx_init(&ctx, &a.argc, a.argv), CLI_OK);
+	ck_assert_str_eq(ctx.token, "ty_from_env");
+	ck_assert_str_eq(ctx.url, "http://127.0.0.1:8080");
+	ck_assert_int_eq(ctx.format, CLI_FMT_TABLE);
+	cli_ctx_release(&ctx);
+	targv_free(&a);
+}
+END_TEST
+
+START_TEST(test_ctx_bad_format)
+{
+	const char *args[] = {"yardctl", "-o", "yaml", "whoami", NULL};
+	targv a;
+	cli_ctx ctx;
+	int saved[2];
+	targv_init(&a, args);
+	quiet_begin(saved);
+	int rc = cli_ctx_init(&ctx, &a.argc, a.argv);
+	quiet_end(saved);
+	ck_assert_int_eq(rc, CLI_USAGE);
+	cli_ctx_release(&ctx);
+	targv_free(&a);
+}
+END_TEST
+
+/* ------------------------------------------------------------ command options */
+
+static const opt_spec specs[] = {
+    {"tenant", true, true},
+    {"all", false, false},
+    {"limit", true, false},
+    {NULL, false, false},
+};
+
+/* One args_parse() case: the arguments, then what must come out. */
+typedef struct parse_case {
+	const char *args[8];
+	int rc;
+	const char *err;    /* expected message when rc is -1 */
+	const char *tenant; /* expected --tenant value */
+	bool all;           /* expected --all */
+	const char *limit;  /* expected --limit value, or NULL */
+	int npos;           /* expected positional count */
+	const char *pos0;   /* expected first positional */
+	bool help;          /* expected help flag */
+} parse_case;
+
+static const parse_case parse_cases[] = {
+    {{"--tenant", "t1"}, 0, NULL, "t1", false, NULL, 0, NULL, false},
+    {{"--tenant=t2", "--all", "--limit", "5"}, 0, NULL, "t2", true, "5", 0, NULL, false},
+    {{"f.json", "--tenant", "t"}, 0, NULL, "t", false, NULL, 1, "f.json", false},
+    {{"-", "--tenant", "t"}, 0, NULL, "t", false, NULL, 1, "-", false},
+    {{"--tenant", "t", "--", "--all"}, 0, NULL, "t", false, NULL, 1, "--all", false},
+    {{"--tenant", "t", "--limit=", "x"}, 0, NULL, "t", false, "", 1, "x", false},
+    {{"--bogus"}, -1, "unknown option \"--bogus\"", NULL, false, NULL, 0, NULL, false},
+    {{"-x", "--tenant", "t"}, -1, "unknown option \"-x\"", NULL, false, NULL, 0, NULL, false},
+    {{"--tenantx", "t"}, -1, "unknown option \"--tenantx\"", NULL, false, NULL, 0, NULL, false},
+    {{"--limit"}, -1, "option --limit needs a value", NULL, false, NULL, 0, NULL, false},
+    {{"--all=yes", "--tenant", "t"},
+     -1,
+     "option --all takes no value",
+     NULL,
+     false,
+     NULL,
+     0,
+     NULL,
+     false},
+    {{"--all"}, -1, "option --tenant is required", NULL, false, NULL, 0, NULL, false},
+    {{"a", "b", "--tenant", "t"},
+     -1,
+     "unexpected argument \"b\"",
+     NULL,
+     false,
+     NULL,
+     0,
+     NULL,
+     false},
+    {{"--bogus", "-h"}, 0, NULL, NULL, false, NULL, 0, NULL, true},
+    {{"--help"}, 0, NULL, NULL, false, NULL, 0, NULL, true},
+    {{"--", "-h", "--tenant", "t"},
+     -1,
+     "unexpected argument \"--tenant\"",
+     NULL,
+     false,
+     NULL,
+     0,
+     NULL,
+     false},
+};
+
+/* Compare what args_parse() gave for case c. */
+static void parse_case_check(const parse_case *c, const opt_result *o)
+{
+	ck_assert_int_eq(o->help, c->help);
+	if (c->help)
+		return;
+	ck_assert_str_eq(o->val[0], c->tenant);
+	ck_assert_int_eq(o->set[1], c->all);
+	ck_assert_int_eq(o->set[2], c->limit != NULL);
+	if (c->limit)
+		ck_assert_str_eq(o->val[2], c->limit);
+	ck_assert_int_eq(o->npos, c->npos);
+	if (c->pos0)
+		ck_assert_str_eq(o->pos[0], c->pos0);
+}
+
+START_TEST(test_parse_table)
+{
+	const parse_case *c = &parse_cases[_i];
+	targv a;
+	opt_result o;
+	char err[128] = "";
+	targv_init(&a, c->args);
+	int rc = args_parse(specs, 0, 1, a.argc, a.argv, &o, err, sizeof(err));
+	ck_assert_msg(rc == c->rc, "case %d: rc %d, want %d (%s)", _i, rc, c->rc, err);
+	if (rc)
+		ck_assert_str_eq(err, c->err);
+	else
+		parse_case_check(c, &o);
+	targv_free(&a);
+}
+END_TEST
+
+START_TEST(test_parse_positional_counts)
+{
+	const char *args[] = {"a", "b", NULL};
+	targv a;
+	opt_result o;
+	char err[128];
+	targv_init(&a, args);
+	ck_assert_int_eq(args_parse(NULL, 2, 2, 2, a.argv, &o, err, sizeof(err)), 0);
+	ck_assert_str_eq(o.pos[1], "b");
+	ck_assert_int_eq(args_parse(NULL, 3, 3, 2, a.argv, &o, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "missing argument");
+	ck_assert_int_eq(args_parse(NULL, 0, 1, 2, a.argv, &o, err, sizeof(err)), -1);
+	ck_assert_int_eq(args_parse(NULL, 0, 0, 0, a.argv, &o, err, sizeof(err)), 0);
+	targv_free(&a);
+}
+END_TEST
+
+START_TEST(test_numbers)
+{
+	long long v;
+	double d;
+	ck_assert_int_eq(args_int("42", 0, 100, &v), 0);
+	ck_assert_int_eq(v, 42);
+	ck_assert_int_eq(args_int("-3", -5, 5, &v), 0);
+	ck_assert_int_eq(v, -3);
+	ck_assert_int_eq(args_int("101", 0, 100, &v), -1);
+	ck_assert_int_eq(args_int("", 0, 100, &v), -1);
+	ck_assert_int_eq(args_int("4x", 0, 100, &v), -1);
+	ck_assert_int_eq(args_int("99999999999999999999", 0, 100, &v), -1);
+	ck_assert_int_eq(args_double("2.5", &d), 0);
+	ck_assert(d == 2.5);
+	ck_assert_int_eq(args_double("1e3", &d), 0);
+	ck_assert(d == 1000.0);
+	ck_assert_int_eq(args_double("nan", &d), -1);
+	ck_assert_int_eq(args_double("inf", &d), -1);
+	ck_assert_int_eq(args_double("1,5", &d), -1);
+	ck_assert_int_eq(args_double("", &d), -1);
+}
+END_TEST
+
+/* ------------------------------------------------------------ dispatch */
+
+/* A dispatch case: the command line after "yardctl" and the exit status. */
+typedef struct dispatch_case {
+	const char *args[8];
+	int rc;
+	const char *cmd; /* ctx.cmd afterwards, or NULL */
+} dispatch_case;
+
+static const dispatch_case dispatch_cases[] = {
+    {{"--help"}, CLI_OK, "yardctl"},
+    {{"-h"}, CLI_OK, "yardctl"},
+    {{NULL}, CLI_USAGE, "yardctl"},
+    {{"frobnicate"}, CLI_USAGE, "yardctl"},
+    {{"tenant"}, CLI_USAGE, "yardctl tenant"},
+    {{"tenant", "--help"}, CLI_OK, "yardctl tenant"},
+    {{"tenant", "drop"}, CLI_USAGE, "yardctl tenant"},
+    {{"tenant", "create", "--help"}, CLI_OK, "yardctl tenant create"},
+    {{"tenant", "create", "-h"}, CLI_OK, "yardctl tenant create"},
+    {{"tenant", "create"}, CLI_USAGE, "yardctl tenant create"},
+    {{"tenant", "list", "--bogus"}, CLI_USAGE, "yardctl tenant list"},
+    {{"tenant", "show", "a", "b"}, CLI_USAGE, NULL},
+    {{"quota", "set", "t"}, CLI_USAGE, "yardctl quota set"},
+    {{"quota", "set", "t", "--max-gpus", "many"}, CLI_USAGE, NULL},
+    {{"quota", "set", "t", "--weight", "heavy"}, CLI_USAGE, NULL},
+    {{"user", "create", "u", "--platform-role", "owner"}, CLI_USAGE, NULL},
+    {{"token", "create", "u", "--expires-days", "0"}, CLI_USAGE, NULL},
+    {{"token", "revoke", "--help"}, CLI_OK, "yardctl token revoke"},
+    {{"member", "grant", "t", "u", "boss"}, CLI_USAGE, NULL},
+    {{"member", "revoke", "t"}, CLI_USAGE, NULL},
+    {{"job", "list"}, CLI_USAGE, NULL},
+    {{"job", "list", "--tenant", "t", "--state", "sleeping"}, CLI_USAGE, NULL},
+    {{"job", "list", "--tenant", "t", "--limit", "0"}, CLI_USAGE, NULL},
+    {{"job", "submit", "f.json"}, CLI_USAGE, NULL},
+    {{"job", "submit", "/nonexistent/spec.json", "--tenant", "t"}, CLI_USAGE, NULL},
+    {{"job", "submit", "-", "--tenant", "t", "--idempotency-key", "a\nb"}, CLI_USAGE, NULL},
+    {{"job", "events", "--help"}, CLI_OK, "yardctl job events"},
+    {{"db", "--help"}, CLI_OK, "yardctl db"},
+    {{"db", "migrate", "extra"}, CLI_USAGE, NULL},
+    {{"bootstrap", "--name"}, CLI_USAGE, NULL},
+    {{"bootstrap", "--help"}, CLI_OK, "yardctl bootstrap"},
+    {{"whoami", "--help"}, CLI_OK, "yardctl whoami"},
+    {{"whoami", "extra"}, CLI_USAGE, NULL},
+};
+
+START_TEST(test_dispatch_table)
+{
+	const dispatch_case *c = &dispatch_cases[_i];
+	targv a;
+	cli_ctx ctx = {.url = "http://127.0.0.1:1", .db = "host=127.0.0.1 port=1"};
+	snprintf(ctx.cmd, sizeof(ctx.cmd), "yardctl");
+	targv_init(&a, c->args);
+	int saved[2];
+	quiet_begin(saved); /* only the status and ctx.cmd matter, not the usage texts */
+	int rc = cli_main(&ctx, a.argc, a.argv);
+	quiet_end(saved);
+	targv_free(&a);
+	ck_assert_msg(rc == c->rc, "case %d (%s): exit %d, want %d", _i,
+	              c->args[0] ? c->args[0] : "-", rc, c->rc);
+	if (c->cmd)
+		ck_assert_str_eq(ctx.cmd, c->cmd);
+}
+END_TEST
+
+START_TEST(test_usage_lists_every_leaf)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	cli_usage_global(f);
+	fclose(f);
+	const char *want[] = {"  bootstrap [--name NAME]\n",
+	                      "  db migrate\n",
+	                      "  db status\n",
+	                      "  tenant create NAME",
+	                      "  tenant list\n",
+	                      "  tenant show NAME|ID\n",
+	                      "  quota get TENANT\n",
+	                      "  quota set TENANT",
+	                      "  user create NAME",
+	                      "  user list\n",
+	                      "  token create USER",
+	                      "  token list USER\n",
+	                      "  token revoke TOKEN_ID\n",
+	                      "  member grant TENANT USER ROLE\n",
+	                      "  member revoke TENANT USER\n",
+	                      "  member list TENANT\n",
+	                      "  job submit FILE --tenant TENANT",
+	                      "  job list --tenant TENANT",
+	                      "  job show JOB_ID\n",
+	                      "  job cancel JOB_ID\n",
+	                      "  job events JOB_ID\n",
+	                      "  whoami\n",
+	                      "  5  server or connection error",
+	                      "--token TOKEN"};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		ck_assert_msg(strstr(text, want[i]), "usage lacks \"%s\"", want[i]);
+	free(text);
+}
+END_TEST
+
+/* ------------------------------------------------------------ exit statuses */
+
+START_TEST(test_exit_from_status)
+{
+	static const struct {
+		long status;
+		int rc;
+	} rows[] = {
+	    {0, CLI_SERVER},      {200, CLI_OK},      {201, CLI_OK},      {204, CLI_OK},
+	    {302, CLI_SERVER},    {400, CLI_REFUSED}, {401, CLI_AUTH},    {403, CLI_AUTH},
+	    {404, CLI_NOT_FOUND}, {405, CLI_REFUSED}, {409, CLI_REFUSED}, {413, CLI_REFUSED},
+	    {415, CLI_REFUSED},   {422, CLI_REFUSED}, {429, CLI_REFUSED}, {500, CLI_SERVER},
+	    {502, CLI_SERVER},    {503, CLI_SERVER},  {100, CLI_SERVER},
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		ck_assert_msg(http_exit_status(rows[i].status) == rows[i].rc, "HTTP %ld",
+		              rows[i].status);
+}
+END_TEST
+
+START_TEST(test_exit_from_err)
+{
+	ck_assert_int_eq(http_exit_from_err(ERR_OK), CLI_OK);
+	ck_assert_int_eq(http_exit_from_err(ERR_ADMIN_EXISTS), CLI_REFUSED);
+	ck_assert_int_eq(http_exit_from_err(ERR_VALIDATION_FAILED), CLI_REFUSED);
+	ck_assert_int_eq(http_exit_from_err(ERR_RATE_LIMITED), CLI_REFUSED);
+	ck_assert_int_eq(http_exit_from_err(ERR_TOKEN_REVOKED), CLI_AUTH);
+	ck_assert_int_eq(http_exit_from_err(ERR_GRANT_NOT_ALLOWED), CLI_AUTH);
+	ck_assert_int_eq(http_exit_from_err(ERR_JOB_NOT_FOUND), CLI_NOT_FOUND);
+	ck_assert_int_eq(http_exit_from_err(ERR_DB_UNAVAILABLE), CLI_SERVER);
+	ck_assert_int_eq(http_exit_from_err(ERR_SCHEMA_TOO_NEW), CLI_SERVER);
+	ck_assert_int_eq(http_exit_from_err(ERR_INTERNAL), CLI_SERVER);
+	/* every row of the table agrees with its HTTP status */
+	for (int e = 1; e < ERR__COUNT; e++)
+		ck_assert_int_eq(http_exit_from_err((err_code)e),
+		                 http_exit_status(err_info((err_code)e)->status));
+}
+END_TEST
+
+START_TEST(test_header_value_ok)
+{
+	char long_key[1100];
+	memset(long_key, 'k', sizeof(long_key) - 1);
+	long_key[sizeof(long_key) - 1] = '\0';
+	ck_assert(http_header_value_ok("ty_abc-DEF_123"));
+	ck_assert(http_header_value_ok("key with spaces"));
+	ck_assert(!http_header_value_ok(""));
+	ck_assert(!http_header_value_ok("a\r\nX-Evil: 1"));
+	ck_assert(!http_header_value_ok("tab\there"));
+	ck_assert(!http_header_value_ok("caf\xc3\xa9"));
+	ck_assert(!http_header_value_ok(long_key));
+}
+END_TEST
+
+/* ------------------------------------------------------------ URLs */
+
+START_TEST(test_url_path_escapes)
+{
+	char *p = URL_PATH("/v1/tenants/{}/members/{}", "a b/c?d&e#f", "caf\xc3\xa9");
+	ck_assert_str_eq(p, "/v1/tenants/a%20b%2Fc%3Fd%26e%23f/members/caf%C3%A9");
+	free(p);
+	p = URL_PATH("/v1/jobs/{}/cancel", "..");
+	ck_assert_str_eq(p,
+	                 "/v1/jobs/../cancel"); /* '.' is unreserved; the server sees one segment */
+	free(p);
+	p = URL_PATH("/v1/jobs/{}", "3f2a-Z_9.~");
+	ck_assert_str_eq(p, "/v1/jobs/3f2a-Z_9.~");
+	free(p);
+	p = URL_FIXED("/v1/tenants");
+	ck_assert_str_eq(p, "/v1/tenants");
+	free(p);
+}
+END_TEST
+
+START_TEST(test_url_path_refuses)
+{
+	const char *one[] = {"a"}, *empty[] = {""}, *two[] = {"a", "b"};
+	ck_assert_ptr_null(url_path("/v1/{}/{}", one, 1));
+	ck_assert_ptr_null(url_path("/v1/{}", two, 2));
+	ck_assert_ptr_null(url_path("/v1/{}", empty, 1));
+	ck_assert_ptr_null(url_path("/v1/{}", NULL, 0));
+}
+END_TEST
+
+START_TEST(test_url_query)
+{
+	sbuf b;
+	sbuf_init(&b, URL_MAX);
+	ck_assert_int_eq(sbuf_adds(&b, "/v1/tenants/t/jobs"), 0);
+	ck_assert_int_eq(url_query_add(&b, "state", NULL), 0);
+	ck_assert_str_eq(b.buf, "/v1/tenants/t/jobs");
+	ck_assert_int_eq(url_query_add(&b, "state", "queued"), 0);
+	ck_assert_int_eq(url_query_add(&b, "cursor", "a=b&c d"), 0);
+	ck_assert_str_eq(b.buf, "/v1/tenants/t/jobs?state=queued&cursor=a%3Db%26c%20d");
+	sbuf_release(&b);
+}
+END_TEST
+
+START_TEST(test_url_join)
+{
+	char *u = url_join("http://h:8080", "/v1/whoami");
+	ck_assert_str_eq(u, "http://h:8080/v1/whoami");
+	free(u);
+	u = url_join("http://h:8080//", "/v1/whoami");
+	ck_assert_str_eq(u, "http://h:8080/v1/whoami");
+	free(u);
+	u = url_join("https://h/prefix/", "/v1/tenants");
+	ck_assert_str_eq(u, "https://h/prefix/v1/tenants");
+	free(u);
+}
+END_TEST
+
+START_TEST(test_sbuf_cap)
+{
+	sbuf b;
+	sbuf_init(&b, 8);
+	ck_assert_str_eq(b.buf, "");
+	ck_assert_int_eq(sbuf_adds(&b, "abcd"), 0);
+	ck_assert_int_eq(sbuf_addf(&b, "%d", 123), 0);
+	ck_assert_int_eq(sbuf_adds(&b, "xy"), -1); /* would be 9 bytes */
+	ck_assert_str_eq(b.buf, "abcd123");
+	ck_assert_int_eq(sbuf_adds(&b, "z"), 0);
+	ck_assert_uint_eq(b.len, 8);
+	char *s = sbuf_detach(&b);
+	ck_assert_str_eq(s, "abcd123z");
+	ck_assert_str_eq(b.buf, "");
+	free(s);
+	sbuf_release_wipe(&b);
+}
+END_TEST
+
+/* ------------------------------------------------------------ output */
+
+/* RET: what fn printed into a memory stream (caller frees). */
+static char *capture_table(const table *t)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	table_print(t, f);
+	fclose(f);
+	return text;
+}
+
+START_TEST(test_table_aligned)
+{
+	table t;
+	const char *h[] = {"ID", "NAME", "STATE"};
+	const char *r1[] = {"1", "tiny", "queued"};
+	const char *r2[] = {"22", NULL, "running"};
+	const char *r3[] = {"333", "caf\xc3\xa9", "x"};
+	ck_assert_int_eq(table_init(&t, 3, h), 0);
+	ck_assert_int_eq(table_add(&t, r1), 0);
+	ck_assert_int_eq(table_add(&t, r2), 0);
+	ck_assert_int_eq(table_add(&t, r3), 0);
+	char *out = capture_table(&t);
+	ck_assert_str_eq(out, "ID   NAME  STATE\n"
+	                      "1    tiny  queued\n"
+	                      "22   -     running\n"
+	                      "333  caf\xc3\xa9  x\n");
+	free(out);
+	table_release(&t);
+}
+END_TEST
+
+START_TEST(test_table_sanitises_and_grows)
+{
+	table t;
+	const char *evil[] = {"a\x1b[2Jb", "tab\there\n"};
+	ck_assert_int_eq(table_init(&t, 2, NULL), 0);
+	ck_assert_int_eq(table_add(&t, evil), 0);
+	for (int i = 0; i < 100; i++) {
+		const char *row[] = {"k", "v"};
+		ck_assert_int_eq(table_add(&t, row), 0);
+	}
+	ck_assert_uint_eq(t.nrows, 101);
+	char *out = capture_table(&t);
+	ck_assert(strncmp(out, "a?[2Jb  tab?here?\nk       v\n", 28) == 0);
+	free(out);
+	table_release(&t);
+}
+END_TEST
+
+START_TEST(test_table_from_json)
+{
+	json_t *items =
+	    json_loads("[{\"id\":\"j1\",\"n\":3,\"w\":2.5,\"ok\":true,\"u\":{\"name\":\"al\"},"
+	               "\"s\":\"\"},{\"id\":\"j2\",\"n\":null,\"u\":{}}]",
+	               0, NULL);
+	const out_col cols[] = {{"ID", "id"},       {"N", "n"}, {"W", "w"},  {"OK", "ok"},
+	                        {"USER", "u.name"}, {"S", "s"}, {NULL, NULL}};
+	const char *h[] = {"ID", "N", "W", "OK", "USER", "S"};
+	table t;
+	ck_assert_ptr_nonnull(items);
+	ck_assert_int_eq(table_init(&t, 6, h), 0);
+	ck_assert_int_eq(table_add_items(&t, items, cols), 0);
+	char *out = capture_table(&t);
+	ck_assert_str_eq(out, "ID  N  W    OK    USER  S\n"
+	                      "j1  3  2.5  true  al    -\n"
+	                      "j2  -  -    -     -     -\n");
+	free(out);
+	table_release(&t);
+	json_decref(items);
+}
+END_TEST
+
+START_TEST(test_cell_and_lookup)
+{
+	json_t *o =
+	    json_loads("{\"a\":{\"b\":{\"c\":\"deep\"}},\"arr\":[1,\"x\"],\"f\":false}", 0, NULL);
+	ck_assert_str_eq(json_string_value(out_lookup(o, "a.b.c")), "deep");
+	ck_assert_ptr_null(out_lookup(o, "a.x.c"));
+	ck_assert_ptr_null(out_lookup(o, "arr.0"));
+	char *c = out_cell(out_lookup(o, "arr"));
+	ck_assert_str_eq(c, "[1,\"x\"]");
+	free(c);
+	c = out_cell(out_lookup(o, "f"));
+	ck_assert_str_eq(c, "false");
+	free(c);
+	c = out_cell(NULL);
+	ck_assert_str_eq(c, "-");
+	free(c);
+	json_decref(o);
+}
+END_TEST
+
+/* RET: what output_problem() printed for body (JSON text or NULL). */
+static char *capture_problem(const char *body, long status)
+{
+	char *text = NULL;
+	size_t len = 0;
+	json_t *j = body ? json_loads(body, 0, NULL) : NULL;
+	FILE *f = open_memstream(&text, &len);
+	output_problem(f, j, status);
+	fclose(f);
+	json_decref(j);
+	return text;
+}
+
+START_TEST(test_problem_rendering)
+{
+	char *out = capture_problem(
+	    "{\"type\":\"urn:trainyard:error:validation_failed\",\"title\":\"t\",\"status\":422,"
+	    "\"detail\":\"2 field(s) failed validation\",\"code\":\"validation_failed\","
+	    "\"request_id\":\"r1\",\"errors\":[{\"pointer\":\"/parallel/global_batch\","
+	    "\"code\":\"batch_mismatch\",\"message\":\"global_batch 7 is not a multiple\"},"
+	    "{\"pointer\":\"/name\",\"code\":\"required\",\"message\":\"name is required\"}]}",
+	    422);
+	ck_assert_str_eq(out, "yardctl: 2 field(s) failed validation (validation_failed)\n"
+	                      "  /parallel/global_batch: global_batch 7 is not a multiple "
+	                      "(batch_mismatch)\n"
+	                      "  /name: name is required (required)\n");
+	free(out);
+	out = capture_problem("{\"title\":\"conflict\",\"code\":\"tenant_exists\"}", 409);
+	ck_assert_str_eq(out, "yardctl: conflict (tenant_exists)\n");
+	free(out);
+	out = capture_problem("{\"detail\":\"odd\\u001b[0m\"}", 500);
+	ck_assert_str_eq(out, "yardctl: odd?[0m (HTTP 500)\n");
+	free(out);
+	out = capture_problem(NULL, 502);
+	ck_assert_str_eq(out, "yardctl: the server answered HTTP 502\n");
+	free(out);
+	out = capture_problem("[1,2]", 400);
+	ck_assert_str_eq(out, "yardctl: the server answered HTTP 400\n");
+	free(out);
+}
+END_TEST
+
+static Suite *make_suite(void)
+{
+	Suite *s = suite_create("cli");
+	TCase *t = tcase_create("args");
+	tcase_add_test(t, test_global_flags_anywhere);
+	tcase_add_test(t, test_global_flags_glued);
+	tcase_add_test(t, test_global_flags_stop_at_dashdash);
+	tcase_add_test(t, test_global_flag_needs_value);
+	tcase_add_test(t, test_format_parse);
+	tcase_add_test(t, test_ctx_token_flag_wiped);
+	tcase_add_test(t, test_ctx_token_from_env);
+	tcase_add_test(t, test_ctx_bad_format);
+	tcase_add_loop_test(t, test_parse_table, 0,
+	                    (int)(sizeof(parse_cases) / sizeof(parse_cases[0])));
+	tcase_add_test(t, test_parse_positional_counts);
+	tcase_add_test(t, test_numbers);
+	suite_add_tcase(s, t);
+
+	t = tcase_create("dispatch");
+	tcase_add_loop_test(t, test_dispatch_table, 0,
+	                    (int)(sizeof(dispatch_cases) / sizeof(dispatch_cases[0])));
+	tcase_add_test(t, test_usage_lists_every_leaf);
+	suite_add_tcase(s, t);
+
+	t = tcase_create("exit");
+	tcase_add_test(t, test_exit_from_status);
+	tcase_add_test(t, test_exit_from_err);
+	tcase_add_test(t, test_header_value_ok);
+	suite_add_tcase(s, t);
+
+	t = tcase_create("url");
+	tcase_add_test(t, test_url_path_escapes);
+	tcase_add_test(t, test_url_path_refuses);
+	tcase_add_test(t, test_url_query);
+	tcase_add_test(t, test_url_join);
+	tcase_add_test(t, test_sbuf_cap);
+	suite_add_tcase(s, t);
+
+	t = tcase_create("output");
+	tcase_add_test(t, test_table_aligned);
+	tcase_add_test(t, test_table_sanitises_and_grows);
+	tcase_add_test(t, test_table_from_json);
+	tcase_add_test(t, test_cell_and_lookup);
+	tcase_add_test(t, test_problem_rendering);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+UNIT_MAIN()
