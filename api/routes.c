@@ -2,7 +2,8 @@
  * routes.c - the route table: every route of the API, its permission and
  * the scope the permission is checked in. Nothing reaches a handler
  * without passing auth_check() against its row (public rows excepted).
- * tests/unit/test_routes.c checks this table against api/openapi.json.
+ * tests/unit/test_openapi.c checks this table against api/openapi.json, and
+ * tests/unit/test_router.c checks its invariants.
  */
 #include "handlers.h"
 #include "router.h"

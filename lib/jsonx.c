@@ -95,15 +95,36 @@ void verrs_release(verrs *v)
 
 size_t verrs_count(const verrs *v) { return json_array_size(v->list); }
 
+/* Cut a string that truncation may have left ending inside a UTF-8 sequence. */
+static void utf8_trim(char *s)
+{
+	size_t n = strlen(s), i = n;
+	while (i > 0 && ((unsigned char)s[i - 1] & 0xC0) == 0x80)
+		i--; /* continuation bytes */
+	if (i == 0)
+		return;
+	unsigned char lead = (unsigned char)s[i - 1];
+	size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+	if (n - (i - 1) < need)
+		s[i - 1] = '\0';
+}
+
 void verrs_add(verrs *v, const char *pointer, err_code code, const char *fmt, ...)
 {
-	char text[256];
+	char text[256], ptr[256];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	json_array_append_new(v->list, json_pack("{s:s, s:s, s:s}", "pointer", pointer, "code",
-						 err_info(code)->code, "message", text));
+	snprintf(ptr, sizeof(ptr), "%s", pointer);
+	utf8_trim(text);
+	utf8_trim(ptr);
+	json_t *row = json_pack("{s:s, s:s, s:s}", "pointer", ptr, "code", err_info(code)->code,
+				"message", text);
+	if (!row) /* never lose a row: fall back to text that is plain ASCII */
+		row = json_pack("{s:s, s:s, s:s}", "pointer", "", "code", err_info(code)->code,
+				"message", err_info(code)->doc);
+	json_array_append_new(v->list, row);
 }
 
 void jsonx_pointer(char *out, size_t outlen, const char *base, const char *key)

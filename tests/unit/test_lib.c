@@ -137,6 +137,27 @@ START_TEST(json_fields)
 }
 END_TEST
 
+/* A long multi-byte key cut by the pointer's size limit still yields its row. */
+START_TEST(json_rows_survive_truncation)
+{
+	char key[400] = "";
+	for (int i = 0; i < 130; i++)
+		strcat(key, "\xc3\xa9"); /* 'e' with an accent, two bytes */
+	json_t *o = json_object();
+	json_object_set_new(o, key, json_true());
+	verrs v;
+	verrs_init(&v);
+	static const char *const none[] = {NULL};
+	ck_assert_int_eq(jsonx_only_fields(o, "/spec", none, &v), 1);
+	ck_assert_uint_eq(verrs_count(&v), 1);
+	json_t *row = json_array_get(v.list, 0);
+	ck_assert_str_eq(json_string_value(json_object_get(row, "code")), "unknown_field");
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(row, "pointer")), "/spec/"));
+	verrs_release(&v);
+	json_decref(o);
+}
+END_TEST
+
 START_TEST(names_and_ids)
 {
 	ck_assert(jsonx_is_name("acme"));
@@ -181,6 +202,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, job_state_table);
 	tcase_add_test(tc, json_intake);
 	tcase_add_test(tc, json_fields);
+	tcase_add_test(tc, json_rows_survive_truncation);
 	tcase_add_test(tc, names_and_ids);
 	tcase_add_test(tc, rate_limit_buckets);
 	suite_add_tcase(s, tc);
