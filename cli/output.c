@@ -122,7 +122,7 @@ char *out_cell(const json_t *v)
 	case JSON_NULL:
 		return strdup("-");
 	default:
-		return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+		return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15));
 	}
 }
 
@@ -156,7 +156,7 @@ int table_add_items(table *t, const json_t *items, const out_col *cols)
 
 void output_json(FILE *f, const json_t *j)
 {
-	json_dumpf(j, f, JSON_INDENT(2) | JSON_ENCODE_ANY);
+	json_dumpf(j, f, JSON_INDENT(2) | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15));
 	fputc('\n', f);
 }
 
