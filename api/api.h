@@ -35,11 +35,11 @@ typedef struct api_principal {
 
 /* What the route's scope resolved to, filled by auth.c before the handler. */
 typedef struct api_scope {
-	char tenant_id[37];   /* "" when the route has no tenant */
+	char tenant_id[37]; /* "" when the route has no tenant */
 	char tenant_name[64];
-	role tenant_role;     /* caller's role there */
+	role tenant_role; /* caller's role there */
 	char job_id[37];
-	char user_id[37];     /* SCOPE_USER: the path's user; SCOPE_TOKEN: the owner */
+	char user_id[37]; /* SCOPE_USER: the path's user; SCOPE_TOKEN: the owner */
 	char token_id[37];
 	bool self;
 } api_scope;
@@ -66,15 +66,15 @@ typedef struct api_req {
 
 	/* response, filled by the handler or by api_fail() */
 	int status;
-	json_t *out;        /* response body; NULL for 204 */
-	const char *raw;    /* or a body sent as is (raw_len bytes): static, */
+	json_t *out;     /* response body; NULL for 204 */
+	const char *raw; /* or a body sent as is (raw_len bytes): static, */
 	size_t raw_len;
-	char *raw_owned;    /* or malloc'ed and freed after sending */
+	char *raw_owned; /* or malloc'ed and freed after sending */
 	char retry_after[16];
-	bool replayed;      /* idempotent replay of an earlier submission */
-	bool audited;       /* a mutation wrote its audit record */
-	err_code error;     /* ERR_OK unless the answer is a problem */
-	char detail[256];   /* problem detail */
+	bool replayed;        /* idempotent replay of an earlier submission */
+	bool audited;         /* a mutation wrote its audit record */
+	err_code error;       /* ERR_OK unless the answer is a problem */
+	char detail[256];     /* problem detail */
 	json_t *field_errors; /* validation rows, owned */
 } api_req;
 

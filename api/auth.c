@@ -48,16 +48,17 @@ static int fail_db(api_req *rq, PGresult *r, int rc)
  */
 #define AUTH_COLS                                                                                  \
 	"SELECT t.id AS token_id, t.user_id, u.name AS user_name,"                                 \
-	" encode(t.hash, 'hex') AS hash, t.revoked_at IS NOT NULL AS revoked,"                    \
+	" encode(t.hash, 'hex') AS hash, t.revoked_at IS NOT NULL AS revoked,"                     \
 	" t.expires_at <= now() AS expired,"                                                       \
-	" (t.last_used_at IS NULL OR t.last_used_at < now() - interval '60 s') AS stale,"         \
+	" (t.last_used_at IS NULL OR t.last_used_at < now() - interval '60 s') AS stale,"          \
 	" (SELECT role FROM role_bindings pb WHERE pb.user_id = t.user_id"                         \
 	"   AND pb.tenant_id IS NULL) AS platform_role"
-#define AUTH_FROM " FROM api_tokens t JOIN users u ON u.id = t.user_id"
+#define AUTH_FROM  " FROM api_tokens t JOIN users u ON u.id = t.user_id"
 #define AUTH_WHERE " WHERE t.hash = decode($1, 'hex')"
 #define TENANT_SCOPE(cond)                                                                         \
-	AUTH_COLS ", s.*" AUTH_FROM                                                                \
-	" LEFT JOIN LATERAL (SELECT tn.id AS s_tenant_id, tn.name AS s_tenant_name,"              \
+	AUTH_COLS                                                                                  \
+	", s.*" AUTH_FROM                                                                          \
+	" LEFT JOIN LATERAL (SELECT tn.id AS s_tenant_id, tn.name AS s_tenant_name,"               \
 	" b.role AS s_role FROM tenants tn LEFT JOIN role_bindings b ON b.tenant_id = tn.id"       \
 	" AND b.user_id = t.user_id WHERE " cond ") s ON true" AUTH_WHERE
 
@@ -65,20 +66,19 @@ static const char sql_platform[] = AUTH_COLS AUTH_FROM AUTH_WHERE " AND $2::text
 static const char sql_tenant_id[] = TENANT_SCOPE("tn.id = $2::uuid");
 static const char sql_tenant_name[] = TENANT_SCOPE("tn.name = $2");
 static const char sql_job[] =
-	AUTH_COLS ", s.*" AUTH_FROM
-	" LEFT JOIN LATERAL (SELECT j.id AS s_job_id, tn.id AS s_tenant_id,"
-	" tn.name AS s_tenant_name, b.role AS s_role FROM jobs j JOIN tenants tn"
-	" ON tn.id = j.tenant_id LEFT JOIN role_bindings b ON b.tenant_id = tn.id"
-	" AND b.user_id = t.user_id WHERE j.id = $2::uuid) s ON true" AUTH_WHERE;
+    AUTH_COLS ", s.*" AUTH_FROM " LEFT JOIN LATERAL (SELECT j.id AS s_job_id, tn.id AS s_tenant_id,"
+              " tn.name AS s_tenant_name, b.role AS s_role FROM jobs j JOIN tenants tn"
+              " ON tn.id = j.tenant_id LEFT JOIN role_bindings b ON b.tenant_id = tn.id"
+              " AND b.user_id = t.user_id WHERE j.id = $2::uuid) s ON true" AUTH_WHERE;
 static const char sql_user_id[] =
-	AUTH_COLS ", s.*" AUTH_FROM " LEFT JOIN LATERAL (SELECT su.id AS s_user_id FROM users su"
-	" WHERE su.id = $2::uuid) s ON true" AUTH_WHERE;
+    AUTH_COLS ", s.*" AUTH_FROM " LEFT JOIN LATERAL (SELECT su.id AS s_user_id FROM users su"
+              " WHERE su.id = $2::uuid) s ON true" AUTH_WHERE;
 static const char sql_user_name[] =
-	AUTH_COLS ", s.*" AUTH_FROM " LEFT JOIN LATERAL (SELECT su.id AS s_user_id FROM users su"
-	" WHERE su.name = $2) s ON true" AUTH_WHERE;
-static const char sql_token[] =
-	AUTH_COLS ", s.*" AUTH_FROM " LEFT JOIN LATERAL (SELECT st.id AS s_token_id,"
-	" st.user_id AS s_user_id FROM api_tokens st WHERE st.id = $2::uuid) s ON true" AUTH_WHERE;
+    AUTH_COLS ", s.*" AUTH_FROM " LEFT JOIN LATERAL (SELECT su.id AS s_user_id FROM users su"
+              " WHERE su.name = $2) s ON true" AUTH_WHERE;
+static const char sql_token[] = AUTH_COLS
+    ", s.*" AUTH_FROM " LEFT JOIN LATERAL (SELECT st.id AS s_token_id,"
+    " st.user_id AS s_user_id FROM api_tokens st WHERE st.id = $2::uuid) s ON true" AUTH_WHERE;
 
 /*
  * Pick the statement for the route's scope. OUT: *value, the placeholder
@@ -200,8 +200,8 @@ static int authenticate(api_req *rq, bool *found, err_code *missing)
 	PQclear(r);
 	if (stale) {
 		const char *q[] = {w->token_id};
-		db_query(rq->db, NULL, "UPDATE api_tokens SET last_used_at = now() WHERE id = $1", 1,
-			 q);
+		db_query(rq->db, NULL, "UPDATE api_tokens SET last_used_at = now() WHERE id = $1",
+		         1, q);
 	}
 	return 0;
 }
@@ -212,7 +212,7 @@ static int rate_limit(api_req *rq)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	int retry;
 	if (ratelimit_take(rq->srv->rl, rq->who.token_id,
-			   (double)now.tv_sec + (double)now.tv_nsec / 1e9, &retry))
+	                   (double)now.tv_sec + (double)now.tv_nsec / 1e9, &retry))
 		return 0;
 	snprintf(rq->retry_after, sizeof(rq->retry_after), "%d", retry);
 	api_fail(rq, ERR_RATE_LIMITED, "rate limit of %d requests/s exceeded", rq->cfg->rate_rps);
@@ -224,19 +224,20 @@ static void audit_denial(api_req *rq, const char *why)
 {
 	if (api_db(rq) < 0)
 		return;
-	json_t *d = json_pack("{s:s, s:s, s:s, s:s}", "route", rq->rt->pattern, "method",
-			      rq->method, "permission", perm_name(rq->rt->permission), "reason", why);
+	json_t *d =
+	    json_pack("{s:s, s:s, s:s, s:s}", "route", rq->rt->pattern, "method", rq->method,
+	              "permission", perm_name(rq->rt->permission), "reason", why);
 	audit_record a = {
-		.actor_id = rq->who.authenticated ? rq->who.user_id : NULL,
-		.actor_name = rq->who.user_name,
-		.tenant_id = rq->scope.tenant_id[0] ? rq->scope.tenant_id : NULL,
-		.action = "authz.deny",
-		.resource = rq->path,
-		.outcome = "denied",
-		.status = rq->status,
-		.request_id = rq->request_id,
-		.client_addr = rq->client_addr,
-		.detail = d,
+	    .actor_id = rq->who.authenticated ? rq->who.user_id : NULL,
+	    .actor_name = rq->who.user_name,
+	    .tenant_id = rq->scope.tenant_id[0] ? rq->scope.tenant_id : NULL,
+	    .action = "authz.deny",
+	    .resource = rq->path,
+	    .outcome = "denied",
+	    .status = rq->status,
+	    .request_id = rq->request_id,
+	    .client_addr = rq->client_addr,
+	    .detail = d,
 	};
 	if (audit_write(rq->db, &a) < 0)
 		log_printf(LOG_ERROR, "could not write the audit record of a denial");
@@ -267,7 +268,8 @@ int auth_check(api_req *rq)
 		api_fail(rq, missing, "%s", err_info(missing)->doc);
 		audit_denial(rq, "no relation to the resource");
 	} else {
-		api_fail(rq, ERR_FORBIDDEN, "permission %s is required", perm_name(rq->rt->permission));
+		api_fail(rq, ERR_FORBIDDEN, "permission %s is required",
+		         perm_name(rq->rt->permission));
 		audit_denial(rq, "missing permission");
 	}
 	return -1;

@@ -19,10 +19,25 @@
 
 #define JOB_COLS                                                                                   \
 	"j.id, j.tenant_id, t.name AS tenant, j.name, j.state, j.state_reason, j.submitter_id,"    \
-	" j.priority, j.devices, j.attempts, " TS("j.created_at") " AS created_at, "               \
-	TS("j.updated_at") " AS updated_at, " TS("j.started_at") " AS started_at, "               \
-	TS("j.finished_at") " AS finished_at"
-#define JOB_FROM " FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
+	" j.priority, j.devices, j.attempts, " TS("j.created_at") " AS created_at, " TS(           \
+	    "j.updated_at") " AS updated_at, " TS("j.started_at") " AS started_at, " TS("j."       \
+	                                                                                "finished" \
+	                                                                                "_at") " " \
+	                                                                                       "A" \
+	                                                                                       "S" \
+	                                                                                       " " \
+	                                                                                       "f" \
+	                                                                                       "i" \
+	                                                                                       "n" \
+	                                                                                       "i" \
+	                                                                                       "s" \
+	                                                                                       "h" \
+	                                                                                       "e" \
+	                                                                                       "d" \
+	                                                                                       "_" \
+	                                                                                       "a" \
+	                                                                                       "t"
+#define JOB_FROM            " FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
 #define IDEMPOTENCY_KEY_MAX 255
 
 #define JOB_GET_SQL                                                                                \
@@ -40,9 +55,9 @@ static int quota_load(api_req *rq, jobspec_quota *q)
 	const char *p[] = {rq->scope.tenant_id};
 	PGresult *r;
 	int rc = db_query(rq->db, &r,
-			  "SELECT max_gpus, max_running_jobs, gpu_hours_per_month FROM quotas"
-			  " WHERE tenant_id = $1",
-			  1, p);
+	                  "SELECT max_gpus, max_running_jobs, gpu_hours_per_month FROM quotas"
+	                  " WHERE tenant_id = $1",
+	                  1, p);
 	if (rc == 0 && PQntuples(r) == 1) {
 		q->max_gpus = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
 		q->max_running_jobs = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
@@ -64,9 +79,9 @@ static int idempotency_lookup(api_req *rq, const char *key, const char *body_hex
 	PGresult *r;
 	job_id[0] = '\0';
 	int rc = db_query(rq->db, &r,
-			  "SELECT encode(body_hash, 'hex'), job_id FROM idempotency_keys"
-			  " WHERE user_id = $1 AND tenant_id = $2 AND key = $3",
-			  3, p);
+	                  "SELECT encode(body_hash, 'hex'), job_id FROM idempotency_keys"
+	                  " WHERE user_id = $1 AND tenant_id = $2 AND key = $3",
+	                  3, p);
 	if (rc == 0 && PQntuples(r) == 1) {
 		if (strcmp(PQgetvalue(r, 0, 0), body_hex) != 0)
 			rc = -ERR_IDEMPOTENCY_CONFLICT;
@@ -79,7 +94,7 @@ static int idempotency_lookup(api_req *rq, const char *key, const char *body_hex
 
 /* Insert the job, its first event and its idempotency key. OUT: job_id. */
 static int job_insert(api_req *rq, const json_t *spec, const jobspec *js, const char *key,
-		      const char *body_hex, char job_id[37])
+                      const char *body_hex, char job_id[37])
 {
 	/* 15 digits: 3e-4 is stored as 0.0003, not its 17-digit binary neighbour */
 	char *text = json_dumps(spec, JSON_COMPACT | JSON_REAL_PRECISION(15));
@@ -89,9 +104,9 @@ static int job_insert(api_req *rq, const json_t *spec, const jobspec *js, const 
 	const char *p[] = {rq->scope.tenant_id, rq->who.user_id, name, text, devices};
 	PGresult *r;
 	int rc = db_query(rq->db, &r,
-			  "INSERT INTO jobs (tenant_id, submitter_id, name, spec, devices)"
-			  " VALUES ($1, $2, $3, $4::jsonb, $5::int) RETURNING id",
-			  5, p);
+	                  "INSERT INTO jobs (tenant_id, submitter_id, name, spec, devices)"
+	                  " VALUES ($1, $2, $3, $4::jsonb, $5::int) RETURNING id",
+	                  5, p);
 	free(text);
 	if (rc == 0)
 		snprintf(job_id, 37, "%s", PQgetvalue(r, 0, 0));
@@ -100,9 +115,9 @@ static int job_insert(api_req *rq, const json_t *spec, const jobspec *js, const 
 		return rc;
 	const char *q[] = {rq->who.user_id, rq->scope.tenant_id, key, body_hex, job_id};
 	return db_query(rq->db, NULL,
-			"INSERT INTO idempotency_keys (user_id, tenant_id, key, body_hash, job_id)"
-			" VALUES ($1, $2, $3, decode($4, 'hex'), $5)",
-			5, q);
+	                "INSERT INTO idempotency_keys (user_id, tenant_id, key, body_hash, job_id)"
+	                " VALUES ($1, $2, $3, decode($4, 'hex'), $5)",
+	                5, q);
 }
 
 /* One attempt of the submission transaction. RET 0 answered, or -ERR_*. */
@@ -157,7 +172,7 @@ int h_job_submit(api_req *rq)
 	const char *key = api_header(rq, "Idempotency-Key");
 	if (key && (strlen(key) == 0 || strlen(key) > IDEMPOTENCY_KEY_MAX))
 		return api_fail(rq, ERR_BAD_REQUEST, "Idempotency-Key must be 1 to %d characters",
-				IDEMPOTENCY_KEY_MAX);
+		                IDEMPOTENCY_KEY_MAX);
 	json_t *in;
 	if (api_body_object(rq, &in) < 0)
 		return 0;
@@ -193,7 +208,8 @@ static int cursor_decode(const char *c, char *ts, size_t tslen, char id[37])
 	}
 	raw[n / 2] = '\0';
 	char *bar = strchr(raw, '|');
-	if (!bar || (size_t)(bar - raw) >= tslen || strspn(raw, "0123456789-:.T Z+") != (size_t)(bar - raw))
+	if (!bar || (size_t)(bar - raw) >= tslen ||
+	    strspn(raw, "0123456789-:.T Z+") != (size_t)(bar - raw))
 		return -1;
 	*bar = '\0';
 	if (!jsonx_is_uuid(bar + 1))
@@ -215,22 +231,25 @@ int h_job_list(api_req *rq)
 		char *end;
 		n = strtol(lim, &end, 10);
 		if (*end || n < 1 || n > rq->cfg->page_max)
-			return api_fail(rq, ERR_BAD_REQUEST, "limit must be 1 to %d", rq->cfg->page_max);
+			return api_fail(rq, ERR_BAD_REQUEST, "limit must be 1 to %d",
+			                rq->cfg->page_max);
 	}
 	if (cursor && cursor_decode(cursor, ts, sizeof(ts), cid) < 0)
 		return api_fail(rq, ERR_BAD_REQUEST, "the cursor is not valid");
 	snprintf(limit, sizeof(limit), "%ld", n + 1);
 	const char *p[] = {rq->scope.tenant_id, state, cursor ? ts : NULL, cursor ? cid : NULL,
-			   limit};
+	                   limit};
 	json_t *items;
 	int rc = api_query_json(
-		rq,
-		"SELECT coalesce(json_agg(x ORDER BY x.ord), '[]') FROM (SELECT row_number() OVER (ORDER BY j.created_at DESC, j.id DESC) AS ord, "
-		JOB_COLS ", to_char(j.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') AS cursor_ts"
-		JOB_FROM " WHERE j.tenant_id = $1 AND ($2::text IS NULL OR j.state = $2)"
-		" AND ($3::text IS NULL OR (j.created_at, j.id) < (($3::text || '+00')::timestamptz, $4::uuid))"
-		" ORDER BY j.created_at DESC, j.id DESC LIMIT $5::int) x",
-		5, p, &items);
+	    rq,
+	    "SELECT coalesce(json_agg(x ORDER BY x.ord), '[]') FROM (SELECT row_number() OVER "
+	    "(ORDER BY j.created_at DESC, j.id DESC) AS ord, " JOB_COLS
+	    ", to_char(j.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') AS "
+	    "cursor_ts" JOB_FROM " WHERE j.tenant_id = $1 AND ($2::text IS NULL OR j.state = $2)"
+	    " AND ($3::text IS NULL OR (j.created_at, j.id) < (($3::text || '+00')::timestamptz, "
+	    "$4::uuid))"
+	    " ORDER BY j.created_at DESC, j.id DESC LIMIT $5::int) x",
+	    5, p, &items);
 	if (rc)
 		return api_fail_db(rq, rc);
 	json_t *next = json_null();
@@ -239,15 +258,15 @@ int h_job_list(api_req *rq)
 		json_t *last = json_array_get(items, (size_t)n - 1);
 		char raw[128], hex[257];
 		snprintf(raw, sizeof(raw), "%s|%s",
-			 json_string_value(json_object_get(last, "cursor_ts")),
-			 json_string_value(json_object_get(last, "id")));
+		         json_string_value(json_object_get(last, "cursor_ts")),
+		         json_string_value(json_object_get(last, "id")));
 		hex_encode((const unsigned char *)raw, strlen(raw), hex);
 		json_decref(next);
 		next = json_string(hex);
 	}
 	size_t i;
 	json_t *it;
-	json_array_foreach(items, i, it) {
+	json_array_foreach (items, i, it) {
 		json_object_del(it, "ord");
 		json_object_del(it, "cursor_ts");
 	}
@@ -274,7 +293,7 @@ int h_job_cancel(api_req *rq)
 		return api_fail_db(rq, rc);
 	if (cur < 0 || job_state_final((job_state)cur))
 		return api_fail(rq, ERR_JOB_NOT_CANCELLABLE, "the job is already %s",
-				job_state_name((job_state)cur));
+		                job_state_name((job_state)cur));
 	if (cur == JOB_CANCELLING) {
 		db_rollback(rq->db); /* already on its way: answer as the first cancel did */
 	} else {
@@ -283,11 +302,11 @@ int h_job_cancel(api_req *rq)
 		char res[64];
 		snprintf(res, sizeof(res), "job/%s", rq->scope.job_id);
 		if ((rc = jobstate_transition(rq->db, rq->scope.job_id, to, "cancelled by user",
-					      rq->who.user_id, NULL, NULL)) ||
+		                              rq->who.user_id, NULL, NULL)) ||
 		    (rc = api_audit(rq, 200, res, NULL)) || (rc = db_commit(rq->db)))
 			return rc == -ERR_JOB_STATE_CONFLICT
-				       ? api_fail(rq, rc, "the job cannot be cancelled now")
-				       : api_fail_db(rq, rc);
+			           ? api_fail(rq, rc, "the job cannot be cancelled now")
+			           : api_fail_db(rq, rc);
 	}
 	json_t *job;
 	if ((rc = job_fetch(rq, rq->scope.job_id, &job)))
@@ -299,11 +318,12 @@ int h_job_events(api_req *rq)
 {
 	const char *p[] = {rq->scope.job_id};
 	json_t *items;
-	int rc = api_query_json(rq,
-				"SELECT coalesce(json_agg(x ORDER BY x.id), '[]') FROM (SELECT id, " TS(
-					"at") " AS at, from_state, to_state, reason, actor_id, detail"
-				" FROM job_events WHERE job_id = $1) x",
-				1, p, &items);
+	int rc =
+	    api_query_json(rq,
+	                   "SELECT coalesce(json_agg(x ORDER BY x.id), '[]') FROM (SELECT id, " TS(
+	                       "at") " AS at, from_state, to_state, reason, actor_id, detail"
+	                             " FROM job_events WHERE job_id = $1) x",
+	                   1, p, &items);
 	if (rc)
 		return api_fail_db(rq, rc);
 	return api_reply(rq, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));

@@ -12,17 +12,18 @@
 #include "server.h"
 
 #define MEMBER_SQL                                                                                 \
-	"SELECT u.id AS user_id, u.name AS user, b.role, " TS("b.created_at") " AS created_at"      \
-	" FROM role_bindings b JOIN users u ON u.id = b.user_id WHERE b.tenant_id = $1"
+	"SELECT u.id AS user_id, u.name AS user, b.role, " TS(                                     \
+	    "b.created_at") " AS created_at"                                                       \
+	                    " FROM role_bindings b JOIN users u ON u.id = b.user_id WHERE "        \
+	                    "b.tenant_id = $1"
 
 int h_member_list(api_req *rq)
 {
 	const char *p[] = {rq->scope.tenant_id};
 	json_t *items;
-	int rc = api_query_json(rq,
-				"SELECT coalesce(json_agg(x ORDER BY x.user), '[]') FROM (" MEMBER_SQL
-				") x",
-				1, p, &items);
+	int rc = api_query_json(
+	    rq, "SELECT coalesce(json_agg(x ORDER BY x.user), '[]') FROM (" MEMBER_SQL ") x", 1, p,
+	    &items);
 	if (rc)
 		return api_fail_db(rq, rc);
 	return api_reply(rq, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
@@ -38,23 +39,24 @@ static int member_lookup(api_req *rq, char uid[37], role *current)
 	const char *p[] = {rq->scope.tenant_id, name};
 	PGresult *r;
 	int rc = db_query(rq->db, NULL,
-			  "SELECT 1 FROM role_bindings WHERE tenant_id = $1 FOR UPDATE", 1, p);
+	                  "SELECT 1 FROM role_bindings WHERE tenant_id = $1 FOR UPDATE", 1, p);
 	if (rc)
 		return api_fail_db(rq, rc), -1;
 	rc = db_query(rq->db, &r,
-		      jsonx_is_uuid(name)
-			      ? "SELECT u.id, b.role FROM users u LEFT JOIN role_bindings b"
-				" ON b.user_id = u.id AND b.tenant_id = $1 WHERE u.id = $2::uuid"
-			      : "SELECT u.id, b.role FROM users u LEFT JOIN role_bindings b"
-				" ON b.user_id = u.id AND b.tenant_id = $1 WHERE u.name = $2",
-		      2, p);
+	              jsonx_is_uuid(name)
+	                  ? "SELECT u.id, b.role FROM users u LEFT JOIN role_bindings b"
+	                    " ON b.user_id = u.id AND b.tenant_id = $1 WHERE u.id = $2::uuid"
+	                  : "SELECT u.id, b.role FROM users u LEFT JOIN role_bindings b"
+	                    " ON b.user_id = u.id AND b.tenant_id = $1 WHERE u.name = $2",
+	              2, p);
 	if (rc) {
 		PQclear(r);
 		return api_fail_db(rq, rc), -1;
 	}
 	if (PQntuples(r) == 0) {
 		PQclear(r);
-		return api_fail(rq, ERR_USER_NOT_FOUND, "%s", err_info(ERR_USER_NOT_FOUND)->doc), -1;
+		return api_fail(rq, ERR_USER_NOT_FOUND, "%s", err_info(ERR_USER_NOT_FOUND)->doc),
+		       -1;
 	}
 	snprintf(uid, 37, "%s", db_get(r, 0, "id"));
 	const char *cur = db_get(r, 0, "role");
@@ -69,9 +71,9 @@ static int other_owner_exists(api_req *rq, const char *uid)
 	const char *p[] = {rq->scope.tenant_id, uid};
 	PGresult *r;
 	int rc = db_query(rq->db, &r,
-			  "SELECT 1 FROM role_bindings WHERE tenant_id = $1 AND role = 'owner'"
-			  " AND user_id <> $2",
-			  2, p);
+	                  "SELECT 1 FROM role_bindings WHERE tenant_id = $1 AND role = 'owner'"
+	                  " AND user_id <> $2",
+	                  2, p);
 	int n = rc ? rc : PQntuples(r) > 0;
 	PQclear(r);
 	return n;
@@ -84,16 +86,18 @@ static int member_change_allowed(api_req *rq, const char *uid, role current, rol
 	if ((next != ROLE_NONE && !authz_can_grant(&s, next)) ||
 	    (current != ROLE_NONE && !authz_can_grant(&s, current)))
 		return api_fail(rq, ERR_GRANT_NOT_ALLOWED,
-				"changing a %s role needs every permission it holds",
-				role_name(next != ROLE_NONE && !authz_can_grant(&s, next) ? next
-											  : current)),
+		                "changing a %s role needs every permission it holds",
+		                role_name(next != ROLE_NONE && !authz_can_grant(&s, next)
+		                              ? next
+		                              : current)),
 		       -1;
 	if (current == ROLE_OWNER && next != ROLE_OWNER) {
 		int rc = other_owner_exists(rq, uid);
 		if (rc < 0)
 			return api_fail_db(rq, rc), -1;
 		if (rc == 0)
-			return api_fail(rq, ERR_LAST_OWNER, "the tenant must keep at least one owner"),
+			return api_fail(rq, ERR_LAST_OWNER,
+			                "the tenant must keep at least one owner"),
 			       -1;
 	}
 	return 0;
@@ -113,7 +117,7 @@ int h_member_put(api_req *rq)
 	if (jsonx_get_str(in, "", "role", true, 32, &rname, &v) > 0 &&
 	    (next = role_parse_tenant(rname)) == ROLE_NONE)
 		verrs_add(&v, "/role", ERR_F_INVALID_VALUE,
-			  "role must be owner, editor, viewer or auditor");
+		          "role must be owner, editor, viewer or auditor");
 	if (verrs_count(&v)) {
 		json_decref(in);
 		return api_fail_validation(rq, &v);
@@ -131,14 +135,15 @@ int h_member_put(api_req *rq)
 		return 0;
 	const char *p[] = {uid, rq->scope.tenant_id, role_name(next), rq->who.user_id};
 	json_t *m = NULL;
-	rc = api_query_json(rq,
-			    "WITH b AS (INSERT INTO role_bindings (user_id, tenant_id, role, granted_by)"
-			    " VALUES ($1, $2, $3, $4) ON CONFLICT (user_id, tenant_id)"
-			    " WHERE tenant_id IS NOT NULL DO UPDATE SET role = EXCLUDED.role,"
-			    " granted_by = EXCLUDED.granted_by RETURNING *)"
-			    " SELECT row_to_json(x) FROM (SELECT b.user_id, u.name AS user, b.role, " TS(
-				    "b.created_at") " AS created_at FROM b JOIN users u ON u.id = b.user_id) x",
-			    4, p, &m);
+	rc = api_query_json(
+	    rq,
+	    "WITH b AS (INSERT INTO role_bindings (user_id, tenant_id, role, granted_by)"
+	    " VALUES ($1, $2, $3, $4) ON CONFLICT (user_id, tenant_id)"
+	    " WHERE tenant_id IS NOT NULL DO UPDATE SET role = EXCLUDED.role,"
+	    " granted_by = EXCLUDED.granted_by RETURNING *)"
+	    " SELECT row_to_json(x) FROM (SELECT b.user_id, u.name AS user, b.role, " TS(
+	        "b.created_at") " AS created_at FROM b JOIN users u ON u.id = b.user_id) x",
+	    4, p, &m);
 	char res[160];
 	snprintf(res, sizeof(res), "tenant/%s/member/%s", rq->scope.tenant_name, uid);
 	json_t *d = json_pack("{s:s, s:s}", "from", role_name(current), "to", role_name(next));
@@ -161,12 +166,13 @@ int h_member_delete(api_req *rq)
 	if (member_lookup(rq, uid, &current) < 0)
 		return 0;
 	if (current == ROLE_NONE)
-		return api_fail(rq, ERR_MEMBER_NOT_FOUND, "%s", err_info(ERR_MEMBER_NOT_FOUND)->doc);
+		return api_fail(rq, ERR_MEMBER_NOT_FOUND, "%s",
+		                err_info(ERR_MEMBER_NOT_FOUND)->doc);
 	if (member_change_allowed(rq, uid, current, ROLE_NONE) < 0)
 		return 0;
 	const char *p[] = {uid, rq->scope.tenant_id};
-	rc = db_query(rq->db, NULL, "DELETE FROM role_bindings WHERE user_id = $1 AND tenant_id = $2",
-		      2, p);
+	rc = db_query(rq->db, NULL,
+	              "DELETE FROM role_bindings WHERE user_id = $1 AND tenant_id = $2", 2, p);
 	char res[160];
 	snprintf(res, sizeof(res), "tenant/%s/member/%s", rq->scope.tenant_name, uid);
 	json_t *d = json_pack("{s:s}", "from", role_name(current));

@@ -39,18 +39,18 @@ int h_whoami(api_req *rq)
 	const char *p[] = {rq->who.user_id};
 	json_t *m;
 	int rc = api_query_json(
-		rq,
-		"SELECT coalesce(json_agg(x ORDER BY x.tenant), '[]') FROM ("
-		" SELECT t.id AS tenant_id, t.name AS tenant, b.role FROM role_bindings b"
-		" JOIN tenants t ON t.id = b.tenant_id WHERE b.user_id = $1) x",
-		1, p, &m);
+	    rq,
+	    "SELECT coalesce(json_agg(x ORDER BY x.tenant), '[]') FROM ("
+	    " SELECT t.id AS tenant_id, t.name AS tenant, b.role FROM role_bindings b"
+	    " JOIN tenants t ON t.id = b.tenant_id WHERE b.user_id = $1) x",
+	    1, p, &m);
 	if (rc)
 		return api_fail_db(rq, rc);
 	json_t *out = json_pack("{s:{s:s, s:s}, s:s, s:o}", "user", "id", rq->who.user_id, "name",
-				rq->who.user_name, "token_id", rq->who.token_id, "memberships",
-				m ? m : json_array());
-	json_object_set_new(out, "platform_role",
-			    rq->who.platform == ROLE_NONE ? json_null()
-							  : json_string(role_name(rq->who.platform)));
+	                        rq->who.user_name, "token_id", rq->who.token_id, "memberships",
+	                        m ? m : json_array());
+	json_object_set_new(
+	    out, "platform_role",
+	    rq->who.platform == ROLE_NONE ? json_null() : json_string(role_name(rq->who.platform)));
 	return api_reply(rq, 200, out);
 }

@@ -12,8 +12,8 @@ static const char *const default_quota[] = {"8", "4", "1000", "1099511627776", "
 
 #define TENANT_COLS "id, name, display_name, " TS("created_at") " AS created_at"
 #define QUOTA_COLS                                                                                 \
-	"tenant_id, max_gpus, max_running_jobs, gpu_hours_per_month, max_storage_bytes, weight, " \
-	TS("updated_at") " AS updated_at"
+	"tenant_id, max_gpus, max_running_jobs, gpu_hours_per_month, max_storage_bytes, "          \
+	"weight, " TS("updated_at") " AS updated_at"
 
 int h_tenant_create(api_req *rq)
 {
@@ -26,8 +26,9 @@ int h_tenant_create(api_req *rq)
 	jsonx_only_fields(in, "", fields, &v);
 	const char *name = NULL, *display = "";
 	if (jsonx_get_str(in, "", "name", true, 63, &name, &v) > 0 && !jsonx_is_name(name))
-		verrs_add(&v, "/name", ERR_F_INVALID_VALUE,
-			  "name must be 2-63 characters of a-z, 0-9 and '-', starting with a letter");
+		verrs_add(
+		    &v, "/name", ERR_F_INVALID_VALUE,
+		    "name must be 2-63 characters of a-z, 0-9 and '-', starting with a letter");
 	jsonx_get_str(in, "", "display_name", false, 200, &display, &v);
 	if (verrs_count(&v)) {
 		json_decref(in);
@@ -41,22 +42,26 @@ int h_tenant_create(api_req *rq)
 		goto db_fail;
 	const char *p[] = {name, display};
 	rc = api_query_json(rq,
-			    "WITH t AS (INSERT INTO tenants (name, display_name) VALUES ($1, $2)"
-			    " RETURNING *) SELECT row_to_json(x) FROM (SELECT " TENANT_COLS
-			    " FROM t) x",
-			    2, p, &t);
+	                    "WITH t AS (INSERT INTO tenants (name, display_name) VALUES ($1, $2)"
+	                    " RETURNING *) SELECT row_to_json(x) FROM (SELECT " TENANT_COLS
+	                    " FROM t) x",
+	                    2, p, &t);
 	if (rc)
 		goto db_fail;
 	const char *tid = json_string_value(json_object_get(t, "id"));
 	snprintf(rq->scope.tenant_id, sizeof(rq->scope.tenant_id), "%s", tid);
 	snprintf(rq->scope.tenant_name, sizeof(rq->scope.tenant_name), "%s", name);
-	const char *q[] = {tid, default_quota[0], default_quota[1], default_quota[2],
-			   default_quota[3], default_quota[4]};
+	const char *q[] = {tid,
+	                   default_quota[0],
+	                   default_quota[1],
+	                   default_quota[2],
+	                   default_quota[3],
+	                   default_quota[4]};
 	rc = db_query(rq->db, NULL,
-		      "INSERT INTO quotas (tenant_id, max_gpus, max_running_jobs,"
-		      " gpu_hours_per_month, max_storage_bytes, weight)"
-		      " VALUES ($1, $2, $3, $4, $5, $6)",
-		      6, q);
+	              "INSERT INTO quotas (tenant_id, max_gpus, max_running_jobs,"
+	              " gpu_hours_per_month, max_storage_bytes, weight)"
+	              " VALUES ($1, $2, $3, $4, $5, $6)",
+	              6, q);
 	char res[96];
 	snprintf(res, sizeof(res), "tenant/%s", name);
 	if (rc || (rc = api_audit(rq, 201, res, NULL)) || (rc = db_commit(rq->db)))
@@ -77,18 +82,21 @@ int h_tenant_list(api_req *rq)
 	int rc;
 	authz_subject s = {rq->who.platform, ROLE_NONE, false};
 	if (authz_decide(&s, PERM_TENANT_LIST_ALL, SCOPE_PLATFORM) == AUTHZ_ALLOW) {
-		rc = api_query_json(rq,
-				    "SELECT coalesce(json_agg(x ORDER BY x.name), '[]') FROM (SELECT " TENANT_COLS
-				    " FROM tenants) x",
-				    0, NULL, &items);
+		rc = api_query_json(
+		    rq,
+		    "SELECT coalesce(json_agg(x ORDER BY x.name), '[]') FROM (SELECT " TENANT_COLS
+		    " FROM tenants) x",
+		    0, NULL, &items);
 	} else {
 		const char *p[] = {rq->who.user_id};
-		rc = api_query_json(rq,
-				    "SELECT coalesce(json_agg(x ORDER BY x.name), '[]') FROM (SELECT "
-				    "t.id, t.name, t.display_name, " TS("t.created_at") " AS created_at"
-				    " FROM tenants t JOIN role_bindings b ON b.tenant_id = t.id"
-				    " WHERE b.user_id = $1) x",
-				    1, p, &items);
+		rc = api_query_json(
+		    rq,
+		    "SELECT coalesce(json_agg(x ORDER BY x.name), '[]') FROM (SELECT "
+		    "t.id, t.name, t.display_name, " TS(
+		        "t.created_at") " AS created_at"
+		                        " FROM tenants t JOIN role_bindings b ON b.tenant_id = t.id"
+		                        " WHERE b.user_id = $1) x",
+		    1, p, &items);
 	}
 	if (rc)
 		return api_fail_db(rq, rc);
@@ -98,19 +106,18 @@ int h_tenant_list(api_req *rq)
 int h_tenant_get(api_req *rq)
 {
 	const char *p[] = {rq->scope.tenant_id};
-	return api_reply_row(rq,
-			     "SELECT row_to_json(x) FROM (SELECT " TENANT_COLS
-			     " FROM tenants WHERE id = $1) x",
-			     1, p, ERR_TENANT_NOT_FOUND);
+	return api_reply_row(
+	    rq, "SELECT row_to_json(x) FROM (SELECT " TENANT_COLS " FROM tenants WHERE id = $1) x",
+	    1, p, ERR_TENANT_NOT_FOUND);
 }
 
 int h_quota_get(api_req *rq)
 {
 	const char *p[] = {rq->scope.tenant_id};
 	return api_reply_row(rq,
-			     "SELECT row_to_json(x) FROM (SELECT " QUOTA_COLS
-			     " FROM quotas WHERE tenant_id = $1) x",
-			     1, p, ERR_TENANT_NOT_FOUND);
+	                     "SELECT row_to_json(x) FROM (SELECT " QUOTA_COLS
+	                     " FROM quotas WHERE tenant_id = $1) x",
+	                     1, p, ERR_TENANT_NOT_FOUND);
 }
 
 int h_quota_put(api_req *rq)
@@ -120,16 +127,16 @@ int h_quota_put(api_req *rq)
 		return 0;
 	verrs v;
 	verrs_init(&v);
-	static const char *const fields[] = {"max_gpus",          "max_running_jobs",
-					     "gpu_hours_per_month", "max_storage_bytes",
-					     "weight",            NULL};
+	static const char *const fields[] = {
+	    "max_gpus",          "max_running_jobs", "gpu_hours_per_month",
+	    "max_storage_bytes", "weight",           NULL};
 	jsonx_only_fields(in, "", fields, &v);
 	int64_t ints[4];
 	char text[5][32];
 	const char *p[6] = {rq->scope.tenant_id};
 	int given = 0;
 	static const int64_t max[4] = {1000000, 100000, INT64_C(1000000000000),
-				       INT64_C(9223372036854775807)};
+	                               INT64_C(9223372036854775807)};
 	for (int i = 0; i < 4; i++) {
 		int r = jsonx_get_int(in, "", fields[i], false, 0, max[i], &ints[i], &v);
 		p[1 + i] = r > 0 ? text[i] : NULL;
@@ -157,15 +164,15 @@ int h_quota_put(api_req *rq)
 	if (rc || (rc = db_begin(rq->db)))
 		goto fail;
 	rc = api_query_json(rq,
-			    "WITH q AS (UPDATE quotas SET"
-			    " max_gpus = coalesce($2::int, max_gpus),"
-			    " max_running_jobs = coalesce($3::int, max_running_jobs),"
-			    " gpu_hours_per_month = coalesce($4::bigint, gpu_hours_per_month),"
-			    " max_storage_bytes = coalesce($5::bigint, max_storage_bytes),"
-			    " weight = coalesce($6::float8, weight), updated_at = now()"
-			    " WHERE tenant_id = $1 RETURNING *)"
-			    " SELECT row_to_json(x) FROM (SELECT " QUOTA_COLS " FROM q) x",
-			    6, p, &q);
+	                    "WITH q AS (UPDATE quotas SET"
+	                    " max_gpus = coalesce($2::int, max_gpus),"
+	                    " max_running_jobs = coalesce($3::int, max_running_jobs),"
+	                    " gpu_hours_per_month = coalesce($4::bigint, gpu_hours_per_month),"
+	                    " max_storage_bytes = coalesce($5::bigint, max_storage_bytes),"
+	                    " weight = coalesce($6::float8, weight), updated_at = now()"
+	                    " WHERE tenant_id = $1 RETURNING *)"
+	                    " SELECT row_to_json(x) FROM (SELECT " QUOTA_COLS " FROM q) x",
+	                    6, p, &q);
 	char res[96];
 	snprintf(res, sizeof(res), "tenant/%s/quota", rq->scope.tenant_name);
 	if (rc || (rc = api_audit(rq, 200, res, in)) || (rc = db_commit(rq->db)))

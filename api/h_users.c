@@ -13,13 +13,20 @@
 #include "store.h"
 
 #define USER_SQL                                                                                   \
-	"SELECT u.id, u.name, u.email, b.role AS platform_role, " TS("u.created_at")               \
-	" AS created_at FROM users u LEFT JOIN role_bindings b ON b.user_id = u.id"                 \
-	" AND b.tenant_id IS NULL"
+	"SELECT u.id, u.name, u.email, b.role AS platform_role, " TS(                              \
+	    "u.created_at") " AS created_at FROM users u LEFT JOIN role_bindings b ON b.user_id "  \
+	                    "= u.id"                                                               \
+	                    " AND b.tenant_id IS NULL"
 #define TOKEN_SQL                                                                                  \
-	"SELECT id, user_id, name, " TS("created_at") " AS created_at, " TS("expires_at")           \
-	" AS expires_at, " TS("revoked_at") " AS revoked_at, " TS("last_used_at")                   \
-	" AS last_used_at FROM api_tokens"
+	"SELECT id, user_id, name, " TS("created_at") " AS created_at, " TS(                       \
+	    "expires_at") " AS expires_at, " TS("revoked_at") " AS revoked_at, " TS("last_used_"   \
+	                                                                            "at") " AS "   \
+	                                                                                  "last_"  \
+	                                                                                  "used_"  \
+	                                                                                  "at "    \
+	                                                                                  "FROM "  \
+	                                                                                  "api_"   \
+	                                                                                  "tokens"
 
 int h_user_create(api_req *rq)
 {
@@ -33,14 +40,15 @@ int h_user_create(api_req *rq)
 	const char *name = NULL, *email = "", *prole = NULL;
 	role platform = ROLE_NONE;
 	if (jsonx_get_str(in, "", "name", true, 63, &name, &v) > 0 && !jsonx_is_name(name))
-		verrs_add(&v, "/name", ERR_F_INVALID_VALUE,
-			  "name must be 2-63 characters of a-z, 0-9 and '-', starting with a letter");
+		verrs_add(
+		    &v, "/name", ERR_F_INVALID_VALUE,
+		    "name must be 2-63 characters of a-z, 0-9 and '-', starting with a letter");
 	if (jsonx_get_str(in, "", "email", false, 254, &email, &v) > 0 && !strchr(email, '@'))
 		verrs_add(&v, "/email", ERR_F_INVALID_VALUE, "email must contain '@'");
 	if (jsonx_get_str(in, "", "platform_role", false, 16, &prole, &v) > 0 &&
 	    (platform = role_parse_platform(prole)) == ROLE_NONE)
 		verrs_add(&v, "/platform_role", ERR_F_INVALID_VALUE,
-			  "platform_role must be admin or auditor");
+		          "platform_role must be admin or auditor");
 	if (verrs_count(&v)) {
 		json_decref(in);
 		return api_fail_validation(rq, &v);
@@ -55,7 +63,7 @@ int h_user_create(api_req *rq)
 		goto fail;
 	const char *p[] = {id};
 	if ((rc = api_query_json(rq, "SELECT row_to_json(x) FROM (" USER_SQL " WHERE u.id = $1) x",
-				 1, p, &u)))
+	                         1, p, &u)))
 		goto fail;
 	char res[64];
 	snprintf(res, sizeof(res), "user/%s", id);
@@ -77,9 +85,9 @@ fail:
 int h_user_list(api_req *rq)
 {
 	json_t *items;
-	int rc = api_query_json(rq,
-				"SELECT coalesce(json_agg(x ORDER BY x.name), '[]') FROM (" USER_SQL ") x",
-				0, NULL, &items);
+	int rc = api_query_json(
+	    rq, "SELECT coalesce(json_agg(x ORDER BY x.name), '[]') FROM (" USER_SQL ") x", 0, NULL,
+	    &items);
 	if (rc)
 		return api_fail_db(rq, rc);
 	return api_reply(rq, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
@@ -114,12 +122,12 @@ int h_token_create(api_req *rq)
 		goto fail;
 	const char *p[] = {t.id};
 	if ((rc = api_query_json(rq, "SELECT row_to_json(x) FROM (" TOKEN_SQL " WHERE id = $1) x",
-				 1, p, &out)))
+	                         1, p, &out)))
 		goto fail;
 	char res[64];
 	snprintf(res, sizeof(res), "token/%s", t.id);
 	json_t *d = json_pack("{s:s, s:I}", "user_id", rq->scope.user_id, "expires_in_days",
-			      (json_int_t)days);
+	                      (json_int_t)days);
 	rc = api_audit(rq, 201, res, d);
 	json_decref(d);
 	if (rc || (rc = db_commit(rq->db)))
@@ -139,10 +147,11 @@ int h_token_list(api_req *rq)
 {
 	const char *p[] = {rq->scope.user_id};
 	json_t *items;
-	int rc = api_query_json(rq,
-				"SELECT coalesce(json_agg(x ORDER BY x.created_at DESC), '[]') FROM ("
-				TOKEN_SQL " WHERE user_id = $1) x",
-				1, p, &items);
+	int rc = api_query_json(
+	    rq,
+	    "SELECT coalesce(json_agg(x ORDER BY x.created_at DESC), '[]') FROM (" TOKEN_SQL
+	    " WHERE user_id = $1) x",
+	    1, p, &items);
 	if (rc)
 		return api_fail_db(rq, rc);
 	return api_reply(rq, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
@@ -154,9 +163,9 @@ int h_token_revoke(api_req *rq)
 	int rc = api_db(rq);
 	if (rc || (rc = db_begin(rq->db)))
 		return api_fail_db(rq, rc);
-	rc = db_query(rq->db, NULL,
-		      "UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1",
-		      1, p);
+	rc = db_query(
+	    rq->db, NULL,
+	    "UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1", 1, p);
 	char res[64];
 	snprintf(res, sizeof(res), "token/%s", rq->scope.token_id);
 	if (rc || (rc = api_audit(rq, 204, res, NULL)) || (rc = db_commit(rq->db)))

@@ -60,7 +60,8 @@ int main(int argc, char **argv)
 	}
 	log_level lvl;
 	if (log_level_parse(cfg.log_level, &lvl) < 0) {
-		fprintf(stderr, "trainyard-api: invalid TRAINYARD_LOG_LEVEL \"%s\"\n", cfg.log_level);
+		fprintf(stderr, "trainyard-api: invalid TRAINYARD_LOG_LEVEL \"%s\"\n",
+		        cfg.log_level);
 		return 2;
 	}
 	log_set_level(lvl);

@@ -38,7 +38,7 @@ int api_fail_validation(api_req *rq, verrs *v)
 	rq->field_errors = v->list;
 	v->list = NULL;
 	return api_fail(rq, ERR_VALIDATION_FAILED, "%zu field(s) failed validation",
-			json_array_size(rq->field_errors));
+	                json_array_size(rq->field_errors));
 }
 
 int api_fail_db(api_req *rq, int rc)
@@ -55,9 +55,10 @@ json_t *api_problem_json(const api_req *rq)
 	const err_info_t *info = err_info(rq->error);
 	char type[96];
 	snprintf(type, sizeof(type), "urn:trainyard:error:%s", info->code);
-	json_t *p = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s}", "type", type, "title", info->doc,
-			      "status", rq->status, "detail", rq->detail[0] ? rq->detail : info->doc,
-			      "code", info->code, "request_id", rq->request_id);
+	json_t *p =
+	    json_pack("{s:s, s:s, s:i, s:s, s:s, s:s}", "type", type, "title", info->doc, "status",
+	              rq->status, "detail", rq->detail[0] ? rq->detail : info->doc, "code",
+	              info->code, "request_id", rq->request_id);
 	if (rq->field_errors)
 		json_object_set(p, "errors", rq->field_errors);
 	return p;

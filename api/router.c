@@ -67,7 +67,7 @@ static int match_pattern(const char *pat, const char *path, route_params *pp)
 }
 
 route_match router_match(const route *table, size_t n, const char *method, const char *path,
-			 const route **found, route_params *params)
+                         const route **found, route_params *params)
 {
 	route_match result = ROUTE_NO_PATH;
 	route_params scratch;

@@ -13,19 +13,19 @@
 
 #include "authz.h"
 
-#define ROUTE_PARAMS 4
+#define ROUTE_PARAMS    4
 #define ROUTE_PARAM_MAX 128
 
 struct api_req;
 typedef int (*route_handler)(struct api_req *rq);
 
 typedef struct route {
-	const char *method;      /* "GET", "POST", "PUT", "DELETE" */
-	const char *pattern;     /* "/v1/jobs/{job}" */
-	perm permission;         /* checked before the handler runs */
-	scope scope;             /* what the permission is checked against */
-	const char *action;      /* audit action for mutations, NULL for reads */
-	int flags;               /* ROUTE_PUBLIC: no token needed */
+	const char *method;  /* "GET", "POST", "PUT", "DELETE" */
+	const char *pattern; /* "/v1/jobs/{job}" */
+	perm permission;     /* checked before the handler runs */
+	scope scope;         /* what the permission is checked against */
+	const char *action;  /* audit action for mutations, NULL for reads */
+	int flags;           /* ROUTE_PUBLIC: no token needed */
 	route_handler handler;
 } route;
 
@@ -40,9 +40,9 @@ typedef struct route_params {
 
 typedef enum route_match {
 	ROUTE_FOUND = 0,
-	ROUTE_NO_PATH,     /* nothing matches the path: 404 */
-	ROUTE_BAD_METHOD,  /* the path matches with other methods: 405 */
-	ROUTE_BAD_PATH,    /* a placeholder value is malformed (too long, bad escape): 404 */
+	ROUTE_NO_PATH,    /* nothing matches the path: 404 */
+	ROUTE_BAD_METHOD, /* the path matches with other methods: 405 */
+	ROUTE_BAD_PATH,   /* a placeholder value is malformed (too long, bad escape): 404 */
 } route_match;
 
 /*
@@ -50,7 +50,7 @@ typedef enum route_match {
  * OUT: *found and *params on ROUTE_FOUND. RET: a route_match.
  */
 route_match router_match(const route *table, size_t n, const char *method, const char *path,
-			 const route **found, route_params *params);
+                         const route **found, route_params *params);
 
 /* RET: the value of placeholder name, or NULL. */
 const char *route_param(const route_params *p, const char *name);

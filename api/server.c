@@ -34,7 +34,8 @@ static double elapsed_ms(const struct timespec *start)
 {
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - start->tv_sec) * 1e3 + (double)(now.tv_nsec - start->tv_nsec) / 1e6;
+	return (double)(now.tv_sec - start->tv_sec) * 1e3 +
+	       (double)(now.tv_nsec - start->tv_nsec) / 1e6;
 }
 
 static bool request_id_ok(const char *s)
@@ -61,17 +62,17 @@ static void set_request_id(api_req *rq)
 static void set_client_addr(api_req *rq)
 {
 	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	    MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	rq->client_addr[0] = '\0';
 	if (!ci || !ci->client_addr)
 		return;
 	const struct sockaddr *sa = ci->client_addr;
 	if (sa->sa_family == AF_INET)
 		inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr,
-			  rq->client_addr, sizeof(rq->client_addr));
+		          rq->client_addr, sizeof(rq->client_addr));
 	else if (sa->sa_family == AF_INET6)
 		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr,
-			  rq->client_addr, sizeof(rq->client_addr));
+		          rq->client_addr, sizeof(rq->client_addr));
 }
 
 int api_db(api_req *rq)
@@ -97,16 +98,16 @@ static void audit_refusal(api_req *rq)
 	db_rollback(rq->db);
 	json_t *d = json_pack("{s:s}", "code", err_info(rq->error)->code);
 	audit_record a = {
-		.actor_id = rq->who.user_id,
-		.actor_name = rq->who.user_name,
-		.tenant_id = rq->scope.tenant_id[0] ? rq->scope.tenant_id : NULL,
-		.action = rq->rt->action,
-		.resource = rq->path,
-		.outcome = rq->status == 403 || rq->status == 404 ? "denied" : "failure",
-		.status = rq->status,
-		.request_id = rq->request_id,
-		.client_addr = rq->client_addr,
-		.detail = d,
+	    .actor_id = rq->who.user_id,
+	    .actor_name = rq->who.user_name,
+	    .tenant_id = rq->scope.tenant_id[0] ? rq->scope.tenant_id : NULL,
+	    .action = rq->rt->action,
+	    .resource = rq->path,
+	    .outcome = rq->status == 403 || rq->status == 404 ? "denied" : "failure",
+	    .status = rq->status,
+	    .request_id = rq->request_id,
+	    .client_addr = rq->client_addr,
+	    .detail = d,
 	};
 	if (audit_write(rq->db, &a) < 0)
 		log_printf(LOG_ERROR, "could not write the audit record of a refused request");
@@ -116,13 +117,13 @@ static void audit_refusal(api_req *rq)
 static void run_pipeline(api_req *rq)
 {
 	const api_server *s = rq->srv;
-	route_match m = router_match(s->routes, s->n_routes, rq->method, rq->path, &rq->rt,
-				     &rq->params);
+	route_match m =
+	    router_match(s->routes, s->n_routes, rq->method, rq->path, &rq->rt, &rq->params);
 	if (m != ROUTE_FOUND) {
 		rq->rt = NULL;
 		if (m == ROUTE_BAD_METHOD)
 			api_fail(rq, ERR_METHOD_NOT_ALLOWED, "%s is not allowed on %s", rq->method,
-				 rq->path);
+			         rq->path);
 		else
 			api_fail(rq, ERR_NOT_FOUND, "no route for %s", rq->path);
 		return;
@@ -153,8 +154,8 @@ static void log_request(const req_slot *slot)
 {
 	const api_req *rq = &slot->rq;
 	json_t *f = json_pack("{s:s, s:s, s:s, s:i, s:f}", "request_id", rq->request_id, "method",
-			      rq->method, "path", rq->path, "status", rq->status, "latency_ms",
-			      elapsed_ms(&slot->start));
+	                      rq->method, "path", rq->path, "status", rq->status, "latency_ms",
+	                      elapsed_ms(&slot->start));
 	if (rq->rt)
 		json_object_set_new(f, "route", json_string(rq->rt->pattern));
 	if (rq->who.authenticated)
@@ -180,12 +181,12 @@ static enum MHD_Result send_response(req_slot *slot)
 	}
 	if (rq->raw_owned && rq->error == ERR_OK) {
 		resp = MHD_create_response_from_buffer(rq->raw_len, rq->raw_owned,
-						       MHD_RESPMEM_MUST_FREE);
+		                                       MHD_RESPMEM_MUST_FREE);
 		rq->raw_owned = NULL; /* MHD frees it */
 		MHD_add_response_header(resp, "Content-Type", ctype);
 	} else if (rq->raw && rq->error == ERR_OK) {
 		resp = MHD_create_response_from_buffer(rq->raw_len, (void *)(uintptr_t)rq->raw,
-						       MHD_RESPMEM_PERSISTENT);
+		                                       MHD_RESPMEM_PERSISTENT);
 		MHD_add_response_header(resp, "Content-Type", ctype);
 	} else if (rq->out) {
 		char *text = json_dumps(rq->out, JSON_COMPACT);
@@ -209,8 +210,8 @@ static enum MHD_Result send_response(req_slot *slot)
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-				  const char *method, const char *version, const char *upload,
-				  size_t *upload_size, void **con_cls)
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
 {
 	(void)version;
 	api_server *s = cls;
@@ -229,11 +230,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		set_request_id(rq);
 		set_client_addr(rq);
 		*con_cls = slot;
-		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+		const char *cl =
+		    MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
 		if (cl && strtoull(cl, NULL, 10) > (unsigned long long)s->cfg->body_limit) {
 			/* refuse before reading a byte of an announced oversized body */
 			api_fail(rq, ERR_BODY_TOO_LARGE, "the body exceeds %d bytes",
-				 s->cfg->body_limit);
+			         s->cfg->body_limit);
 			return send_response(slot);
 		}
 		return MHD_YES;
@@ -268,7 +270,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-			 enum MHD_RequestTerminationCode toe)
+                         enum MHD_RequestTerminationCode toe)
 {
 	(void)cls;
 	(void)conn;
@@ -319,7 +321,7 @@ int server_start(api_server *s, const ty_config *cfg, db_pool *pool)
 	struct sockaddr_in sa;
 	if (parse_listen(cfg->listen, &sa) < 0) {
 		log_printf(LOG_ERROR, "invalid TRAINYARD_LISTEN \"%s\" (expected IPv4:port)",
-			   cfg->listen);
+		           cfg->listen);
 		return -1;
 	}
 	s->cfg = cfg;
@@ -330,19 +332,18 @@ int server_start(api_server *s, const ty_config *cfg, db_pool *pool)
 		return -1;
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
 	s->daemon = MHD_start_daemon(
-		flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
-		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->threads, MHD_OPTION_NOTIFY_COMPLETED,
-		on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_CONNECTION_LIMIT,
-		1024u, MHD_OPTION_LISTEN_BACKLOG_SIZE,
-		1024u, MHD_OPTION_END);
+	    flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
+	    (unsigned)cfg->threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+	    MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_CONNECTION_LIMIT, 1024u,
+	    MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
 	if (!s->daemon) {
 		log_printf(LOG_ERROR, "could not listen on %s", cfg->listen);
 		ratelimit_free(s->rl);
 		return -1;
 	}
-	log_event(LOG_INFO, "listening", json_pack("{s:s, s:i}", "listen", cfg->listen, "threads",
-						   cfg->threads));
+	log_event(LOG_INFO, "listening",
+	          json_pack("{s:s, s:i}", "listen", cfg->listen, "threads", cfg->threads));
 	return 0;
 }
 

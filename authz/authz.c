@@ -5,43 +5,55 @@
 
 #include <string.h>
 
-#define P(x) (1u << PERM_##x)
+#define P(x)  (1u << PERM_##x)
 #define READS (P(TENANT_READ) | P(QUOTA_READ) | P(MEMBER_READ) | P(JOB_READ))
 
 /* The one permission table of trainyard. */
 static const unsigned role_perms[ROLE__COUNT] = {
-	[ROLE_NONE] = 0,
-	[ROLE_ADMIN] = (1u << PERM__COUNT) - 1,
-	[ROLE_PLATFORM_AUDITOR] = P(AUTHENTICATED) | READS | P(TENANT_LIST_ALL) | P(USER_READ) |
-				  P(AUDIT_READ),
-	[ROLE_OWNER] = P(AUTHENTICATED) | READS | P(MEMBER_WRITE) | P(JOB_SUBMIT) | P(JOB_CANCEL) |
-		       P(AUDIT_READ),
-	[ROLE_EDITOR] = P(AUTHENTICATED) | READS | P(JOB_SUBMIT) | P(JOB_CANCEL),
-	[ROLE_VIEWER] = P(AUTHENTICATED) | READS,
-	[ROLE_TENANT_AUDITOR] = P(AUTHENTICATED) | READS | P(AUDIT_READ),
-	[ROLE_SELF] = P(AUTHENTICATED) | P(USER_READ) | P(TOKEN_MANAGE),
+    [ROLE_NONE] = 0,
+    [ROLE_ADMIN] = (1u << PERM__COUNT) - 1,
+    [ROLE_PLATFORM_AUDITOR] =
+        P(AUTHENTICATED) | READS | P(TENANT_LIST_ALL) | P(USER_READ) | P(AUDIT_READ),
+    [ROLE_OWNER] =
+        P(AUTHENTICATED) | READS | P(MEMBER_WRITE) | P(JOB_SUBMIT) | P(JOB_CANCEL) | P(AUDIT_READ),
+    [ROLE_EDITOR] = P(AUTHENTICATED) | READS | P(JOB_SUBMIT) | P(JOB_CANCEL),
+    [ROLE_VIEWER] = P(AUTHENTICATED) | READS,
+    [ROLE_TENANT_AUDITOR] = P(AUTHENTICATED) | READS | P(AUDIT_READ),
+    [ROLE_SELF] = P(AUTHENTICATED) | P(USER_READ) | P(TOKEN_MANAGE),
 };
 
 static const char *const role_names[ROLE__COUNT] = {
-	[ROLE_NONE] = "none",       [ROLE_ADMIN] = "admin",   [ROLE_PLATFORM_AUDITOR] = "auditor",
-	[ROLE_OWNER] = "owner",     [ROLE_EDITOR] = "editor", [ROLE_VIEWER] = "viewer",
-	[ROLE_TENANT_AUDITOR] = "auditor", [ROLE_SELF] = "self",
+    [ROLE_NONE] = "none",
+    [ROLE_ADMIN] = "admin",
+    [ROLE_PLATFORM_AUDITOR] = "auditor",
+    [ROLE_OWNER] = "owner",
+    [ROLE_EDITOR] = "editor",
+    [ROLE_VIEWER] = "viewer",
+    [ROLE_TENANT_AUDITOR] = "auditor",
+    [ROLE_SELF] = "self",
 };
 
 static const char *const perm_names[PERM__COUNT] = {
-	[PERM_AUTHENTICATED] = "authenticated", [PERM_TENANT_CREATE] = "tenant.create",
-	[PERM_TENANT_LIST_ALL] = "tenant.list_all", [PERM_TENANT_READ] = "tenant.read",
-	[PERM_QUOTA_READ] = "quota.read",       [PERM_QUOTA_WRITE] = "quota.write",
-	[PERM_MEMBER_READ] = "member.read",     [PERM_MEMBER_WRITE] = "member.write",
-	[PERM_USER_CREATE] = "user.create",     [PERM_USER_READ] = "user.read",
-	[PERM_TOKEN_MANAGE] = "token.manage",   [PERM_JOB_SUBMIT] = "job.submit",
-	[PERM_JOB_READ] = "job.read",           [PERM_JOB_CANCEL] = "job.cancel",
-	[PERM_AUDIT_READ] = "audit.read",
+    [PERM_AUTHENTICATED] = "authenticated",
+    [PERM_TENANT_CREATE] = "tenant.create",
+    [PERM_TENANT_LIST_ALL] = "tenant.list_all",
+    [PERM_TENANT_READ] = "tenant.read",
+    [PERM_QUOTA_READ] = "quota.read",
+    [PERM_QUOTA_WRITE] = "quota.write",
+    [PERM_MEMBER_READ] = "member.read",
+    [PERM_MEMBER_WRITE] = "member.write",
+    [PERM_USER_CREATE] = "user.create",
+    [PERM_USER_READ] = "user.read",
+    [PERM_TOKEN_MANAGE] = "token.manage",
+    [PERM_JOB_SUBMIT] = "job.submit",
+    [PERM_JOB_READ] = "job.read",
+    [PERM_JOB_CANCEL] = "job.cancel",
+    [PERM_AUDIT_READ] = "audit.read",
 };
 
 static const char *const scope_names[SCOPE__COUNT] = {
-	[SCOPE_PLATFORM] = "platform", [SCOPE_TENANT] = "tenant", [SCOPE_JOB] = "job",
-	[SCOPE_USER] = "user",         [SCOPE_TOKEN] = "token",
+    [SCOPE_PLATFORM] = "platform", [SCOPE_TENANT] = "tenant", [SCOPE_JOB] = "job",
+    [SCOPE_USER] = "user",         [SCOPE_TOKEN] = "token",
 };
 
 bool authz_role_has(role r, perm p)

@@ -63,9 +63,9 @@ typedef enum authz_result {
 } authz_result;
 
 typedef struct authz_subject {
-	role platform;    /* ROLE_NONE, ROLE_ADMIN or ROLE_PLATFORM_AUDITOR */
-	role tenant;      /* role in the scope's tenant, or ROLE_NONE */
-	bool self;        /* the scope's user is the caller */
+	role platform; /* ROLE_NONE, ROLE_ADMIN or ROLE_PLATFORM_AUDITOR */
+	role tenant;   /* role in the scope's tenant, or ROLE_NONE */
+	bool self;     /* the scope's user is the caller */
 } authz_subject;
 
 /* RET: true when role r holds permission p. */

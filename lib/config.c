@@ -8,8 +8,8 @@
 #include <stdlib.h>
 
 static const cfg_option options[] = {
-#define STR 0
-#define INT 1
+#define STR                                       0
+#define INT                                       1
 #define CFG(field, env, type, def, min, max, doc) {env, type, def, min, max, doc},
 #include "config.def"
 #undef CFG
@@ -30,7 +30,7 @@ static int parse_int(const cfg_option *o, const char *s, int *out, char *err, si
 	long v = strtol(s, &end, 10);
 	if (errno || end == s || *end != '\0' || v < o->min || v > o->max) {
 		snprintf(err, errlen, "invalid value for %s: \"%s\" (expected an integer %ld..%ld)",
-			 o->env, s, o->min, o->max);
+		         o->env, s, o->min, o->max);
 		return -1;
 	}
 	*out = (int)v;
@@ -43,12 +43,14 @@ int config_load(ty_config *cfg, char *err, size_t errlen)
 	const char *s;
 
 #define STR_SET(field) cfg->field = s
-#define INT_SET(field) if (parse_int(o, s, &cfg->field, err, errlen) < 0) return -1
-#define CFG(field, env, type, def, min, max, doc)        \
-	s = getenv(env);                                  \
-	if (s == NULL || *s == '\0')                      \
-		s = def;                                  \
-	type##_SET(field);                                \
+#define INT_SET(field)                                                                             \
+	if (parse_int(o, s, &cfg->field, err, errlen) < 0)                                         \
+	return -1
+#define CFG(field, env, type, def, min, max, doc)                                                  \
+	s = getenv(env);                                                                           \
+	if (s == NULL || *s == '\0')                                                               \
+		s = def;                                                                           \
+	type##_SET(field);                                                                         \
 	o++;
 #include "config.def"
 #undef CFG

@@ -81,7 +81,8 @@ static void stmts_forget(PGconn *c)
 			free(registry[k]);
 			registry[k] = NULL;
 			/* re-insert the rest of the probe run so lookups still find them */
-			for (size_t j = (k + 1) % DB_CONN_SLOTS; registry[j]; j = (j + 1) % DB_CONN_SLOTS) {
+			for (size_t j = (k + 1) % DB_CONN_SLOTS; registry[j];
+			     j = (j + 1) % DB_CONN_SLOTS) {
 				conn_stmts *e = registry[j];
 				registry[j] = NULL;
 				size_t m = ptr_hash(e->conn, DB_CONN_SLOTS);
@@ -134,8 +135,8 @@ struct db_pool {
 	pthread_cond_t freed;
 	char *conninfo;
 	int size, wait_ms, retry_ms;
-	PGconn **idle; /* stack of idle connections (NULL slots: not yet opened) */
-	int n_idle;    /* entries of idle[] in use, open or NULL */
+	PGconn **idle;              /* stack of idle connections (NULL slots: not yet opened) */
+	int n_idle;                 /* entries of idle[] in use, open or NULL */
 	struct timespec down_until; /* fail fast until then after a failed connect */
 };
 
@@ -235,7 +236,8 @@ int db_acquire(db_pool *p, PGconn **out)
 		if (pthread_cond_timedwait(&p->freed, &p->lock, &deadline) == ETIMEDOUT &&
 		    p->n_idle == 0) {
 			pthread_mutex_unlock(&p->lock);
-			log_printf(LOG_WARN, "no database connection free within %d ms", p->wait_ms);
+			log_printf(LOG_WARN, "no database connection free within %d ms",
+			           p->wait_ms);
 			return -ERR_DB_UNAVAILABLE;
 		}
 	}
@@ -299,12 +301,12 @@ int db_query(PGconn *c, PGresult **res, const char *sql, int n, const char *cons
 		} else {
 			const char *state = db_sqlstate(r);
 			rc = strcmp(state, SQLSTATE_UNIQUE_VIOLATION) == 0 ? -ERR_CONFLICT
-									  : -ERR_INTERNAL;
+			                                                   : -ERR_INTERNAL;
 			/* constraint violations are answers, not server faults */
 			if (strncmp(state, "23", 2) != 0) {
 				const char *m = PQresultErrorMessage(r);
 				log_printf(LOG_ERROR, "query failed (%s): %.*s", state,
-					   (int)strcspn(m, "\n"), m);
+				           (int)strcspn(m, "\n"), m);
 			}
 		}
 	}
@@ -326,8 +328,8 @@ static int exec_simple(PGconn *c, const char *sql)
 {
 	PGresult *r = PQexec(c, sql);
 	int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? 0
-		 : PQstatus(c) != CONNECTION_OK        ? -ERR_DB_UNAVAILABLE
-						       : -ERR_INTERNAL;
+	         : PQstatus(c) != CONNECTION_OK        ? -ERR_DB_UNAVAILABLE
+	                                               : -ERR_INTERNAL;
 	if (rc == -ERR_INTERNAL) {
 		const char *m = PQresultErrorMessage(r);
 		log_printf(LOG_ERROR, "%s failed: %.*s", sql, (int)strcspn(m, "\n"), m);
@@ -336,7 +338,10 @@ static int exec_simple(PGconn *c, const char *sql)
 	return rc;
 }
 
-int db_begin(PGconn *c) { return exec_simple(c, "BEGIN"); }
+int db_begin(PGconn *c)
+{
+	return exec_simple(c, "BEGIN");
+}
 
 int db_commit(PGconn *c)
 {

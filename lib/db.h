@@ -58,7 +58,7 @@ void db_rollback(PGconn *c);
 const char *db_get(const PGresult *res, int r, const char *col);
 
 #define SQLSTATE_UNIQUE_VIOLATION "23505"
-#define SQLSTATE_FOREIGN_KEY "23503"
-#define SQLSTATE_CHECK "23514"
+#define SQLSTATE_FOREIGN_KEY      "23503"
+#define SQLSTATE_CHECK            "23514"
 
 #endif

@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-#define REQ ERR_KIND_REQ
+#define REQ   ERR_KIND_REQ
 #define FIELD ERR_KIND_FIELD
 static const err_info_t err_table[ERR__COUNT] = {
 #define ERR(e, code, status, kind, doc) [ERR_##e] = {code, status, kind, doc},

@@ -20,10 +20,10 @@ typedef enum err_code {
 typedef enum err_kind { ERR_KIND_REQ, ERR_KIND_FIELD } err_kind;
 
 typedef struct err_info_t {
-	const char *code;  /* stable machine code, e.g. "job_not_found" */
-	int status;        /* HTTP status */
-	err_kind kind;     /* whole request or one field */
-	const char *doc;   /* one-line description for docs and "title" */
+	const char *code; /* stable machine code, e.g. "job_not_found" */
+	int status;       /* HTTP status */
+	err_kind kind;    /* whole request or one field */
+	const char *doc;  /* one-line description for docs and "title" */
 } err_info_t;
 
 /* RET: the row for e; an out-of-range e yields the internal_error row. */

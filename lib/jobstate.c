@@ -11,23 +11,22 @@
 #include "error.h"
 
 static const char *const names[JOB_STATE__COUNT] = {
-	[JOB_QUEUED] = "queued",         [JOB_DISPATCHING] = "dispatching",
-	[JOB_SCHEDULED] = "scheduled",   [JOB_RUNNING] = "running",
-	[JOB_CANCELLING] = "cancelling", [JOB_SUCCEEDED] = "succeeded",
-	[JOB_FAILED] = "failed",         [JOB_CANCELLED] = "cancelled",
+    [JOB_QUEUED] = "queued",   [JOB_DISPATCHING] = "dispatching", [JOB_SCHEDULED] = "scheduled",
+    [JOB_RUNNING] = "running", [JOB_CANCELLING] = "cancelling",   [JOB_SUCCEEDED] = "succeeded",
+    [JOB_FAILED] = "failed",   [JOB_CANCELLED] = "cancelled",
 };
 
 #define S(x) (1u << JOB_##x)
 /* allowed[from] is the set of states a job in `from` may move to. */
 static const unsigned allowed[JOB_STATE__COUNT] = {
-	[JOB_QUEUED] = S(DISPATCHING) | S(CANCELLED) | S(FAILED),
-	[JOB_DISPATCHING] = S(SCHEDULED) | S(QUEUED) | S(CANCELLING) | S(FAILED),
-	[JOB_SCHEDULED] = S(RUNNING) | S(QUEUED) | S(CANCELLING) | S(FAILED) | S(SUCCEEDED),
-	[JOB_RUNNING] = S(SUCCEEDED) | S(FAILED) | S(QUEUED) | S(CANCELLING),
-	[JOB_CANCELLING] = S(CANCELLED) | S(SUCCEEDED) | S(FAILED),
-	[JOB_SUCCEEDED] = 0,
-	[JOB_FAILED] = 0,
-	[JOB_CANCELLED] = 0,
+    [JOB_QUEUED] = S(DISPATCHING) | S(CANCELLED) | S(FAILED),
+    [JOB_DISPATCHING] = S(SCHEDULED) | S(QUEUED) | S(CANCELLING) | S(FAILED),
+    [JOB_SCHEDULED] = S(RUNNING) | S(QUEUED) | S(CANCELLING) | S(FAILED) | S(SUCCEEDED),
+    [JOB_RUNNING] = S(SUCCEEDED) | S(FAILED) | S(QUEUED) | S(CANCELLING),
+    [JOB_CANCELLING] = S(CANCELLED) | S(SUCCEEDED) | S(FAILED),
+    [JOB_SUCCEEDED] = 0,
+    [JOB_FAILED] = 0,
+    [JOB_CANCELLED] = 0,
 };
 
 const char *job_state_name(job_state s)
@@ -56,7 +55,7 @@ bool job_transition_allowed(job_state from, job_state to)
 }
 
 int jobstate_transition(PGconn *c, const char *job_id, job_state to, const char *reason,
-			const char *actor_id, const json_t *detail, job_state *from)
+                        const char *actor_id, const json_t *detail, job_state *from)
 {
 	PGresult *r;
 	const char *p1[] = {job_id};
@@ -79,21 +78,22 @@ int jobstate_transition(PGconn *c, const char *job_id, job_state to, const char 
 	const char *final = job_state_final(to) ? "t" : "f";
 	const char *p2[] = {job_id, names[to], reason ? reason : "", final};
 	rc = db_query(c, NULL,
-		      "UPDATE jobs SET state = $2, state_reason = $3, updated_at = now(),"
-		      " started_at = CASE WHEN $2 = 'running' THEN coalesce(started_at, now())"
-		      "   ELSE started_at END,"
-		      " finished_at = CASE WHEN $4::boolean THEN now() ELSE NULL END"
-		      " WHERE id = $1",
-		      4, p2);
+	              "UPDATE jobs SET state = $2, state_reason = $3, updated_at = now(),"
+	              " started_at = CASE WHEN $2 = 'running' THEN coalesce(started_at, now())"
+	              "   ELSE started_at END,"
+	              " finished_at = CASE WHEN $4::boolean THEN now() ELSE NULL END"
+	              " WHERE id = $1",
+	              4, p2);
 	if (rc)
 		return rc;
 	char *d = detail ? json_dumps(detail, JSON_COMPACT) : NULL;
-	const char *p3[] = {job_id, names[cur], names[to], reason ? reason : "", actor_id,
-			    d ? d : "{}"};
-	rc = db_query(c, NULL,
-		      "INSERT INTO job_events (job_id, from_state, to_state, reason, actor_id, detail)"
-		      " VALUES ($1, $2, $3, $4, $5, $6::jsonb)",
-		      6, p3);
+	const char *p3[] = {job_id,   names[cur],  names[to], reason ? reason : "",
+	                    actor_id, d ? d : "{}"};
+	rc = db_query(
+	    c, NULL,
+	    "INSERT INTO job_events (job_id, from_state, to_state, reason, actor_id, detail)"
+	    " VALUES ($1, $2, $3, $4, $5, $6::jsonb)",
+	    6, p3);
 	free(d);
 	return rc;
 }
@@ -102,7 +102,7 @@ int jobstate_record_created(PGconn *c, const char *job_id, const char *actor_id)
 {
 	const char *p[] = {job_id, actor_id};
 	return db_query(c, NULL,
-			"INSERT INTO job_events (job_id, from_state, to_state, reason, actor_id)"
-			" VALUES ($1, NULL, 'queued', 'submitted', $2)",
-			2, p);
+	                "INSERT INTO job_events (job_id, from_state, to_state, reason, actor_id)"
+	                " VALUES ($1, NULL, 'queued', 'submitted', $2)",
+	                2, p);
 }

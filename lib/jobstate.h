@@ -44,7 +44,7 @@ bool job_transition_allowed(job_state from, job_state to);
  * in the table; -ERR_DB_UNAVAILABLE / -ERR_INTERNAL.
  */
 int jobstate_transition(PGconn *c, const char *job_id, job_state to, const char *reason,
-			const char *actor_id, const json_t *detail, job_state *from);
+                        const char *actor_id, const json_t *detail, job_state *from);
 
 /* Record the creation event (no previous state -> queued) of a new job. */
 int jobstate_record_created(PGconn *c, const char *job_id, const char *actor_id);

@@ -44,13 +44,13 @@ static bool has_long_array(const json_t *j, int max_array)
 			return true;
 		size_t i;
 		const json_t *e;
-		json_array_foreach(j, i, e)
+		json_array_foreach (j, i, e)
 			if (has_long_array(e, max_array))
 				return true;
 	} else if (json_is_object(j)) {
 		const char *k;
 		const json_t *e;
-		json_object_foreach((json_t *)j, k, e)
+		json_object_foreach ((json_t *)j, k, e)
 			if (has_long_array(e, max_array))
 				return true;
 	}
@@ -58,7 +58,7 @@ static bool has_long_array(const json_t *j, int max_array)
 }
 
 int jsonx_parse(const char *buf, size_t len, const jsonx_limits *lim, json_t **out, char *msg,
-		size_t msglen)
+                size_t msglen)
 {
 	*out = NULL;
 	if (scan_depth(buf, len, lim->max_depth) > lim->max_depth) {
@@ -72,20 +72,24 @@ int jsonx_parse(const char *buf, size_t len, const jsonx_limits *lim, json_t **o
 			snprintf(msg, msglen, "duplicate key in body: %s", jerr.text);
 			return -ERR_DUPLICATE_KEY;
 		}
-		snprintf(msg, msglen, "invalid JSON at line %d column %d: %s", jerr.line, jerr.column,
-			 jerr.text);
+		snprintf(msg, msglen, "invalid JSON at line %d column %d: %s", jerr.line,
+		         jerr.column, jerr.text);
 		return -ERR_INVALID_JSON;
 	}
 	if (has_long_array(j, lim->max_array)) {
 		json_decref(j);
-		snprintf(msg, msglen, "an array in the body has more than %d elements", lim->max_array);
+		snprintf(msg, msglen, "an array in the body has more than %d elements",
+		         lim->max_array);
 		return -ERR_JSON_TOO_LARGE;
 	}
 	*out = j;
 	return 0;
 }
 
-void verrs_init(verrs *v) { v->list = json_array(); }
+void verrs_init(verrs *v)
+{
+	v->list = json_array();
+}
 
 void verrs_release(verrs *v)
 {
@@ -93,7 +97,10 @@ void verrs_release(verrs *v)
 	v->list = NULL;
 }
 
-size_t verrs_count(const verrs *v) { return json_array_size(v->list); }
+size_t verrs_count(const verrs *v)
+{
+	return json_array_size(v->list);
+}
 
 /* Cut a string that truncation may have left ending inside a UTF-8 sequence. */
 static void utf8_trim(char *s)
@@ -120,10 +127,10 @@ void verrs_add(verrs *v, const char *pointer, err_code code, const char *fmt, ..
 	utf8_trim(text);
 	utf8_trim(ptr);
 	json_t *row = json_pack("{s:s, s:s, s:s}", "pointer", ptr, "code", err_info(code)->code,
-				"message", text);
+	                        "message", text);
 	if (!row) /* never lose a row: fall back to text that is plain ASCII */
 		row = json_pack("{s:s, s:s, s:s}", "pointer", "", "code", err_info(code)->code,
-				"message", err_info(code)->doc);
+		                "message", err_info(code)->doc);
 	json_array_append_new(v->list, row);
 }
 
@@ -157,7 +164,7 @@ int jsonx_only_fields(const json_t *obj, const char *base, const char *const *al
 	int unknown = 0;
 	const char *k;
 	const json_t *e;
-	json_object_foreach((json_t *)obj, k, e) {
+	json_object_foreach ((json_t *)obj, k, e) {
 		if (jsonx_enum_index(k, allowed) >= 0)
 			continue;
 		char ptr[256];
@@ -170,7 +177,7 @@ int jsonx_only_fields(const json_t *obj, const char *base, const char *const *al
 
 /* Common start of every reader. RET: member, or NULL (absent: *rc set). */
 static const json_t *field(const json_t *obj, const char *base, const char *key, bool required,
-			   char *ptr, size_t ptrlen, int *rc, verrs *v)
+                           char *ptr, size_t ptrlen, int *rc, verrs *v)
 {
 	jsonx_pointer(ptr, ptrlen, base, key);
 	const json_t *m = json_is_object(obj) ? json_object_get(obj, key) : NULL;
@@ -186,7 +193,7 @@ static const json_t *field(const json_t *obj, const char *base, const char *key,
 }
 
 int jsonx_get_int(const json_t *obj, const char *base, const char *key, bool required, int64_t min,
-		  int64_t max, int64_t *out, verrs *v)
+                  int64_t max, int64_t *out, verrs *v)
 {
 	char ptr[256];
 	int rc;
@@ -200,7 +207,7 @@ int jsonx_get_int(const json_t *obj, const char *base, const char *key, bool req
 	int64_t x = json_integer_value(m);
 	if (x < min || x > max) {
 		verrs_add(v, ptr, ERR_F_OUT_OF_RANGE, "%s must be between %lld and %lld", key,
-			  (long long)min, (long long)max);
+		          (long long)min, (long long)max);
 		return -1;
 	}
 	*out = x;
@@ -208,7 +215,7 @@ int jsonx_get_int(const json_t *obj, const char *base, const char *key, bool req
 }
 
 int jsonx_get_num(const json_t *obj, const char *base, const char *key, bool required, double min,
-		  double max, double *out, verrs *v)
+                  double max, double *out, verrs *v)
 {
 	char ptr[256];
 	int rc;
@@ -221,7 +228,8 @@ int jsonx_get_num(const json_t *obj, const char *base, const char *key, bool req
 	}
 	double x = json_number_value(m);
 	if (!(x >= min && x <= max)) {
-		verrs_add(v, ptr, ERR_F_OUT_OF_RANGE, "%s must be between %g and %g", key, min, max);
+		verrs_add(v, ptr, ERR_F_OUT_OF_RANGE, "%s must be between %g and %g", key, min,
+		          max);
 		return -1;
 	}
 	*out = x;
@@ -229,7 +237,7 @@ int jsonx_get_num(const json_t *obj, const char *base, const char *key, bool req
 }
 
 int jsonx_get_str(const json_t *obj, const char *base, const char *key, bool required,
-		  size_t maxlen, const char **out, verrs *v)
+                  size_t maxlen, const char **out, verrs *v)
 {
 	char ptr[256];
 	int rc;
@@ -242,8 +250,8 @@ int jsonx_get_str(const json_t *obj, const char *base, const char *key, bool req
 	}
 	size_t n = json_string_length(m);
 	if (n == 0 || n > maxlen || strlen(json_string_value(m)) != n) {
-		verrs_add(v, ptr, ERR_F_INVALID_VALUE, "%s must be 1 to %zu characters without NUL", key,
-			  maxlen);
+		verrs_add(v, ptr, ERR_F_INVALID_VALUE, "%s must be 1 to %zu characters without NUL",
+		          key, maxlen);
 		return -1;
 	}
 	*out = json_string_value(m);
@@ -251,7 +259,7 @@ int jsonx_get_str(const json_t *obj, const char *base, const char *key, bool req
 }
 
 int jsonx_get_obj(const json_t *obj, const char *base, const char *key, bool required,
-		  const json_t **out, verrs *v)
+                  const json_t **out, verrs *v)
 {
 	char ptr[256];
 	int rc;
@@ -274,7 +282,7 @@ bool jsonx_is_uuid(const char *s)
 			if (c != '-')
 				return false;
 		} else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
-			     (c >= 'A' && c <= 'F')))
+		             (c >= 'A' && c <= 'F')))
 			return false;
 	}
 	return s[36] == '\0';

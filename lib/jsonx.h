@@ -29,7 +29,7 @@ typedef struct jsonx_limits {
  *      -ERR_JSON_TOO_LARGE with a message in msg.
  */
 int jsonx_parse(const char *buf, size_t len, const jsonx_limits *lim, json_t **out, char *msg,
-		size_t msglen);
+                size_t msglen);
 
 /* A list of validation problems. list is never NULL between init and release. */
 typedef struct verrs {
@@ -40,7 +40,7 @@ void verrs_init(verrs *v);
 void verrs_release(verrs *v);
 size_t verrs_count(const verrs *v);
 void verrs_add(verrs *v, const char *pointer, err_code code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 /* Write base + "/" + key (escaped per RFC 6901) into out. */
 void jsonx_pointer(char *out, size_t outlen, const char *base, const char *key);
@@ -58,13 +58,13 @@ int jsonx_only_fields(const json_t *obj, const char *base, const char *const *al
  * RET: 1 when the field was present and valid, 0 when absent, -1 on error.
  */
 int jsonx_get_int(const json_t *obj, const char *base, const char *key, bool required, int64_t min,
-		  int64_t max, int64_t *out, verrs *v);
+                  int64_t max, int64_t *out, verrs *v);
 int jsonx_get_num(const json_t *obj, const char *base, const char *key, bool required, double min,
-		  double max, double *out, verrs *v);
+                  double max, double *out, verrs *v);
 int jsonx_get_str(const json_t *obj, const char *base, const char *key, bool required,
-		  size_t maxlen, const char **out, verrs *v);
+                  size_t maxlen, const char **out, verrs *v);
 int jsonx_get_obj(const json_t *obj, const char *base, const char *key, bool required,
-		  const json_t **out, verrs *v);
+                  const json_t **out, verrs *v);
 
 /* RET: index of s in the NULL-terminated list, or -1. */
 int jsonx_enum_index(const char *s, const char *const *names);

@@ -23,9 +23,15 @@ int log_level_parse(const char *name, log_level *out)
 	return -1;
 }
 
-void log_set_level(log_level lvl) { min_level = lvl; }
+void log_set_level(log_level lvl)
+{
+	min_level = lvl;
+}
 
-int log_enabled(log_level lvl) { return lvl >= min_level; }
+int log_enabled(log_level lvl)
+{
+	return lvl >= min_level;
+}
 
 void log_event(log_level lvl, const char *msg, json_t *fields)
 {

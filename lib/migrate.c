@@ -39,10 +39,9 @@ int migrate_known_version(void)
 	return max;
 }
 
-static const char create_table[] =
-	"CREATE TABLE IF NOT EXISTS schema_migrations ("
-	" version integer PRIMARY KEY, name text NOT NULL,"
-	" applied_at timestamptz NOT NULL DEFAULT now())";
+static const char create_table[] = "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                                   " version integer PRIMARY KEY, name text NOT NULL,"
+                                   " applied_at timestamptz NOT NULL DEFAULT now())";
 
 int migrate_db_version(PGconn *c, int *version)
 {
@@ -66,7 +65,8 @@ static int apply_one(PGconn *c, const embedded_file *f, int v, int *done, char *
 	if (rc)
 		return rc;
 	PGresult *r = NULL;
-	if ((rc = db_query(c, NULL, "SELECT pg_advisory_xact_lock(" MIGRATE_LOCK_KEY ")", 0, NULL)) ||
+	if ((rc = db_query(c, NULL, "SELECT pg_advisory_xact_lock(" MIGRATE_LOCK_KEY ")", 0,
+	                   NULL)) ||
 	    (rc = db_query(c, NULL, create_table, 0, NULL)))
 		goto fail;
 	char vs[16];
@@ -84,15 +84,15 @@ static int apply_one(PGconn *c, const embedded_file *f, int v, int *done, char *
 		if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
 			const char *m = PQresultErrorMessage(x);
 			snprintf(err, errlen, "migration %s failed: %.*s", f->path,
-				 (int)strcspn(m, "\n"), m);
+			         (int)strcspn(m, "\n"), m);
 			rc = PQstatus(c) == CONNECTION_OK ? -ERR_INTERNAL : -ERR_DB_UNAVAILABLE;
 			PQclear(x);
 			goto fail;
 		}
 		PQclear(x);
 		if ((rc = db_query(c, NULL,
-				   "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
-				   2, p)))
+		                   "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+		                   2, p)))
 			goto fail;
 		(*done)++;
 	}
@@ -121,7 +121,7 @@ int migrate_apply(PGconn *c, int *applied, char *err, size_t errlen)
 	int known = migrate_known_version();
 	if (have > known) {
 		snprintf(err, errlen, "database schema version %d is newer than this binary's %d",
-			 have, known);
+		         have, known);
 		return -ERR_SCHEMA_TOO_NEW;
 	}
 	for (int v = 1; v <= known; v++) {
@@ -145,12 +145,13 @@ int migrate_check(PGconn *c, char *err, size_t errlen)
 	int known = migrate_known_version();
 	if (have > known) {
 		snprintf(err, errlen, "database schema version %d is newer than this binary's %d",
-			 have, known);
+		         have, known);
 		return -ERR_SCHEMA_TOO_NEW;
 	}
 	if (have < known) {
-		snprintf(err, errlen, "database schema version %d is older than %d: run `yardctl db migrate`",
-			 have, known);
+		snprintf(err, errlen,
+		         "database schema version %d is older than %d: run `yardctl db migrate`",
+		         have, known);
 		return -ERR_INTERNAL;
 	}
 	return 0;

@@ -11,12 +11,12 @@
 #include "error.h"
 
 int store_user_create(PGconn *c, const char *name, const char *email, role platform,
-		      const char *granted_by, char id[UUID_STR_LEN + 1])
+                      const char *granted_by, char id[UUID_STR_LEN + 1])
 {
 	PGresult *r;
 	const char *p[] = {name, email ? email : ""};
-	int rc = db_query(c, &r, "INSERT INTO users (name, email) VALUES ($1, $2) RETURNING id", 2,
-			  p);
+	int rc =
+	    db_query(c, &r, "INSERT INTO users (name, email) VALUES ($1, $2) RETURNING id", 2, p);
 	if (rc) {
 		if (rc == -ERR_CONFLICT)
 			rc = -ERR_USER_EXISTS;
@@ -29,13 +29,13 @@ int store_user_create(PGconn *c, const char *name, const char *email, role platf
 		return 0;
 	const char *q[] = {id, role_name(platform), granted_by};
 	return db_query(c, NULL,
-			"INSERT INTO role_bindings (user_id, tenant_id, role, granted_by)"
-			" VALUES ($1, NULL, $2, $3)",
-			3, q);
+	                "INSERT INTO role_bindings (user_id, tenant_id, role, granted_by)"
+	                " VALUES ($1, NULL, $2, $3)",
+	                3, q);
 }
 
 int store_token_create(PGconn *c, const char *user_id, const char *name, int ttl_days,
-		       store_token *t)
+                       store_token *t)
 {
 	unsigned char hash[TOKEN_HASH_LEN];
 	char hex[2 * TOKEN_HASH_LEN + 1], days[16];
@@ -46,12 +46,13 @@ int store_token_create(PGconn *c, const char *user_id, const char *name, int ttl
 	snprintf(days, sizeof(days), "%d", ttl_days);
 	const char *p[] = {user_id, name ? name : "", hex, days};
 	PGresult *r;
-	int rc = db_query(c, &r,
-			  "INSERT INTO api_tokens (user_id, name, hash, expires_at)"
-			  " VALUES ($1, $2, decode($3, 'hex'), now() + make_interval(days => $4::int))"
-			  " RETURNING id,"
-			  " to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')",
-			  4, p);
+	int rc =
+	    db_query(c, &r,
+	             "INSERT INTO api_tokens (user_id, name, hash, expires_at)"
+	             " VALUES ($1, $2, decode($3, 'hex'), now() + make_interval(days => $4::int))"
+	             " RETURNING id,"
+	             " to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')",
+	             4, p);
 	if (rc == 0) {
 		snprintf(t->id, sizeof(t->id), "%s", PQgetvalue(r, 0, 0));
 		snprintf(t->expires_at, sizeof(t->expires_at), "%s", PQgetvalue(r, 0, 1));
@@ -71,8 +72,8 @@ int store_bootstrap_admin(PGconn *c, const char *name, int ttl_days, store_token
 	if ((rc = db_query(c, NULL, "SELECT pg_advisory_xact_lock(7093010356958523504)", 0, NULL)))
 		goto out;
 	if ((rc = db_query(c, &r,
-			   "SELECT 1 FROM role_bindings WHERE tenant_id IS NULL AND role = 'admin'",
-			   0, NULL)))
+	                   "SELECT 1 FROM role_bindings WHERE tenant_id IS NULL AND role = 'admin'",
+	                   0, NULL)))
 		goto out;
 	if (PQntuples(r) > 0) {
 		rc = -ERR_ADMIN_EXISTS;
@@ -85,11 +86,12 @@ int store_bootstrap_admin(PGconn *c, const char *name, int ttl_days, store_token
 	if (PQntuples(r) > 0) {
 		snprintf(id, sizeof(id), "%s", PQgetvalue(r, 0, 0));
 		const char *q[] = {id};
-		rc = db_query(c, NULL,
-			      "INSERT INTO role_bindings (user_id, tenant_id, role)"
-			      " VALUES ($1, NULL, 'admin')"
-			      " ON CONFLICT (user_id) WHERE tenant_id IS NULL DO UPDATE SET role = 'admin'",
-			      1, q);
+		rc = db_query(
+		    c, NULL,
+		    "INSERT INTO role_bindings (user_id, tenant_id, role)"
+		    " VALUES ($1, NULL, 'admin')"
+		    " ON CONFLICT (user_id) WHERE tenant_id IS NULL DO UPDATE SET role = 'admin'",
+		    1, q);
 	} else {
 		rc = store_user_create(c, name, "", ROLE_ADMIN, NULL, id);
 	}
@@ -97,9 +99,13 @@ int store_bootstrap_admin(PGconn *c, const char *name, int ttl_days, store_token
 		goto out;
 	char resource[64];
 	snprintf(resource, sizeof(resource), "user/%s", id);
-	audit_record a = {.actor_id = NULL, .actor_name = "bootstrap", .action = "platform.bootstrap",
-			  .resource = resource, .outcome = "success", .status = 201,
-			  .client_addr = "local"};
+	audit_record a = {.actor_id = NULL,
+	                  .actor_name = "bootstrap",
+	                  .action = "platform.bootstrap",
+	                  .resource = resource,
+	                  .outcome = "success",
+	                  .status = 201,
+	                  .client_addr = "local"};
 	if ((rc = audit_write(c, &a)))
 		goto out;
 	rc = db_commit(c);

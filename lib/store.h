@@ -26,11 +26,11 @@ typedef struct store_token {
  * OUT: id. RET 0; -ERR_USER_EXISTS; -ERR_DB_UNAVAILABLE; -ERR_INTERNAL.
  */
 int store_user_create(PGconn *c, const char *name, const char *email, role platform,
-		      const char *granted_by, char id[UUID_STR_LEN + 1]);
+                      const char *granted_by, char id[UUID_STR_LEN + 1]);
 
 /* Create a token for user_id valid for ttl_days. OUT: *t. RET 0 or -ERR_*. */
 int store_token_create(PGconn *c, const char *user_id, const char *name, int ttl_days,
-		       store_token *t);
+                       store_token *t);
 
 /*
  * The first platform admin: in one transaction under an advisory lock,

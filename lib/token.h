@@ -11,9 +11,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define TOKEN_PREFIX "ty_"
+#define TOKEN_PREFIX     "ty_"
 #define TOKEN_SECRET_LEN (3 + 43)
-#define TOKEN_HASH_LEN 32
+#define TOKEN_HASH_LEN   32
 
 /* OUT: out, a NUL-terminated secret. RET 0, or -1 when the CSPRNG fails. */
 int token_generate(char out[TOKEN_SECRET_LEN + 1]);

@@ -60,7 +60,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 }
 
 void http_call(const char *method, const char *path, const char *token, const char *body,
-	       const char *const *extra, http_resp *resp)
+               const char *const *extra, http_resp *resp)
 {
 	memset(resp, 0, sizeof(*resp));
 	const char *base = getenv("TRAINYARD_URL");
@@ -206,11 +206,11 @@ const char *spec_small(const char *name)
 {
 	static char text[1024];
 	snprintf(text, sizeof(text),
-		 "{\"name\":\"%s\",\"model\":{\"preset\":\"tiny\"},"
-		 "\"data\":{\"train\":\"data/t_*.bin\"},"
-		 "\"parallel\":{\"data_parallel\":2,\"micro_batch\":4,\"global_batch\":8},"
-		 "\"resources\":{\"nodes\":2,\"gpus_per_node\":0,\"ranks_per_node\":1},"
-		 "\"training\":{\"steps\":10}}",
-		 name);
+	         "{\"name\":\"%s\",\"model\":{\"preset\":\"tiny\"},"
+	         "\"data\":{\"train\":\"data/t_*.bin\"},"
+	         "\"parallel\":{\"data_parallel\":2,\"micro_batch\":4,\"global_batch\":8},"
+	         "\"resources\":{\"nodes\":2,\"gpus_per_node\":0,\"ranks_per_node\":1},"
+	         "\"training\":{\"steps\":10}}",
+	         name);
 	return text;
 }

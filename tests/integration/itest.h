@@ -15,12 +15,12 @@
 
 typedef struct http_resp {
 	long status;
-	json_t *body;            /* parsed body, or NULL (empty or not JSON) */
+	json_t *body; /* parsed body, or NULL (empty or not JSON) */
 	char request_id[80];
 	char retry_after[16];
 	char content_type[80];
 	bool replayed;
-	double seconds;          /* total time of the exchange */
+	double seconds; /* total time of the exchange */
 } http_resp;
 
 /*
@@ -28,7 +28,7 @@ typedef struct http_resp {
  * optional NULL-terminated list of raw header lines. Caller releases resp.
  */
 void http_call(const char *method, const char *path, const char *token, const char *body,
-	       const char *const *extra, http_resp *resp);
+               const char *const *extra, http_resp *resp);
 void http_resp_release(http_resp *r);
 
 /* Shorthand: the status only. */

@@ -16,8 +16,8 @@
 #include "unit.h"
 
 enum who { ADMIN, PAUDITOR, OWNER_A, EDITOR_A, VIEWER_A, AUDITOR_A, OUTSIDER, OWNER_B, N_WHO };
-static const char *const who_names[N_WHO] = {"admin",    "pauditor", "owner-a",  "editor-a",
-					      "viewer-a", "auditor-a", "outsider", "owner-b"};
+static const char *const who_names[N_WHO] = {"admin",    "pauditor",  "owner-a",  "editor-a",
+                                             "viewer-a", "auditor-a", "outsider", "owner-b"};
 
 static struct {
 	char tenant_a[64], tenant_b[64];
@@ -39,8 +39,8 @@ static void make_user(int i, const char *platform_role)
 	char body[256], path[256];
 	snprintf(fx.user[i], sizeof(fx.user[i]), "%s", unique(who_names[i]));
 	snprintf(body, sizeof(body), "{\"name\":\"%s\"%s%s%s}", fx.user[i],
-		 platform_role ? ",\"platform_role\":\"" : "", platform_role ? platform_role : "",
-		 platform_role ? "\"" : "");
+	         platform_role ? ",\"platform_role\":\"" : "", platform_role ? platform_role : "",
+	         platform_role ? "\"" : "");
 	http_resp r;
 	http_call("POST", "/v1/users", admin_token(), body, NULL, &r);
 	must(r.status, 201, "create user");
@@ -96,6 +96,7 @@ static void setup(void)
 }
 
 /* Path templates: A, B = tenants; JA, JB = jobs; U = a user name; T = a token id. */
+/* clang-format off */
 static void expand(const char *tpl, char *out, size_t n)
 {
 	size_t o = 0;
@@ -116,6 +117,7 @@ static void expand(const char *tpl, char *out, size_t n)
 	}
 	out[o] = '\0';
 }
+/* clang-format on */
 
 /*
  * The route matrix: expected status per caller, in who order
@@ -123,6 +125,7 @@ static void expand(const char *tpl, char *out, size_t n)
  * outsider, owner B). Reads only, and mutations that fail the check
  * before changing anything, so the rows can run in any order.
  */
+/* clang-format off */
 static const struct {
 	const char *method, *path, *body;
 	int want[N_WHO];
@@ -157,6 +160,7 @@ static const struct {
 	{"GET", "/v1/nothing", NULL, {404, 404, 404, 404, 404, 404, 404, 404}},
 	{"PATCH", "/v1/tenants", NULL, {405, 405, 405, 405, 405, 405, 405, 405}},
 };
+/* clang-format on */
 
 START_TEST(route_matrix)
 {
@@ -169,8 +173,8 @@ START_TEST(route_matrix)
 				continue;
 			long got = http_status(matrix[i].method, path, fx.token[w], matrix[i].body);
 			ck_assert_msg(got == matrix[i].want[w], "%s %s as %s: %ld, want %d",
-				      matrix[i].method, matrix[i].path, who_names[w], got,
-				      matrix[i].want[w]);
+			              matrix[i].method, matrix[i].path, who_names[w], got,
+			              matrix[i].want[w]);
 			rows++;
 		}
 	}
@@ -193,7 +197,7 @@ START_TEST(other_tenant_looks_missing)
 	snprintf(path, sizeof(path), "/v1/jobs/%s", fx.job_b);
 	http_call("GET", path, fx.token[OWNER_A], NULL, NULL, &a);
 	http_call("GET", "/v1/jobs/0f0f0f0f-0000-4000-8000-000000000000", fx.token[OWNER_A], NULL,
-		  NULL, &b);
+	          NULL, &b);
 	ck_assert_int_eq(a.status, 404);
 	ck_assert_int_eq(b.status, 404);
 	ck_assert_str_eq(resp_str(&a, "code"), resp_str(&b, "code"));
@@ -213,7 +217,7 @@ START_TEST(other_tenant_looks_missing)
 	json_t *items = json_object_get(a.body, "items");
 	ck_assert_uint_eq(json_array_size(items), 1);
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(items, 0), "name")),
-			 fx.tenant_a);
+	                 fx.tenant_a);
 	http_resp_release(&a);
 }
 END_TEST
@@ -222,18 +226,21 @@ START_TEST(denials_are_audited)
 {
 	const char *p[] = {fx.user_id[OUTSIDER]};
 	char *before = sql_value("SELECT count(*) FROM audit_log WHERE actor_id = $1"
-				 " AND outcome = 'denied'", 1, p);
+	                         " AND outcome = 'denied'",
+	                         1, p);
 	char path[128];
 	snprintf(path, sizeof(path), "/v1/jobs/%s", fx.job_a);
 	ck_assert_int_eq(http_status("GET", path, fx.token[OUTSIDER], NULL), 404);
 	ck_assert_int_eq(http_status("GET", "/v1/users", fx.token[OUTSIDER], NULL), 403);
 	char *after = sql_value("SELECT count(*) FROM audit_log WHERE actor_id = $1"
-				" AND outcome = 'denied'", 1, p);
+	                        " AND outcome = 'denied'",
+	                        1, p);
 	ck_assert_int_eq(atoi(after), atoi(before) + 2);
 	free(before);
 	free(after);
 	char *n = sql_value("SELECT count(*) FROM audit_log WHERE action = 'authz.deny'"
-			    " AND status = 401 AND actor_id IS NULL", 0, NULL);
+	                    " AND status = 401 AND actor_id IS NULL",
+	                    0, NULL);
 	ck_assert_int_gt(atoi(n), 0);
 	free(n);
 }
@@ -254,7 +261,8 @@ START_TEST(mutations_are_audited_with_request_id)
 	http_resp_release(&r);
 	const char *p[] = {rid};
 	char *row = sql_value("SELECT action || ' ' || outcome || ' ' || status FROM audit_log"
-			      " WHERE request_id = $1", 1, p);
+	                      " WHERE request_id = $1",
+	                      1, p);
 	ck_assert_str_eq(row, "tenant.create success 201");
 	free(row);
 	/* a refused mutation leaves a record too */
@@ -280,7 +288,8 @@ END_TEST
 START_TEST(no_change_without_audit)
 {
 	ck_assert(sql_ok("ALTER TABLE audit_log ADD CONSTRAINT itest_block"
-			 " CHECK (action <> 'tenant.create') NOT VALID", 0, NULL));
+	                 " CHECK (action <> 'tenant.create') NOT VALID",
+	                 0, NULL));
 	char name[64], body[128];
 	snprintf(name, sizeof(name), "%s", unique("unaudited"));
 	snprintf(body, sizeof(body), "{\"name\":\"%s\"}", name);
@@ -300,7 +309,7 @@ START_TEST(token_expiry_and_revocation)
 	http_resp r;
 	snprintf(path, sizeof(path), "/v1/users/%s/tokens", fx.user[VIEWER_A]);
 	http_call("POST", path, fx.token[VIEWER_A], "{\"name\":\"short\",\"expires_in_days\":1}",
-		  NULL, &r);
+	          NULL, &r);
 	ck_assert_int_eq(r.status, 201);
 	char tok[80], id[40];
 	snprintf(tok, sizeof(tok), "%s", resp_str(&r, "token"));
@@ -315,7 +324,8 @@ START_TEST(token_expiry_and_revocation)
 	free(text);
 	http_resp_release(&r);
 	const char *p[] = {id};
-	char *used = sql_value("SELECT last_used_at IS NOT NULL FROM api_tokens WHERE id = $1", 1, p);
+	char *used =
+	    sql_value("SELECT last_used_at IS NOT NULL FROM api_tokens WHERE id = $1", 1, p);
 	ck_assert_str_eq(used, "t");
 	free(used);
 	char *hash = sql_value("SELECT encode(hash, 'hex') FROM api_tokens WHERE id = $1", 1, p);
@@ -324,13 +334,13 @@ START_TEST(token_expiry_and_revocation)
 	free(hash);
 
 	ck_assert(sql_ok("UPDATE api_tokens SET expires_at = now() - interval '1 s' WHERE id = $1",
-			 1, p));
+	                 1, p));
 	http_call("GET", "/v1/whoami", tok, NULL, NULL, &r);
 	ck_assert_int_eq(r.status, 401);
 	ck_assert_str_eq(resp_str(&r, "code"), "token_expired");
 	http_resp_release(&r);
-	ck_assert(sql_ok("UPDATE api_tokens SET expires_at = now() + interval '1 day' WHERE id = $1",
-			 1, p));
+	ck_assert(sql_ok(
+	    "UPDATE api_tokens SET expires_at = now() + interval '1 day' WHERE id = $1", 1, p));
 	ck_assert_int_eq(http_status("GET", "/v1/whoami", tok, NULL), 200);
 
 	snprintf(path, sizeof(path), "/v1/tokens/%s", id);
@@ -442,13 +452,13 @@ START_TEST(body_and_json_limits)
 		int status;
 		const char *code;
 	} cases[] = {
-		{"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]", 400,
-		 "json_too_deep"},
-		{"{\"name\":\"a\",\"name\":\"b\"}", 400, "duplicate_key"},
-		{"{\"name\":", 400, "invalid_json"},
-		{"[1,2]", 400, "invalid_json"},
-		{"{\"name\":\"x\",\"tenant\":\"other\",\"state\":\"running\",\"submitter\":\"me\"}", 422,
-		 "validation_failed"},
+	    {"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
+	     400, "json_too_deep"},
+	    {"{\"name\":\"a\",\"name\":\"b\"}", 400, "duplicate_key"},
+	    {"{\"name\":", 400, "invalid_json"},
+	    {"[1,2]", 400, "invalid_json"},
+	    {"{\"name\":\"x\",\"tenant\":\"other\",\"state\":\"running\",\"submitter\":\"me\"}",
+	     422, "validation_failed"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		http_call("POST", idem_path(), tok, cases[i].body, NULL, &r);
@@ -474,9 +484,11 @@ START_TEST(body_and_json_limits)
 		bool seen = false;
 		size_t i;
 		json_t *e;
-		json_array_foreach(errs, i, e) {
-			if (strcmp(json_string_value(json_object_get(e, "pointer")), want[w]) == 0 &&
-			    strcmp(json_string_value(json_object_get(e, "code")), "unknown_field") == 0)
+		json_array_foreach (errs, i, e) {
+			if (strcmp(json_string_value(json_object_get(e, "pointer")), want[w]) ==
+			        0 &&
+			    strcmp(json_string_value(json_object_get(e, "code")),
+			           "unknown_field") == 0)
 				seen = true;
 		}
 		ck_assert_msg(seen, "no unknown_field row for %s", want[w]);
@@ -510,15 +522,16 @@ START_TEST(pagination_newest_first)
 	do {
 		char url[1024];
 		snprintf(url, sizeof(url), "/v1/tenants/%s/jobs?limit=3%s%s", tenant,
-			 cursor[0] ? "&cursor=" : "", cursor);
+		         cursor[0] ? "&cursor=" : "", cursor);
 		http_resp r;
 		http_call("GET", url, admin_token(), NULL, NULL, &r);
 		ck_assert_int_eq(r.status, 200);
 		json_t *items = json_object_get(r.body, "items");
 		size_t i;
 		json_t *it;
-		json_array_foreach(items, i, it) {
-			ck_assert_str_eq(json_string_value(json_object_get(it, "id")), ids[6 - seen]);
+		json_array_foreach (items, i, it) {
+			ck_assert_str_eq(json_string_value(json_object_get(it, "id")),
+			                 ids[6 - seen]);
 			ck_assert_ptr_null(json_object_get(it, "spec"));
 			seen++;
 		}
@@ -568,11 +581,11 @@ START_TEST(cancel_and_events)
 	json_t *items = json_object_get(r.body, "items");
 	ck_assert_uint_eq(json_array_size(items), 2);
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(items, 0), "to_state")),
-			 "queued");
+	                 "queued");
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(items, 1), "from_state")),
-			 "queued");
+	                 "queued");
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(items, 1), "to_state")),
-			 "cancelled");
+	                 "cancelled");
 	http_resp_release(&r);
 }
 END_TEST
@@ -582,7 +595,8 @@ START_TEST(members_and_grants)
 	char path[256];
 	/* an owner grants and revokes; the last owner stays */
 	snprintf(path, sizeof(path), "/v1/tenants/%s/members/%s", fx.tenant_a, fx.user[OUTSIDER]);
-	ck_assert_int_eq(http_status("PUT", path, fx.token[EDITOR_A], "{\"role\":\"viewer\"}"), 403);
+	ck_assert_int_eq(http_status("PUT", path, fx.token[EDITOR_A], "{\"role\":\"viewer\"}"),
+	                 403);
 	ck_assert_int_eq(http_status("PUT", path, fx.token[OWNER_A], "{\"role\":\"viewer\"}"), 200);
 	char jpath[128];
 	snprintf(jpath, sizeof(jpath), "/v1/jobs/%s", fx.job_a);
@@ -598,8 +612,10 @@ START_TEST(members_and_grants)
 	http_resp_release(&r);
 	ck_assert_int_eq(http_status("DELETE", path, fx.token[OWNER_A], NULL), 409);
 	/* {user} by id works as well as by name */
-	snprintf(path, sizeof(path), "/v1/tenants/%s/members/%s", fx.tenant_a, fx.user_id[OUTSIDER]);
-	ck_assert_int_eq(http_status("PUT", path, fx.token[OWNER_A], "{\"role\":\"auditor\"}"), 200);
+	snprintf(path, sizeof(path), "/v1/tenants/%s/members/%s", fx.tenant_a,
+	         fx.user_id[OUTSIDER]);
+	ck_assert_int_eq(http_status("PUT", path, fx.token[OWNER_A], "{\"role\":\"auditor\"}"),
+	                 200);
 	ck_assert_int_eq(http_status("DELETE", path, fx.token[OWNER_A], NULL), 204);
 }
 END_TEST
@@ -636,7 +652,8 @@ END_TEST
 START_TEST(state_constraint_matches_enum)
 {
 	char *def = sql_value("SELECT pg_get_constraintdef(oid) FROM pg_constraint"
-			      " WHERE conname = 'jobs_state_check'", 0, NULL);
+	                      " WHERE conname = 'jobs_state_check'",
+	                      0, NULL);
 	int quoted = 0;
 	for (const char *p = def; *p; p++)
 		quoted += *p == '\'';
@@ -666,8 +683,9 @@ START_TEST(meta_routes)
 	ck_assert_str_eq(resp_str(&r, "openapi"), "3.1.0");
 	http_resp_release(&r);
 	http_call("GET", "/v1/whoami", fx.token[EDITOR_A], NULL, NULL, &r);
-	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(r.body, "user"), "name")),
-			 fx.user[EDITOR_A]);
+	ck_assert_str_eq(
+	    json_string_value(json_object_get(json_object_get(r.body, "user"), "name")),
+	    fx.user[EDITOR_A]);
 	json_t *m = json_array_get(json_object_get(r.body, "memberships"), 0);
 	ck_assert_str_eq(json_string_value(json_object_get(m, "role")), "editor");
 	ck_assert(json_is_null(json_object_get(r.body, "platform_role")));

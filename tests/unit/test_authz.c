@@ -13,20 +13,20 @@
 static bool expected_has(role r, perm p)
 {
 	static const char *const table[ROLE__COUNT] = {
-		[ROLE_NONE] = "",
-		[ROLE_ADMIN] = "authenticated tenant.create tenant.list_all tenant.read quota.read "
-			       "quota.write member.read member.write user.create user.read "
-			       "token.manage job.submit job.read job.cancel audit.read",
-		[ROLE_PLATFORM_AUDITOR] = "authenticated tenant.list_all tenant.read quota.read "
-					  "member.read user.read job.read audit.read",
-		[ROLE_OWNER] = "authenticated tenant.read quota.read member.read member.write "
-			       "job.submit job.read job.cancel audit.read",
-		[ROLE_EDITOR] = "authenticated tenant.read quota.read member.read job.submit "
-				"job.read job.cancel",
-		[ROLE_VIEWER] = "authenticated tenant.read quota.read member.read job.read",
-		[ROLE_TENANT_AUDITOR] = "authenticated tenant.read quota.read member.read job.read "
-					"audit.read",
-		[ROLE_SELF] = "authenticated user.read token.manage",
+	    [ROLE_NONE] = "",
+	    [ROLE_ADMIN] = "authenticated tenant.create tenant.list_all tenant.read quota.read "
+	                   "quota.write member.read member.write user.create user.read "
+	                   "token.manage job.submit job.read job.cancel audit.read",
+	    [ROLE_PLATFORM_AUDITOR] = "authenticated tenant.list_all tenant.read quota.read "
+	                              "member.read user.read job.read audit.read",
+	    [ROLE_OWNER] = "authenticated tenant.read quota.read member.read member.write "
+	                   "job.submit job.read job.cancel audit.read",
+	    [ROLE_EDITOR] = "authenticated tenant.read quota.read member.read job.submit "
+	                    "job.read job.cancel",
+	    [ROLE_VIEWER] = "authenticated tenant.read quota.read member.read job.read",
+	    [ROLE_TENANT_AUDITOR] = "authenticated tenant.read quota.read member.read job.read "
+	                            "audit.read",
+	    [ROLE_SELF] = "authenticated user.read token.manage",
 	};
 	const char *list = table[r];
 	const char *name = perm_name(p);
@@ -37,15 +37,22 @@ static bool expected_has(role r, perm p)
 	return false;
 }
 
-static bool is_platform(role r) { return r == ROLE_ADMIN || r == ROLE_PLATFORM_AUDITOR; }
-static bool is_tenant(role r) { return r >= ROLE_OWNER && r <= ROLE_TENANT_AUDITOR; }
+static bool is_platform(role r)
+{
+	return r == ROLE_ADMIN || r == ROLE_PLATFORM_AUDITOR;
+}
+static bool is_tenant(role r)
+{
+	return r >= ROLE_OWNER && r <= ROLE_TENANT_AUDITOR;
+}
 
 START_TEST(role_table_matches_expectation)
 {
 	for (int r = 0; r < ROLE__COUNT; r++)
 		for (int p = 0; p < PERM__COUNT; p++)
-			ck_assert_msg(authz_role_has((role)r, (perm)p) == expected_has((role)r, (perm)p),
-				      "role %s permission %s", role_name((role)r), perm_name((perm)p));
+			ck_assert_msg(
+			    authz_role_has((role)r, (perm)p) == expected_has((role)r, (perm)p),
+			    "role %s permission %s", role_name((role)r), perm_name((perm)p));
 }
 END_TEST
 
@@ -58,30 +65,42 @@ START_TEST(decide_every_combination)
 {
 	const role platforms[] = {ROLE_NONE, ROLE_ADMIN, ROLE_PLATFORM_AUDITOR};
 	const role tenants[] = {ROLE_NONE, ROLE_OWNER, ROLE_EDITOR, ROLE_VIEWER,
-				ROLE_TENANT_AUDITOR};
+	                        ROLE_TENANT_AUDITOR};
 	int checked = 0;
 	for (size_t a = 0; a < 3; a++)
 		for (size_t b = 0; b < 5; b++)
 			for (int self = 0; self < 2; self++)
 				for (int sc = 0; sc < SCOPE__COUNT; sc++)
 					for (int p = 0; p < PERM__COUNT; p++) {
-		authz_subject s = {platforms[a], tenants[b], self};
-		bool tenant_scope = sc == SCOPE_TENANT || sc == SCOPE_JOB;
-		bool user_scope = sc == SCOPE_USER || sc == SCOPE_TOKEN;
-		bool allow = expected_has(s.platform, (perm)p) ||
-			     (tenant_scope && expected_has(s.tenant, (perm)p)) ||
-			     (user_scope && self && expected_has(ROLE_SELF, (perm)p)) ||
-			     (sc == SCOPE_PLATFORM && p == PERM_AUTHENTICATED);
-		bool related = is_platform(s.platform) || (tenant_scope && is_tenant(s.tenant)) ||
-			       (user_scope && self) || sc == SCOPE_PLATFORM;
-		authz_result want = allow ? AUTHZ_ALLOW
-				    : related ? AUTHZ_DENY_FORBIDDEN
-					      : AUTHZ_DENY_HIDDEN;
-		authz_result got = authz_decide(&s, (perm)p, (scope)sc);
-		ck_assert_msg(got == want, "platform %s tenant %s self %d scope %s perm %s: got %d want %d",
-			      role_name(s.platform), role_name(s.tenant), self, scope_name((scope)sc),
-			      perm_name((perm)p), got, want);
-		checked++;
+						authz_subject s = {platforms[a], tenants[b], self};
+						bool tenant_scope =
+						    sc == SCOPE_TENANT || sc == SCOPE_JOB;
+						bool user_scope =
+						    sc == SCOPE_USER || sc == SCOPE_TOKEN;
+						bool allow = expected_has(s.platform, (perm)p) ||
+						             (tenant_scope &&
+						              expected_has(s.tenant, (perm)p)) ||
+						             (user_scope && self &&
+						              expected_has(ROLE_SELF, (perm)p)) ||
+						             (sc == SCOPE_PLATFORM &&
+						              p == PERM_AUTHENTICATED);
+						bool related =
+						    is_platform(s.platform) ||
+						    (tenant_scope && is_tenant(s.tenant)) ||
+						    (user_scope && self) || sc == SCOPE_PLATFORM;
+						authz_result want = allow     ? AUTHZ_ALLOW
+						                    : related ? AUTHZ_DENY_FORBIDDEN
+						                              : AUTHZ_DENY_HIDDEN;
+						authz_result got =
+						    authz_decide(&s, (perm)p, (scope)sc);
+						ck_assert_msg(got == want,
+						              "platform %s tenant %s self %d scope "
+						              "%s perm %s: got %d want %d",
+						              role_name(s.platform),
+						              role_name(s.tenant), self,
+						              scope_name((scope)sc),
+						              perm_name((perm)p), got, want);
+						checked++;
 					}
 	ck_assert_int_eq(checked, 3 * 5 * 2 * SCOPE__COUNT * PERM__COUNT);
 }
@@ -113,7 +132,7 @@ START_TEST(grant_needs_every_permission)
 			for (int target = 0; target < ROLE__COUNT; target++) {
 				bool want = is_tenant((role)target);
 				bool can_write = expected_has(s.platform, PERM_MEMBER_WRITE) ||
-						 expected_has(s.tenant, PERM_MEMBER_WRITE);
+				                 expected_has(s.tenant, PERM_MEMBER_WRITE);
 				want = want && can_write;
 				for (int p = 0; want && p < PERM__COUNT; p++)
 					if (expected_has((role)target, (perm)p) &&
@@ -121,8 +140,8 @@ START_TEST(grant_needs_every_permission)
 					    !expected_has(s.tenant, (perm)p))
 						want = false;
 				ck_assert_msg(authz_can_grant(&s, (role)target) == want,
-					      "%s/%s granting %s", role_name(s.platform),
-					      role_name(s.tenant), role_name((role)target));
+				              "%s/%s granting %s", role_name(s.platform),
+				              role_name(s.tenant), role_name((role)target));
 			}
 		}
 	/* the cases people ask about */

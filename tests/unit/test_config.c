@@ -51,10 +51,10 @@ START_TEST(readme_lists_every_setting)
 		char needle[96], line[1024], def[160];
 		snprintf(needle, sizeof(needle), "| `%s` |", o[i].env);
 		ck_assert_msg(line_with(readme, needle, line, sizeof(line)),
-			      "README.md has no row for %s", o[i].env);
+		              "README.md has no row for %s", o[i].env);
 		snprintf(def, sizeof(def), "| `%s` |", o[i].def[0] ? o[i].def : "(empty)");
 		ck_assert_msg(strstr(line, def), "README.md row of %s lacks default %s", o[i].env,
-			      def);
+		              def);
 	}
 	free(readme);
 }
@@ -83,7 +83,8 @@ START_TEST(example_env_lists_every_setting)
 			snprintf(needle, sizeof(needle), "\n# %s=%s\n", o[i].env, o[i].def);
 			found = strstr(ex, needle) != NULL;
 		}
-		ck_assert_msg(found, "deploy/trainyard.env.example lacks %s=%s", o[i].env, o[i].def);
+		ck_assert_msg(found, "deploy/trainyard.env.example lacks %s=%s", o[i].env,
+		              o[i].def);
 	}
 	free(ex);
 }

@@ -18,21 +18,21 @@ static char *render_docs(void)
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 	fprintf(f, "# Error codes\n\n"
-		   "Generated from lib/errors.def by `make docs`; a unit test fails when this file "
-		   "and the table differ.\n\n"
-		   "Every error answer is `application/problem+json` with a stable `code`. "
-		   "Validation errors (`validation_failed`) list one row per offending field in "
-		   "`errors[]`, each with a JSON pointer and one of the field codes below.\n\n"
-		   "## Request errors\n\n| code | HTTP status | meaning |\n|---|---|---|\n");
+	           "Generated from lib/errors.def by `make docs`; a unit test fails when this file "
+	           "and the table differ.\n\n"
+	           "Every error answer is `application/problem+json` with a stable `code`. "
+	           "Validation errors (`validation_failed`) list one row per offending field in "
+	           "`errors[]`, each with a JSON pointer and one of the field codes below.\n\n"
+	           "## Request errors\n\n| code | HTTP status | meaning |\n|---|---|---|\n");
 	for (int i = 1; i < ERR__COUNT; i++)
 		if (err_info((err_code)i)->kind == ERR_KIND_REQ)
 			fprintf(f, "| `%s` | %d | %s |\n", err_info((err_code)i)->code,
-				err_info((err_code)i)->status, err_info((err_code)i)->doc);
+			        err_info((err_code)i)->status, err_info((err_code)i)->doc);
 	fprintf(f, "\n## Field codes (inside `errors[]`)\n\n| code | meaning |\n|---|---|\n");
 	for (int i = 1; i < ERR__COUNT; i++)
 		if (err_info((err_code)i)->kind == ERR_KIND_FIELD)
 			fprintf(f, "| `%s` | %s |\n", err_info((err_code)i)->code,
-				err_info((err_code)i)->doc);
+			        err_info((err_code)i)->doc);
 	fclose(f);
 	return buf;
 }
@@ -64,11 +64,11 @@ START_TEST(codes_unique_and_wellformed)
 		ck_assert_int_eq(err_from_string(a->code), i);
 		ck_assert_msg(a->status >= 200 && a->status < 600, "%s status", a->code);
 		ck_assert_msg(strspn(a->code, "abcdefghijklmnopqrstuvwxyz_") == strlen(a->code),
-			      "%s must be snake_case", a->code);
+		              "%s must be snake_case", a->code);
 		ck_assert_msg(a->doc[0] >= 'a' && a->doc[0] <= 'z', "%s doc starts lower case",
-			      a->code);
+		              a->code);
 		ck_assert_msg(a->doc[strlen(a->doc) - 1] != '.', "%s doc ends without a period",
-			      a->code);
+		              a->code);
 		if (a->kind == ERR_KIND_FIELD)
 			ck_assert_int_eq(a->status, 422);
 	}

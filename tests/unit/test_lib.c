@@ -43,21 +43,24 @@ END_TEST
 START_TEST(job_state_table)
 {
 	/* every pair against the documented machine */
-	static const char *const allowed[] = {
-		"queued>dispatching", "queued>cancelled", "queued>failed",
-		"dispatching>scheduled", "dispatching>queued", "dispatching>cancelling",
-		"dispatching>failed", "scheduled>running", "scheduled>queued",
-		"scheduled>cancelling", "scheduled>failed", "scheduled>succeeded",
-		"running>succeeded", "running>failed", "running>queued", "running>cancelling",
-		"cancelling>cancelled", "cancelling>succeeded", "cancelling>failed", NULL};
+	static const char *const allowed[] = {"queued>dispatching",   "queued>cancelled",
+	                                      "queued>failed",        "dispatching>scheduled",
+	                                      "dispatching>queued",   "dispatching>cancelling",
+	                                      "dispatching>failed",   "scheduled>running",
+	                                      "scheduled>queued",     "scheduled>cancelling",
+	                                      "scheduled>failed",     "scheduled>succeeded",
+	                                      "running>succeeded",    "running>failed",
+	                                      "running>queued",       "running>cancelling",
+	                                      "cancelling>cancelled", "cancelling>succeeded",
+	                                      "cancelling>failed",    NULL};
 	for (int f = 0; f < JOB_STATE__COUNT; f++)
 		for (int t = 0; t < JOB_STATE__COUNT; t++) {
 			char pair[64];
 			snprintf(pair, sizeof(pair), "%s>%s", job_state_name((job_state)f),
-				 job_state_name((job_state)t));
+			         job_state_name((job_state)t));
 			bool want = jsonx_enum_index(pair, allowed) >= 0;
 			ck_assert_msg(job_transition_allowed((job_state)f, (job_state)t) == want,
-				      "%s", pair);
+			              "%s", pair);
 		}
 	for (int s = 0; s < JOB_STATE__COUNT; s++) {
 		ck_assert_int_eq(job_state_parse(job_state_name((job_state)s)), s);
@@ -100,8 +103,8 @@ END_TEST
 
 START_TEST(json_fields)
 {
-	json_t *o = json_pack("{s:i, s:s, s:f, s:{}, s:s}", "n", 5, "s", "x", "f", 1.5, "o",
-			      "a/b~c", "z");
+	json_t *o =
+	    json_pack("{s:i, s:s, s:f, s:{}, s:s}", "n", 5, "s", "x", "f", 1.5, "o", "a/b~c", "z");
 	verrs v;
 	verrs_init(&v);
 	int64_t n = 0;
@@ -115,16 +118,16 @@ START_TEST(json_fields)
 	ck_assert_int_eq(jsonx_get_int(o, "/p", "missing", false, 0, 10, &n, &v), 0);
 	ck_assert_int_eq(jsonx_get_int(o, "/p", "missing", true, 0, 10, &n, &v), -1);
 	ck_assert_int_eq(jsonx_get_num(o, "/p", "f", true, 0, 2, &f, &v), 1);
-	ck_assert_int_eq(jsonx_get_num(o, "/p", "n", true, 0, 10, &f, &v), 1); /* ints are numbers */
+	ck_assert_int_eq(jsonx_get_num(o, "/p", "n", true, 0, 10, &f, &v),
+	                 1); /* ints are numbers */
 	ck_assert_int_eq(jsonx_get_str(o, "/p", "s", true, 10, &s, &v), 1);
 	ck_assert_int_eq(jsonx_get_obj(o, "/p", "o", true, &obj, &v), 1);
 	ck_assert_int_eq(jsonx_get_obj(o, "/p", "s", true, &obj, &v), -1);
 	static const char *const allowed[] = {"n", "s", "f", "o", NULL};
 	ck_assert_int_eq(jsonx_only_fields(o, "/p", allowed, &v), 1);
 	static const char *const want[][2] = {
-		{"out_of_range", "/p/n"},  {"wrong_type", "/p/s"},
-		{"required", "/p/missing"}, {"wrong_type", "/p/s"},
-		{"unknown_field", "/p/a~1b~0c"},
+	    {"out_of_range", "/p/n"}, {"wrong_type", "/p/s"},          {"required", "/p/missing"},
+	    {"wrong_type", "/p/s"},   {"unknown_field", "/p/a~1b~0c"},
 	};
 	ck_assert_uint_eq(verrs_count(&v), 5);
 	for (size_t i = 0; i < 5; i++) {

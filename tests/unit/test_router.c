@@ -15,13 +15,14 @@ static int dummy(struct api_req *rq)
 }
 
 static const route table[] = {
-	{"GET", "/v1/tenants", PERM_AUTHENTICATED, SCOPE_PLATFORM, NULL, 0, dummy},
-	{"POST", "/v1/tenants", PERM_TENANT_CREATE, SCOPE_PLATFORM, "tenant.create", 0, dummy},
-	{"GET", "/v1/tenants/{tenant}", PERM_TENANT_READ, SCOPE_TENANT, NULL, 0, dummy},
-	{"PUT", "/v1/tenants/{tenant}/members/{user}", PERM_MEMBER_WRITE, SCOPE_TENANT, "m", 0, dummy},
-	{"GET", "/v1/jobs/{job}", PERM_JOB_READ, SCOPE_JOB, NULL, 0, dummy},
+    {"GET", "/v1/tenants", PERM_AUTHENTICATED, SCOPE_PLATFORM, NULL, 0, dummy},
+    {"POST", "/v1/tenants", PERM_TENANT_CREATE, SCOPE_PLATFORM, "tenant.create", 0, dummy},
+    {"GET", "/v1/tenants/{tenant}", PERM_TENANT_READ, SCOPE_TENANT, NULL, 0, dummy},
+    {"PUT", "/v1/tenants/{tenant}/members/{user}", PERM_MEMBER_WRITE, SCOPE_TENANT, "m", 0, dummy},
+    {"GET", "/v1/jobs/{job}", PERM_JOB_READ, SCOPE_JOB, NULL, 0, dummy},
 };
 
+/* clang-format off */
 static const struct {
 	const char *method, *path;
 	route_match want;
@@ -52,16 +53,17 @@ static const struct {
 	 "0b5e3c1e-0000-4000-8000-000000000000", NULL, NULL},
 	{"get", "/v1/tenants", ROUTE_BAD_METHOD, -1, NULL, NULL, NULL, NULL},
 };
+/* clang-format on */
 
 START_TEST(match_table)
 {
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const route *r = NULL;
 		route_params p;
-		route_match m = router_match(table, sizeof(table) / sizeof(table[0]), cases[i].method,
-					     cases[i].path, &r, &p);
+		route_match m = router_match(table, sizeof(table) / sizeof(table[0]),
+		                             cases[i].method, cases[i].path, &r, &p);
 		ck_assert_msg(m == cases[i].want, "%s %s: got %d want %d", cases[i].method,
-			      cases[i].path, m, cases[i].want);
+		              cases[i].path, m, cases[i].want);
 		if (m != ROUTE_FOUND)
 			continue;
 		ck_assert_ptr_eq(r, &table[cases[i].route]);
@@ -95,21 +97,24 @@ START_TEST(route_table_invariants)
 	for (size_t i = 0; i < n; i++) {
 		const char *pat = rt[i].pattern;
 		bool mut = strcmp(rt[i].method, "GET") != 0;
-		ck_assert_msg(mut == (rt[i].action != NULL), "%s %s: audit action", rt[i].method, pat);
+		ck_assert_msg(mut == (rt[i].action != NULL), "%s %s: audit action", rt[i].method,
+		              pat);
 		ck_assert_ptr_nonnull(rt[i].handler);
-		scope want = strstr(pat, "{tenant}") ? SCOPE_TENANT
-			     : strstr(pat, "{job}")  ? SCOPE_JOB
-			     : strstr(pat, "{user}") ? SCOPE_USER
-			     : strstr(pat, "{token_id}") ? SCOPE_TOKEN
-						     : SCOPE_PLATFORM;
+		scope want = strstr(pat, "{tenant}")     ? SCOPE_TENANT
+		             : strstr(pat, "{job}")      ? SCOPE_JOB
+		             : strstr(pat, "{user}")     ? SCOPE_USER
+		             : strstr(pat, "{token_id}") ? SCOPE_TOKEN
+		                                         : SCOPE_PLATFORM;
 		ck_assert_msg(rt[i].scope == want, "%s %s: scope", rt[i].method, pat);
 		if (rt[i].flags & ROUTE_PUBLIC)
-			ck_assert_msg(!mut && (strcmp(pat, "/healthz") == 0 || strcmp(pat, "/readyz") == 0 ||
-					       strcmp(pat, "/v1/openapi.json") == 0),
-				      "%s must not be public", pat);
+			ck_assert_msg(!mut && (strcmp(pat, "/healthz") == 0 ||
+			                       strcmp(pat, "/readyz") == 0 ||
+			                       strcmp(pat, "/v1/openapi.json") == 0),
+			              "%s must not be public", pat);
 		for (size_t j = 0; j < i; j++)
-			ck_assert_msg(strcmp(rt[i].method, rt[j].method) || strcmp(pat, rt[j].pattern),
-				      "duplicate route %s %s", rt[i].method, pat);
+			ck_assert_msg(strcmp(rt[i].method, rt[j].method) ||
+			                  strcmp(pat, rt[j].pattern),
+			              "duplicate route %s %s", rt[i].method, pat);
 	}
 }
 END_TEST
