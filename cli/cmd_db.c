@@ -101,7 +101,7 @@ int cmd_bootstrap(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
 		bootstrap_print(ctx, name, &t);
 	fflush(stdout);
 	explicit_bzero(&t, sizeof(t));
-	PQfinish(c);
+	db_close(c);
 	return rc;
 }
 
@@ -125,7 +125,7 @@ static int db_migrate(cli_ctx *ctx, const cli_command *self, int argc, char **ar
 	else
 		printf("applied %d migration%s; schema at version %d\n", applied,
 		       applied == 1 ? "" : "s", version);
-	PQfinish(c);
+	db_close(c);
 	return rc;
 }
 
@@ -147,7 +147,7 @@ static int db_status(cli_ctx *ctx, const cli_command *self, int argc, char **arg
 	else
 		printf("schema at version %d; this yardctl knows version %d%s\n", version, known,
 		       version < known ? " (run `yardctl db migrate`)" : "");
-	PQfinish(c);
+	db_close(c);
 	return rc;
 }
 

@@ -109,22 +109,32 @@ fail:
 	return rc;
 }
 
-int migrate_apply(PGconn *c, int *applied, char *err, size_t errlen)
+/* Read the database's version and refuse one from the future. RET 0 or -ERR_*. */
+static int version_guard(PGconn *c, int *have, char *err, size_t errlen)
 {
-	*applied = 0;
-	err[0] = '\0';
-	int have, rc = migrate_db_version(c, &have);
+	int rc = migrate_db_version(c, have);
 	if (rc) {
 		snprintf(err, errlen, "could not read the schema version");
 		return rc;
 	}
 	int known = migrate_known_version();
-	if (have > known) {
+	if (*have > known) {
 		snprintf(err, errlen, "database schema version %d is newer than this binary's %d",
-		         have, known);
+		         *have, known);
 		return -ERR_SCHEMA_TOO_NEW;
 	}
-	for (int v = 1; v <= known; v++) {
+	return 0;
+}
+
+int migrate_apply(PGconn *c, int *applied, char *err, size_t errlen)
+{
+	*applied = 0;
+	err[0] = '\0';
+	int have, rc = version_guard(c, &have, err, errlen);
+	if (rc)
+		return rc;
+	int known = migrate_known_version();
+	for (int v = have + 1; v <= known; v++) {
 		for (const embedded_file *f = embedded_files; f->path; f++) {
 			if (migration_number(f->path) != v)
 				continue;
@@ -137,17 +147,10 @@ int migrate_apply(PGconn *c, int *applied, char *err, size_t errlen)
 
 int migrate_check(PGconn *c, char *err, size_t errlen)
 {
-	int have, rc = migrate_db_version(c, &have);
-	if (rc) {
-		snprintf(err, errlen, "could not read the schema version");
+	int have, rc = version_guard(c, &have, err, errlen);
+	if (rc)
 		return rc;
-	}
 	int known = migrate_known_version();
-	if (have > known) {
-		snprintf(err, errlen, "database schema version %d is newer than this binary's %d",
-		         have, known);
-		return -ERR_SCHEMA_TOO_NEW;
-	}
 	if (have < known) {
 		snprintf(err, errlen,
 		         "database schema version %d is older than %d: run `yardctl db migrate`",
