@@ -232,7 +232,7 @@ static void audit_denial(api_req *rq, const char *why)
 	    .actor_name = rq->who.user_name,
 	    .tenant_id = rq->scope.tenant_id[0] ? rq->scope.tenant_id : NULL,
 	    .action = "authz.deny",
-	    .resource = rq->path,
+	    .resource = rq->path_shown,
 	    .outcome = "denied",
 	    .status = rq->status,
 	    .request_id = rq->request_id,

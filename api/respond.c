@@ -27,6 +27,10 @@ int api_fail(api_req *rq, int e, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(rq->detail, sizeof(rq->detail), fmt, ap);
 	va_end(ap);
+	/* details may quote the request: keep them valid JSON text */
+	for (char *p = rq->detail; *p; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+			*p = '?';
 	json_decref(rq->out);
 	rq->out = NULL;
 	return 0;

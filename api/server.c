@@ -59,6 +59,15 @@ static void set_request_id(api_req *rq)
 	hex_encode(raw, sizeof(raw), rq->request_id);
 }
 
+/* Logs and audit rows are JSON and UTF-8 text: show other bytes as '?'. */
+static void set_path_shown(api_req *rq)
+{
+	size_t i = 0;
+	for (const char *p = rq->path; *p && i + 1 < sizeof(rq->path_shown); p++, i++)
+		rq->path_shown[i] = (*p >= 0x20 && *p < 0x7f) ? *p : '?';
+	rq->path_shown[i] = '\0';
+}
+
 static void set_client_addr(api_req *rq)
 {
 	const union MHD_ConnectionInfo *ci =
@@ -102,7 +111,7 @@ static void audit_refusal(api_req *rq)
 	    .actor_name = rq->who.user_name,
 	    .tenant_id = rq->scope.tenant_id[0] ? rq->scope.tenant_id : NULL,
 	    .action = rq->rt->action,
-	    .resource = rq->path,
+	    .resource = rq->path_shown,
 	    .outcome = rq->status == 403 || rq->status == 404 ? "denied" : "failure",
 	    .status = rq->status,
 	    .request_id = rq->request_id,
@@ -123,9 +132,9 @@ static void run_pipeline(api_req *rq)
 		rq->rt = NULL;
 		if (m == ROUTE_BAD_METHOD)
 			api_fail(rq, ERR_METHOD_NOT_ALLOWED, "%s is not allowed on %s", rq->method,
-			         rq->path);
+			         rq->path_shown);
 		else
-			api_fail(rq, ERR_NOT_FOUND, "no route for %s", rq->path);
+			api_fail(rq, ERR_NOT_FOUND, "no route for %s", rq->path_shown);
 		return;
 	}
 	if (rq->body_too_large) {
@@ -154,7 +163,7 @@ static void log_request(const req_slot *slot)
 {
 	const api_req *rq = &slot->rq;
 	json_t *f = json_pack("{s:s, s:s, s:s, s:i, s:f}", "request_id", rq->request_id, "method",
-	                      rq->method, "path", rq->path, "status", rq->status, "latency_ms",
+	                      rq->method, "path", rq->path_shown, "status", rq->status, "latency_ms",
 	                      elapsed_ms(&slot->start));
 	if (rq->rt)
 		json_object_set_new(f, "route", json_string(rq->rt->pattern));
@@ -228,6 +237,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		rq->method = method;
 		rq->path = url;
 		set_request_id(rq);
+		set_path_shown(rq);
 		set_client_addr(rq);
 		*con_cls = slot;
 		const char *cl =

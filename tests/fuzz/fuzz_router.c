@@ -1,5 +1,4 @@
-// fuzz-sources: api/router.c api/routes.c api/auth.c api/h_jobs.c api/h_members.c api/h_meta.c
-// api/h_tenants.c api/h_users.c api/ratelimit.c api/request.c api/respond.c api/server.c
+// fuzz-sources: api/*.c
 /*
  * fuzz_router.c - libFuzzer target for the route matcher over the real
  * route table. Input: "METHOD PATH" (first space splits them).
