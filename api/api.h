@@ -49,8 +49,8 @@ typedef struct api_req {
 	const ty_config *cfg;
 	struct MHD_Connection *conn;
 	const char *method;
-	const char *path;      /* decoded by libmicrohttpd; untrusted bytes */
-	char path_shown[256];  /* path as logs and audit records show it: printable ASCII */
+	const char *path;     /* decoded by libmicrohttpd; untrusted bytes */
+	char path_shown[256]; /* path as logs and audit records show it: printable ASCII */
 	const route *rt;
 	route_params params;
 	char request_id[REQUEST_ID_MAX + 1];

@@ -3,6 +3,7 @@
  */
 #include "router.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 static int hexval(char c)
@@ -14,6 +15,31 @@ static int hexval(char c)
 	if (c >= 'A' && c <= 'F')
 		return c - 'A' + 10;
 	return -1;
+}
+
+/* RET: true when s is well-formed UTF-8 without control characters. */
+static bool utf8_printable(const unsigned char *s)
+{
+	while (*s) {
+		unsigned char c = *s;
+		size_t len = c < 0x80             ? 1
+		             : (c & 0xE0) == 0xC0 ? 2
+		             : (c & 0xF0) == 0xE0 ? 3
+		             : (c & 0xF8) == 0xF0 ? 4
+		                                  : 0;
+		if (len == 0 || (len == 1 && (c < 0x20 || c == 0x7f)) || (len == 2 && c < 0xC2))
+			return false;
+		for (size_t i = 1; i < len; i++)
+			if ((s[i] & 0xC0) != 0x80)
+				return false;
+		if ((len == 3 && c == 0xE0 && s[1] < 0xA0) ||
+		    (len == 3 && c == 0xED && s[1] >= 0xA0) ||
+		    (len == 4 && c == 0xF0 && s[1] < 0x90) || (len == 4 && c > 0xF4) ||
+		    (len == 4 && c == 0xF4 && s[1] >= 0x90))
+			return false; /* overlong, surrogate or beyond U+10FFFF */
+		s += len;
+	}
+	return true;
 }
 
 /* Percent-decode seg[0..n) into out. RET 0, or -1 when malformed or too long. */
@@ -36,7 +62,7 @@ static int decode_segment(const char *seg, size_t n, char *out)
 		out[o++] = c;
 	}
 	out[o] = '\0';
-	return o > 0 ? 0 : -1;
+	return o > 0 && utf8_printable((const unsigned char *)out) ? 0 : -1;
 }
 
 /* Match one pattern. RET: 1 match, 0 no match, -1 match with a bad value. */

@@ -4,7 +4,8 @@
  * Patterns are literal segments and {name} placeholders, e.g.
  * "/v1/tenants/{tenant}/jobs". A placeholder matches one non-empty segment
  * of at most ROUTE_PARAM_MAX bytes; captured values are percent-decoded and
- * must not contain NUL or '/'. The route table itself is in routes.c.
+ * must be well-formed UTF-8 without control characters, NUL or '/'. The route table itself is in
+ * routes.c.
  */
 #ifndef TY_ROUTER_H
 #define TY_ROUTER_H

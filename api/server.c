@@ -163,8 +163,8 @@ static void log_request(const req_slot *slot)
 {
 	const api_req *rq = &slot->rq;
 	json_t *f = json_pack("{s:s, s:s, s:s, s:i, s:f}", "request_id", rq->request_id, "method",
-	                      rq->method, "path", rq->path_shown, "status", rq->status, "latency_ms",
-	                      elapsed_ms(&slot->start));
+	                      rq->method, "path", rq->path_shown, "status", rq->status,
+	                      "latency_ms", elapsed_ms(&slot->start));
 	if (rq->rt)
 		json_object_set_new(f, "route", json_string(rq->rt->pattern));
 	if (rq->who.authenticated)
