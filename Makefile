@@ -20,20 +20,32 @@ CFLAGS  += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=
 LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
+# The trainer (worker/) also needs MPI, OpenBLAS and OpenMP; only its
+# objects, its program and its tests are built and linked with them.
+TRAIN_PKGS   := ompi-c openblas
+TRAIN_CFLAGS := $(shell pkg-config --cflags $(TRAIN_PKGS) 2>/dev/null) -fopenmp
+TRAIN_LIBS   := $(shell pkg-config --libs $(TRAIN_PKGS) 2>/dev/null) -fopenmp
+
 LIB_SRC  := $(wildcard lib/*.c) $(wildcard authz/*.c)
 API_SRC  := $(filter-out api/main.c,$(wildcard api/*.c))
 CLI_SRC  := $(filter-out cli/main.c,$(wildcard cli/*.c))
-UNIT_SRC := $(wildcard tests/unit/test_*.c)
+TRAIN_SRC := $(filter-out worker/main.c,$(wildcard worker/*.c))
+UNIT_SRC := $(filter-out tests/unit/test_train_%,$(wildcard tests/unit/test_*.c))
+TRAIN_UNIT_SRC := $(wildcard tests/unit/test_train_*.c)
+MPI_TEST_SRC := $(wildcard tests/mpi/mpitest_*.c)
 ITEST_SRC := $(wildcard tests/integration/itest_*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 LIB_A   := $(BUILD)/lib/libtrainyard.a
 API_A   := $(BUILD)/lib/libtrainyard-api.a
 CLI_A   := $(BUILD)/lib/libyardctl.a
+TRAIN_A := $(BUILD)/lib/libtytrain.a
 GEN_C   := $(BUILD)/gen/embedded.c
 EMBED   := $(BUILD)/tools/embed
-BINS    := $(BUILD)/bin/trainyard-api $(BUILD)/bin/yardctl
-UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+BINS    := $(BUILD)/bin/trainyard-api $(BUILD)/bin/yardctl $(BUILD)/bin/trainyard-train
+UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC)) \
+             $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TRAIN_UNIT_SRC))
+MPI_TEST_BINS := $(patsubst tests/mpi/%.c,$(BUILD)/tests/%,$(MPI_TEST_SRC))
 ITEST_BINS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(ITEST_SRC))
 Q ?= @
 EMBEDDED := $(sort $(wildcard migrations/*.sql)) api/openapi.json
@@ -68,6 +80,9 @@ $(BUILD)/obj/%.o: %.c
 	@echo "  CC      $<"
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
+$(BUILD)/obj/worker/%.o $(BUILD)/obj/tests/unit/test_train_%.o $(BUILD)/obj/tests/mpi/%.o: \
+	CFLAGS += $(TRAIN_CFLAGS) -Iworker
+
 $(BUILD)/obj/gen/embedded.o: $(GEN_C)
 	@mkdir -p $(@D)
 	$(CC) $(filter-out -Werror,$(CFLAGS)) -c -o $@ $<
@@ -84,6 +99,15 @@ $(CLI_A): $(call obj,$(CLI_SRC))
 	@mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+$(TRAIN_A): $(call obj,$(TRAIN_SRC))
+	@mkdir -p $(@D)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/bin/trainyard-train: $(call obj,worker/main.c) $(TRAIN_A) $(LIB_A)
+	@mkdir -p $(@D)
+	@echo "  LINK    $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(TRAIN_LIBS) $(LDLIBS)
+
 $(BUILD)/bin/trainyard-api: $(call obj,api/main.c) $(API_A) $(LIB_A)
 	@mkdir -p $(@D)
 	@echo "  LINK    $@"
@@ -99,6 +123,16 @@ $(BUILD)/tests/%: $(call obj,tests/unit/%.c) $(API_A) $(CLI_A) $(LIB_A)
 	@echo "  LINK    $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 
+$(BUILD)/tests/test_train_%: $(call obj,tests/unit/test_train_%.c) $(TRAIN_A) $(LIB_A)
+	@mkdir -p $(@D)
+	@echo "  LINK    $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(TRAIN_LIBS) $(LDLIBS)
+
+$(BUILD)/tests/mpitest_%: $(call obj,tests/mpi/mpitest_%.c) $(TRAIN_A) $(LIB_A)
+	@mkdir -p $(@D)
+	@echo "  LINK    $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(TRAIN_LIBS) $(LDLIBS)
+
 $(BUILD)/tests/itest_%: $(call obj,tests/integration/itest_%.c) $(call obj,tests/integration/itest.c) $(LIB_A)
 	@mkdir -p $(@D)
 	@echo "  LINK    $@"
@@ -107,7 +141,7 @@ $(BUILD)/tests/itest_%: $(call obj,tests/integration/itest_%.c) $(call obj,tests
 unit: $(UNIT_BINS)
 	@tests/run-unit $(UNIT_BINS)
 
-test: $(BINS) $(UNIT_BINS) $(ITEST_BINS)
+test: $(BINS) $(UNIT_BINS) $(ITEST_BINS) $(MPI_TEST_BINS)
 	@BUILD=$(BUILD) tests/run
 
 FUZZ_SECONDS ?= 20

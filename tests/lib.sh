@@ -100,11 +100,13 @@ _rc_reason() { # _rc_reason RC
 }
 
 # run_check PROGRAM: run one check program and add its cases to the suite.
-run_check() {
+run_check() { # run_check PROGRAM [COMMAND...]: COMMAND (default PROGRAM) runs it
 	local prog=$1 name log line re checks=0 failed=0 seen=0 why=
+	shift
+	(($#)) || set -- "$prog"
 	name=$(basename "$prog")
 	log=$(_log_path "$prog")
-	_run_logged "$log" "$prog"
+	_run_logged "$log" "$@"
 	re='([0-9]+)%: Checks: ([0-9]+), Failures: ([0-9]+), Errors: ([0-9]+)'
 	while IFS= read -r line; do
 		if [[ $line =~ $re ]]; then

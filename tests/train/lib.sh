@@ -1,0 +1,56 @@
+# tests/train/lib.sh - shared set-up of the trainer tests.
+# shellcheck shell=bash
+#
+# Sourced after tests/integration/lib.sh. Provides a small corpus of token
+# shards, a job spec for the tiny model, and helpers to run the trainer on
+# one rank or several (mpirun on this machine) and to read its metrics.
+
+TRAIN_BIN=${TRAIN_BIN:-${BUILD:-build}/bin/trainyard-train}
+case $TRAIN_BIN in /*) ;; *) TRAIN_BIN=$TY_ROOT/$TRAIN_BIN ;; esac
+DATA=$TY_TMP/data
+mkdir -p "$DATA"
+
+# make_corpus: a deterministic text of about 120 KB, tokenized into shards.
+make_corpus() {
+	awk 'BEGIN { for (i = 1; i <= 2500; i++)
+		printf "the quick brown fox %d jumps over the lazy dog %d and runs home\n",
+			(i * 7919) % 1000, i }' >"$DATA/corpus.txt"
+	"$TRAIN_BIN" tokenize --out "$DATA/train" --shard-tokens 40000 "$DATA/corpus.txt" >/dev/null
+}
+
+# spec FILE: the tiny model on the corpus; one rank, global batch 8.
+spec() {
+	cat >"$1" <<JSON
+{"name": "train-test", "model": {"preset": "tiny"},
+ "data": {"train": "$DATA/train_*.bin"},
+ "parallel": {"data_parallel": 1, "micro_batch": 4, "global_batch": 8},
+ "resources": {"nodes": 1, "ranks_per_node": 1},
+ "training": {"steps": 20, "lr": 0.002, "warmup_steps": 2, "seed": 7, "weight_decay": 0.1},
+ "checkpoint": {"every_steps": 5, "keep": 3}}
+JSON
+}
+
+# train1 ARGS...: one process, one OpenMP thread.
+train1() { OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$TRAIN_BIN" train "$@"; }
+
+# trainN N ARGS...: N ranks under mpirun, one thread each.
+trainN() {
+	local n=$1
+	shift
+	mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$n" \
+		-x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1 "$TRAIN_BIN" train "$@"
+}
+
+# losses FILE: "step loss" per line from a metrics file.
+losses() { jq -r 'select(.type == "step") | "\(.step) \(.loss)"' "$1"; }
+
+# max_rel_diff A B: the largest relative difference of the losses of two runs.
+max_rel_diff() {
+	awk 'NR == FNR { a[$1] = $2; next }
+		($1 in a) { d = a[$1] - $2; if (d < 0) d = -d; b = a[$1] < 0 ? -a[$1] : a[$1]
+			r = d / b; if (r > m) m = r; n++ }
+		END { if (n == 0) print "none"; else printf "%.3g\n", m }' <(losses "$1") <(losses "$2")
+}
+
+# within X LIMIT: X is a number no larger than LIMIT.
+within() { awk -v x="$1" -v l="$2" 'BEGIN { exit !(x != "none" && x + 0 <= l + 0) }'; }

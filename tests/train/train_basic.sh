@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# train_basic.sh - trainyard-train on one rank: tokenizing, a run whose
+# loss falls, the metrics stream, llm.c import/export round trip, and the
+# exit statuses of bad configurations and bad data.
+set -uo pipefail
+# shellcheck source=SCRIPTDIR/../integration/lib.sh
+. "$(dirname "$0")/../integration/lib.sh"
+# shellcheck source=SCRIPTDIR/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+check "tokenize a text corpus into shards" make_corpus
+n=$(find "$DATA" -name 'train_*.bin' | wc -l)
+check_match "the corpus spans several shards" '^[3-9]$' "$n"
+check_eq "no temporary files are left behind" 0 "$(find "$DATA" -name '*.tmp*' | wc -l)"
+bytes=$(stat -c %s "$DATA/train_000000.bin")
+check_eq "a full shard is the 1024-byte header plus 2 bytes a token" $((1024 + 2 * 40000)) "$bytes"
+
+spec "$TY_TMP/spec.json"
+check "train 20 steps of the tiny model" train1 --spec "$TY_TMP/spec.json" \
+	--metrics "$TY_TMP/m.jsonl" --peak-flops 1e11
+steps=$(jq -s '[.[] | select(.type == "step")] | length' "$TY_TMP/m.jsonl")
+check_eq "one metrics line per step" 20 "$steps"
+first=$(losses "$TY_TMP/m.jsonl" | head -n 1 | cut -d' ' -f2)
+last=$(losses "$TY_TMP/m.jsonl" | tail -n 1 | cut -d' ' -f2)
+check "the first loss is near ln(256) = 5.55" within "$(awk -v a="$first" 'BEGIN { d = a - 5.545; print (d < 0 ? -d : d) }')" 0.5
+check "the loss falls by more than a third in 20 steps" \
+	awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a * 0.67) }'
+fields=$(jq -r 'select(.type == "step" and .step == 5) | [has("lr"), has("grad_norm"),
+	has("tokens_per_s"), has("flops_per_s"), has("mfu"), has("comm_s"), has("data_wait_s"),
+	has("compute_s"), has("loss_scale"), has("skipped_steps")] | all' "$TY_TMP/m.jsonl")
+check_eq "step lines carry lr, norm, throughput, MFU, time split, scale, skips" true "$fields"
+lr2=$(jq -r 'select(.type == "step" and .step == 2) | .lr' "$TY_TMP/m.jsonl")
+check "warmup reaches the peak learning rate (0.002) at its last step" \
+	within "$(awk -v a="$lr2" 'BEGIN { d = a - 0.002; print (d < 0 ? -d : d) }')" 1e-9
+check_eq "the run ends with an end event of status ok" ok \
+	"$(jq -r 'select(.event == "end") | .status' "$TY_TMP/m.jsonl")"
+
+# llm.c format: export at init, import and export again: identical bytes.
+check "export the initial weights (no step)" train1 --spec "$TY_TMP/spec.json" --stop-after 0 \
+	--export "$TY_TMP/a.bin"
+check "import them, take no step, export again" train1 --spec "$TY_TMP/spec.json" \
+	--stop-after 0 --init-from "$TY_TMP/a.bin" --export "$TY_TMP/b.bin"
+check "the llm.c model file round-trips bit for bit" cmp "$TY_TMP/a.bin" "$TY_TMP/b.bin"
+magic=$(od -An -t d4 -N 8 "$TY_TMP/a.bin" | awk '{print $1, $2}')
+check_eq "the file starts with magic 20240326, version 3" "20240326 3" "$magic"
+check "imported weights train on" train1 --spec "$TY_TMP/spec.json" --stop-after 2 \
+	--init-from "$TY_TMP/a.bin" --metrics "$TY_TMP/imp.jsonl"
+check_eq "and start from the same loss as a fresh run" "$first" \
+	"$(losses "$TY_TMP/imp.jsonl" | head -n 1 | cut -d' ' -f2)"
+
+# Failure classes come out as distinct exit statuses.
+check_fails "data_parallel 2 on one process is an invalid configuration (10)" 10 \
+	train1 --spec "$TY_TMP/spec.json" --set parallel.data_parallel=2 \
+	--set resources.ranks_per_node=2 --set parallel.global_batch=8
+check_fails "tensor parallel is refused as a configuration this trainer cannot run (10)" 10 \
+	train1 --spec "$TY_TMP/spec.json" --set parallel.tensor_parallel=2 \
+	--set resources.ranks_per_node=2
+check_fails "a spec the API would refuse is refused (10)" 10 \
+	train1 --spec "$TY_TMP/spec.json" --set parallel.global_batch=7
+check_fails "shards that match nothing are a data error (13)" 13 \
+	train1 --spec "$TY_TMP/spec.json" --set "data.train=$TY_TMP/none_*.bin"
+printf 'not a shard' >"$TY_TMP/bad_000.bin"
+check_fails "a shard with a bad header is a data error (13)" 13 \
+	train1 --spec "$TY_TMP/spec.json" --set "data.train=$TY_TMP/bad_*.bin"
+check_fails "too little address space is out of memory (11)" 11 \
+	bash -c "ulimit -v 200000; OMP_NUM_THREADS=1 '$TRAIN_BIN' train --spec '$TY_TMP/spec.json' \
+	--set model.preset=gpt2-124m --set model.vocab_size=256 --set model.seq_len=64"
+check_fails "an unknown option is a usage error (2)" 2 "$TRAIN_BIN" train --bogus
+summary

@@ -1,0 +1,135 @@
+/*
+ * main.c - trainyard-train: `train` runs a job spec, `tokenize` turns text
+ * files into token shards. Exit statuses: exitcode.h.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exitcode.h"
+#include "tokenize.h"
+#include "train_config.h"
+#include "trainer.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: trainyard-train train --spec FILE [options]\n"
+	        "       trainyard-train tokenize --out PREFIX [--shard-tokens N] FILE...\n"
+	        "\n"
+	        "train options:\n"
+	        "  --spec FILE          job spec JSON, as the API accepts it (\"-\": stdin)\n"
+	        "  --set SECTION.FIELD=VALUE  override one spec field (repeatable)\n"
+	        "  --ckpt-dir DIR       write checkpoints there; resume from the newest valid one\n"
+	        "  --no-resume          start from scratch even when checkpoints exist\n"
+	        "  --metrics DEST       JSON lines per step: \"-\", \"fd:N\" or a file\n"
+	        "  --init-from FILE     start from weights in the llm.c model format\n"
+	        "  --export FILE        write the final weights in the llm.c model format\n"
+	        "  --stop-after N       take at most N optimizer steps in this run\n"
+	        "  --peak-flops F       per-rank peak FLOP/s for MFU\n"
+	        "  --threads N          OpenMP threads per rank\n"
+	        "  --loss-scale S       fp16: the initial dynamic loss scale (default 65536)\n"
+	        "\n"
+	        "Run under mpirun or srun --mpi=pmix for data parallel: the world size must\n"
+	        "equal parallel.data_parallel. Exit statuses:\n");
+#define X(e, st, name, doc) fprintf(f, "  %3d %-19s %s\n", st, name, doc);
+	TRAIN_EXIT_CODES(X)
+#undef X
+}
+
+static int cmd_train(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"spec", required_argument, 0, 's'},     {"set", required_argument, 0, 'o'},
+	    {"ckpt-dir", required_argument, 0, 'c'}, {"no-resume", no_argument, 0, 'R'},
+	    {"metrics", required_argument, 0, 'm'},  {"init-from", required_argument, 0, 'i'},
+	    {"export", required_argument, 0, 'e'},   {"stop-after", required_argument, 0, 'n'},
+	    {"peak-flops", required_argument, 0, 'p'}, {"threads", required_argument, 0, 't'},
+	    {"loss-scale", required_argument, 0, 'l'},
+	    {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+	train_options o = {.stop_after = -1};
+	const char *spec = NULL;
+	char **overrides = calloc((size_t)argc, sizeof(char *));
+	int n_over = 0, c;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's': spec = optarg; break;
+		case 'o': overrides[n_over++] = optarg; break;
+		case 'c': o.ckpt_dir = optarg; break;
+		case 'R': o.no_resume = true; break;
+		case 'm': o.metrics = optarg; break;
+		case 'i': o.init_from = optarg; break;
+		case 'e': o.export_path = optarg; break;
+		case 'n': o.stop_after = atoi(optarg); break;
+		case 'p': o.peak_flops = atof(optarg); break;
+		case 't': o.threads = atoi(optarg); break;
+		case 'l': o.loss_scale = atof(optarg); break;
+		case 'h': usage(stdout); free(overrides); return TRAIN_OK;
+		default: usage(stderr); free(overrides); return TRAIN_USAGE;
+		}
+	}
+	if (!spec || optind != argc || o.stop_after < -1 || o.threads < 0) {
+		usage(stderr);
+		free(overrides);
+		return TRAIN_USAGE;
+	}
+	train_config tc;
+	char err[4096];
+	if (train_config_load(&tc, spec, overrides, n_over, err, sizeof(err)) < 0) {
+		fprintf(stderr, "trainyard-train: %s\n", err);
+		free(overrides);
+		return TRAIN_INVALID_CONFIG;
+	}
+	free(overrides);
+	int rc = train_run(&tc, &o);
+	train_config_release(&tc);
+	return rc;
+}
+
+static int cmd_tokenize(int argc, char **argv)
+{
+	static const struct option opts[] = {{"out", required_argument, 0, 'o'},
+	                                     {"shard-tokens", required_argument, 0, 'n'},
+	                                     {"help", no_argument, 0, 'h'},
+	                                     {0, 0, 0, 0}};
+	const char *out = NULL;
+	long long shard = 100000000;
+	int c;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': out = optarg; break;
+		case 'n': shard = atoll(optarg); break;
+		case 'h': usage(stdout); return TRAIN_OK;
+		default: usage(stderr); return TRAIN_USAGE;
+		}
+	}
+	if (!out || optind >= argc || shard < 1) {
+		usage(stderr);
+		return TRAIN_USAGE;
+	}
+	char err[1024];
+	size_t total = 0;
+	if (tokenize_files(argv + optind, argc - optind, out, (size_t)shard, &total, err,
+	                   sizeof(err)) < 0) {
+		fprintf(stderr, "trainyard-train: %s\n", err);
+		return TRAIN_DATA;
+	}
+	printf("wrote %zu tokens to %s_*.bin\n", total, out);
+	return TRAIN_OK;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? TRAIN_USAGE : TRAIN_OK;
+	}
+	if (strcmp(argv[1], "train") == 0)
+		return cmd_train(argc - 1, argv + 1);
+	if (strcmp(argv[1], "tokenize") == 0)
+		return cmd_tokenize(argc - 1, argv + 1);
+	fprintf(stderr, "trainyard-train: unknown command \"%s\"\n", argv[1]);
+	usage(stderr);
+	return TRAIN_USAGE;
+}
