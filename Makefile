@@ -22,9 +22,16 @@ endif
 
 # The trainer (worker/) also needs MPI, OpenBLAS and OpenMP; only its
 # objects, its program and its tests are built and linked with them.
+# OpenBLAS is the OpenMP build (libopenblas-openmp-dev), linked by rpath:
+# its sgemm then shares one thread pool with the trainer's own OpenMP loops
+# instead of two pools spinning against each other on the same cores.
+MULTIARCH    := $(shell $(CC) -print-multiarch 2>/dev/null)
+OPENBLAS_DIR := /usr/lib/$(MULTIARCH)/openblas-openmp
 TRAIN_PKGS   := ompi-c openblas
-TRAIN_CFLAGS := $(shell pkg-config --cflags $(TRAIN_PKGS) 2>/dev/null) -fopenmp
-TRAIN_LIBS   := $(shell pkg-config --libs $(TRAIN_PKGS) 2>/dev/null) -fopenmp
+TRAIN_CFLAGS := $(shell PKG_CONFIG_PATH=$(OPENBLAS_DIR)/pkgconfig pkg-config --cflags $(TRAIN_PKGS) \
+                  2>/dev/null) -fopenmp
+TRAIN_LIBS   := $(shell PKG_CONFIG_PATH=$(OPENBLAS_DIR)/pkgconfig pkg-config --libs $(TRAIN_PKGS) \
+                  2>/dev/null) -Wl,-rpath,$(OPENBLAS_DIR) -fopenmp
 
 LIB_SRC  := $(wildcard lib/*.c) $(wildcard authz/*.c)
 API_SRC  := $(filter-out api/main.c,$(wildcard api/*.c))
@@ -148,8 +155,15 @@ FUZZ_SECONDS ?= 20
 fuzz:
 	@BUILD=build/fuzz FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run
 
-bench: $(BINS)
+$(BUILD)/bench/sgemm: bench/sgemm.c
+	@mkdir -p $(@D)
+	@echo "  LINK    $@"
+	$(Q)$(CC) $(CFLAGS) $(TRAIN_CFLAGS) -o $@ $< $(TRAIN_LIBS)
+
+bench: $(BINS) $(BUILD)/bench/sgemm
 	@BUILD=$(BUILD) bench/run
+	@echo
+	@BUILD=$(BUILD) bench/train
 
 demo:
 	@deploy/demo
