@@ -100,7 +100,7 @@ typedef struct gpt_model gpt_model;
  * Allocate activations for batch B and sequence length T once.
  * precision: matmul inputs and stored activations are rounded to it.
  * Threads are OpenMP's (omp_set_num_threads, OMP_NUM_THREADS): the
- * matmuls are split over them too, with OpenBLAS kept at one thread.
+ * matmuls are split over them too, one single-threaded sgemm per thread.
  * RET: the model, or NULL with a message (out of memory: err says so).
  */
 gpt_model *gpt_new(const gpt_config *cfg, int B, int T, gpt_precision precision, char *err,

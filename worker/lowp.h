@@ -8,8 +8,8 @@
  * carry 16-bit error here too).
  *
  * Both conversions round to nearest, ties to even, with integer
- * arithmetic only, so they do not depend on the floating point
- * environment. NaN stays NaN. bf16 keeps the fp32 exponent range; fp16
+ * arithmetic (one exact fp32 addition for fp16 subnormals, see
+ * lowp_round_fp16). NaN stays NaN. bf16 keeps the fp32 exponent range; fp16
  * overflows to infinity at 65520 (the first value that rounds past
  * 65504) and has subnormals down to 2^-24, as IEEE 754 binary16 says.
  */
@@ -101,9 +101,29 @@ static inline float lowp_round_bf16(float x)
 	return lowp_bf16_to_float(lowp_bf16_bits(x));
 }
 
+/*
+ * x rounded to the nearest half, as fp32: the same value as
+ * lowp_fp16_to_float(lowp_fp16_bits(x)), but branch-free so that buffer
+ * loops vectorise. Normal halves: the fp32 mantissa is rounded to 10 bits
+ * in place (a carry may bump the exponent); past 65504 the result is
+ * inf. Subnormal halves are multiples of 2^-24, which is the fp32 spacing
+ * in [0.5, 1): adding and taking away 0.5 rounds to them, exactly, under
+ * the default rounding mode (this needs no -ffast-math, which would fold
+ * it away).
+ */
 static inline float lowp_round_fp16(float x)
 {
-	return lowp_fp16_to_float(lowp_fp16_bits(x));
+	uint32_t u = lowp_bits(x);
+	uint32_t sign = u & 0x80000000u, a = u & 0x7fffffffu;
+	uint32_t r = (a + 0xfffu + ((a >> 13) & 1u)) & ~0x1fffu;
+	uint32_t over = 0u - (uint32_t)(r > 0x477fe000u); /* beyond 65504 */
+	r = (r & ~over) | (0x7f800000u & over);
+	float sub_value = (lowp_from_bits(a) + 0.5f) - 0.5f;
+	uint32_t sub = 0u - (uint32_t)(a < 0x38800000u); /* below 2^-14 */
+	r = (r & ~sub) | (lowp_bits(sub_value) & sub);
+	uint32_t nan = 0u - (uint32_t)(a > 0x7f800000u);
+	r = (r & ~nan) | ((a | 0x00400000u) & nan);
+	return lowp_from_bits(r | sign);
 }
 
 /* x rounded to the precision p (GPT_FP32: x itself). */

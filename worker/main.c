@@ -40,33 +40,66 @@ static void usage(FILE *f)
 
 static int cmd_train(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"spec", required_argument, 0, 's'},     {"set", required_argument, 0, 'o'},
-	    {"ckpt-dir", required_argument, 0, 'c'}, {"no-resume", no_argument, 0, 'R'},
-	    {"metrics", required_argument, 0, 'm'},  {"init-from", required_argument, 0, 'i'},
-	    {"export", required_argument, 0, 'e'},   {"stop-after", required_argument, 0, 'n'},
-	    {"peak-flops", required_argument, 0, 'p'}, {"threads", required_argument, 0, 't'},
-	    {"loss-scale", required_argument, 0, 'l'},
-	    {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+	static const struct option opts[] = {{"spec", required_argument, 0, 's'},
+	                                     {"set", required_argument, 0, 'o'},
+	                                     {"ckpt-dir", required_argument, 0, 'c'},
+	                                     {"no-resume", no_argument, 0, 'R'},
+	                                     {"metrics", required_argument, 0, 'm'},
+	                                     {"init-from", required_argument, 0, 'i'},
+	                                     {"export", required_argument, 0, 'e'},
+	                                     {"stop-after", required_argument, 0, 'n'},
+	                                     {"peak-flops", required_argument, 0, 'p'},
+	                                     {"threads", required_argument, 0, 't'},
+	                                     {"loss-scale", required_argument, 0, 'l'},
+	                                     {"help", no_argument, 0, 'h'},
+	                                     {0, 0, 0, 0}};
 	train_options o = {.stop_after = -1};
 	const char *spec = NULL;
 	char **overrides = calloc((size_t)argc, sizeof(char *));
 	int n_over = 0, c;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 's': spec = optarg; break;
-		case 'o': overrides[n_over++] = optarg; break;
-		case 'c': o.ckpt_dir = optarg; break;
-		case 'R': o.no_resume = true; break;
-		case 'm': o.metrics = optarg; break;
-		case 'i': o.init_from = optarg; break;
-		case 'e': o.export_path = optarg; break;
-		case 'n': o.stop_after = atoi(optarg); break;
-		case 'p': o.peak_flops = atof(optarg); break;
-		case 't': o.threads = atoi(optarg); break;
-		case 'l': o.loss_scale = atof(optarg); break;
-		case 'h': usage(stdout); free(overrides); return TRAIN_OK;
-		default: usage(stderr); free(overrides); return TRAIN_USAGE;
+		case 's':
+			spec = optarg;
+			break;
+		case 'o':
+			overrides[n_over++] = optarg;
+			break;
+		case 'c':
+			o.ckpt_dir = optarg;
+			break;
+		case 'R':
+			o.no_resume = true;
+			break;
+		case 'm':
+			o.metrics = optarg;
+			break;
+		case 'i':
+			o.init_from = optarg;
+			break;
+		case 'e':
+			o.export_path = optarg;
+			break;
+		case 'n':
+			o.stop_after = atoi(optarg);
+			break;
+		case 'p':
+			o.peak_flops = atof(optarg);
+			break;
+		case 't':
+			o.threads = atoi(optarg);
+			break;
+		case 'l':
+			o.loss_scale = atof(optarg);
+			break;
+		case 'h':
+			usage(stdout);
+			free(overrides);
+			return TRAIN_OK;
+		default:
+			usage(stderr);
+			free(overrides);
+			return TRAIN_USAGE;
 		}
 	}
 	if (!spec || optind != argc || o.stop_after < -1 || o.threads < 0) {
@@ -98,10 +131,18 @@ static int cmd_tokenize(int argc, char **argv)
 	int c;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'o': out = optarg; break;
-		case 'n': shard = atoll(optarg); break;
-		case 'h': usage(stdout); return TRAIN_OK;
-		default: usage(stderr); return TRAIN_USAGE;
+		case 'o':
+			out = optarg;
+			break;
+		case 'n':
+			shard = atoll(optarg);
+			break;
+		case 'h':
+			usage(stdout);
+			return TRAIN_OK;
+		default:
+			usage(stderr);
+			return TRAIN_USAGE;
 		}
 	}
 	if (!out || optind >= argc || shard < 1) {

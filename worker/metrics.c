@@ -31,7 +31,8 @@ int metrics_open(metrics *m, const char *path, int active, char *err, size_t err
 	}
 	m->f = fopen(path, "a");
 	if (!m->f) {
-		snprintf(err, errlen, "could not open metrics file \"%s\": %s", path, strerror(errno));
+		snprintf(err, errlen, "could not open metrics file \"%s\": %s", path,
+		         strerror(errno));
 		return -1;
 	}
 	m->own = 1;

@@ -4,10 +4,10 @@
  * Threads: all parallelism is OpenMP's. A matmul is cut into one block of
  * its output per OpenMP thread, and each block is one single-threaded
  * cblas_sgemm call; attention runs one (batch, head) pair per iteration,
- * with its q k^T and att v products as sgemm calls too. OpenBLAS's own
- * thread pool is therefore set to one thread (ops_blas_serial): two pools
- * on the same cores make each spin while the other works, which cost
- * 40% of a step in measurements.
+ * with its q k^T and att v products as sgemm calls too. OpenBLAS never
+ * starts threads of its own here (ops_blas_serial): a second pool on the
+ * same cores spins while ours works and the other way round, which cost
+ * 40% of a step with OpenBLAS's pthread build.
  *
  * The other loops are split so that each output element is computed by
  * one thread in a fixed order (a reduction over rows is split by column
@@ -151,10 +151,15 @@ static float row_exp_sum(float *y, const float *x, float shift, int n)
 	return sum;
 }
 
-/* OpenBLAS runs inside our OpenMP threads: keep it to one thread. */
+/*
+ * OpenBLAS runs inside our OpenMP threads, one thread per call. Its OpenMP
+ * build sees that by itself (omp_in_parallel) and must be left alone: its
+ * openblas_set_num_threads() is omp_set_num_threads(). Its pthread build
+ * has a pool of its own, set to one thread here.
+ */
 static void ops_blas_serial(void)
 {
-	if (openblas_get_num_threads() != 1)
+	if (openblas_get_parallel() == 1 && openblas_get_num_threads() != 1)
 		openblas_set_num_threads(1);
 }
 
@@ -543,6 +548,7 @@ void lowp_round_copy(float *dst, const float *src, size_t n, gpt_precision prec)
 			for (size_t i = k * OPS_CHUNK; i < i1; i++)
 				dst[i] = lowp_round_bf16(src[i]);
 		} else {
+#pragma omp simd
 			for (size_t i = k * OPS_CHUNK; i < i1; i++)
 				dst[i] = lowp_round_fp16(src[i]);
 		}

@@ -14,8 +14,8 @@
  * count. All but the matmuls (matmul_*, lmhead_*), which are cut into one
  * block per thread, give the same bits whatever the thread count.
  *
- * Threads are OpenMP's alone: the ops set OpenBLAS to one thread and call
- * it from inside their parallel regions (see ops.c).
+ * Threads are OpenMP's alone: the ops call OpenBLAS from inside their
+ * parallel regions, one thread per call (see ops.c).
  *
  * Conventions: an output named d<x> of a backward op *accumulates* (+=),
  * except where a comment says "overwritten". No op allocates memory.

@@ -80,7 +80,7 @@ int train_config_load(train_config *tc, const char *path, char *const *overrides
 		size_t n = (size_t)snprintf(err, errlen, "the job spec is not valid:");
 		size_t i;
 		json_t *row;
-		json_array_foreach(v.list, i, row) {
+		json_array_foreach (v.list, i, row) {
 			if (n >= errlen)
 				break;
 			n += (size_t)snprintf(err + n, errlen - n, "\n  %s: %s (%s)",

@@ -13,7 +13,7 @@
 #include "jobspec.h"
 
 typedef struct train_config {
-	jobspec spec;      /* validated */
+	jobspec spec;       /* validated */
 	json_t *normalized; /* the spec with every default filled in (owned) */
 	gpt_config model;
 	gpt_precision precision;

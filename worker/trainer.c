@@ -62,9 +62,9 @@ typedef struct run {
 	loss_scaler scaler;
 	spike_detector spikes;
 	lr_schedule sched;
-	int step;          /* last completed step */
-	int skipped;       /* steps skipped in all */
-	int bad_in_a_row;  /* consecutive non-finite steps */
+	int step;         /* last completed step */
+	int skipped;      /* steps skipped in all */
+	int bad_in_a_row; /* consecutive non-finite steps */
 	int32_t *inputs, *targets;
 	char err[1024];
 } run;
@@ -86,8 +86,8 @@ static int fail(run *r, int status, const char *what)
 static int comm_status(int rc)
 {
 	return rc == COMM_ERR_NOMEM || rc == DP_ERR_NOMEM ? TRAIN_OOM
-	       : rc == COMM_ERR_FAILED                   ? TRAIN_COMM
-	                                                 : TRAIN_INTERNAL;
+	       : rc == COMM_ERR_FAILED                    ? TRAIN_COMM
+	                                                  : TRAIN_INTERNAL;
 }
 
 /* ---- checkpoints ---------------------------------------------------- */
@@ -193,12 +193,13 @@ static int checkpoint(run *r)
 		for (int k = 1; k < r->world && rc == 0; k++)
 			rc = comm_recv(r->c, &infos[k], sizeof(infos[k]), k, 7);
 		if (rc == 0)
-			rc = ckpt_manifest_write(r->store, r->step, r->world, r->tc->normalized, infos,
-			                         r->world, r->err, sizeof(r->err));
+			rc = ckpt_manifest_write(r->store, r->step, r->world, r->tc->normalized,
+			                         infos, r->world, r->err, sizeof(r->err));
 		int removed = 0;
 		if (rc == 0 && ckpt_prune(r->store, r->tc->spec.checkpoint.keep, &removed, r->err,
 		                          sizeof(r->err)) < 0)
-			fprintf(stderr, "trainyard-train: could not prune checkpoints: %s\n", r->err);
+			fprintf(stderr, "trainyard-train: could not prune checkpoints: %s\n",
+			        r->err);
 		free(infos);
 	} else {
 		rc = comm_send(r->c, &mine, sizeof(mine), 0, 7);
@@ -290,8 +291,8 @@ static int load_shard(run *r, const ckpt_manifest *m, int k, float **dst[3], jso
 	}
 	if (rbytes != (uint64_t)units * 2 * sizeof(uint64_t)) {
 		snprintf(r->err, sizeof(r->err),
-		         "checkpoint of step %d has %llu ranges but the model has %d units", m->step,
-		         (unsigned long long)(rbytes / 16), units);
+		         "checkpoint of step %d has %llu ranges but the model has %d units",
+		         m->step, (unsigned long long)(rbytes / 16), units);
 		rc = CKPT_ERR_CORRUPT;
 		goto out;
 	}
@@ -305,9 +306,10 @@ static int load_shard(run *r, const ckpt_manifest *m, int k, float **dst[3], jso
 		size_t lo = gpt_unit_offset(&r->tc->model, u);
 		size_t hi = lo + gpt_unit_numel(&r->tc->model, u);
 		if (ranges[2 * u + 1] < ranges[2 * u] ||
-		    (ranges[2 * u + 1] > ranges[2 * u] && (ranges[2 * u] < lo || ranges[2 * u + 1] > hi))) {
-			snprintf(r->err, sizeof(r->err), "checkpoint range of unit %d is out of bounds",
-			         u);
+		    (ranges[2 * u + 1] > ranges[2 * u] &&
+		     (ranges[2 * u] < lo || ranges[2 * u + 1] > hi))) {
+			snprintf(r->err, sizeof(r->err),
+			         "checkpoint range of unit %d is out of bounds", u);
 			rc = CKPT_ERR_CORRUPT;
 			goto out;
 		}
@@ -362,10 +364,11 @@ static int restore(run *r, const ckpt_manifest *m)
 		r->skipped = (int)json_integer_value(json_object_get(state, "skipped"));
 		opt_step = (int)json_integer_value(json_object_get(state, "opt_step"));
 		r->scaler.scale = (float)json_real_value(json_object_get(state, "loss_scale"));
-		r->scaler.good_steps = (int)json_integer_value(json_object_get(state, "good_steps"));
+		r->scaler.good_steps =
+		    (int)json_integer_value(json_object_get(state, "good_steps"));
 		if (r->step != m->step) {
-			snprintf(r->err, sizeof(r->err), "checkpoint state says step %d, manifest %d",
-			         r->step, m->step);
+			snprintf(r->err, sizeof(r->err),
+			         "checkpoint state says step %d, manifest %d", r->step, m->step);
 			rc = CKPT_ERR_CORRUPT;
 		} else if ((rc = data_seek(r->data, p)) < 0) {
 			snprintf(r->err, sizeof(r->err), "%s", data_error(r->data));
@@ -414,9 +417,9 @@ static int resume(run *r)
 	if (rc < 0)
 		return fail(r, rc == CKPT_ERR_NOMEM ? TRAIN_OOM : TRAIN_CKPT_CORRUPT,
 		            "could not restore the checkpoint");
-	metrics_emit(&r->met, "event",
-	             json_pack("{s:s, s:i, s:i}", "event", "resumed", "step", step,
-	                       "from_world", world));
+	metrics_emit(
+	    &r->met, "event",
+	    json_pack("{s:s, s:i, s:i}", "event", "resumed", "step", step, "from_world", world));
 	return TRAIN_OK;
 }
 
@@ -505,8 +508,8 @@ static int after_step(run *r, int s, const step_result *sr)
 		r->skipped++;
 		r->bad_in_a_row++;
 		metrics_emit(&r->met, "event",
-		             json_pack("{s:s, s:i, s:o, s:o, s:o}", "event", "skip", "step", s, "loss",
-		                       num(sr->loss), "grad_norm", num(sr->info.grad_norm),
+		             json_pack("{s:s, s:i, s:o, s:o, s:o}", "event", "skip", "step", s,
+		                       "loss", num(sr->loss), "grad_norm", num(sr->info.grad_norm),
 		                       "loss_scale", num(r->scaler.scale)));
 	} else {
 		r->bad_in_a_row = 0;
@@ -522,8 +525,8 @@ static int after_step(run *r, int s, const step_result *sr)
 		             json_pack("{s:s, s:i, s:f, s:f}", "event", "loss_scale", "step", s,
 		                       "from", (double)before, "to", (double)r->scaler.scale));
 	if (r->bad_in_a_row >= MAX_BAD_STEPS) {
-		snprintf(r->err, sizeof(r->err), "%d steps in a row had a non-finite loss or gradient",
-		         r->bad_in_a_row);
+		snprintf(r->err, sizeof(r->err),
+		         "%d steps in a row had a non-finite loss or gradient", r->bad_in_a_row);
 		return fail(r, TRAIN_NUMERIC, "giving up");
 	}
 	return TRAIN_OK;
@@ -542,7 +545,8 @@ static int setup(run *r)
 		return fail(r, TRAIN_INVALID_CONFIG, "invalid parallel layout");
 	}
 	if (tc->data_parallel != r->world) {
-		snprintf(r->err, sizeof(r->err), "parallel.data_parallel is %d but the world has %d ranks",
+		snprintf(r->err, sizeof(r->err),
+		         "parallel.data_parallel is %d but the world has %d ranks",
 		         tc->data_parallel, r->world);
 		return fail(r, TRAIN_INVALID_CONFIG, "invalid parallel layout");
 	}
@@ -567,7 +571,8 @@ static int setup(run *r)
 	} else {
 		init = malloc(gpt_num_params(&tc->model) * sizeof(float));
 		if (!init) {
-			snprintf(r->err, sizeof(r->err), "out of memory for the initial parameters");
+			snprintf(r->err, sizeof(r->err),
+			         "out of memory for the initial parameters");
 			return fail(r, TRAIN_OOM, "setup");
 		}
 		gpt_init_params(&tc->model, init, (uint64_t)spec->training.seed);
@@ -602,7 +607,8 @@ static int setup(run *r)
 	                  .prefetch = true};
 	int rc = data_open(&dc, &r->data, r->err, sizeof(r->err));
 	if (rc < 0)
-		return fail(r, rc == DATA_ERR_NOMEM ? TRAIN_OOM : TRAIN_DATA, "could not open data");
+		return fail(r, rc == DATA_ERR_NOMEM ? TRAIN_OOM : TRAIN_DATA,
+		            "could not open data");
 	r->sched = (lr_schedule){
 	    .max_lr = (float)spec->training.lr,
 	    .min_lr = (float)spec->training.lr * 0.1f,
@@ -618,7 +624,8 @@ static int setup(run *r)
 	if (r->o->ckpt_dir) {
 		r->store = ckpt_store_dir(r->o->ckpt_dir);
 		if (!r->store || ckpt_store_mkdir(r->store, "", r->err, sizeof(r->err)) < 0)
-			return fail(r, TRAIN_INVALID_CONFIG, "could not use the checkpoint directory");
+			return fail(r, TRAIN_INVALID_CONFIG,
+			            "could not use the checkpoint directory");
 	}
 	return TRAIN_OK;
 }
@@ -680,15 +687,15 @@ static int loop(run *r)
 		if ((rc = after_step(r, s, &sr)) != TRAIN_OK)
 			return rc;
 		bool stop = stop_requested(r);
-		bool due = s % spec->checkpoint.every_steps == 0 || s == spec->training.steps || stop ||
-		           (r->o->stop_after >= 0 && taken >= r->o->stop_after);
+		bool due = s % spec->checkpoint.every_steps == 0 || s == spec->training.steps ||
+		           stop || (r->o->stop_after >= 0 && taken >= r->o->stop_after);
 		if (r->store && due && (rc = checkpoint(r)) != 0)
 			return fail(r, rc == COMM_ERR_FAILED ? TRAIN_COMM : TRAIN_INTERNAL,
 			            "could not write a checkpoint");
 		if (stop) {
 			metrics_emit(&r->met, "event",
-			             json_pack("{s:s, s:i, s:i}", "event", "stopped", "step", s, "signal",
-			                       (int)stop_signal));
+			             json_pack("{s:s, s:i, s:i}", "event", "stopped", "step", s,
+			                       "signal", (int)stop_signal));
 			return TRAIN_STOPPED;
 		}
 	}
