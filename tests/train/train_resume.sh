@@ -69,6 +69,19 @@ check "2 ranks resume exactly" trainN 2 --spec "$S" "${two[@]}" --ckpt-dir "$TY_
 	--metrics "$TY_TMP/two-rest.jsonl"
 check "2-rank ZeRO-1 resume stays within 2e-5 of the 1-rank run" \
 	within "$(max_rel_diff "$TY_TMP/full.jsonl" "$TY_TMP/two-rest.jsonl")" 2e-5
+check "an uninterrupted 2-rank ZeRO-1 run" trainN 2 --spec "$S" "${two[@]}" \
+	--metrics "$TY_TMP/two-full.jsonl"
+check_eq "2-rank steps 11-20 after the resume are bit-identical to it" \
+	"$(losses "$TY_TMP/two-full.jsonl" | tail -n 10)" "$(losses "$TY_TMP/two-rest.jsonl")"
+three=(--set parallel.data_parallel=2 --set resources.ranks_per_node=2 --set parallel.zero_stage=3)
+check "2 ranks, ZeRO 3, stop after 10" trainN 2 --spec "$S" "${three[@]}" \
+	--ckpt-dir "$TY_TMP/ck3" --stop-after 10 --metrics /dev/null
+check "and resume" trainN 2 --spec "$S" "${three[@]}" --ckpt-dir "$TY_TMP/ck3" \
+	--metrics "$TY_TMP/z3-rest.jsonl"
+check "an uninterrupted 2-rank ZeRO-3 run" trainN 2 --spec "$S" "${three[@]}" \
+	--metrics "$TY_TMP/z3-full.jsonl"
+check_eq "ZeRO-3 resume is bit-identical too" \
+	"$(losses "$TY_TMP/z3-full.jsonl" | tail -n 10)" "$(losses "$TY_TMP/z3-rest.jsonl")"
 rm -rf "$TY_TMP/ck2/step_00000015" "$TY_TMP/ck2/step_00000020"
 check "1 rank resumes the 2-rank checkpoint of step 10" train1 --spec "$S" \
 	--ckpt-dir "$TY_TMP/ck2" --metrics "$TY_TMP/one-rest.jsonl"
