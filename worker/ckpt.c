@@ -8,6 +8,7 @@
  *   section 64-byte NUL-padded name, u64 length, length bytes
  *   trailer 64 zero bytes (an empty name), u64 number of sections; then EOF
  */
+#include "errbuf.h"
 #include "ckpt.h"
 
 #include <openssl/evp.h>
@@ -21,19 +22,6 @@
 #define NAME_BYTES   64
 #define RECORD_BYTES (NAME_BYTES + 8)
 #define SCAN_CHUNK   (1u << 20)
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (err == NULL || errlen == 0)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 static void put_u32(unsigned char *p, uint32_t v)
 {
@@ -117,10 +105,11 @@ static int check_ids(int step, int rank, int world, char *err, size_t errlen)
 {
 	if (step < 0 || step > CKPT_STEP_MAX || world < 1 || world > CKPT_WORLD_MAX || rank < 0 ||
 	    rank >= world) {
-		set_err(err, errlen,
-		        "invalid checkpoint shard: step %d, rank %d of world %d (need 0 <= step <= "
-		        "%d and 0 <= rank < world <= %d)",
-		        step, rank, world, CKPT_STEP_MAX, CKPT_WORLD_MAX);
+		train_errf(
+		    err, errlen,
+		    "invalid checkpoint shard: step %d, rank %d of world %d (need 0 <= step <= "
+		    "%d and 0 <= rank < world <= %d)",
+		    step, rank, world, CKPT_STEP_MAX, CKPT_WORLD_MAX);
 		return CKPT_ERR_ARG;
 	}
 	return 0;
@@ -146,7 +135,8 @@ static int writer_emit(ckpt_writer *w, const void *buf, size_t n)
 	if (w->rc)
 		return w->rc;
 	if (EVP_DigestUpdate(w->md, buf, n) != 1) {
-		set_err(w->err, sizeof(w->err), "could not hash checkpoint shard \"%s\"", w->path);
+		train_errf(w->err, sizeof(w->err), "could not hash checkpoint shard \"%s\"",
+		           w->path);
 		return w->rc = CKPT_ERR_NOMEM;
 	}
 	int rc = ckpt_stream_write(w->out, buf, n, w->err, sizeof(w->err));
@@ -173,7 +163,7 @@ int ckpt_shard_begin(ckpt_store *s, int step, int rank, int world, ckpt_writer *
 		return rc;
 	ckpt_writer *w = calloc(1, sizeof(*w));
 	if (w == NULL) {
-		set_err(err, errlen, "out of memory");
+		train_errf(err, errlen, "out of memory");
 		return CKPT_ERR_NOMEM;
 	}
 	w->store = s;
@@ -186,7 +176,7 @@ int ckpt_shard_begin(ckpt_store *s, int step, int rank, int world, ckpt_writer *
 	step_file(step, CKPT_MANIFEST_NAME, manifest);
 	w->md = EVP_MD_CTX_new();
 	if (w->md == NULL || EVP_DigestInit_ex(w->md, EVP_sha256(), NULL) != 1) {
-		set_err(err, errlen, "could not start hashing checkpoint shard \"%s\"", w->path);
+		train_errf(err, errlen, "could not start hashing checkpoint shard \"%s\"", w->path);
 		rc = CKPT_ERR_NOMEM;
 		goto fail;
 	}
@@ -213,7 +203,7 @@ int ckpt_shard_begin(ckpt_store *s, int step, int rank, int world, ckpt_writer *
 	put_u64(h + 24, (uint64_t)step);
 	rc = writer_emit(w, h, sizeof(h));
 	if (rc) {
-		set_err(err, errlen, "%s", w->err);
+		train_errf(err, errlen, "%s", w->err);
 		goto fail;
 	}
 	*out = w;
@@ -228,25 +218,26 @@ int ckpt_put(ckpt_writer *w, const char *name, const void *data, size_t n)
 	if (w->rc)
 		return w->rc;
 	if (name == NULL || !section_name_valid(name)) {
-		set_err(w->err, sizeof(w->err),
-		        "invalid section name \"%s\" for checkpoint shard \"%s\": expected 1 to %d "
-		        "characters of [A-Za-z0-9._/-]",
-		        name ? name : "(null)", w->path, CKPT_SECTION_MAX);
+		train_errf(
+		    w->err, sizeof(w->err),
+		    "invalid section name \"%s\" for checkpoint shard \"%s\": expected 1 to %d "
+		    "characters of [A-Za-z0-9._/-]",
+		    name ? name : "(null)", w->path, CKPT_SECTION_MAX);
 		return w->rc = CKPT_ERR_ARG;
 	}
 	for (size_t i = 0; i < w->nsections; i++)
 		if (strcmp(w->names[i], name) == 0) {
-			set_err(w->err, sizeof(w->err),
-			        "could not add section \"%s\" to checkpoint shard \"%s\": it is "
-			        "already there",
-			        name, w->path);
+			train_errf(w->err, sizeof(w->err),
+			           "could not add section \"%s\" to checkpoint shard \"%s\": it is "
+			           "already there",
+			           name, w->path);
 			return w->rc = CKPT_ERR_ARG;
 		}
 	if (w->nsections == w->cap) {
 		size_t ncap = w->cap ? 2 * w->cap : 16;
 		void *nn = realloc(w->names, ncap * sizeof(*w->names));
 		if (nn == NULL) {
-			set_err(w->err, sizeof(w->err), "out of memory");
+			train_errf(w->err, sizeof(w->err), "out of memory");
 			return w->rc = CKPT_ERR_NOMEM;
 		}
 		w->names = nn;
@@ -274,11 +265,12 @@ int ckpt_shard_commit(ckpt_writer *w, ckpt_shard_info *info, char *err, size_t e
 	unsigned char digest[32];
 	unsigned int dlen = 0;
 	if (rc == 0 && (EVP_DigestFinal_ex(w->md, digest, &dlen) != 1 || dlen != 32)) {
-		set_err(w->err, sizeof(w->err), "could not hash checkpoint shard \"%s\"", w->path);
+		train_errf(w->err, sizeof(w->err), "could not hash checkpoint shard \"%s\"",
+		           w->path);
 		rc = CKPT_ERR_NOMEM;
 	}
 	if (rc) {
-		set_err(err, errlen, "%s", w->err);
+		train_errf(err, errlen, "%s", w->err);
 		goto out;
 	}
 	ckpt_stream *f = w->out;
@@ -331,9 +323,9 @@ typedef struct scan {
 
 static int truncated(const scan *sc, const char *what)
 {
-	set_err(sc->err, sc->errlen,
-	        "checkpoint shard \"%s\" is corrupt: it ends after %llu bytes, inside %s",
-	        sc->r->path, (unsigned long long)sc->pos, what);
+	train_errf(sc->err, sc->errlen,
+	           "checkpoint shard \"%s\" is corrupt: it ends after %llu bytes, inside %s",
+	           sc->r->path, (unsigned long long)sc->pos, what);
 	return CKPT_ERR_CORRUPT;
 }
 
@@ -344,7 +336,8 @@ static int scan_read(scan *sc, void *buf, size_t n, size_t *got)
 	if (rc)
 		return rc;
 	if (*got > 0 && EVP_DigestUpdate(sc->md, buf, *got) != 1) {
-		set_err(sc->err, sc->errlen, "could not hash checkpoint shard \"%s\"", sc->r->path);
+		train_errf(sc->err, sc->errlen, "could not hash checkpoint shard \"%s\"",
+		           sc->r->path);
 		return CKPT_ERR_NOMEM;
 	}
 	sc->pos += *got;
@@ -367,27 +360,28 @@ static int scan_header(scan *sc, int step, int rank, int world)
 	if (rc)
 		return rc;
 	if (memcmp(h, CKPT_SHARD_MAGIC, 8) != 0) {
-		set_err(sc->err, sc->errlen,
-		        "checkpoint shard \"%s\" is corrupt: it does not start with \"%s\"",
-		        sc->r->path, CKPT_SHARD_MAGIC);
+		train_errf(sc->err, sc->errlen,
+		           "checkpoint shard \"%s\" is corrupt: it does not start with \"%s\"",
+		           sc->r->path, CKPT_SHARD_MAGIC);
 		return CKPT_ERR_CORRUPT;
 	}
 	uint32_t version = get_u32(h + 8);
 	if (version != CKPT_SHARD_VERSION) {
-		set_err(sc->err, sc->errlen,
-		        "checkpoint shard \"%s\" has format version %u, this build reads %d",
-		        sc->r->path, version, CKPT_SHARD_VERSION);
+		train_errf(sc->err, sc->errlen,
+		           "checkpoint shard \"%s\" has format version %u, this build reads %d",
+		           sc->r->path, version, CKPT_SHARD_VERSION);
 		return CKPT_ERR_VERSION;
 	}
 	uint32_t hbytes = get_u32(h + 12), hrank = get_u32(h + 16), hworld = get_u32(h + 20);
 	uint64_t hstep = get_u64(h + 24);
 	if (hbytes != HEADER_BYTES || hrank != (uint32_t)rank || hworld != (uint32_t)world ||
 	    hstep != (uint64_t)step) {
-		set_err(sc->err, sc->errlen,
-		        "checkpoint shard \"%s\" is corrupt: its header says step %llu, rank %u of "
-		        "%u (header size %u), expected step %d, rank %d of %d",
-		        sc->r->path, (unsigned long long)hstep, hrank, hworld, hbytes, step, rank,
-		        world);
+		train_errf(
+		    sc->err, sc->errlen,
+		    "checkpoint shard \"%s\" is corrupt: its header says step %llu, rank %u of "
+		    "%u (header size %u), expected step %d, rank %d of %d",
+		    sc->r->path, (unsigned long long)hstep, hrank, hworld, hbytes, step, rank,
+		    world);
 		return CKPT_ERR_CORRUPT;
 	}
 	return 0;
@@ -398,16 +392,17 @@ static int reader_add(scan *sc, const char *name, uint64_t size)
 	ckpt_reader *r = sc->r;
 	for (size_t i = 0; i < r->n; i++)
 		if (strcmp(r->sections[i].name, name) == 0) {
-			set_err(sc->err, sc->errlen,
-			        "checkpoint shard \"%s\" is corrupt: section \"%s\" appears twice",
-			        r->path, name);
+			train_errf(
+			    sc->err, sc->errlen,
+			    "checkpoint shard \"%s\" is corrupt: section \"%s\" appears twice",
+			    r->path, name);
 			return CKPT_ERR_CORRUPT;
 		}
 	if (r->n == r->cap) {
 		size_t ncap = r->cap ? 2 * r->cap : 16;
 		section *ns = realloc(r->sections, ncap * sizeof(*ns));
 		if (ns == NULL) {
-			set_err(sc->err, sc->errlen, "out of memory");
+			train_errf(sc->err, sc->errlen, "out of memory");
 			return CKPT_ERR_NOMEM;
 		}
 		r->sections = ns;
@@ -424,10 +419,10 @@ static int reader_add(scan *sc, const char *name, uint64_t size)
 static int scan_trailer(scan *sc, uint64_t count, unsigned char *chunk)
 {
 	if (count != sc->r->n) {
-		set_err(sc->err, sc->errlen,
-		        "checkpoint shard \"%s\" is corrupt: its trailer counts %llu sections, "
-		        "the file has %zu",
-		        sc->r->path, (unsigned long long)count, sc->r->n);
+		train_errf(sc->err, sc->errlen,
+		           "checkpoint shard \"%s\" is corrupt: its trailer counts %llu sections, "
+		           "the file has %zu",
+		           sc->r->path, (unsigned long long)count, sc->r->n);
 		return CKPT_ERR_CORRUPT;
 	}
 	size_t got;
@@ -435,9 +430,9 @@ static int scan_trailer(scan *sc, uint64_t count, unsigned char *chunk)
 	if (rc)
 		return rc;
 	if (got != 0) {
-		set_err(sc->err, sc->errlen,
-		        "checkpoint shard \"%s\" is corrupt: bytes follow its trailer",
-		        sc->r->path);
+		train_errf(sc->err, sc->errlen,
+		           "checkpoint shard \"%s\" is corrupt: bytes follow its trailer",
+		           sc->r->path);
 		return CKPT_ERR_CORRUPT;
 	}
 	return 0;
@@ -456,9 +451,10 @@ static int scan_sections(scan *sc, unsigned char *chunk)
 		memcpy(name, rec, NAME_BYTES);
 		if (name[NAME_BYTES - 1] != '\0' ||
 		    (name[0] != '\0' && !section_name_valid(name))) {
-			set_err(sc->err, sc->errlen,
-			        "checkpoint shard \"%s\" is corrupt: bad section name at byte %llu",
-			        sc->r->path, (unsigned long long)(sc->pos - RECORD_BYTES));
+			train_errf(
+			    sc->err, sc->errlen,
+			    "checkpoint shard \"%s\" is corrupt: bad section name at byte %llu",
+			    sc->r->path, (unsigned long long)(sc->pos - RECORD_BYTES));
 			return CKPT_ERR_CORRUPT;
 		}
 		if (name[0] == '\0')
@@ -494,16 +490,17 @@ static int scan_finish(scan *sc, int rc, unsigned char *chunk, const char *expec
 	if (EVP_DigestFinal_ex(sc->md, digest, &dlen) != 1 || dlen != 32) {
 		if (rc)
 			return rc;
-		set_err(sc->err, sc->errlen, "could not hash checkpoint shard \"%s\"", sc->r->path);
+		train_errf(sc->err, sc->errlen, "could not hash checkpoint shard \"%s\"",
+		           sc->r->path);
 		return CKPT_ERR_NOMEM;
 	}
 	char hex[65];
 	hex_of(digest, 32, hex);
 	if (expected != NULL && strcmp(hex, expected) != 0) {
-		set_err(sc->err, sc->errlen,
-		        "checkpoint shard \"%s\" is corrupt: its SHA-256 is %s, the manifest "
-		        "records %s",
-		        sc->r->path, hex, expected);
+		train_errf(sc->err, sc->errlen,
+		           "checkpoint shard \"%s\" is corrupt: its SHA-256 is %s, the manifest "
+		           "records %s",
+		           sc->r->path, hex, expected);
 		return CKPT_ERR_CORRUPT;
 	}
 	return rc;
@@ -526,9 +523,9 @@ int ckpt_shard_open(ckpt_store *s, int step, int rank, int world, const char *ex
 	if (rc)
 		return rc;
 	if (expected_sha256 != NULL && !sha256_hex_valid(expected_sha256)) {
-		set_err(err, errlen,
-		        "invalid expected SHA-256 \"%s\": need 64 lower-case hex digits",
-		        expected_sha256);
+		train_errf(err, errlen,
+		           "invalid expected SHA-256 \"%s\": need 64 lower-case hex digits",
+		           expected_sha256);
 		return CKPT_ERR_ARG;
 	}
 	scan sc = {.err = err, .errlen = errlen};
@@ -537,7 +534,7 @@ int ckpt_shard_open(ckpt_store *s, int step, int rank, int world, const char *ex
 	sc.md = EVP_MD_CTX_new();
 	if (chunk == NULL || r == NULL || sc.md == NULL ||
 	    EVP_DigestInit_ex(sc.md, EVP_sha256(), NULL) != 1) {
-		set_err(err, errlen, "out of memory");
+		train_errf(err, errlen, "out of memory");
 		rc = CKPT_ERR_NOMEM;
 		goto fail;
 	}
@@ -598,15 +595,15 @@ int ckpt_get(ckpt_reader *r, const char *name, void *buf, size_t n, char *err, s
 {
 	const section *s = find_section(r, name);
 	if (s == NULL) {
-		set_err(err, errlen, "checkpoint shard \"%s\" has no section \"%s\"", r->path,
-		        name);
+		train_errf(err, errlen, "checkpoint shard \"%s\" has no section \"%s\"", r->path,
+		           name);
 		return CKPT_ERR_NOTFOUND;
 	}
 	if (s->size != (uint64_t)n) {
-		set_err(err, errlen,
-		        "could not read section \"%s\" of checkpoint shard \"%s\": it has %llu "
-		        "bytes, the caller expects %zu",
-		        name, r->path, (unsigned long long)s->size, n);
+		train_errf(err, errlen,
+		           "could not read section \"%s\" of checkpoint shard \"%s\": it has %llu "
+		           "bytes, the caller expects %zu",
+		           name, r->path, (unsigned long long)s->size, n);
 		return CKPT_ERR_ARG;
 	}
 	int rc;
@@ -637,9 +634,9 @@ int ckpt_get(ckpt_reader *r, const char *name, void *buf, size_t n, char *err, s
 		goto changed;
 	return 0;
 changed:
-	set_err(err, errlen,
-	        "checkpoint shard \"%s\" is corrupt: it became shorter after it was verified",
-	        r->path);
+	train_errf(err, errlen,
+	           "checkpoint shard \"%s\" is corrupt: it became shorter after it was verified",
+	           r->path);
 	rc = CKPT_ERR_CORRUPT;
 fail:
 	ckpt_stream_close(r->in);
@@ -698,20 +695,21 @@ int ckpt_manifest_write(ckpt_store *s, int step, int world, const json_t *config
 	if (rc)
 		return rc;
 	if (config != NULL && !json_is_object(config)) {
-		set_err(err, errlen,
-		        "could not write checkpoint manifest: config is not an object");
+		train_errf(err, errlen,
+		           "could not write checkpoint manifest: config is not an object");
 		return CKPT_ERR_ARG;
 	}
 	if (n != world) {
-		set_err(err, errlen,
-		        "could not write checkpoint manifest for step %d: %d shards for a world of "
-		        "%d",
-		        step, n, world);
+		train_errf(
+		    err, errlen,
+		    "could not write checkpoint manifest for step %d: %d shards for a world of "
+		    "%d",
+		    step, n, world);
 		return CKPT_ERR_ARG;
 	}
 	byrank = calloc((size_t)world, sizeof(*byrank));
 	if (byrank == NULL) {
-		set_err(err, errlen, "out of memory");
+		train_errf(err, errlen, "out of memory");
 		return CKPT_ERR_NOMEM;
 	}
 	for (int i = 0; i < n; i++) {
@@ -721,10 +719,11 @@ int ckpt_manifest_write(ckpt_store *s, int step, int world, const json_t *config
 			ckpt_shard_name(r, world, want);
 		if (r < 0 || r >= world || byrank[r].name[0] != '\0' ||
 		    strcmp(shards[i].name, want) != 0 || !sha256_hex_valid(shards[i].sha256)) {
-			set_err(err, errlen,
-			        "could not write checkpoint manifest for step %d: shard entry %d "
-			        "(rank %d, \"%.63s\") is invalid or repeated",
-			        step, i, r, shards[i].name);
+			train_errf(
+			    err, errlen,
+			    "could not write checkpoint manifest for step %d: shard entry %d "
+			    "(rank %d, \"%.63s\") is invalid or repeated",
+			    step, i, r, shards[i].name);
 			rc = CKPT_ERR_ARG;
 			goto out;
 		}
@@ -733,7 +732,7 @@ int ckpt_manifest_write(ckpt_store *s, int step, int world, const json_t *config
 	doc = manifest_json(step, world, config, byrank);
 	text = doc ? json_dumps(doc, JSON_INDENT(2)) : NULL;
 	if (text == NULL) {
-		set_err(err, errlen, "out of memory");
+		train_errf(err, errlen, "out of memory");
 		rc = CKPT_ERR_NOMEM;
 		goto out;
 	}
@@ -758,7 +757,7 @@ out:
 
 static int manifest_bad(char *err, size_t errlen, const char *path, const char *why)
 {
-	set_err(err, errlen, "checkpoint manifest \"%s\" is invalid: %s", path, why);
+	train_errf(err, errlen, "checkpoint manifest \"%s\" is invalid: %s", path, why);
 	return CKPT_ERR_CORRUPT;
 }
 
@@ -776,16 +775,16 @@ static int read_all(ckpt_store *s, const char *name, size_t max, char **out, siz
 	for (;;) {
 		if (n == cap) {
 			if (cap > max) {
-				set_err(err, errlen,
-				        "checkpoint file \"%s\" is larger than %zu bytes", name,
-				        max);
+				train_errf(err, errlen,
+				           "checkpoint file \"%s\" is larger than %zu bytes", name,
+				           max);
 				rc = CKPT_ERR_CORRUPT;
 				goto out;
 			}
 			size_t ncap = cap ? 2 * cap : 4096;
 			char *nb = realloc(buf, ncap + 1);
 			if (nb == NULL) {
-				set_err(err, errlen, "out of memory");
+				train_errf(err, errlen, "out of memory");
 				rc = CKPT_ERR_NOMEM;
 				goto out;
 			}
@@ -801,7 +800,8 @@ static int read_all(ckpt_store *s, const char *name, size_t max, char **out, siz
 			break;
 	}
 	if (n > max) {
-		set_err(err, errlen, "checkpoint file \"%s\" is larger than %zu bytes", name, max);
+		train_errf(err, errlen, "checkpoint file \"%s\" is larger than %zu bytes", name,
+		           max);
 		rc = CKPT_ERR_CORRUPT;
 		goto out;
 	}
@@ -822,7 +822,7 @@ static int manifest_shards(const json_t *arr, ckpt_manifest *m, const char *path
 		return manifest_bad(err, errlen, path, "\"shards\" must list one entry per rank");
 	m->shards = calloc((size_t)m->world, sizeof(*m->shards));
 	if (m->shards == NULL) {
-		set_err(err, errlen, "out of memory");
+		train_errf(err, errlen, "out of memory");
 		return CKPT_ERR_NOMEM;
 	}
 	size_t i;
@@ -863,14 +863,14 @@ int ckpt_manifest_read(ckpt_store *s, int step, ckpt_manifest *out, char *err, s
 	step_file(step, CKPT_MANIFEST_NAME, path);
 	rc = read_all(s, path, CKPT_MANIFEST_MAX, &text, &len, err, errlen);
 	if (rc == CKPT_ERR_NOTFOUND)
-		set_err(err, errlen, "checkpoint manifest \"%s\" does not exist", path);
+		train_errf(err, errlen, "checkpoint manifest \"%s\" does not exist", path);
 	if (rc)
 		return rc;
 	json_error_t jerr;
 	doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (doc == NULL) {
-		set_err(err, errlen, "checkpoint manifest \"%s\" is invalid: line %d: %s", path,
-		        jerr.line, jerr.text);
+		train_errf(err, errlen, "checkpoint manifest \"%s\" is invalid: line %d: %s", path,
+		           jerr.line, jerr.text);
 		rc = CKPT_ERR_CORRUPT;
 		goto out;
 	}
@@ -888,9 +888,9 @@ int ckpt_manifest_read(ckpt_store *s, int step, ckpt_manifest *out, char *err, s
 		goto out;
 	}
 	if (version != CKPT_MANIFEST_VERSION) {
-		set_err(err, errlen,
-		        "checkpoint manifest \"%s\" has version %lld, this build reads %d", path,
-		        (long long)version, CKPT_MANIFEST_VERSION);
+		train_errf(err, errlen,
+		           "checkpoint manifest \"%s\" has version %lld, this build reads %d", path,
+		           (long long)version, CKPT_MANIFEST_VERSION);
 		rc = CKPT_ERR_VERSION;
 		goto out;
 	}
@@ -950,7 +950,7 @@ int ckpt_list(ckpt_store *s, ckpt_entry **out, int *n, char *err, size_t errlen)
 	ckpt_entry *e = calloc(names.n ? names.n : 1, sizeof(*e));
 	if (e == NULL) {
 		ckpt_names_release(&names);
-		set_err(err, errlen, "out of memory");
+		train_errf(err, errlen, "out of memory");
 		return CKPT_ERR_NOMEM;
 	}
 	int k = 0;
@@ -986,7 +986,7 @@ int ckpt_latest(ckpt_store *s, int *step, char *err, size_t errlen)
 		}
 	free(e);
 	if (*step < 0) {
-		set_err(err, errlen, "no complete checkpoint in the store");
+		train_errf(err, errlen, "no complete checkpoint in the store");
 		return CKPT_ERR_NOTFOUND;
 	}
 	return 0;
@@ -1027,8 +1027,8 @@ int ckpt_prune(ckpt_store *s, int keep, int *removed, char *err, size_t errlen)
 	if (removed)
 		*removed = 0;
 	if (keep < 1) {
-		set_err(err, errlen, "could not prune checkpoints: keep must be at least 1, not %d",
-		        keep);
+		train_errf(err, errlen,
+		           "could not prune checkpoints: keep must be at least 1, not %d", keep);
 		return CKPT_ERR_ARG;
 	}
 	int rc = ckpt_list(s, &e, &n, err, errlen);
@@ -1062,7 +1062,7 @@ int ckpt_verify(ckpt_store *s, const ckpt_manifest *m, int part, int parts, char
                 size_t errlen)
 {
 	if (parts < 1 || part < 0 || part >= parts) {
-		set_err(err, errlen, "could not verify checkpoint: part %d of %d", part, parts);
+		train_errf(err, errlen, "could not verify checkpoint: part %d of %d", part, parts);
 		return CKPT_ERR_ARG;
 	}
 	for (int r = part; r < m->world; r += parts) {
@@ -1076,11 +1076,11 @@ int ckpt_verify(ckpt_store *s, const ckpt_manifest *m, int part, int parts, char
 		if (bytes != m->shards[r].bytes) {
 			char dir[32];
 			ckpt_step_dir(m->step, dir);
-			set_err(err, errlen,
-			        "checkpoint shard \"%s/%s\" is corrupt: it has %llu bytes, the "
-			        "manifest records %llu",
-			        dir, m->shards[r].name, (unsigned long long)bytes,
-			        (unsigned long long)m->shards[r].bytes);
+			train_errf(err, errlen,
+			           "checkpoint shard \"%s/%s\" is corrupt: it has %llu bytes, the "
+			           "manifest records %llu",
+			           dir, m->shards[r].name, (unsigned long long)bytes,
+			           (unsigned long long)m->shards[r].bytes);
 			return CKPT_ERR_CORRUPT;
 		}
 	}
@@ -1128,10 +1128,10 @@ int ckpt_find_valid(ckpt_store *s, const ckpt_find_opts *opts, ckpt_manifest *ou
 	}
 	free(e);
 	if (complete == 0) {
-		set_err(err, errlen, "no complete checkpoint in the store");
+		train_errf(err, errlen, "no complete checkpoint in the store");
 		return CKPT_ERR_NOTFOUND;
 	}
-	set_err(err, errlen, "none of %d checkpoints verifies; the newest was refused at %s",
-	        complete, first);
+	train_errf(err, errlen, "none of %d checkpoints verifies; the newest was refused at %s",
+	           complete, first);
 	return CKPT_ERR_CORRUPT;
 }

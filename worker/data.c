@@ -10,6 +10,7 @@
  * next). The batch itself is produced by fill_batch(), called by data_next
  * without prefetch, or by the thread for the position in d->want.
  */
+#include "errbuf.h"
 #include "data.h"
 
 #include <errno.h>
@@ -26,19 +27,6 @@
 
 #define SCAN_TOKENS (1u << 16)
 #define ERR_LEN     512
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (err == NULL || errlen == 0)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 static double now_seconds(void)
 {
@@ -180,18 +168,19 @@ static int pread_full(int fd, void *buf, size_t n, off_t off)
 static int read_failed(const shard *s, char *err, size_t errlen)
 {
 	if (errno == 0)
-		set_err(err, errlen, "could not read data file \"%s\": it ended early", s->path);
+		train_errf(err, errlen, "could not read data file \"%s\": it ended early", s->path);
 	else
-		set_err(err, errlen, "could not read data file \"%s\": %m", s->path);
+		train_errf(err, errlen, "could not read data file \"%s\": %m", s->path);
 	return DATA_ERR_IO;
 }
 
 static int bad_token(const data_loader *d, const shard *s, unsigned tok, uint64_t index, char *err,
                      size_t errlen)
 {
-	set_err(err, errlen,
-	        "data file \"%s\" holds token %u at index %llu, not below the vocabulary size %d",
-	        s->path, tok, (unsigned long long)index, d->vocab);
+	train_errf(
+	    err, errlen,
+	    "data file \"%s\" holds token %u at index %llu, not below the vocabulary size %d",
+	    s->path, tok, (unsigned long long)index, d->vocab);
 	return DATA_ERR_DATA;
 }
 
@@ -218,9 +207,9 @@ static int read_sequence(data_loader *d, uint64_t k, int32_t *in, int32_t *tg, c
 	size_t done = 0;
 	for (size_t si = shard_find(d, off); done < n; si++) {
 		if (si >= d->nshards) {
-			set_err(err, errlen,
-			        "could not read sequence %llu: past the end of the data",
-			        (unsigned long long)k);
+			train_errf(err, errlen,
+			           "could not read sequence %llu: past the end of the data",
+			           (unsigned long long)k);
 			return DATA_ERR_IO;
 		}
 		const shard *s = &d->shards[si];
@@ -315,45 +304,47 @@ static int open_shard(shard *s, char *err, size_t errlen)
 {
 	s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
 	if (s->fd < 0) {
-		set_err(err, errlen, "could not open data file \"%s\": %m", s->path);
+		train_errf(err, errlen, "could not open data file \"%s\": %m", s->path);
 		return DATA_ERR_IO;
 	}
 	struct stat st;
 	if (fstat(s->fd, &st) != 0) {
-		set_err(err, errlen, "could not stat data file \"%s\": %m", s->path);
+		train_errf(err, errlen, "could not stat data file \"%s\": %m", s->path);
 		return DATA_ERR_IO;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		set_err(err, errlen, "data file \"%s\" is not a regular file", s->path);
+		train_errf(err, errlen, "data file \"%s\" is not a regular file", s->path);
 		return DATA_ERR_DATA;
 	}
 	unsigned char h[DATA_SHARD_HEADER_BYTES];
 	if (st.st_size < DATA_SHARD_HEADER_BYTES) {
-		set_err(err, errlen,
-		        "data file \"%s\" is not a token shard: %lld bytes is too short for the "
-		        "%d-byte header",
-		        s->path, (long long)st.st_size, DATA_SHARD_HEADER_BYTES);
+		train_errf(err, errlen,
+		           "data file \"%s\" is not a token shard: %lld bytes is too short for the "
+		           "%d-byte header",
+		           s->path, (long long)st.st_size, DATA_SHARD_HEADER_BYTES);
 		return DATA_ERR_DATA;
 	}
 	if (pread_full(s->fd, h, sizeof(h), 0) != 0)
 		return read_failed(s, err, errlen);
 	int32_t magic = get_i32(h), version = get_i32(h + 4), count = get_i32(h + 8);
 	if (magic != DATA_SHARD_MAGIC) {
-		set_err(err, errlen, "data file \"%s\" is not a token shard: magic %d, expected %d",
-		        s->path, magic, DATA_SHARD_MAGIC);
+		train_errf(err, errlen,
+		           "data file \"%s\" is not a token shard: magic %d, expected %d", s->path,
+		           magic, DATA_SHARD_MAGIC);
 		return DATA_ERR_DATA;
 	}
 	if (version != DATA_SHARD_VERSION) {
-		set_err(err, errlen, "data file \"%s\" has shard version %d, expected %d", s->path,
-		        version, DATA_SHARD_VERSION);
+		train_errf(err, errlen, "data file \"%s\" has shard version %d, expected %d",
+		           s->path, version, DATA_SHARD_VERSION);
 		return DATA_ERR_DATA;
 	}
 	long long want = (long long)DATA_SHARD_HEADER_BYTES + 2 * (long long)count;
 	if (count < 0 || (long long)st.st_size != want) {
-		set_err(err, errlen,
-		        "data file \"%s\" has %lld bytes, but its header declares %d tokens (%lld "
-		        "bytes)",
-		        s->path, (long long)st.st_size, count, want);
+		train_errf(
+		    err, errlen,
+		    "data file \"%s\" has %lld bytes, but its header declares %d tokens (%lld "
+		    "bytes)",
+		    s->path, (long long)st.st_size, count, want);
 		return DATA_ERR_DATA;
 	}
 	s->count = (uint64_t)count;
@@ -393,7 +384,7 @@ static int check_config(const data_config *c, char *err, size_t errlen)
 		why = "accum_steps must not be negative";
 	if (why == NULL)
 		return 0;
-	set_err(err, errlen, "could not open training data: %s", why);
+	train_errf(err, errlen, "could not open training data: %s", why);
 	return DATA_ERR_ARG;
 }
 
@@ -403,20 +394,20 @@ static int glob_shards(data_loader *d, const char *pattern, char *err, size_t er
 	int rc = 0;
 	int grc = glob(pattern, GLOB_NOSORT, NULL, &g);
 	if (grc == GLOB_NOMATCH || (grc == 0 && g.gl_pathc == 0)) {
-		set_err(err, errlen, "no data files match \"%s\"", pattern);
+		train_errf(err, errlen, "no data files match \"%s\"", pattern);
 		rc = DATA_ERR_DATA;
 		goto out;
 	}
 	if (grc != 0) {
-		set_err(err, errlen, "could not list data files matching \"%s\": %s", pattern,
-		        grc == GLOB_NOSPACE ? "out of memory" : "a directory could not be read");
+		train_errf(err, errlen, "could not list data files matching \"%s\": %s", pattern,
+		           grc == GLOB_NOSPACE ? "out of memory" : "a directory could not be read");
 		rc = grc == GLOB_NOSPACE ? DATA_ERR_NOMEM : DATA_ERR_IO;
 		goto out;
 	}
 	qsort(g.gl_pathv, g.gl_pathc, sizeof(char *), cmp_str);
 	d->shards = calloc(g.gl_pathc, sizeof(*d->shards));
 	if (d->shards == NULL) {
-		set_err(err, errlen, "out of memory");
+		train_errf(err, errlen, "out of memory");
 		rc = DATA_ERR_NOMEM;
 		goto out;
 	}
@@ -425,7 +416,7 @@ static int glob_shards(data_loader *d, const char *pattern, char *err, size_t er
 		s->fd = -1;
 		s->path = strdup(g.gl_pathv[i]);
 		if (s->path == NULL) {
-			set_err(err, errlen, "out of memory");
+			train_errf(err, errlen, "out of memory");
 			rc = DATA_ERR_NOMEM;
 			goto out;
 		}
@@ -450,7 +441,7 @@ int data_open(const data_config *cfg, data_loader **out, char *err, size_t errle
 		return rc;
 	data_loader *d = calloc(1, sizeof(*d));
 	if (d == NULL) {
-		set_err(err, errlen, "out of memory");
+		train_errf(err, errlen, "out of memory");
 		return DATA_ERR_NOMEM;
 	}
 	d->B = cfg->B;
@@ -467,17 +458,18 @@ int data_open(const data_config *cfg, data_loader **out, char *err, size_t errle
 	d->sequences = data_sequence_count(d->tokens, d->T);
 	uint64_t step = group_size(d) * (uint64_t)d->accum;
 	if (d->sequences < step) {
-		set_err(err, errlen,
-		        "too little data in \"%s\": %llu tokens make %llu sequences of %d tokens, "
-		        "one optimizer step needs %llu",
-		        cfg->pattern, (unsigned long long)d->tokens,
-		        (unsigned long long)d->sequences, d->T, (unsigned long long)step);
+		train_errf(
+		    err, errlen,
+		    "too little data in \"%s\": %llu tokens make %llu sequences of %d tokens, "
+		    "one optimizer step needs %llu",
+		    cfg->pattern, (unsigned long long)d->tokens, (unsigned long long)d->sequences,
+		    d->T, (unsigned long long)step);
 		rc = DATA_ERR_DATA;
 		goto fail;
 	}
 	if (d->sequences > UINT32_MAX) {
-		set_err(err, errlen, "too much data in \"%s\": %llu sequences, at most %u",
-		        cfg->pattern, (unsigned long long)d->sequences, (unsigned)UINT32_MAX);
+		train_errf(err, errlen, "too much data in \"%s\": %llu sequences, at most %u",
+		           cfg->pattern, (unsigned long long)d->sequences, (unsigned)UINT32_MAX);
 		rc = DATA_ERR_DATA;
 		goto fail;
 	}
@@ -487,7 +479,7 @@ int data_open(const data_config *cfg, data_loader **out, char *err, size_t errle
 	if (d->shuffle)
 		d->perm = malloc((size_t)d->sequences * sizeof(*d->perm));
 	if (d->raw == NULL || (d->shuffle && d->perm == NULL)) {
-		set_err(err, errlen, "out of memory");
+		train_errf(err, errlen, "out of memory");
 		rc = DATA_ERR_NOMEM;
 		goto fail;
 	}
@@ -501,7 +493,7 @@ int data_open(const data_config *cfg, data_loader **out, char *err, size_t errle
 		d->slot_in = malloc(bt * sizeof(int32_t));
 		d->slot_tg = malloc(bt * sizeof(int32_t));
 		if (d->slot_in == NULL || d->slot_tg == NULL) {
-			set_err(err, errlen, "out of memory");
+			train_errf(err, errlen, "out of memory");
 			rc = DATA_ERR_NOMEM;
 			goto fail;
 		}
@@ -512,8 +504,8 @@ int data_open(const data_config *cfg, data_loader **out, char *err, size_t errle
 		d->want = d->pos;
 		int prc = pthread_create(&d->thread, NULL, prefetch_main, d);
 		if (prc != 0) {
-			set_err(err, errlen, "could not start the data prefetch thread: %s",
-			        strerror(prc));
+			train_errf(err, errlen, "could not start the data prefetch thread: %s",
+			           strerror(prc));
 			rc = DATA_ERR_NOMEM;
 			goto fail;
 		}
@@ -615,10 +607,10 @@ data_position data_tell(const data_loader *d)
 int data_seek(data_loader *d, data_position p)
 {
 	if (p.sequences != 0 && p.sequences != d->sequences) {
-		set_err(d->err, sizeof(d->err),
-		        "could not resume the data position: it was taken over %llu sequences, "
-		        "the data now has %llu (did the data files or T change?)",
-		        (unsigned long long)p.sequences, (unsigned long long)d->sequences);
+		train_errf(d->err, sizeof(d->err),
+		           "could not resume the data position: it was taken over %llu sequences, "
+		           "the data now has %llu (did the data files or T change?)",
+		           (unsigned long long)p.sequences, (unsigned long long)d->sequences);
 		return DATA_ERR_DATA;
 	}
 	data_position n = normalize(d, p);
@@ -716,13 +708,13 @@ int data_shard_create(const char *path, data_shard_writer **out, char *err, size
 			w->tmp = NULL;
 		}
 		data_shard_discard(w);
-		set_err(err, errlen, "out of memory");
+		train_errf(err, errlen, "out of memory");
 		return DATA_ERR_NOMEM;
 	}
 	snprintf(w->tmp, n, "%s.tmp.%ld", path, (long)getpid());
 	w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (w->fd < 0) {
-		set_err(err, errlen, "could not create data file \"%s\": %m", w->tmp);
+		train_errf(err, errlen, "could not create data file \"%s\": %m", w->tmp);
 		free(w->tmp);
 		w->tmp = NULL; /* nothing to remove */
 		data_shard_discard(w);
@@ -731,7 +723,7 @@ int data_shard_create(const char *path, data_shard_writer **out, char *err, size
 	unsigned char h[DATA_SHARD_HEADER_BYTES];
 	data_shard_header(h, 0);
 	if (write_full(w->fd, h, sizeof(h), 0) != 0) {
-		set_err(err, errlen, "could not write data file \"%s\": %m", w->tmp);
+		train_errf(err, errlen, "could not write data file \"%s\": %m", w->tmp);
 		data_shard_discard(w);
 		return DATA_ERR_IO;
 	}
@@ -748,8 +740,8 @@ int data_shard_append(data_shard_writer *w, const uint16_t *tokens, size_t n, ch
                       size_t errlen)
 {
 	if (n > DATA_SHARD_MAX_TOKENS - w->tokens) {
-		set_err(err, errlen, "could not write data file \"%s\": more than %zu tokens",
-		        w->path, DATA_SHARD_MAX_TOKENS);
+		train_errf(err, errlen, "could not write data file \"%s\": more than %zu tokens",
+		           w->path, DATA_SHARD_MAX_TOKENS);
 		return DATA_ERR_ARG;
 	}
 	unsigned char buf[8192];
@@ -762,7 +754,7 @@ int data_shard_append(data_shard_writer *w, const uint16_t *tokens, size_t n, ch
 		}
 		off_t where = (off_t)(DATA_SHARD_HEADER_BYTES + 2 * (w->tokens + done));
 		if (write_full(w->fd, buf, 2 * k, where) != 0) {
-			set_err(err, errlen, "could not write data file \"%s\": %m", w->tmp);
+			train_errf(err, errlen, "could not write data file \"%s\": %m", w->tmp);
 			return DATA_ERR_IO;
 		}
 		done += k;
@@ -776,7 +768,7 @@ static int sync_dir_of(const char *path, char *err, size_t errlen)
 {
 	char *dir = strdup(path);
 	if (dir == NULL) {
-		set_err(err, errlen, "out of memory");
+		train_errf(err, errlen, "out of memory");
 		return DATA_ERR_NOMEM;
 	}
 	char *slash = strrchr(dir, '/');
@@ -789,7 +781,7 @@ static int sync_dir_of(const char *path, char *err, size_t errlen)
 		name = ".";
 	int rc = 0, fd = open(name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || fsync(fd) != 0) {
-		set_err(err, errlen, "could not sync directory \"%s\": %m", name);
+		train_errf(err, errlen, "could not sync directory \"%s\": %m", name);
 		rc = DATA_ERR_IO;
 	}
 	if (fd >= 0)
@@ -804,20 +796,20 @@ int data_shard_finish(data_shard_writer *w, char *err, size_t errlen)
 	unsigned char h[DATA_SHARD_HEADER_BYTES];
 	data_shard_header(h, (uint32_t)w->tokens);
 	if (write_full(w->fd, h, sizeof(h), 0) != 0 || fsync(w->fd) != 0) {
-		set_err(err, errlen, "could not write data file \"%s\": %m", w->tmp);
+		train_errf(err, errlen, "could not write data file \"%s\": %m", w->tmp);
 		rc = DATA_ERR_IO;
 		goto out;
 	}
 	int fd = w->fd;
 	w->fd = -1;
 	if (close(fd) != 0) {
-		set_err(err, errlen, "could not close data file \"%s\": %m", w->tmp);
+		train_errf(err, errlen, "could not close data file \"%s\": %m", w->tmp);
 		rc = DATA_ERR_IO;
 		goto out;
 	}
 	if (rename(w->tmp, w->path) != 0) {
-		set_err(err, errlen, "could not rename data file \"%s\" to \"%s\": %m", w->tmp,
-		        w->path);
+		train_errf(err, errlen, "could not rename data file \"%s\" to \"%s\": %m", w->tmp,
+		           w->path);
 		rc = DATA_ERR_IO;
 		goto out;
 	}

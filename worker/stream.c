@@ -6,6 +6,7 @@
  * "<root>/<name>.tmp.<pid>" and renames at commit, with fsync of the file
  * before and of its directory after the rename.
  */
+#include "errbuf.h"
 #include "stream.h"
 
 #include <dirent.h>
@@ -19,19 +20,6 @@
 #include <unistd.h>
 
 #define SKIP_CHUNK 65536
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (err == NULL || errlen == 0)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* ---- names ---------------------------------------------------------- */
 
@@ -72,10 +60,11 @@ static int check_name(const char *name, bool root_ok, char *err, size_t errlen)
 		return 0;
 	if (ckpt_name_valid(name))
 		return 0;
-	set_err(err, errlen,
-	        "invalid checkpoint file name \"%s\": expected a relative path of [A-Za-z0-9._-] "
-	        "components without \".\" or \"..\"",
-	        name ? name : "(null)");
+	train_errf(
+	    err, errlen,
+	    "invalid checkpoint file name \"%s\": expected a relative path of [A-Za-z0-9._-] "
+	    "components without \".\" or \"..\"",
+	    name ? name : "(null)");
 	return CKPT_STORE_ERR_NAME;
 }
 
@@ -116,7 +105,8 @@ int ckpt_store_open_write(ckpt_store *s, const char *name, ckpt_stream **out, ch
 int ckpt_stream_write(ckpt_stream *f, const void *buf, size_t n, char *err, size_t errlen)
 {
 	if (!f->writing) {
-		set_err(err, errlen, "could not write checkpoint file: it was opened for reading");
+		train_errf(err, errlen,
+		           "could not write checkpoint file: it was opened for reading");
 		return CKPT_STORE_ERR_IO;
 	}
 	if (n == 0)
@@ -128,7 +118,8 @@ int ckpt_stream_commit(ckpt_stream *f, char *err, size_t errlen)
 {
 	if (!f->writing) {
 		f->store->ops->close(f);
-		set_err(err, errlen, "could not commit checkpoint file: it was opened for reading");
+		train_errf(err, errlen,
+		           "could not commit checkpoint file: it was opened for reading");
 		return CKPT_STORE_ERR_IO;
 	}
 	return f->store->ops->commit(f, err, errlen);
@@ -163,7 +154,8 @@ int ckpt_stream_read(ckpt_stream *f, void *buf, size_t n, size_t *got, char *err
 {
 	*got = 0;
 	if (f->writing) {
-		set_err(err, errlen, "could not read checkpoint file: it was opened for writing");
+		train_errf(err, errlen,
+		           "could not read checkpoint file: it was opened for writing");
 		return CKPT_STORE_ERR_IO;
 	}
 	if (n == 0)
@@ -175,7 +167,8 @@ int ckpt_stream_skip(ckpt_stream *f, size_t n, size_t *got, char *err, size_t er
 {
 	*got = 0;
 	if (f->writing) {
-		set_err(err, errlen, "could not read checkpoint file: it was opened for writing");
+		train_errf(err, errlen,
+		           "could not read checkpoint file: it was opened for writing");
 		return CKPT_STORE_ERR_IO;
 	}
 	if (n == 0)
@@ -257,7 +250,7 @@ static char *dir_path(const dir_store *d, const char *name)
 
 static int nomem(char *err, size_t errlen)
 {
-	set_err(err, errlen, "out of memory");
+	train_errf(err, errlen, "out of memory");
 	return CKPT_STORE_ERR_NOMEM;
 }
 
@@ -282,7 +275,7 @@ static int sync_parent(const char *path, char *err, size_t errlen)
 		snprintf(dir, strlen(dir) + 1, ".");
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || fsync(fd) != 0) {
-		set_err(err, errlen, "could not sync directory \"%s\": %m", dir);
+		train_errf(err, errlen, "could not sync directory \"%s\": %m", dir);
 		rc = CKPT_STORE_ERR_IO;
 	}
 	if (fd >= 0)
@@ -320,7 +313,7 @@ static int dir_open_write(ckpt_store *s, const char *name, ckpt_stream **out, ch
 	f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (f->fd < 0) {
 		int e = errno;
-		set_err(err, errlen, "could not create file \"%s\": %m", f->tmp);
+		train_errf(err, errlen, "could not create file \"%s\": %m", f->tmp);
 		rc = errno_code(e);
 		goto fail;
 	}
@@ -342,7 +335,7 @@ static int dir_write(ckpt_stream *s, const void *buf, size_t n, char *err, size_
 		if (k <= 0) {
 			if (k == 0)
 				errno = EIO;
-			set_err(err, errlen, "could not write to file \"%s\": %m", f->tmp);
+			train_errf(err, errlen, "could not write to file \"%s\": %m", f->tmp);
 			return CKPT_STORE_ERR_IO;
 		}
 		p += k;
@@ -356,19 +349,20 @@ static int dir_commit(ckpt_stream *s, char *err, size_t errlen)
 	dir_stream *f = (dir_stream *)s;
 	int rc = 0;
 	if (fsync(f->fd) != 0) {
-		set_err(err, errlen, "could not sync file \"%s\": %m", f->tmp);
+		train_errf(err, errlen, "could not sync file \"%s\": %m", f->tmp);
 		rc = CKPT_STORE_ERR_IO;
 		goto fail;
 	}
 	int fd = f->fd;
 	f->fd = -1;
 	if (close(fd) != 0) {
-		set_err(err, errlen, "could not close file \"%s\": %m", f->tmp);
+		train_errf(err, errlen, "could not close file \"%s\": %m", f->tmp);
 		rc = CKPT_STORE_ERR_IO;
 		goto fail;
 	}
 	if (rename(f->tmp, f->path) != 0) {
-		set_err(err, errlen, "could not rename file \"%s\" to \"%s\": %m", f->tmp, f->path);
+		train_errf(err, errlen, "could not rename file \"%s\" to \"%s\": %m", f->tmp,
+		           f->path);
 		rc = CKPT_STORE_ERR_IO;
 		goto fail;
 	}
@@ -409,13 +403,13 @@ static int dir_open_read(ckpt_store *s, const char *name, ckpt_stream **out, cha
 	f->fd = open(f->path, O_RDONLY | O_CLOEXEC);
 	if (f->fd < 0) {
 		int e = errno;
-		set_err(err, errlen, "could not open file \"%s\": %m", f->path);
+		train_errf(err, errlen, "could not open file \"%s\": %m", f->path);
 		rc = errno_code(e);
 		goto fail;
 	}
 	struct stat st;
 	if (fstat(f->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		set_err(err, errlen, "could not open file \"%s\": not a regular file", f->path);
+		train_errf(err, errlen, "could not open file \"%s\": not a regular file", f->path);
 		rc = CKPT_STORE_ERR_IO;
 		goto fail;
 	}
@@ -436,7 +430,7 @@ static int dir_read(ckpt_stream *s, void *buf, size_t n, size_t *got, char *err,
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0) {
-			set_err(err, errlen, "could not read file \"%s\": %m", f->path);
+			train_errf(err, errlen, "could not read file \"%s\": %m", f->path);
 			return CKPT_STORE_ERR_IO;
 		}
 		if (k == 0)
@@ -452,13 +446,13 @@ static int dir_skip(ckpt_stream *s, size_t n, size_t *got, char *err, size_t err
 	struct stat st;
 	off_t pos = lseek(f->fd, 0, SEEK_CUR);
 	if (pos < 0 || fstat(f->fd, &st) != 0) {
-		set_err(err, errlen, "could not seek in file \"%s\": %m", f->path);
+		train_errf(err, errlen, "could not seek in file \"%s\": %m", f->path);
 		return CKPT_STORE_ERR_IO;
 	}
 	size_t left = st.st_size > pos ? (size_t)(st.st_size - pos) : 0;
 	size_t k = n < left ? n : left;
 	if (lseek(f->fd, pos + (off_t)k, SEEK_SET) < 0) {
-		set_err(err, errlen, "could not seek in file \"%s\": %m", f->path);
+		train_errf(err, errlen, "could not seek in file \"%s\": %m", f->path);
 		return CKPT_STORE_ERR_IO;
 	}
 	*got = k;
@@ -480,7 +474,7 @@ static int dir_exists(ckpt_store *s, const char *name, bool *yes, char *err, siz
 	if (stat(path, &st) == 0)
 		*yes = true;
 	else if (errno != ENOENT && errno != ENOTDIR) {
-		set_err(err, errlen, "could not stat file \"%s\": %m", path);
+		train_errf(err, errlen, "could not stat file \"%s\": %m", path);
 		rc = CKPT_STORE_ERR_IO;
 	}
 	free(path);
@@ -502,7 +496,7 @@ static int dir_list(ckpt_store *s, const char *dirname, ckpt_names *out, char *e
 	DIR *dir = opendir(path);
 	if (dir == NULL) {
 		int e = errno;
-		set_err(err, errlen, "could not open directory \"%s\": %m", path);
+		train_errf(err, errlen, "could not open directory \"%s\": %m", path);
 		rc = errno_code(e);
 		goto out;
 	}
@@ -511,7 +505,8 @@ static int dir_list(ckpt_store *s, const char *dirname, ckpt_names *out, char *e
 		struct dirent *de = readdir(dir);
 		if (de == NULL) {
 			if (errno != 0) {
-				set_err(err, errlen, "could not read directory \"%s\": %m", path);
+				train_errf(err, errlen, "could not read directory \"%s\": %m",
+				           path);
 				rc = CKPT_STORE_ERR_IO;
 			}
 			break;
@@ -560,7 +555,7 @@ static int mkdir_parents(char *path, char *err, size_t errlen)
 				return rc;
 			}
 		} else if (errno != EEXIST) {
-			set_err(err, errlen, "could not create directory \"%s\": %m", path);
+			train_errf(err, errlen, "could not create directory \"%s\": %m", path);
 			*p = c;
 			return CKPT_STORE_ERR_IO;
 		}
@@ -570,8 +565,8 @@ static int mkdir_parents(char *path, char *err, size_t errlen)
 	}
 	struct stat st;
 	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		set_err(err, errlen, "could not create directory \"%s\": a file is in the way",
-		        path);
+		train_errf(err, errlen, "could not create directory \"%s\": a file is in the way",
+		           path);
 		return CKPT_STORE_ERR_IO;
 	}
 	return 0;
@@ -596,11 +591,11 @@ static int dir_remove(ckpt_store *s, const char *name, char *err, size_t errlen)
 	struct stat st;
 	if (lstat(path, &st) != 0) {
 		int e = errno;
-		set_err(err, errlen, "could not remove \"%s\": %m", path);
+		train_errf(err, errlen, "could not remove \"%s\": %m", path);
 		rc = errno_code(e);
 	} else if ((S_ISDIR(st.st_mode) ? rmdir(path) : unlink(path)) != 0) {
 		int e = errno;
-		set_err(err, errlen, "could not remove \"%s\": %m", path);
+		train_errf(err, errlen, "could not remove \"%s\": %m", path);
 		rc = errno_code(e);
 	} else {
 		rc = sync_parent(path, err, errlen);

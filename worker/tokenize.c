@@ -3,6 +3,7 @@
  * blocks and streamed into data.c's shard writer, so memory stays small
  * whatever the size of the files or the shards.
  */
+#include "errbuf.h"
 #include "tokenize.h"
 
 #include "data.h"
@@ -16,19 +17,6 @@
 #include <unistd.h>
 
 #define BLOCK 16384
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (err == NULL || errlen == 0)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 typedef struct tokenizer {
 	const char *prefix;
@@ -89,7 +77,7 @@ static int tokenize_one(tokenizer *t, const char *path)
 	uint16_t tok[BLOCK];
 	int rc = 0, fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		set_err(t->err, t->errlen, "could not open input file \"%s\": %m", path);
+		train_errf(t->err, t->errlen, "could not open input file \"%s\": %m", path);
 		return DATA_ERR_IO;
 	}
 	for (;;) {
@@ -97,7 +85,7 @@ static int tokenize_one(tokenizer *t, const char *path)
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0) {
-			set_err(t->err, t->errlen, "could not read input file \"%s\": %m", path);
+			train_errf(t->err, t->errlen, "could not read input file \"%s\": %m", path);
 			rc = DATA_ERR_IO;
 			break;
 		}
@@ -131,7 +119,8 @@ static int remove_stale(tokenizer *t)
 			continue;
 		if (errno == ENOENT)
 			return 0;
-		set_err(t->err, t->errlen, "could not remove stale data file \"%s\": %m", t->path);
+		train_errf(t->err, t->errlen, "could not remove stale data file \"%s\": %m",
+		           t->path);
 		return DATA_ERR_IO;
 	}
 	return 0;
@@ -150,17 +139,17 @@ int tokenize_files(char *const *paths, int n, const char *out_prefix, size_t sha
 	if (total != NULL)
 		*total = 0;
 	if (paths == NULL || n < 1 || out_prefix == NULL || out_prefix[0] == '\0') {
-		set_err(err, errlen, "could not tokenize: no input files or no output prefix");
+		train_errf(err, errlen, "could not tokenize: no input files or no output prefix");
 		return DATA_ERR_ARG;
 	}
 	if (shard_tokens == 0 || shard_tokens > DATA_SHARD_MAX_TOKENS) {
-		set_err(err, errlen, "could not tokenize: shard size %zu is not in 1..%zu",
-		        shard_tokens, DATA_SHARD_MAX_TOKENS);
+		train_errf(err, errlen, "could not tokenize: shard size %zu is not in 1..%zu",
+		           shard_tokens, DATA_SHARD_MAX_TOKENS);
 		return DATA_ERR_ARG;
 	}
 	if (strlen(out_prefix) + 32 > sizeof(t.path)) {
-		set_err(err, errlen, "could not tokenize: output prefix \"%s\" is too long",
-		        out_prefix);
+		train_errf(err, errlen, "could not tokenize: output prefix \"%s\" is too long",
+		           out_prefix);
 		return DATA_ERR_ARG;
 	}
 	for (int i = 0; rc == 0 && i < n; i++)
@@ -168,7 +157,7 @@ int tokenize_files(char *const *paths, int n, const char *out_prefix, size_t sha
 	if (rc == 0)
 		rc = finish_current(&t);
 	if (rc == 0 && t.total == 0) {
-		set_err(err, errlen, "could not tokenize: the input files are empty");
+		train_errf(err, errlen, "could not tokenize: the input files are empty");
 		rc = DATA_ERR_DATA;
 	}
 	if (rc == 0)

@@ -12,21 +12,6 @@
 #include "config.h"
 #include "unit.h"
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *buf = malloc((size_t)n + 1);
-	size_t got = fread(buf, 1, (size_t)n, f);
-	buf[got] = '\0';
-	fclose(f);
-	return buf;
-}
-
 /* RET: the line of text containing needle, copied into line; or NULL. */
 static const char *line_with(const char *text, const char *needle, char *line, size_t n)
 {
@@ -43,7 +28,7 @@ static const char *line_with(const char *text, const char *needle, char *line, s
 
 START_TEST(readme_lists_every_setting)
 {
-	char *readme = slurp(SOURCE_DIR "/README.md");
+	char *readme = unit_read_file(SOURCE_DIR "/README.md");
 	ck_assert_ptr_nonnull(readme);
 	size_t n;
 	const cfg_option *o = config_options(&n);
@@ -62,7 +47,7 @@ END_TEST
 
 START_TEST(example_env_lists_every_setting)
 {
-	char *ex = slurp(SOURCE_DIR "/deploy/trainyard.env.example");
+	char *ex = unit_read_file(SOURCE_DIR "/deploy/trainyard.env.example");
 	ck_assert_ptr_nonnull(ex);
 	size_t n;
 	const cfg_option *o = config_options(&n);

@@ -37,26 +37,6 @@ static char *render_docs(void)
 	return buf;
 }
 
-static char *read_file(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	char *buf = NULL;
-	size_t cap = 0, len = 0, n;
-	char chunk[4096];
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-		buf = realloc(buf, cap = len + n + 1);
-		memcpy(buf + len, chunk, n);
-		len += n;
-	}
-	fclose(f);
-	if (buf)
-		buf[len] = '\0';
-	(void)cap;
-	return buf;
-}
-
 START_TEST(codes_unique_and_wellformed)
 {
 	for (int i = 0; i < ERR__COUNT; i++) {
@@ -84,7 +64,7 @@ END_TEST
 START_TEST(docs_match_table)
 {
 	char *want = render_docs();
-	char *have = read_file(SOURCE_DIR "/docs/errors.md");
+	char *have = unit_read_file(SOURCE_DIR "/docs/errors.md");
 	ck_assert_msg(have != NULL, "docs/errors.md is missing: run `make docs`");
 	ck_assert_msg(strcmp(want, have) == 0, "docs/errors.md is stale: run `make docs`");
 	free(want);

@@ -11,24 +11,9 @@
 #include "numerics.h"
 #include "unit.h"
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *buf = malloc((size_t)n + 1);
-	size_t got = fread(buf, 1, (size_t)n, f);
-	buf[got] = '\0';
-	fclose(f);
-	return buf;
-}
-
 START_TEST(statuses_documented)
 {
-	char *doc = slurp(SOURCE_DIR "/worker/README.md");
+	char *doc = unit_read_file(SOURCE_DIR "/worker/README.md");
 	ck_assert_ptr_nonnull(doc);
 	static const struct {
 		int status;

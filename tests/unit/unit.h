@@ -8,7 +8,37 @@
 #define TY_UNIT_H
 
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+/* The whole file at path, NUL-terminated (caller frees), or NULL. */
+static inline char *unit_read_file(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	char *buf = NULL;
+	size_t len = 0, n;
+	char chunk[4096];
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+		char *nb = realloc(buf, len + n + 1);
+		if (!nb) {
+			free(buf);
+			fclose(f);
+			return NULL;
+		}
+		buf = nb;
+		memcpy(buf + len, chunk, n);
+		len += n;
+	}
+	fclose(f);
+	if (!buf)
+		buf = calloc(1, 1);
+	else
+		buf[len] = '\0';
+	return buf;
+}
 
 #define UNIT_MAIN()                                                                                \
 	int main(void)                                                                             \
