@@ -62,8 +62,14 @@ check_fails "shards that match nothing are a data error (13)" 13 \
 printf 'not a shard' >"$TY_TMP/bad_000.bin"
 check_fails "a shard with a bad header is a data error (13)" 13 \
 	train1 --spec "$TY_TMP/spec.json" --set "data.train=$TY_TMP/bad_*.bin"
-check_fails "too little address space is out of memory (11)" 11 \
-	bash -c "ulimit -v 200000; OMP_NUM_THREADS=1 '$TRAIN_BIN' train --spec '$TY_TMP/spec.json' \
-	--set model.preset=gpt2-124m --set model.vocab_size=256 --set model.seq_len=64"
+if ((SANITIZED)); then
+	# ASan reserves terabytes of address space at start: a limit stops it first
+	echo "# skipped under a sanitizer build: out of memory from an address-space limit"
+else
+	check_fails "too little address space is out of memory (11)" 11 \
+		bash -c "ulimit -v 200000; OMP_NUM_THREADS=1 '$TRAIN_BIN' train \
+		--spec '$TY_TMP/spec.json' --set model.preset=gpt2-124m --set model.vocab_size=256 \
+		--set model.seq_len=64"
+fi
 check_fails "an unknown option is a usage error (2)" 2 "$TRAIN_BIN" train --bogus
 summary
