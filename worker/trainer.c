@@ -411,6 +411,14 @@ static int resume(run *r)
 		ckpt_manifest_release(&m);
 		return fail(r, TRAIN_CKPT_CORRUPT, "no checkpoint can be resumed");
 	}
+	json_t *was = json_object_get(m.config, "model");
+	if (!json_equal(was, json_object_get(r->tc->normalized, "model"))) {
+		ckpt_manifest_release(&m);
+		snprintf(r->err, sizeof(r->err),
+		         "the checkpoints in \"%s\" are of another model than the job spec's",
+		         r->o->ckpt_dir);
+		return fail(r, TRAIN_INVALID_CONFIG, "cannot resume");
+	}
 	rc = restore(r, &m);
 	int step = m.step, world = m.world;
 	ckpt_manifest_release(&m);

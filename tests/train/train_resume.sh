@@ -59,6 +59,8 @@ check_eq "SIGTERM ends the run with status 16" 16 "$rc"
 stopped=$(jq -r 'select(.event == "stopped") | .step' "$TY_TMP/sig.jsonl")
 check_match "a stopped event names the last step" '^[0-9]+$' "$stopped"
 check "its checkpoint is complete" test -s "$TY_TMP/sig/step_$(printf '%08d' "$stopped")/manifest.json"
+check_fails "checkpoints of another model are an invalid configuration (10)" 10 \
+	train1 --spec "$S" --set model.d_model=128 --ckpt-dir "$TY_TMP/sig"
 
 # Two ranks with ZeRO 1 write two shards; one rank resumes from them.
 two=(--set parallel.data_parallel=2 --set resources.ranks_per_node=2 --set parallel.zero_stage=1)
