@@ -115,6 +115,14 @@ int comm_recv(comm *c, void *buf, size_t bytes, int peer, int tag);
 int comm_barrier(comm *c);
 
 /*
+ * A sub-communicator of c: the ranks that pass the same color (>= 0),
+ * ranked by key (ties by rank in c). Collective over c. The new comm has
+ * its own time counter; free it with comm_free before c.
+ * OUT: *out. RET 0 or an error.
+ */
+int comm_split(comm *c, int color, int key, comm **out);
+
+/*
  * Nonblocking variants: same arguments and results, plus an idle request
  * that the call makes active. The buffers belong to the operation until
  * comm_wait(req) returns (or comm_test reports done): do not read recv nor
@@ -124,6 +132,8 @@ int comm_iallreduce_sum(comm *c, float *buf, size_t n, comm_request *req);
 int comm_ireduce_scatter_sum(comm *c, const float *send, float *recv, size_t block,
                              comm_request *req);
 int comm_iallgather(comm *c, const float *send, float *recv, size_t block, comm_request *req);
+int comm_isend(comm *c, const void *buf, size_t bytes, int peer, int tag, comm_request *req);
+int comm_irecv(comm *c, void *buf, size_t bytes, int peer, int tag, comm_request *req);
 /* Wait for req to complete; it is idle afterwards (also on error). */
 int comm_wait(comm_request *req);
 /* OUT: *done 1 when req completed (it is then idle), else 0. Drives progress. */
@@ -148,6 +158,9 @@ typedef struct comm_ops {
 	int (*ireduce_scatter_sum)(comm *c, const float *send, float *recv, size_t block,
 	                           comm_request *req);
 	int (*iallgather)(comm *c, const float *send, float *recv, size_t block, comm_request *req);
+	int (*isend)(comm *c, const void *buf, size_t bytes, int peer, int tag, comm_request *req);
+	int (*irecv)(comm *c, void *buf, size_t bytes, int peer, int tag, comm_request *req);
+	int (*split)(comm *c, int color, int key, comm **out);
 	int (*wait)(comm *c, comm_request *req);
 	int (*test)(comm *c, comm_request *req, int *done);
 	void (*release)(comm *c); /* free the implementation's state, not c */

@@ -162,16 +162,60 @@ size_t gpt_num_params(const gpt_config *cfg)
 	return gpt_unit_offset(cfg, cfg->num_layers + 1) + gpt_unit_numel(cfg, cfg->num_layers + 1);
 }
 
+/* Shape and tensor-parallel split of layer tensor j (gpt.h, gpt_split). */
+static void layer_tensor_shape(int j, size_t C, size_t *rows, size_t *cols, gpt_split *split)
+{
+	*cols = 1;
+	*split = GPT_REPLICATED;
+	switch (j) {
+	case LT_QKVW:
+		*cols = C;
+		/* fall through */
+	case LT_QKVB:
+		*rows = 3 * C;
+		*split = GPT_SPLIT_QKV;
+		break;
+	case LT_ATTPROJW:
+		*rows = C;
+		*cols = C;
+		*split = GPT_SPLIT_COLS;
+		break;
+	case LT_FCW:
+		*cols = C;
+		/* fall through */
+	case LT_FCB:
+		*rows = 4 * C;
+		*split = GPT_SPLIT_ROWS;
+		break;
+	case LT_FCPROJW:
+		*rows = C;
+		*cols = 4 * C;
+		*split = GPT_SPLIT_COLS;
+		break;
+	default: /* LayerNorms, attprojb, fcprojb */
+		*rows = C;
+		break;
+	}
+}
+
+size_t gpt_tensor_local_numel(const gpt_tensor *t, int tp)
+{
+	return t->split == GPT_REPLICATED || tp <= 1 ? t->numel : t->numel / (size_t)tp;
+}
+
 /* Append one tensor to out when there is room; *n counts them all. */
 static void tensor_add(gpt_tensor *out, int max, int *n, const char *name, int unit, size_t offset,
-                       size_t numel, bool decay)
+                       size_t rows, size_t cols, gpt_split split, bool decay)
 {
 	if (*n < max) {
 		gpt_tensor *t = &out[*n];
 		snprintf(t->name, sizeof t->name, "%s", name);
 		t->unit = unit;
 		t->offset = offset;
-		t->numel = numel;
+		t->numel = rows * cols;
+		t->rows = rows;
+		t->cols = cols;
+		t->split = split;
 		t->decay = decay;
 	}
 	(*n)++;
@@ -186,8 +230,9 @@ int gpt_tensors(const gpt_config *cfg, gpt_tensor *out, int max)
 	int n = 0;
 
 	layer_offsets(C, off);
-	tensor_add(out, max, &n, "wte", 0, 0, wte, true);
-	tensor_add(out, max, &n, "wpe", 0, wte, (size_t)cfg->max_seq_len * C, true);
+	tensor_add(out, max, &n, "wte", 0, 0, (size_t)cfg->padded_vocab_size, C, GPT_REPLICATED,
+	           true);
+	tensor_add(out, max, &n, "wpe", 0, wte, (size_t)cfg->max_seq_len, C, GPT_REPLICATED, true);
 	for (int l = 0; l < cfg->num_layers; l++) {
 		size_t base = gpt_unit_offset(cfg, l + 1);
 		for (int j = 0; j < LT_COUNT; j++) {
@@ -195,13 +240,17 @@ int gpt_tensors(const gpt_config *cfg, gpt_tensor *out, int max)
 			snprintf(name, sizeof name, "h%d.%s", l, layer_tensor_name[j]);
 			bool decay =
 			    j == LT_QKVW || j == LT_ATTPROJW || j == LT_FCW || j == LT_FCPROJW;
-			tensor_add(out, max, &n, name, l + 1, base + off[j],
-			           layer_tensor_numel(j, C), decay);
+			size_t rows, cols;
+			gpt_split split;
+			layer_tensor_shape(j, C, &rows, &cols, &split);
+			tensor_add(out, max, &n, name, l + 1, base + off[j], rows, cols, split,
+			           decay);
 		}
 	}
 	size_t fin = gpt_unit_offset(cfg, cfg->num_layers + 1);
-	tensor_add(out, max, &n, "lnfw", cfg->num_layers + 1, fin, C, false);
-	tensor_add(out, max, &n, "lnfb", cfg->num_layers + 1, fin + C, C, false);
+	tensor_add(out, max, &n, "lnfw", cfg->num_layers + 1, fin, C, 1, GPT_REPLICATED, false);
+	tensor_add(out, max, &n, "lnfb", cfg->num_layers + 1, fin + C, C, 1, GPT_REPLICATED,
+	           false);
 	return n;
 }
 

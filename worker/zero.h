@@ -74,6 +74,7 @@
 
 #include "comm.h"
 #include "gpt.h"
+#include "mp.h"
 #include "optim.h"
 
 /* Runtime errors; communication errors pass through as COMM_ERR_*. */
@@ -107,6 +108,42 @@ typedef struct dp_mem_info {
 	size_t bookkeeping;  /* layout tables, update segments, requests */
 	size_t total;        /* the sum */
 } dp_mem_info;
+
+/*
+ * The groups a runtime of the model-parallel grid (mp.h) works with:
+ *   dp    the data-parallel group: gradients are reduced and ZeRO shards
+ *         cut over it (required);
+ *   norm  the group over which the squared gradient norm and finiteness
+ *         are summed: the whole world, so clipping uses the true global
+ *         norm (NULL: dp). Only owned tensors (mp.h) are counted.
+ *   tie   pipeline: the first and last stage's copies of unit 0, whose
+ *         gradients are summed after the data-parallel reduction so both
+ *         copies take the same update (NULL: none).
+ */
+typedef struct dp_groups {
+	comm *dp, *norm, *tie;
+} dp_groups;
+
+/*
+ * The runtime of one rank of the grid: its local units (lay, borrowed for
+ * the call), ZeRO over g->dp. Units are named by their global ids in the
+ * hooks; a unit outside the layout is a contract violation. Ranges and
+ * arrays (dp_owned_range, init_params, dp_gather_params) are in the local
+ * flat layout. A backward ends with grads_done of the layout's first unit
+ * (gpt_backward_part's order); that is what counts backward passes.
+ * init_params: lay->nparams floats, or NULL. Otherwise as dp_new.
+ */
+dp_runtime *dp_new_part(const mp_layout *lay, const dp_groups *g, int zero_stage,
+                        const float *init_params, const adamw_config *opt, char *err,
+                        size_t errlen);
+
+/*
+ * The ZeRO partition: of a unit of numel elements over a dp group of
+ * dp_size, rank dp_rank owns [begin, end) (block = ceil(numel / dp_size),
+ * [dp_rank * block, (dp_rank + 1) * block) clipped to numel). The same for
+ * every stage; checkpoints and offline resharding use it.
+ */
+dp_range dp_partition(size_t numel, int dp_size, int dp_rank);
 
 /*
  * Create the runtime; all float storage is allocated here, never later.
@@ -151,7 +188,11 @@ int dp_num_units(const dp_runtime *dp);
 /* RET: the step of the last applied update (0 before any). */
 int dp_opt_step(const dp_runtime *dp);
 
-/* RET: the range of unit's elements this rank owns (for checkpoints). */
+/*
+ * RET: the range of unit's elements this rank owns (for checkpoints), in
+ * the flat layout (the local one of dp_new_part). unit is an index
+ * 0 .. dp_num_units - 1 (the layout's order), not a global unit id.
+ */
 dp_range dp_owned_range(const dp_runtime *dp, int unit);
 /*
  * RET: the owned elements of unit (end - begin floats of dp_owned_range):
@@ -166,7 +207,8 @@ const float *dp_owned_v(const dp_runtime *dp, int unit);
 /*
  * Restore unit's owned range from a checkpoint: params, m, v hold
  * end - begin floats each (m or v NULL: zeros). Not collective; call it
- * for every unit, then dp_load_done (collective), which sets the step
+ * for every unit (an index, as dp_owned_range), then dp_load_done
+ * (collective), which sets the step
  * count and makes every rank's copies consistent. RET 0 or DP_ERR_ARG.
  */
 int dp_load_shard(dp_runtime *dp, int unit, const float *params, const float *m, const float *v);
