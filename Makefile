@@ -164,6 +164,8 @@ bench: $(BINS) $(BUILD)/bench/sgemm
 	@BUILD=$(BUILD) bench/run
 	@echo
 	@BUILD=$(BUILD) bench/train
+	@echo
+	@BUILD=$(BUILD) bench/parallel
 
 demo:
 	@deploy/demo

@@ -59,6 +59,7 @@ static const preset presets[] = {
 
 static const char *const schedule_names[] = {"cosine", "linear", "constant", NULL};
 static const char *const precision_names[] = {"fp32", "bf16", "fp16", NULL};
+static const char *const recompute_names[] = {"none", "selective", "full", NULL};
 
 static const char *const top_fields[] = {"name",       "model",           "data",
                                          "parallel",   "resources",       "training",
@@ -78,9 +79,9 @@ static const char *const fallback_fields[] = {"data_parallel",
                                               NULL};
 static const char *const resources_fields[] = {
     "nodes", "gpus_per_node", "ranks_per_node", "time_limit_minutes", "partition", NULL};
-static const char *const training_fields[] = {"steps",        "lr",        "warmup_steps",
-                                              "schedule",     "precision", "grad_clip",
-                                              "weight_decay", "seed",      NULL};
+static const char *const training_fields[] = {"steps",     "lr",        "warmup_steps", "schedule",
+                                              "precision", "grad_clip", "weight_decay", "seed",
+                                              "recompute", NULL};
 static const char *const checkpoint_fields[] = {"every_steps", "keep", NULL};
 static const char *const fault_fields[] = {"max_restarts", "heartbeat_timeout_s", "fallback", NULL};
 
@@ -433,6 +434,9 @@ static void read_training(ctx *c, const json_t *root)
 	e = JOBSPEC_PRECISION_FP32;
 	rd_enum(c, t, B, "precision", precision_names, &e);
 	x->precision = (jobspec_precision)e;
+	e = JOBSPEC_RECOMPUTE_NONE;
+	rd_enum(c, t, B, "recompute", recompute_names, &e);
+	x->recompute = (jobspec_recompute)e;
 	rd_num(c, t, B, "grad_clip", 0, 1e6, 1.0, &x->grad_clip);
 	rd_num(c, t, B, "weight_decay", 0, 10, 0.1, &x->weight_decay);
 	rd_int64(c, t, B, "seed", 0, INT64_C(1) << 53, 1234, &x->seed);
@@ -677,10 +681,11 @@ static json_t *resources_json(const jobspec_resources *r)
 
 static json_t *training_json(const jobspec_training *t)
 {
-	return json_pack("{s:i, s:f, s:i, s:s, s:s, s:f, s:f, s:I}", "steps", t->steps, "lr", t->lr,
-	                 "warmup_steps", t->warmup_steps, "schedule",
+	return json_pack("{s:i, s:f, s:i, s:s, s:s, s:s, s:f, s:f, s:I}", "steps", t->steps, "lr",
+	                 t->lr, "warmup_steps", t->warmup_steps, "schedule",
 	                 jobspec_schedule_name(t->schedule), "precision",
-	                 jobspec_precision_name(t->precision), "grad_clip", t->grad_clip,
+	                 jobspec_precision_name(t->precision), "recompute",
+	                 jobspec_recompute_name(t->recompute), "grad_clip", t->grad_clip,
 	                 "weight_decay", t->weight_decay, "seed", (json_int_t)t->seed);
 }
 
@@ -748,6 +753,11 @@ int64_t jobspec_devices(const jobspec *s)
 const char *jobspec_schedule_name(jobspec_schedule s)
 {
 	return (unsigned)s < 3 ? schedule_names[s] : "cosine";
+}
+
+const char *jobspec_recompute_name(jobspec_recompute r)
+{
+	return (unsigned)r < 3 ? recompute_names[r] : "none";
 }
 
 const char *jobspec_precision_name(jobspec_precision p)

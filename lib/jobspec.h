@@ -38,6 +38,13 @@ typedef enum jobspec_precision {
 	JOBSPEC_PRECISION_FP16,
 } jobspec_precision;
 
+/* Activation recomputation in the backward: a memory option, same results. */
+typedef enum jobspec_recompute {
+	JOBSPEC_RECOMPUTE_NONE = 0,
+	JOBSPEC_RECOMPUTE_SELECTIVE, /* the attention probabilities */
+	JOBSPEC_RECOMPUTE_FULL,      /* every layer from its input */
+} jobspec_recompute;
+
 typedef struct jobspec_model {
 	char preset[JOBSPEC_PRESET_MAX + 1]; /* "" when the model is fully explicit */
 	int layers, d_model, heads, vocab_size, seq_len;
@@ -68,6 +75,7 @@ typedef struct jobspec_training {
 	int warmup_steps;
 	jobspec_schedule schedule;
 	jobspec_precision precision;
+	jobspec_recompute recompute;
 	double grad_clip; /* 0 disables clipping */
 	double weight_decay;
 	int64_t seed;
@@ -137,5 +145,6 @@ int64_t jobspec_devices(const jobspec *s);
 /* RET: the spec's spelling of a schedule or precision ("cosine", "bf16"). */
 const char *jobspec_schedule_name(jobspec_schedule s);
 const char *jobspec_precision_name(jobspec_precision p);
+const char *jobspec_recompute_name(jobspec_recompute r);
 
 #endif

@@ -269,6 +269,45 @@ int comm_iallgather(comm *c, const float *send, float *recv, size_t block, comm_
 	return comm_timed(c, t0, c->ops->iallgather(c, send, recv, block, req));
 }
 
+/* Arguments of a point-to-point transfer; RET 0 or the recorded error. */
+static int comm_check_p2p(comm *c, int peer, int tag, const comm_request *req, const char *op)
+{
+	int rc = comm_check_peer(c, peer, "peer", op);
+	if (!rc && tag < 0)
+		rc = COMM_FAIL(c, COMM_ERR_ARG, "could not start %s: tag %d is negative", op, tag);
+	if (!rc && req)
+		rc = comm_check_idle(c, req, op);
+	return rc;
+}
+
+int comm_isend(comm *c, const void *buf, size_t bytes, int peer, int tag, comm_request *req)
+{
+	int rc = comm_check_p2p(c, peer, tag, req, "send");
+	if (rc)
+		return rc;
+	double t0 = comm_now();
+	return comm_timed(c, t0, c->ops->isend(c, buf, bytes, peer, tag, req));
+}
+
+int comm_irecv(comm *c, void *buf, size_t bytes, int peer, int tag, comm_request *req)
+{
+	int rc = comm_check_p2p(c, peer, tag, req, "receive");
+	if (rc)
+		return rc;
+	double t0 = comm_now();
+	return comm_timed(c, t0, c->ops->irecv(c, buf, bytes, peer, tag, req));
+}
+
+int comm_split(comm *c, int color, int key, comm **out)
+{
+	assert(c && c->magic == COMM_MAGIC);
+	*out = NULL;
+	if (color < 0)
+		return COMM_FAIL(c, COMM_ERR_ARG, "could not split: color %d is negative", color);
+	double t0 = comm_now();
+	return comm_timed(c, t0, c->ops->split(c, color, key, out));
+}
+
 int comm_wait(comm_request *req)
 {
 	if (!req || !req->c)
@@ -374,6 +413,27 @@ static void self_release(comm *c)
 	(void)c;
 }
 
+static int self_isend(comm *c, const void *buf, size_t bytes, int peer, int tag, comm_request *req)
+{
+	(void)req;
+	return self_send(c, buf, bytes, peer, tag);
+}
+
+static int self_irecv(comm *c, void *buf, size_t bytes, int peer, int tag, comm_request *req)
+{
+	(void)req;
+	return self_recv(c, buf, bytes, peer, tag);
+}
+
+static int self_split(comm *c, int color, int key, comm **out)
+{
+	(void)color;
+	(void)key;
+	char err[128];
+	*out = comm_self_new(err, sizeof(err));
+	return *out ? 0 : COMM_FAIL(c, COMM_ERR_NOMEM, "could not split: out of memory");
+}
+
 static const comm_ops self_ops = {
     .name = "self",
     .allreduce_sum = self_allreduce_sum,
@@ -386,6 +446,9 @@ static const comm_ops self_ops = {
     .iallreduce_sum = self_iallreduce_sum,
     .ireduce_scatter_sum = self_icopy,
     .iallgather = self_icopy,
+    .isend = self_isend,
+    .irecv = self_irecv,
+    .split = self_split,
     .wait = self_wait,
     .test = self_test,
     .release = self_release,

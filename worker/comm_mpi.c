@@ -167,6 +167,62 @@ static int mpi_iallgather(comm *c, const float *send, float *recv, size_t block,
 	return 0;
 }
 
+/* A nonblocking transfer is one MPI request: at most MPI_CHUNK bytes. */
+static int mpi_check_bytes(comm *c, size_t bytes, const char *op)
+{
+	if (bytes > MPI_CHUNK)
+		return comm_fail(c, COMM_ERR_ARG, __FILE__, __LINE__,
+		                 "could not start a nonblocking %s of %zu bytes (at most %zu)", op,
+		                 bytes, MPI_CHUNK);
+	return 0;
+}
+
+static int mpi_isend(comm *c, const void *buf, size_t bytes, int peer, int tag, comm_request *req)
+{
+	int rc = mpi_check_bytes(c, bytes, "send");
+	if (rc)
+		return rc;
+	MPI_CHECK(c, "start a send",
+	          MPI_Isend(buf, (int)bytes, MPI_BYTE, peer, tag, mpi_world(c), mpi_req(req)));
+	req->c = c;
+	return 0;
+}
+
+static int mpi_irecv(comm *c, void *buf, size_t bytes, int peer, int tag, comm_request *req)
+{
+	int rc = mpi_check_bytes(c, bytes, "receive");
+	if (rc)
+		return rc;
+	MPI_CHECK(c, "start a receive",
+	          MPI_Irecv(buf, (int)bytes, MPI_BYTE, peer, tag, mpi_world(c), mpi_req(req)));
+	req->c = c;
+	return 0;
+}
+
+static const comm_ops mpi_ops;
+
+static int mpi_split(comm *c, int color, int key, comm **out)
+{
+	MPI_Comm sub = MPI_COMM_NULL;
+	int rank = 0, size = 0;
+	MPI_CHECK(c, "split the communicator", MPI_Comm_split(mpi_world(c), color, key, &sub));
+	if (MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN) != MPI_SUCCESS ||
+	    MPI_Comm_rank(sub, &rank) != MPI_SUCCESS || MPI_Comm_size(sub, &size) != MPI_SUCCESS) {
+		MPI_Comm_free(&sub);
+		return comm_fail(c, COMM_ERR_FAILED, __FILE__, __LINE__,
+		                 "could not set up a split communicator");
+	}
+	*out = comm_alloc(&mpi_ops, rank, size, sizeof(mpi_state));
+	if (!*out) {
+		MPI_Comm_free(&sub);
+		return comm_fail(c, COMM_ERR_NOMEM, __FILE__, __LINE__,
+		                 "could not split the communicator: out of memory");
+	}
+	((mpi_state *)comm_impl(*out))->world = sub;
+	mpi_live++;
+	return 0;
+}
+
 static int mpi_wait(comm *c, comm_request *req)
 {
 	req->c = NULL; /* idle whatever the outcome */
@@ -214,6 +270,9 @@ static const comm_ops mpi_ops = {
     .iallreduce_sum = mpi_iallreduce_sum,
     .ireduce_scatter_sum = mpi_ireduce_scatter_sum,
     .iallgather = mpi_iallgather,
+    .isend = mpi_isend,
+    .irecv = mpi_irecv,
+    .split = mpi_split,
     .wait = mpi_wait,
     .test = mpi_test,
     .release = mpi_release,

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 /* Format into err (errlen bytes); err NULL or errlen 0 writes nothing. */
-void train_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void train_errf(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif

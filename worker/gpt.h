@@ -53,7 +53,12 @@ typedef struct gpt_config {
  *                   so a rank holds whole heads (qkvw, qkvb).
  * A rank's piece is stored row-major, in the global element order.
  */
-typedef enum gpt_split { GPT_REPLICATED = 0, GPT_SPLIT_ROWS, GPT_SPLIT_COLS, GPT_SPLIT_QKV } gpt_split;
+typedef enum gpt_split {
+	GPT_REPLICATED = 0,
+	GPT_SPLIT_ROWS,
+	GPT_SPLIT_COLS,
+	GPT_SPLIT_QKV
+} gpt_split;
 
 /* One parameter tensor of the layout. */
 typedef struct gpt_tensor {
@@ -170,13 +175,13 @@ typedef enum gpt_recompute {
  * flight (1F1B needs pp - stage); the scratch of the backward is shared.
  */
 typedef struct gpt_part {
-	int tp;                /* tensor-parallel width; divides num_heads (and so channels) */
-	comm *tp_comm;         /* the tensor group (size tp); NULL when tp == 1 */
-	int first_layer;       /* 0-based */
-	int num_layers;        /* layers first_layer .. first_layer + num_layers - 1 */
-	bool has_embed;        /* first stage: embeddings */
-	bool has_head;         /* last stage: final LayerNorm, LM head, loss */
-	int slots;             /* >= 1 */
+	int tp;          /* tensor-parallel width; divides num_heads (and so channels) */
+	comm *tp_comm;   /* the tensor group (size tp); NULL when tp == 1 */
+	int first_layer; /* 0-based */
+	int num_layers;  /* layers first_layer .. first_layer + num_layers - 1 */
+	bool has_embed;  /* first stage: embeddings */
+	bool has_head;   /* last stage: final LayerNorm, LM head, loss */
+	int slots;       /* >= 1 */
 	gpt_recompute recompute;
 } gpt_part;
 
@@ -222,6 +227,13 @@ const float *gpt_stage_input_grad(const gpt_model *m);
 
 /* Bytes of activations and scratch gpt_new_part allocated. */
 size_t gpt_activation_bytes(const gpt_model *m);
+
+/*
+ * A failed tensor-parallel all-reduce cannot be returned from inside the
+ * model: the first one is kept, and the model communicates no more (its
+ * results are then meaningless). RET: that COMM_ERR_* code, or 0.
+ */
+int gpt_error(const gpt_model *m);
 
 /*
  * Forward pass over inputs [B, T] (token ids < V). With targets non-NULL,

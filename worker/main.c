@@ -1,13 +1,16 @@
 /*
  * main.c - trainyard-train: `train` runs a job spec, `tokenize` turns text
- * files into token shards. Exit statuses: exitcode.h.
+ * files into token shards, `reshard` rewrites a checkpoint for another
+ * parallel layout. Exit statuses: exitcode.h.
  */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "exitcode.h"
+#include "reshard.h"
 #include "tokenize.h"
 #include "train_config.h"
 #include "trainer.h"
@@ -17,6 +20,8 @@ static void usage(FILE *f)
 	fprintf(f,
 	        "usage: trainyard-train train --spec FILE [options]\n"
 	        "       trainyard-train tokenize --out PREFIX [--shard-tokens N] FILE...\n"
+	        "       trainyard-train reshard --spec FILE [--set ...] --from DIR --to DIR "
+	        "[--step N]\n"
 	        "\n"
 	        "train options:\n"
 	        "  --spec FILE          job spec JSON, as the API accepts it (\"-\": stdin)\n"
@@ -31,11 +36,26 @@ static void usage(FILE *f)
 	        "  --threads N          OpenMP threads per rank\n"
 	        "  --loss-scale S       fp16: the initial dynamic loss scale (default 65536)\n"
 	        "\n"
-	        "Run under mpirun or srun --mpi=pmix for data parallel: the world size must\n"
-	        "equal parallel.data_parallel. Exit statuses:\n");
+	        "\n"
+	        "reshard: rewrite the newest valid checkpoint of --from (or --step N) into --to\n"
+	        "for the spec's parallel layout, so a run of that layout resumes from it.\n"
+	        "\n"
+	        "Run under mpirun or srun --mpi=pmix for several ranks: the world size must\n"
+	        "equal data_parallel x tensor_parallel x pipeline_parallel. Exit statuses:\n");
 #define X(e, st, name, doc) fprintf(f, "  %3d %-19s %s\n", st, name, doc);
 	TRAIN_EXIT_CODES(X)
 #undef X
+}
+
+/* The job spec at path with the --set overrides, validated. RET a train_exit. */
+static int load_config(train_config *tc, const char *path, char **overrides, int n)
+{
+	char err[4096];
+	if (train_config_load(tc, path, overrides, n, err, sizeof(err)) < 0) {
+		fprintf(stderr, "trainyard-train: %s\n", err);
+		return TRAIN_INVALID_CONFIG;
+	}
+	return TRAIN_OK;
 }
 
 static int cmd_train(int argc, char **argv)
@@ -108,14 +128,73 @@ static int cmd_train(int argc, char **argv)
 		return TRAIN_USAGE;
 	}
 	train_config tc;
-	char err[4096];
-	if (train_config_load(&tc, spec, overrides, n_over, err, sizeof(err)) < 0) {
-		fprintf(stderr, "trainyard-train: %s\n", err);
-		free(overrides);
-		return TRAIN_INVALID_CONFIG;
-	}
+	int rc = load_config(&tc, spec, overrides, n_over);
 	free(overrides);
-	int rc = train_run(&tc, &o);
+	if (rc != TRAIN_OK)
+		return rc;
+	rc = train_run(&tc, &o);
+	train_config_release(&tc);
+	return rc;
+}
+
+static int cmd_reshard(int argc, char **argv)
+{
+	static const struct option opts[] = {{"spec", required_argument, 0, 's'},
+	                                     {"set", required_argument, 0, 'o'},
+	                                     {"from", required_argument, 0, 'f'},
+	                                     {"to", required_argument, 0, 't'},
+	                                     {"step", required_argument, 0, 'n'},
+	                                     {"help", no_argument, 0, 'h'},
+	                                     {0, 0, 0, 0}};
+	reshard_options o = {0};
+	const char *spec = NULL;
+	char **overrides = calloc((size_t)argc, sizeof(char *));
+	int n_over = 0, c;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			spec = optarg;
+			break;
+		case 'o':
+			overrides[n_over++] = optarg;
+			break;
+		case 'f':
+			o.from = optarg;
+			break;
+		case 't':
+			o.to = optarg;
+			break;
+		case 'n':
+			o.step = atoi(optarg);
+			break;
+		case 'h':
+			usage(stdout);
+			free(overrides);
+			return TRAIN_OK;
+		default:
+			usage(stderr);
+			free(overrides);
+			return TRAIN_USAGE;
+		}
+	}
+	if (!spec || !o.from || !o.to || optind != argc || o.step < 0) {
+		usage(stderr);
+		free(overrides);
+		return TRAIN_USAGE;
+	}
+	char a[PATH_MAX], b[PATH_MAX];
+	if (realpath(o.from, a) && realpath(o.to, b) && strcmp(a, b) == 0) {
+		fprintf(stderr,
+		        "trainyard-train reshard: --from and --to are the same directory\n");
+		free(overrides);
+		return TRAIN_USAGE;
+	}
+	train_config tc;
+	int rc = load_config(&tc, spec, overrides, n_over);
+	free(overrides);
+	if (rc != TRAIN_OK)
+		return rc;
+	rc = reshard_run(&tc, &o);
 	train_config_release(&tc);
 	return rc;
 }
@@ -170,6 +249,8 @@ int main(int argc, char **argv)
 		return cmd_train(argc - 1, argv + 1);
 	if (strcmp(argv[1], "tokenize") == 0)
 		return cmd_tokenize(argc - 1, argv + 1);
+	if (strcmp(argv[1], "reshard") == 0)
+		return cmd_reshard(argc - 1, argv + 1);
 	fprintf(stderr, "trainyard-train: unknown command \"%s\"\n", argv[1]);
 	usage(stderr);
 	return TRAIN_USAGE;

@@ -14,12 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-int mp_grid_init(mp_grid *g, int world, int rank, int dp, int tp, int pp, char *err,
-                 size_t errlen)
+int mp_grid_init(mp_grid *g, int world, int rank, int dp, int tp, int pp, char *err, size_t errlen)
 {
 	if (dp < 1 || tp < 1 || pp < 1) {
-		snprintf(err, errlen, "data, tensor and pipeline parallel must be at least 1, not "
-		                      "%d x %d x %d", dp, tp, pp);
+		snprintf(err, errlen,
+		         "data, tensor and pipeline parallel must be at least 1, not "
+		         "%d x %d x %d",
+		         dp, tp, pp);
 		return -1;
 	}
 	if ((long long)dp * tp * pp != world) {
@@ -102,8 +103,8 @@ static bool unit_on_stage(const mp_layout *lay, int u)
 	return u - 1 >= lay->first_layer && u - 1 < lay->first_layer + lay->num_layers;
 }
 
-mp_layout *mp_layout_new(const gpt_config *cfg, int tp, int tp_rank, int pp, int pp_rank,
-                         char *err, size_t errlen)
+mp_layout *mp_layout_new(const gpt_config *cfg, int tp, int tp_rank, int pp, int pp_rank, char *err,
+                         size_t errlen)
 {
 	if (gpt_config_check(cfg, err, errlen) < 0)
 		return NULL;
@@ -132,8 +133,7 @@ mp_layout *mp_layout_new(const gpt_config *cfg, int tp, int tp_rank, int pp, int
 		lay->unit_offset = malloc((size_t)nunits * sizeof(*lay->unit_offset));
 		lay->unit_index = malloc((size_t)nunits * sizeof(*lay->unit_index));
 	}
-	if (!lay || !all || !lay->units || !lay->tensors || !lay->unit_offset ||
-	    !lay->unit_index) {
+	if (!lay || !all || !lay->units || !lay->tensors || !lay->unit_offset || !lay->unit_index) {
 		free(all);
 		mp_layout_free(lay);
 		snprintf(err, errlen, "out of memory for the model layout");
@@ -193,26 +193,33 @@ gpt_part mp_layout_part(const mp_layout *lay)
 	                  .recompute = GPT_RECOMPUTE_NONE};
 }
 
-/* Append a run to out (merged with the previous one when contiguous in both). */
-static void run_add(mp_run *out, size_t max, size_t *n, size_t global, size_t local, size_t len)
+/* Runs being collected: the first max are stored; n counts them all. */
+typedef struct run_list {
+	mp_run *out;
+	size_t max, n;
+	mp_run last; /* the newest, stored or not (merging must not depend on max) */
+} run_list;
+
+/* Append a run (merged with the previous one when contiguous in both). */
+static void run_add(run_list *l, size_t global, size_t local, size_t len)
 {
 	if (len == 0)
 		return;
-	if (*n > 0 && *n <= max) {
-		mp_run *p = &out[*n - 1];
-		if (p->global + p->n == global && p->local + p->n == local) {
-			p->n += len;
-			return;
-		}
+	mp_run *p = &l->last;
+	if (l->n > 0 && p->global + p->n == global && p->local + p->n == local) {
+		p->n += len;
+		if (l->n <= l->max)
+			l->out[l->n - 1].n = p->n;
+		return;
 	}
-	if (*n < max)
-		out[*n] = (mp_run){global, local, len};
-	(*n)++;
+	l->last = (mp_run){global, local, len};
+	if (l->n < l->max)
+		l->out[l->n] = l->last;
+	l->n++;
 }
 
 /* The runs of local piece elements [b, e) (relative to the tensor's piece) of t. */
-static void tensor_runs(const mp_layout *lay, const mp_tensor *t, size_t b, size_t e, mp_run *out,
-                        size_t max, size_t *n)
+static void tensor_runs(const mp_layout *lay, const mp_tensor *t, size_t b, size_t e, run_list *l)
 {
 	size_t at = 0; /* piece element where rectangle k starts */
 	for (int k = 0; k < rect_count(&t->t, lay->tp) && b < e; k++) {
@@ -223,7 +230,7 @@ static void tensor_runs(const mp_layout *lay, const mp_tensor *t, size_t b, size
 			size_t i = lo - at, row = i / x.nc, col = i % x.nc;
 			size_t len = x.nc - col < hi - lo ? x.nc - col : hi - lo;
 			size_t g = t->t.offset + (x.r0 + row) * t->t.cols + x.c0 + col;
-			run_add(out, max, n, g, t->offset + lo, len);
+			run_add(l, g, t->offset + lo, len);
 			lo += len;
 		}
 		at += size;
@@ -233,7 +240,7 @@ static void tensor_runs(const mp_layout *lay, const mp_tensor *t, size_t b, size
 size_t mp_runs(const mp_layout *lay, size_t begin, size_t end, bool owned_only, mp_run *out,
                size_t max)
 {
-	size_t n = 0;
+	run_list l = {.out = out, .max = max};
 	for (int i = 0; i < lay->ntensors && begin < end; i++) {
 		const mp_tensor *t = &lay->tensors[i];
 		if (t->offset >= end || t->offset + t->numel <= begin)
@@ -242,9 +249,9 @@ size_t mp_runs(const mp_layout *lay, size_t begin, size_t end, bool owned_only, 
 			continue;
 		size_t b = begin > t->offset ? begin - t->offset : 0;
 		size_t e = end - t->offset < t->numel ? end - t->offset : t->numel;
-		tensor_runs(lay, t, b, e, out, max, &n);
+		tensor_runs(lay, t, b, e, &l);
 	}
-	return n;
+	return l.n;
 }
 
 /* Call fn for every run of the whole layout (owned_only as mp_runs). */
@@ -257,15 +264,15 @@ static void each_run(const mp_layout *lay, bool owned_only, float *a, const floa
 		const mp_tensor *t = &lay->tensors[i];
 		if (owned_only && !t->owner)
 			continue;
-		/* a piece has at most rows runs; take them a chunk of rows at a time */
-		size_t row_len = t->t.split == GPT_SPLIT_COLS && lay->tp > 1 ? t->t.cols / lay->tp
-		                                                             : t->numel;
+		/* a piece has at most one run per row; take CHUNK / 2 rows at a time */
+		size_t row_len =
+		    t->t.split == GPT_SPLIT_COLS && lay->tp > 1 ? t->t.cols / lay->tp : t->numel;
 		size_t step = row_len * (CHUNK / 2);
 		for (size_t b0 = 0; b0 < t->numel; b0 += step) {
 			size_t e0 = b0 + step < t->numel ? b0 + step : t->numel;
-			size_t n = 0;
-			tensor_runs(lay, t, b0, e0, runs, CHUNK, &n);
-			for (size_t k = 0; k < n && k < CHUNK; k++)
+			run_list l = {.out = runs, .max = CHUNK};
+			tensor_runs(lay, t, b0, e0, &l);
+			for (size_t k = 0; k < l.n && k < CHUNK; k++)
 				fn(&runs[k], a, b);
 		}
 	}

@@ -41,8 +41,7 @@ typedef struct mp_grid {
 } mp_grid;
 
 /* RET 0, or -1 with a message when world != dp * tp * pp or a width is < 1. */
-int mp_grid_init(mp_grid *g, int world, int rank, int dp, int tp, int pp, char *err,
-                 size_t errlen);
+int mp_grid_init(mp_grid *g, int world, int rank, int dp, int tp, int pp, char *err, size_t errlen);
 /* RET: the world rank at grid position (dp_rank, tp_rank, pp_rank). */
 int mp_grid_rank(const mp_grid *g, int dp_rank, int tp_rank, int pp_rank);
 
@@ -67,9 +66,9 @@ typedef struct mp_layout {
 	mp_unit *units; /* in global unit order */
 	int ntensors;
 	mp_tensor *tensors;
-	size_t nparams;       /* local floats */
-	size_t *unit_offset;  /* [L + 2]: local offset of each global unit, or SIZE_MAX (absent) */
-	int *unit_index;      /* [L + 2]: index into units, or -1 */
+	size_t nparams;      /* local floats */
+	size_t *unit_offset; /* [L + 2]: local offset of each global unit, or SIZE_MAX (absent) */
+	int *unit_index;     /* [L + 2]: index into units, or -1 */
 } mp_layout;
 
 /*
@@ -77,8 +76,8 @@ typedef struct mp_layout {
  * does not divide num_heads, pp does not divide num_layers, or a rank is
  * out of range (out of memory says so).
  */
-mp_layout *mp_layout_new(const gpt_config *cfg, int tp, int tp_rank, int pp, int pp_rank,
-                         char *err, size_t errlen);
+mp_layout *mp_layout_new(const gpt_config *cfg, int tp, int tp_rank, int pp, int pp_rank, char *err,
+                         size_t errlen);
 void mp_layout_free(mp_layout *lay);
 
 /* The gpt_part of this layout (tp_comm, slots and recompute left for the caller). */

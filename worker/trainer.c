@@ -1,19 +1,20 @@
 /*
  * trainer.c - the training loop.
  *
+ * Ranks form a dp x tp x pp grid (mp.h) with a communicator per group.
  * Per optimizer step s (1-based):
- *   dp_begin_step; A micro-steps of data_next, gpt_forward, gpt_backward
- *   (dloss = loss_scale / (A * world)); the mean loss over ranks; dp_step
- *   (reduce, global norm, finiteness agreed by every rank, clip, AdamW);
- *   loss scaling and spike detection; one metrics line; a checkpoint every
- *   checkpoint.every_steps, at the end, on SIGTERM/SIGUSR1 and at
- *   --stop-after.
+ *   dp_begin_step; the step's micro-batches through the pipeline stages
+ *   (pipeline.h: 1F1B; with one stage, forward and backward per
+ *   micro-batch), dloss = loss_scale / (micro-batches * dp); the mean loss
+ *   over the data-parallel replicas; dp_step (reduce, tie the embedding
+ *   copies, global norm over every rank, finiteness agreed by all, clip,
+ *   AdamW); loss scaling and spike detection; one metrics line; a
+ *   checkpoint every checkpoint.every_steps, at the end, on SIGTERM/SIGUSR1
+ *   and at --stop-after.
  *
- * Checkpoint shard sections, per rank: "ranges" (u64 begin/end per unit),
- * "params", "adam_m", "adam_v" (the owned ranges concatenated, fp32) and
- * "state" (JSON: step, optimizer step, loss scaler, data position). A
- * resume reads every shard and keeps what it owns now, so a checkpoint of
- * one data-parallel width or ZeRO stage resumes under another.
+ * Checkpoints are layout-free (train_ckpt.h): a resume reads every shard
+ * and takes what it holds now, so a checkpoint of one (dp, tp, pp,
+ * zero_stage) resumes under another.
  */
 #include "trainer.h"
 
@@ -34,9 +35,12 @@
 #include "gpt.h"
 #include "llmc.h"
 #include "metrics.h"
+#include "mp.h"
 #include "numerics.h"
 #include "optim.h"
+#include "pipeline.h"
 #include "stream.h"
+#include "train_ckpt.h"
 #include "zero.h"
 
 /* Consecutive non-finite steps after which the run gives up. */
@@ -49,23 +53,30 @@ static void on_stop(int sig)
 	stop_signal = sig;
 }
 
+/* The communicators of a rank: the world and its groups (mp.h). */
+enum { G_TP, G_DP, G_PP, G_TIE, G_COUNT };
+
 typedef struct run {
 	const train_config *tc;
 	const train_options *o;
-	comm *c;
+	comm *c; /* the world */
 	int rank, world;
+	mp_grid grid;
+	mp_layout *lay;
+	comm *g[G_COUNT]; /* NULL: not formed (a width of 1; G_TIE on middle stages) */
 	dp_runtime *dp;
 	gpt_model *model;
+	pipeline pipe;
 	data_loader *data;
 	ckpt_store *store;
 	metrics met;
 	loss_scaler scaler;
 	spike_detector spikes;
 	lr_schedule sched;
-	int step;         /* last completed step */
-	int skipped;      /* steps skipped in all */
-	int bad_in_a_row; /* consecutive non-finite steps */
-	int32_t *inputs, *targets;
+	int step;          /* last completed step */
+	int skipped;       /* steps skipped in all */
+	int bad_in_a_row;  /* consecutive non-finite steps */
+	json_t *from_grid; /* the grid of the checkpoint resumed from, or NULL */
 	char err[1024];
 } run;
 
@@ -95,73 +106,28 @@ static int comm_status(int rc)
 static json_t *state_json(const run *r)
 {
 	data_position p = data_tell(r->data);
-	return json_pack("{s:i, s:i, s:i, s:f, s:i, s:{s:I, s:I, s:I}}", "step", r->step,
-	                 "opt_step", dp_opt_step(r->dp), "skipped", r->skipped, "loss_scale",
-	                 (double)r->scaler.scale, "good_steps", r->scaler.good_steps, "data",
-	                 "epoch", (json_int_t)p.epoch, "cursor", (json_int_t)p.cursor, "sequences",
-	                 (json_int_t)p.sequences);
-}
-
-/* Concatenate the owned ranges of every unit of which (0 params, 1 m, 2 v). */
-static float *owned_concat(const run *r, int which, size_t *n)
-{
-	int units = dp_num_units(r->dp);
-	size_t total = 0;
-	for (int u = 0; u < units; u++) {
-		dp_range g = dp_owned_range(r->dp, u);
-		total += g.end - g.begin;
-	}
-	float *buf = malloc((total ? total : 1) * sizeof(float));
-	if (!buf)
-		return NULL;
-	size_t at = 0;
-	for (int u = 0; u < units; u++) {
-		dp_range g = dp_owned_range(r->dp, u);
-		const float *src = which == 0   ? dp_owned_params(r->dp, u)
-		                   : which == 1 ? dp_owned_m(r->dp, u)
-		                                : dp_owned_v(r->dp, u);
-		if (g.end > g.begin)
-			memcpy(buf + at, src, (g.end - g.begin) * sizeof(float));
-		at += g.end - g.begin;
-	}
-	*n = total;
-	return buf;
+	return json_pack("{s:i, s:i, s:i, s:f, s:i, s:{s:I, s:I, s:I}, s:{s:i, s:i, s:i, s:i}}",
+	                 "step", r->step, "opt_step", dp_opt_step(r->dp), "skipped", r->skipped,
+	                 "loss_scale", (double)r->scaler.scale, "good_steps", r->scaler.good_steps,
+	                 "data", "epoch", (json_int_t)p.epoch, "cursor", (json_int_t)p.cursor,
+	                 "sequences", (json_int_t)p.sequences, "grid", "dp", r->grid.dp, "tp",
+	                 r->grid.tp, "pp", r->grid.pp, "zero_stage", dp_stage(r->dp));
 }
 
 static int write_shard(run *r, ckpt_shard_info *info)
 {
-	int units = dp_num_units(r->dp);
-	uint64_t *ranges = malloc((size_t)units * 2 * sizeof(uint64_t));
-	size_t n;
-	float *p = owned_concat(r, 0, &n), *m = owned_concat(r, 1, &n), *v = owned_concat(r, 2, &n);
+	train_shard sh;
 	json_t *st = state_json(r);
 	char *state = json_dumps(st, JSON_COMPACT | JSON_REAL_PRECISION(17));
 	json_decref(st);
-	int rc = -1;
-	ckpt_writer *w = NULL;
-	if (!ranges || !p || !m || !v || !state) {
+	if (!state || train_shard_from_dp(&sh, r->lay, r->dp) < 0) {
+		free(state);
 		snprintf(r->err, sizeof(r->err), "out of memory preparing a checkpoint");
-		goto out;
+		return -1;
 	}
-	for (int u = 0; u < units; u++) {
-		dp_range g = dp_owned_range(r->dp, u);
-		ranges[2 * u] = g.begin;
-		ranges[2 * u + 1] = g.end;
-	}
-	if ((rc = ckpt_shard_begin(r->store, r->step, r->rank, r->world, &w, r->err,
-	                           sizeof(r->err))) < 0)
-		goto out;
-	ckpt_put(w, "ranges", ranges, (size_t)units * 2 * sizeof(uint64_t));
-	ckpt_put(w, "params", p, n * sizeof(float));
-	ckpt_put(w, "adam_m", m, n * sizeof(float));
-	ckpt_put(w, "adam_v", v, n * sizeof(float));
-	ckpt_put(w, "state", state, strlen(state));
-	rc = ckpt_shard_commit(w, info, r->err, sizeof(r->err));
-out:
-	free(ranges);
-	free(p);
-	free(m);
-	free(v);
+	int rc = train_shard_write(&sh, state, r->store, r->step, r->rank, r->world, info, r->err,
+	                           sizeof(r->err));
+	train_shard_release(&sh);
 	free(state);
 	return rc;
 }
@@ -234,146 +200,133 @@ static void on_refused(void *ctx, int step, int code, const char *why)
 	                       "reason", why));
 }
 
-/* Copy the part of a shard's ranges that this rank owns now. */
-static void take_owned(run *r, const uint64_t *ranges, const float *src[3], float **dst[3],
-                       int units)
+/* What a rank restores: per local unit, its owned range, the runs of it, the arrays. */
+typedef struct restore_plan {
+	int nunits;
+	dp_range *range;
+	mp_run **want;
+	size_t *nwant, *filled;
+	float **dst[TS_SECTIONS];
+} restore_plan;
+
+static void plan_release(restore_plan *p)
 {
-	size_t at = 0;
-	for (int u = 0; u < units; u++) {
-		size_t b = ranges[2 * u], e = ranges[2 * u + 1];
-		dp_range mine = dp_owned_range(r->dp, u);
-		size_t lo = b > mine.begin ? b : mine.begin, hi = e < mine.end ? e : mine.end;
-		for (int k = 0; k < 3; k++)
-			if (hi > lo)
-				memcpy(dst[k][u] + (lo - mine.begin), src[k] + at + (lo - b),
-				       (hi - lo) * sizeof(float));
-		at += e - b;
+	for (int u = 0; u < p->nunits; u++) {
+		if (p->want)
+			free(p->want[u]);
+		for (int k = 0; k < TS_SECTIONS; k++)
+			if (p->dst[k])
+				free(p->dst[k][u]);
 	}
+	free(p->range);
+	free(p->want);
+	free(p->nwant);
+	free(p->filled);
+	for (int k = 0; k < TS_SECTIONS; k++)
+		free(p->dst[k]);
 }
 
-static int read_state(run *r, ckpt_reader *rd, json_t **state)
+static int plan_init(run *r, restore_plan *p)
 {
-	uint64_t n = 0;
-	if (ckpt_get_size(rd, "state", &n) < 0 || n > (1u << 20)) {
-		snprintf(r->err, sizeof(r->err), "checkpoint shard has no state section");
-		return CKPT_ERR_CORRUPT;
+	int n = dp_num_units(r->dp);
+	memset(p, 0, sizeof(*p));
+	p->nunits = n;
+	p->range = calloc((size_t)n, sizeof(*p->range));
+	p->want = calloc((size_t)n, sizeof(*p->want));
+	p->nwant = calloc((size_t)n, sizeof(*p->nwant));
+	p->filled = calloc((size_t)n, sizeof(*p->filled));
+	int ok = p->range && p->want && p->nwant && p->filled;
+	for (int k = 0; k < TS_SECTIONS; k++)
+		ok = (p->dst[k] = calloc((size_t)n, sizeof(float *))) && ok;
+	for (int u = 0; ok && u < n; u++) {
+		dp_range g = dp_owned_range(r->dp, u);
+		p->range[u] = g;
+		p->nwant[u] = mp_runs(r->lay, g.begin, g.end, false, NULL, 0);
+		ok = (p->want[u] = malloc((p->nwant[u] + 1) * sizeof(mp_run))) != NULL;
+		if (ok)
+			mp_runs(r->lay, g.begin, g.end, false, p->want[u], p->nwant[u]);
+		for (int k = 0; k < TS_SECTIONS; k++)
+			ok = ok && (p->dst[k][u] = calloc(g.end - g.begin + 1, sizeof(float)));
 	}
-	char *text = calloc(n + 1, 1);
-	int rc = text ? ckpt_get(rd, "state", text, n, r->err, sizeof(r->err)) : CKPT_ERR_NOMEM;
-	json_error_t je;
-	*state = rc == 0 ? json_loads(text, 0, &je) : NULL;
-	free(text);
-	if (rc == 0 && !*state) {
-		snprintf(r->err, sizeof(r->err), "checkpoint state is not JSON: %s", je.text);
-		rc = CKPT_ERR_CORRUPT;
-	}
-	return rc;
+	return ok ? 0 : CKPT_ERR_NOMEM;
 }
 
-/* Read one shard and copy what this rank owns. OUT: *state from shard 0. */
-static int load_shard(run *r, const ckpt_manifest *m, int k, float **dst[3], json_t **state)
+/* Take from shard k of m what this rank restores. OUT: *state from shard 0. */
+static int take_shard(run *r, const ckpt_manifest *m, int k, restore_plan *p, json_t **state)
 {
-	int units = dp_num_units(r->dp);
-	ckpt_reader *rd = NULL;
-	int rc = ckpt_shard_open(r->store, m->step, k, m->world, m->shards[k].sha256, &rd, r->err,
-	                         sizeof(r->err));
+	train_shard sh;
+	int rc = train_shard_read(&sh, r->store, m, k, gpt_num_params(&r->tc->model), k == 0,
+	                          r->err, sizeof(r->err));
 	if (rc < 0)
 		return rc;
-	uint64_t rbytes = 0, pbytes = 0;
-	ckpt_get_size(rd, "ranges", &rbytes);
-	ckpt_get_size(rd, "params", &pbytes);
-	uint64_t *ranges = malloc(rbytes ? rbytes : 1);
-	float *src[3] = {malloc(pbytes ? pbytes : 1), malloc(pbytes ? pbytes : 1),
-	                 malloc(pbytes ? pbytes : 1)};
-	if (!ranges || !src[0] || !src[1] || !src[2]) {
-		rc = CKPT_ERR_NOMEM;
-		goto out;
+	for (int u = 0; u < p->nunits; u++) {
+		float *dst[TS_SECTIONS] = {p->dst[0][u], p->dst[1][u], p->dst[2][u]};
+		p->filled[u] +=
+		    train_shard_fill(&sh, p->want[u], p->nwant[u], p->range[u].begin, dst);
 	}
-	if (rbytes != (uint64_t)units * 2 * sizeof(uint64_t)) {
-		snprintf(r->err, sizeof(r->err),
-		         "checkpoint of step %d has %llu ranges but the model has %d units",
-		         m->step, (unsigned long long)(rbytes / 16), units);
-		rc = CKPT_ERR_CORRUPT;
-		goto out;
-	}
-	if ((rc = ckpt_get(rd, "ranges", ranges, rbytes, r->err, sizeof(r->err))) ||
-	    (rc = ckpt_get(rd, "params", src[0], pbytes, r->err, sizeof(r->err))) ||
-	    (rc = ckpt_get(rd, "adam_m", src[1], pbytes, r->err, sizeof(r->err))) ||
-	    (rc = ckpt_get(rd, "adam_v", src[2], pbytes, r->err, sizeof(r->err))))
-		goto out;
-	uint64_t sum = 0;
-	for (int u = 0; u < units; u++) {
-		size_t lo = gpt_unit_offset(&r->tc->model, u);
-		size_t hi = lo + gpt_unit_numel(&r->tc->model, u);
-		if (ranges[2 * u + 1] < ranges[2 * u] ||
-		    (ranges[2 * u + 1] > ranges[2 * u] &&
-		     (ranges[2 * u] < lo || ranges[2 * u + 1] > hi))) {
-			snprintf(r->err, sizeof(r->err),
-			         "checkpoint range of unit %d is out of bounds", u);
+	if (k == 0) {
+		json_error_t je;
+		*state = json_loads(sh.state, 0, &je);
+		if (!*state) {
+			snprintf(r->err, sizeof(r->err), "checkpoint state is not JSON: %s",
+			         je.text);
 			rc = CKPT_ERR_CORRUPT;
-			goto out;
 		}
-		sum += ranges[2 * u + 1] - ranges[2 * u];
 	}
-	if (sum * sizeof(float) != pbytes) {
-		snprintf(r->err, sizeof(r->err), "checkpoint sections disagree with their ranges");
-		rc = CKPT_ERR_CORRUPT;
-		goto out;
-	}
-	take_owned(r, ranges, (const float **)src, dst, units);
-	if (k == 0)
-		rc = read_state(r, rd, state);
-out:
-	ckpt_shard_close(rd);
-	free(ranges);
-	for (int i = 0; i < 3; i++)
-		free(src[i]);
+	train_shard_release(&sh);
 	return rc;
+}
+
+/* Apply the state JSON of a checkpoint. RET 0 or an error. OUT: *opt_step. */
+static int apply_state(run *r, const ckpt_manifest *m, json_t *state, int *opt_step)
+{
+	json_t *d = json_object_get(state, "data");
+	data_position p = {
+	    .epoch = (uint64_t)json_integer_value(json_object_get(d, "epoch")),
+	    .cursor = (uint64_t)json_integer_value(json_object_get(d, "cursor")),
+	    .sequences = (uint64_t)json_integer_value(json_object_get(d, "sequences")),
+	};
+	r->step = (int)json_integer_value(json_object_get(state, "step"));
+	r->skipped = (int)json_integer_value(json_object_get(state, "skipped"));
+	*opt_step = (int)json_integer_value(json_object_get(state, "opt_step"));
+	r->scaler.scale = (float)json_real_value(json_object_get(state, "loss_scale"));
+	r->scaler.good_steps = (int)json_integer_value(json_object_get(state, "good_steps"));
+	r->from_grid = json_incref(json_object_get(state, "grid"));
+	if (r->step != m->step) {
+		snprintf(r->err, sizeof(r->err), "checkpoint state says step %d, manifest %d",
+		         r->step, m->step);
+		return CKPT_ERR_CORRUPT;
+	}
+	if (data_seek(r->data, p) < 0) {
+		snprintf(r->err, sizeof(r->err), "%s", data_error(r->data));
+		return CKPT_ERR_CORRUPT;
+	}
+	return 0;
 }
 
 /* Restore model, optimizer, scaler and data position from manifest m. */
 static int restore(run *r, const ckpt_manifest *m)
 {
-	int units = dp_num_units(r->dp), rc = 0;
-	float **dst[3];
+	restore_plan p;
 	json_t *state = NULL;
-	for (int k = 0; k < 3; k++) {
-		dst[k] = calloc((size_t)units, sizeof(float *));
-		for (int u = 0; dst[k] && u < units; u++) {
-			dp_range g = dp_owned_range(r->dp, u);
-			dst[k][u] = calloc(g.end - g.begin + 1, sizeof(float));
-			if (!dst[k][u])
-				rc = CKPT_ERR_NOMEM;
-		}
-		if (!dst[k])
-			rc = CKPT_ERR_NOMEM;
-	}
+	int rc = plan_init(r, &p), opt_step = 0;
 	for (int k = 0; rc == 0 && k < m->world; k++)
-		rc = load_shard(r, m, k, dst, &state);
-	for (int u = 0; rc == 0 && u < units; u++)
-		rc = dp_load_shard(r->dp, u, dst[0][u], dst[1][u], dst[2][u]);
-	int opt_step = 0;
-	if (rc == 0) {
-		json_t *d = json_object_get(state, "data");
-		data_position p = {
-		    .epoch = (uint64_t)json_integer_value(json_object_get(d, "epoch")),
-		    .cursor = (uint64_t)json_integer_value(json_object_get(d, "cursor")),
-		    .sequences = (uint64_t)json_integer_value(json_object_get(d, "sequences")),
-		};
-		r->step = (int)json_integer_value(json_object_get(state, "step"));
-		r->skipped = (int)json_integer_value(json_object_get(state, "skipped"));
-		opt_step = (int)json_integer_value(json_object_get(state, "opt_step"));
-		r->scaler.scale = (float)json_real_value(json_object_get(state, "loss_scale"));
-		r->scaler.good_steps =
-		    (int)json_integer_value(json_object_get(state, "good_steps"));
-		if (r->step != m->step) {
-			snprintf(r->err, sizeof(r->err),
-			         "checkpoint state says step %d, manifest %d", r->step, m->step);
+		rc = take_shard(r, m, k, &p, &state);
+	for (int u = 0; rc == 0 && u < p.nunits; u++) {
+		size_t need = p.range[u].end - p.range[u].begin;
+		if (p.filled[u] != need) {
+			snprintf(
+			    r->err, sizeof(r->err),
+			    "the checkpoint of step %d holds %zu of the %zu elements this rank "
+			    "needs of unit %d",
+			    m->step, p.filled[u], need, r->lay->units[u].id);
 			rc = CKPT_ERR_CORRUPT;
-		} else if ((rc = data_seek(r->data, p)) < 0) {
-			snprintf(r->err, sizeof(r->err), "%s", data_error(r->data));
+			break;
 		}
+		rc = dp_load_shard(r->dp, u, p.dst[0][u], p.dst[1][u], p.dst[2][u]);
 	}
+	if (rc == 0)
+		rc = apply_state(r, m, state, &opt_step);
 	/* collective: every rank calls it, whatever happened locally */
 	float bad = rc == 0 ? 0.0f : 1.0f;
 	int crc = comm_allreduce_sum(r->c, &bad, 1);
@@ -382,11 +335,7 @@ static int restore(run *r, const ckpt_manifest *m)
 	else if (rc == 0)
 		rc = crc ? crc : CKPT_ERR_CORRUPT;
 	json_decref(state);
-	for (int k = 0; k < 3; k++) {
-		for (int u = 0; dst[k] && u < units; u++)
-			free(dst[k][u]);
-		free(dst[k]);
-	}
+	plan_release(&p);
 	return rc;
 }
 
@@ -425,9 +374,9 @@ static int resume(run *r)
 	if (rc < 0)
 		return fail(r, rc == CKPT_ERR_NOMEM ? TRAIN_OOM : TRAIN_CKPT_CORRUPT,
 		            "could not restore the checkpoint");
-	metrics_emit(
-	    &r->met, "event",
-	    json_pack("{s:s, s:i, s:i}", "event", "resumed", "step", step, "from_world", world));
+	metrics_emit(&r->met, "event",
+	             json_pack("{s:s, s:i, s:i, s:O*}", "event", "resumed", "step", step,
+	                       "from_world", world, "from_grid", r->from_grid));
 	return TRAIN_OK;
 }
 
@@ -437,32 +386,55 @@ typedef struct step_result {
 	float loss;
 	dp_step_info info;
 	double seconds, comm_s, data_s;
+	double tp_s, bubble_s, dp_s; /* tensor-parallel, pipeline and data-parallel communication */
 	float lr;
 } step_result;
+
+static double group_seconds(const run *r, int g)
+{
+	return r->g[g] ? comm_seconds(r->g[g]) : 0.0;
+}
+
+static void reset_seconds(run *r)
+{
+	comm_seconds_reset(r->c);
+	for (int g = 0; g < G_COUNT; g++)
+		if (r->g[g])
+			comm_seconds_reset(r->g[g]);
+}
+
+/* The pipeline's data source: the loader's next micro-batch. */
+static int next_batch(void *ctx, int32_t *inputs, int32_t *targets)
+{
+	run *r = ctx;
+	int rc = data_next(r->data, inputs, targets);
+	if (rc < 0)
+		snprintf(r->err, sizeof(r->err), "%s", data_error(r->data));
+	return rc;
+}
 
 static int train_step(run *r, int s, step_result *out)
 {
 	const train_config *tc = r->tc;
 	double t0 = now(), d0 = data_wait_seconds(r->data);
-	comm_seconds_reset(r->c);
-	gpt_hooks hooks = dp_hooks(r->dp);
+	reset_seconds(r);
 	int rc = dp_begin_step(r->dp, tc->grad_accum);
 	if (rc < 0)
 		return comm_status(rc);
-	float dloss = r->scaler.scale / (float)(tc->grad_accum * r->world);
-	float loss_sum = 0;
-	for (int k = 0; k < tc->grad_accum; k++) {
-		if ((rc = data_next(r->data, r->inputs, r->targets)) < 0) {
-			snprintf(r->err, sizeof(r->err), "%s", data_error(r->data));
+	float dloss = r->scaler.scale / (float)(tc->grad_accum * r->grid.dp);
+	double loss_sum = 0;
+	if ((rc = pipe_step(&r->pipe, tc->grad_accum, dloss, &loss_sum)) < 0) {
+		if (rc >= DATA_ERR_NOMEM && rc <= DATA_ERR_IO)
 			return fail(r, TRAIN_DATA, "could not read training data");
-		}
-		loss_sum += gpt_forward(r->model, &hooks, r->inputs, r->targets);
-		gpt_backward(r->model, &hooks, dloss);
+		snprintf(r->err, sizeof(r->err), "%s", "a pipeline transfer failed");
+		return fail(r, comm_status(rc), "the step failed");
 	}
-	float loss = loss_sum / (float)tc->grad_accum;
+	/* the loss lives on the last stage: one copy per data-parallel replica */
+	bool counts = r->grid.pp_rank == r->grid.pp - 1 && r->grid.tp_rank == 0;
+	float loss = counts ? (float)(loss_sum / tc->grad_accum) : 0.0f;
 	if ((rc = comm_allreduce_sum(r->c, &loss, 1)) < 0)
 		return comm_status(rc);
-	out->loss = loss / (float)r->world;
+	out->loss = loss / (float)r->grid.dp;
 	out->lr = lr_at(&r->sched, s);
 	float clip = (float)tc->spec.training.grad_clip;
 	rc = dp_step(r->dp, dp_opt_step(r->dp) + 1, out->lr, clip, 1.0f / r->scaler.scale,
@@ -472,7 +444,10 @@ static int train_step(run *r, int s, step_result *out)
 		return fail(r, comm_status(rc), "the optimizer step failed");
 	}
 	out->seconds = now() - t0;
-	out->comm_s = comm_seconds(r->c);
+	out->tp_s = group_seconds(r, G_TP);
+	out->bubble_s = group_seconds(r, G_PP);
+	out->dp_s = group_seconds(r, G_DP) + group_seconds(r, G_TIE);
+	out->comm_s = comm_seconds(r->c) + out->tp_s + out->bubble_s + out->dp_s;
 	out->data_s = data_wait_seconds(r->data) - d0;
 	return TRAIN_OK;
 }
@@ -501,6 +476,9 @@ static void report_step(run *r, int s, const step_result *sr)
 	json_object_set_new(f, "step_s", num(sr->seconds));
 	json_object_set_new(f, "compute_s", num(sr->seconds - sr->comm_s - sr->data_s));
 	json_object_set_new(f, "comm_s", num(sr->comm_s));
+	json_object_set_new(f, "tp_comm_s", num(sr->tp_s));
+	json_object_set_new(f, "pp_bubble_s", num(sr->bubble_s));
+	json_object_set_new(f, "dp_comm_s", num(sr->dp_s));
 	json_object_set_new(f, "data_wait_s", num(sr->data_s));
 	json_object_set_new(f, "loss_scale", num(r->scaler.scale));
 	json_object_set_new(f, "skipped_steps", json_integer(r->skipped + !sr->info.updated));
@@ -542,22 +520,108 @@ static int after_step(run *r, int s, const step_result *sr)
 
 /* ---- setup ---------------------------------------------------------- */
 
+/* Form the groups of the grid (mp.h). RET 0 or a COMM_ERR_*. */
+static int form_groups(run *r)
+{
+	const mp_grid *g = &r->grid;
+	int rc;
+	struct {
+		int width, color, key;
+	} want[G_COUNT] = {
+	    [G_TP] = {g->tp, g->pp_rank * g->dp + g->dp_rank, g->tp_rank},
+	    [G_DP] = {g->dp, g->pp_rank * g->tp + g->tp_rank, g->dp_rank},
+	    [G_PP] = {g->pp, g->dp_rank * g->tp + g->tp_rank, g->pp_rank},
+	    [G_TIE] = {g->pp > 1 ? 2 : 1, g->dp_rank * g->tp + g->tp_rank, g->pp_rank},
+	};
+	/* middle stages take part in the tie split alone */
+	bool end_stage = g->pp_rank == 0 || g->pp_rank == g->pp - 1;
+	if (!end_stage)
+		want[G_TIE].color = g->dp * g->tp + g->rank;
+	for (int k = 0; k < G_COUNT; k++) {
+		/* every rank calls every split with width > 1 (widths are the same everywhere) */
+		if (want[k].width == 1)
+			continue;
+		if ((rc = comm_split(r->c, want[k].color, want[k].key, &r->g[k])) < 0)
+			return rc;
+	}
+	if (r->g[G_TIE] && !end_stage) {
+		comm_free(r->g[G_TIE]);
+		r->g[G_TIE] = NULL;
+	}
+	return 0;
+}
+
+static int setup_parallel(run *r, const float *init)
+{
+	const train_config *tc = r->tc;
+	const mp_grid *g = &r->grid;
+	int rc = form_groups(r);
+	if (rc < 0) {
+		snprintf(r->err, sizeof(r->err), "%s", comm_error(r->c));
+		return fail(r, comm_status(rc), "could not form the parallel groups");
+	}
+	r->lay =
+	    mp_layout_new(&tc->model, g->tp, g->tp_rank, g->pp, g->pp_rank, r->err, sizeof(r->err));
+	if (!r->lay)
+		return fail(r, strstr(r->err, "out of memory") ? TRAIN_OOM : TRAIN_INVALID_CONFIG,
+		            "invalid parallel layout");
+	float *local = malloc((r->lay->nparams ? r->lay->nparams : 1) * sizeof(float));
+	if (!local) {
+		snprintf(r->err, sizeof(r->err), "out of memory for the initial parameters");
+		return fail(r, TRAIN_OOM, "setup");
+	}
+	mp_extract(r->lay, init, local);
+	adamw_config opt = adamw_defaults();
+	opt.weight_decay = (float)tc->spec.training.weight_decay;
+	dp_groups groups = {.dp = r->g[G_DP] ? r->g[G_DP] : r->c, .norm = r->c, .tie = r->g[G_TIE]};
+	if (!r->g[G_DP] && r->world > 1) {
+		/* a data-parallel width of 1 inside a bigger world: ZeRO over this rank alone */
+		if (!(r->g[G_DP] = comm_self_new(r->err, sizeof(r->err)))) {
+			free(local);
+			return fail(r, TRAIN_OOM, "could not form the parallel groups");
+		}
+		groups.dp = r->g[G_DP];
+	}
+	r->dp = dp_new_part(r->lay, &groups, tc->zero_stage, local, &opt, r->err, sizeof(r->err));
+	free(local);
+	if (!r->dp)
+		return fail(r, strstr(r->err, "out of memory") ? TRAIN_OOM : TRAIN_INVALID_CONFIG,
+		            "could not set up data parallel");
+	gpt_part part = mp_layout_part(r->lay);
+	part.tp_comm = r->g[G_TP];
+	part.slots = pipe_slots(g->pp, g->pp_rank, tc->grad_accum);
+	part.recompute = (gpt_recompute)tc->spec.training.recompute;
+	int B = tc->micro_batch, T = tc->model.max_seq_len;
+	r->model = gpt_new_part(&tc->model, &part, B, T, tc->precision, r->err, sizeof(r->err));
+	if (!r->model)
+		return fail(r, strstr(r->err, "out of memory") ? TRAIN_OOM : TRAIN_INVALID_CONFIG,
+		            "could not allocate the model");
+	r->pipe = (pipeline){.model = r->model,
+	                     .hooks = dp_hooks(r->dp),
+	                     .pp = r->g[G_PP],
+	                     .stage = g->pp_rank,
+	                     .stages = g->pp,
+	                     .slots = part.slots,
+	                     .B = B,
+	                     .T = T,
+	                     .C = tc->model.channels,
+	                     .next_batch = next_batch,
+	                     .ctx = r};
+	if (pipe_init(&r->pipe) < 0) {
+		snprintf(r->err, sizeof(r->err), "out of memory for the pipeline buffers");
+		return fail(r, TRAIN_OOM, "setup");
+	}
+	return TRAIN_OK;
+}
+
 static int setup(run *r)
 {
 	const train_config *tc = r->tc;
 	const jobspec *spec = &tc->spec;
-	if (spec->parallel.tensor_parallel != 1 || spec->parallel.pipeline_parallel != 1) {
-		snprintf(r->err, sizeof(r->err),
-		         "tensor_parallel and pipeline_parallel must be 1: this trainer runs data "
-		         "parallel only");
+	if (mp_grid_init(&r->grid, r->world, r->rank, tc->data_parallel,
+	                 spec->parallel.tensor_parallel, spec->parallel.pipeline_parallel, r->err,
+	                 sizeof(r->err)) < 0)
 		return fail(r, TRAIN_INVALID_CONFIG, "invalid parallel layout");
-	}
-	if (tc->data_parallel != r->world) {
-		snprintf(r->err, sizeof(r->err),
-		         "parallel.data_parallel is %d but the world has %d ranks",
-		         tc->data_parallel, r->world);
-		return fail(r, TRAIN_INVALID_CONFIG, "invalid parallel layout");
-	}
 	if (gpt_config_check(&tc->model, r->err, sizeof(r->err)) < 0)
 		return fail(r, TRAIN_INVALID_CONFIG, "invalid model");
 	if (r->o->threads > 0) {
@@ -585,35 +649,22 @@ static int setup(run *r)
 		}
 		gpt_init_params(&tc->model, init, (uint64_t)spec->training.seed);
 	}
-	adamw_config opt = adamw_defaults();
-	opt.weight_decay = (float)spec->training.weight_decay;
-	r->dp = dp_new(&tc->model, r->c, tc->zero_stage, init, &opt, r->err, sizeof(r->err));
+	int rc = setup_parallel(r, init);
 	free(init);
-	if (!r->dp)
-		return fail(r, strstr(r->err, "out of memory") ? TRAIN_OOM : TRAIN_INVALID_CONFIG,
-		            "could not set up data parallel");
+	if (rc != TRAIN_OK)
+		return rc;
 	int B = tc->micro_batch, T = tc->model.max_seq_len;
-	r->model = gpt_new(&tc->model, B, T, tc->precision, r->err, sizeof(r->err));
-	if (!r->model)
-		return fail(r, strstr(r->err, "out of memory") ? TRAIN_OOM : TRAIN_INVALID_CONFIG,
-		            "could not allocate the model");
-	r->inputs = malloc((size_t)B * T * sizeof(int32_t));
-	r->targets = malloc((size_t)B * T * sizeof(int32_t));
-	if (!r->inputs || !r->targets) {
-		snprintf(r->err, sizeof(r->err), "out of memory for a batch");
-		return fail(r, TRAIN_OOM, "setup");
-	}
 	data_config dc = {.pattern = spec->data.train,
 	                  .vocab_size = tc->model.vocab_size,
 	                  .B = B,
 	                  .T = T,
-	                  .dp_rank = r->rank,
-	                  .dp_size = r->world,
+	                  .dp_rank = r->grid.dp_rank,
+	                  .dp_size = r->grid.dp,
 	                  .accum_steps = tc->grad_accum,
 	                  .seed = (uint64_t)spec->training.seed,
 	                  .shuffle = true,
 	                  .prefetch = true};
-	int rc = data_open(&dc, &r->data, r->err, sizeof(r->err));
+	rc = data_open(&dc, &r->data, r->err, sizeof(r->err));
 	if (rc < 0)
 		return fail(r, rc == DATA_ERR_NOMEM ? TRAIN_OOM : TRAIN_DATA,
 		            "could not open data");
@@ -641,31 +692,46 @@ static int setup(run *r)
 static void teardown(run *r)
 {
 	data_close(r->data);
+	pipe_release(&r->pipe);
 	gpt_free(r->model);
 	dp_free(r->dp);
-	free(r->inputs);
-	free(r->targets);
+	mp_layout_free(r->lay);
+	for (int g = 0; g < G_COUNT; g++)
+		comm_free(r->g[g]);
+	json_decref(r->from_grid);
 	if (r->store)
 		ckpt_store_free(r->store);
 	metrics_close(&r->met);
 }
 
+/* Assemble the whole model on every rank from the owners' copies, and write it on rank 0. */
 static int export_weights(run *r)
 {
 	size_t n = gpt_num_params(&r->tc->model);
-	float *full = malloc(n * sizeof(float));
-	if (!full) {
-		snprintf(r->err, sizeof(r->err), "out of memory for the export");
-		return fail(r, TRAIN_OOM, "could not export weights");
+	float *full = calloc(n, sizeof(float));
+	float *local = malloc((r->lay->nparams ? r->lay->nparams : 1) * sizeof(float));
+	int rc = full && local ? 0 : DP_ERR_NOMEM;
+	if (rc == 0)
+		rc = dp_gather_params(r->dp, local);
+	/* each element has one owner in a replica: summing replica 0's zeros-and-owned is exact */
+	if (rc == 0 && r->grid.dp_rank == 0)
+		mp_insert_owned(r->lay, local, full);
+	if (rc == 0 && r->world > 1)
+		rc = comm_allreduce_sum(r->c, full, n);
+	free(local);
+	if (rc < 0) {
+		free(full);
+		snprintf(r->err, sizeof(r->err), "could not assemble the weights");
+		return fail(r, rc == DP_ERR_NOMEM ? TRAIN_OOM : comm_status(rc),
+		            "could not export weights");
 	}
-	int rc = dp_gather_params(r->dp, full);
-	if (rc == 0 && r->rank == 0 &&
+	if (r->rank == 0 &&
 	    llmc_write(r->o->export_path, &r->tc->model, full, r->err, sizeof(r->err)) < 0) {
 		free(full);
 		return fail(r, TRAIN_INTERNAL, "could not export weights");
 	}
 	free(full);
-	return rc < 0 ? comm_status(rc) : TRAIN_OK;
+	return TRAIN_OK;
 }
 
 /* Whether any rank was asked to stop (collective). */

@@ -1,14 +1,19 @@
 /*
  * zero.c - the data-parallel runtime with ZeRO stages 0-3 (zero.h).
  *
- * Coordinates. Unit u has numel[u] elements at flat_off[u] in the flat
- * vector. Padded to world * block[u], it sits at pad_off[u] in the full
- * padded arrays; rank r's block of it sits at shard_off[u] in the shard
- * arrays. "local" indexes a unit's elements, 0 .. numel[u].
+ * Coordinates. The runtime holds the units of a layout (mp.h); u is an
+ * index into them (0 .. nunits-1) and id[u] its global unit id, which is
+ * what the hooks name. Unit u has numel[u] elements at flat_off[u] in the
+ * local flat vector. Padded to world * block[u], it sits at pad_off[u] in
+ * the full padded arrays; rank r's block of it sits at shard_off[u] in the
+ * shard arrays. "local" indexes a unit's elements, 0 .. numel[u].
  *
- * The update covers segments: pieces of one tensor inside the region the
- * rank updates (every unit's elements in stage 0, its own blocks
- * otherwise), each with the tensor's weight-decay flag.
+ * Segments are pieces of one tensor inside a region of its unit, each with
+ * the tensor's weight-decay and owner flags. The update covers the region
+ * the rank updates (every unit's elements in stage 0, its own blocks
+ * otherwise); the norm covers the rank's own blocks in every stage, so
+ * over the dp group each element is looked at once. Only owned tensors
+ * add to the squared norm; every tensor is checked for finiteness.
  */
 #include "zero.h"
 
@@ -26,24 +31,31 @@
 #define DP_ALIGN 16          /* floats: every array starts on 64 bytes */
 
 typedef struct dp_segment {
-	int unit;
+	int unit;     /* local index */
 	size_t begin; /* local */
 	size_t len;
-	bool decay;
+	bool decay, owner;
 } dp_segment;
 
-/* Stage 2/3 gradient scratch: unit 0's own, and two alternating for the rest. */
+/* Stage 2/3 gradient scratch: global unit 0's own, and two alternating for the rest. */
 enum { DP_BUF_UNIT0 = 0, DP_BUF_LAYER_A, DP_BUF_LAYER_B, DP_BUF_COUNT };
 
 struct dp_runtime {
 	uint32_t magic;
 	gpt_config cfg;
-	comm *c;
+	comm *c;    /* data parallel */
+	comm *norm; /* the norm's group */
+	comm *tie;  /* unit 0's tie, or NULL */
 	adamw_config opt;
 	int stage, rank, world, nunits;
 	size_t nparams;
+	int nglobal; /* L + 2 */
+	int u0;      /* index of global unit 0, or -1 */
 
-	/* layout, per unit (one allocation, table) */
+	/* layout, per unit (one allocation each: ids, table) */
+	int *ids;   /* [nunits + nglobal] */
+	int *id;    /* [nunits]: global id of unit u */
+	int *index; /* [nglobal]: index of a global unit, or -1 */
 	size_t *table;
 	size_t *numel, *flat_off, *block, *pad_off, *shard_off;
 	size_t padded_total, shard_total, max_rest_padded;
@@ -54,8 +66,8 @@ struct dp_runtime {
 	float *grads;      /* full padded accumulators (0, 1) */
 	float *grad_shard; /* owned gradient shard (1-3) */
 	float *m, *v;      /* full padded (0) or shard (1-3) */
-	float *pbuf[2];    /* stage 3: [0] unit 0, [1] the rest */
-	int pbuf_unit[2];  /* unit gathered in pbuf[i], -1 none */
+	float *pbuf[2];    /* stage 3: [0] global unit 0, [1] the rest */
+	int pbuf_unit[2];  /* unit (index) gathered in pbuf[i], -1 none */
 	float *gbuf[DP_BUF_COUNT];
 	int gbuf_unit[DP_BUF_COUNT]; /* unit open in the scratch, -1 none */
 	comm_request gbuf_req[DP_BUF_COUNT];
@@ -64,11 +76,13 @@ struct dp_runtime {
 	comm_request *unit_req;
 	bool *started;
 
-	dp_segment *seg;
+	dp_segment *seg; /* the update's */
 	int nseg;
+	dp_segment *norm_seg; /* the norm's: seg itself in stages 1-3 */
+	int nnorm;
 
 	int micro_steps; /* of the current step */
-	int backward;    /* backward passes completed in the current step */
+	int backward;    /* backward passes completed in the current step (units[0]'s grads_done) */
 	int opt_step;
 	int err; /* latched */
 	dp_mem_info mem;
@@ -97,22 +111,32 @@ static void dp_contract(dp_runtime *dp, const char *fmt, ...)
 	dp_latch(dp, DP_ERR_CONTRACT);
 }
 
+dp_range dp_partition(size_t numel, int dp_size, int dp_rank)
+{
+	dp_range r = {0, 0};
+	if (dp_size < 1 || dp_rank < 0 || dp_rank >= dp_size)
+		return r;
+	size_t block = numel / (size_t)dp_size + (numel % (size_t)dp_size != 0);
+	size_t b = (size_t)dp_rank * block, e = b + block;
+	r.begin = b < numel ? b : numel;
+	r.end = e < numel ? e : numel;
+	return r;
+}
+
 static size_t dp_padded(const dp_runtime *dp, int u)
 {
 	return dp->block[u] * (size_t)dp->world;
 }
 
-/* First local element rank r owns of unit u, and one past its last. */
+/* First local element this rank owns of unit u, and one past its last. */
 static size_t dp_own_begin(const dp_runtime *dp, int u)
 {
-	size_t b = (size_t)dp->rank * dp->block[u];
-	return b < dp->numel[u] ? b : dp->numel[u];
+	return dp_partition(dp->numel[u], dp->world, dp->rank).begin;
 }
 
 static size_t dp_own_end(const dp_runtime *dp, int u)
 {
-	size_t e = ((size_t)dp->rank + 1) * dp->block[u];
-	return e < dp->numel[u] ? e : dp->numel[u];
+	return dp_partition(dp->numel[u], dp->world, dp->rank).end;
 }
 
 /* Index of local element i of unit u (inside the update region) in params, in m/v, in grads. */
@@ -137,43 +161,67 @@ static float *dp_grad_at(const dp_runtime *dp, int u, size_t i)
 	return dp->grad_shard + dp->shard_off[u] + (i - (size_t)dp->rank * dp->block[u]);
 }
 
-static int dp_unit_ok(dp_runtime *dp, int unit, const char *hook)
+/* RET: the index of global unit id, or -1 (a contract violation, latched). */
+static int dp_unit_of(dp_runtime *dp, int id, const char *hook)
 {
 	DP_CHECK(dp);
-	if (unit >= 0 && unit < dp->nunits)
-		return 1;
-	dp_contract(dp, "%s hook called for unit %d of %d", hook, unit, dp->nunits);
-	return 0;
+	if (id >= 0 && id < dp->nglobal && dp->index[id] >= 0)
+		return dp->index[id];
+	dp_contract(dp, "%s hook called for unit %d, which is not one of this rank's %d units",
+	            hook, id, dp->nunits);
+	return -1;
 }
 
-static int dp_scratch_of(int unit)
+/* Stages 2, 3: the scratch of unit u (by global id: consecutive layers alternate). */
+static int dp_scratch_of(const dp_runtime *dp, int u)
 {
-	return unit == 0 ? DP_BUF_UNIT0 : DP_BUF_LAYER_A + (unit & 1);
+	return dp->id[u] == 0 ? DP_BUF_UNIT0 : DP_BUF_LAYER_A + (dp->id[u] & 1);
+}
+
+/* Stage 3: the gather buffer of unit u. */
+static int dp_pbuf_of(const dp_runtime *dp, int u)
+{
+	return dp->id[u] == 0 ? 0 : 1;
 }
 
 /* ---- creation ---- */
 
-static int dp_layout(dp_runtime *dp)
+static int dp_layout(dp_runtime *dp, const mp_layout *lay)
 {
-	const int n = dp->nunits;
+	const int n = dp->nunits, ng = dp->nglobal;
 	dp->table = calloc((size_t)n * 5, sizeof(size_t));
-	if (!dp->table)
+	dp->ids = calloc((size_t)(n + ng), sizeof(int));
+	if (!dp->table || !dp->ids)
 		return DP_ERR_NOMEM;
-	dp->mem.bookkeeping += (size_t)n * 5 * sizeof(size_t);
+	dp->mem.bookkeeping += (size_t)n * 5 * sizeof(size_t) + (size_t)(n + ng) * sizeof(int);
+	dp->id = dp->ids;
+	dp->index = dp->ids + n;
 	dp->numel = dp->table;
 	dp->flat_off = dp->table + n;
 	dp->block = dp->table + 2 * n;
 	dp->pad_off = dp->table + 3 * n;
 	dp->shard_off = dp->table + 4 * n;
+	dp->u0 = -1;
+	for (int i = 0; i < ng; i++)
+		dp->index[i] = -1;
 	for (int u = 0; u < n; u++) {
-		dp->numel[u] = gpt_unit_numel(&dp->cfg, u);
-		dp->flat_off[u] = gpt_unit_offset(&dp->cfg, u);
-		dp->block[u] = (dp->numel[u] + (size_t)dp->world - 1) / (size_t)dp->world;
+		const mp_unit *mu = &lay->units[u];
+		if (mu->id < 0 || mu->id >= ng || dp->index[mu->id] >= 0 ||
+		    (u > 0 && mu->id <= lay->units[u - 1].id) ||
+		    mu->offset + mu->numel > dp->nparams)
+			return DP_ERR_ARG;
+		dp->id[u] = mu->id;
+		dp->index[mu->id] = u;
+		if (mu->id == 0)
+			dp->u0 = u;
+		dp->numel[u] = mu->numel;
+		dp->flat_off[u] = mu->offset;
+		dp->block[u] = dp_partition(mu->numel, dp->world, 0).end;
 		dp->pad_off[u] = dp->padded_total;
 		dp->shard_off[u] = dp->shard_total;
 		dp->padded_total += dp_padded(dp, u);
 		dp->shard_total += dp->block[u];
-		if (u > 0 && dp_padded(dp, u) > dp->max_rest_padded)
+		if (mu->id != 0 && dp_padded(dp, u) > dp->max_rest_padded)
 			dp->max_rest_padded = dp_padded(dp, u);
 	}
 	return 0;
@@ -190,7 +238,7 @@ static void dp_reserve(size_t *cursor, size_t n, size_t *bytes, size_t *slot)
 static int dp_storage(dp_runtime *dp)
 {
 	const size_t full = dp->padded_total, shard = dp->shard_total;
-	const size_t u0 = dp_padded(dp, 0), rest = dp->max_rest_padded;
+	const size_t u0 = dp->u0 >= 0 ? dp_padded(dp, dp->u0) : 0, rest = dp->max_rest_padded;
 	size_t cur = 0, at_params, at_grads = 0, at_gshard = 0, at_m, at_v, at_p0 = 0, at_p1 = 0;
 	size_t at_g[DP_BUF_COUNT] = {0};
 	dp_mem_info *mem = &dp->mem;
@@ -234,52 +282,70 @@ static int dp_storage(dp_runtime *dp)
 		dp->gbuf[b] = dp->stage >= 2 ? dp->arena + at_g[b] : NULL;
 		dp->gbuf_unit[b] = -1;
 	}
+	if (dp->u0 < 0)
+		dp->pbuf[0] = dp->gbuf[DP_BUF_UNIT0] = NULL; /* no unit 0: no buffer */
 	return 0;
 }
 
-static int dp_segments(dp_runtime *dp)
+/*
+ * Write the segments of every tensor of lay inside each unit's region:
+ * [0, numel) when whole, else this rank's own block. RET the count, or -1
+ * for a tensor outside its unit.
+ */
+static int dp_cut(const dp_runtime *dp, const mp_layout *lay, bool whole, dp_segment *out)
 {
-	int max = 4 + 12 * dp->cfg.num_layers + 16, nt, rc = 0;
-	gpt_tensor *t = calloc((size_t)max, sizeof(*t));
-	dp->seg = calloc((size_t)max, sizeof(*dp->seg));
-	if (!t || !dp->seg) {
-		rc = DP_ERR_NOMEM;
-		goto out;
-	}
-	dp->mem.bookkeeping += (size_t)max * sizeof(*dp->seg);
-	nt = gpt_tensors(&dp->cfg, t, max);
-	if (nt <= 0 || nt > max) {
-		rc = DP_ERR_ARG;
-		goto out;
-	}
-	for (int k = 0; k < nt; k++) {
-		int u = t[k].unit;
-		if (u < 0 || u >= dp->nunits || t[k].offset < dp->flat_off[u]) {
-			rc = DP_ERR_ARG;
-			goto out;
+	int n = 0;
+	for (int u = 0; u < dp->nunits; u++) {
+		const mp_unit *mu = &lay->units[u];
+		size_t rb = whole ? 0 : dp_own_begin(dp, u);
+		size_t re = whole ? dp->numel[u] : dp_own_end(dp, u);
+		for (int k = mu->first_tensor; k < mu->first_tensor + mu->ntensors; k++) {
+			if (k < 0 || k >= lay->ntensors || lay->tensors[k].offset < mu->offset)
+				return -1;
+			const mp_tensor *t = &lay->tensors[k];
+			size_t tb = t->offset - mu->offset, te = tb + t->numel;
+			size_t b = tb > rb ? tb : rb, e = te < re ? te : re;
+			if (te > mu->numel)
+				return -1;
+			if (b < e)
+				out[n++] = (dp_segment){u, b, e - b, t->t.decay, t->owner};
 		}
-		size_t tb = t[k].offset - dp->flat_off[u], te = tb + t[k].numel;
-		size_t rb = dp->stage == 0 ? 0 : dp_own_begin(dp, u);
-		size_t re = dp->stage == 0 ? dp->numel[u] : dp_own_end(dp, u);
-		size_t b = tb > rb ? tb : rb, e = te < re ? te : re;
-		if (b < e)
-			dp->seg[dp->nseg++] = (dp_segment){u, b, e - b, t[k].decay};
 	}
-out:
-	free(t);
-	return rc;
+	return n;
 }
 
-dp_runtime *dp_new(const gpt_config *cfg, comm *c, int zero_stage, const float *init_params,
-                   const adamw_config *opt, char *err, size_t errlen)
+static int dp_segments(dp_runtime *dp, const mp_layout *lay)
+{
+	size_t count = (size_t)lay->ntensors * (dp->stage == 0 ? 2 : 1) + 1;
+	dp->seg = calloc(count, sizeof(*dp->seg));
+	if (!dp->seg)
+		return DP_ERR_NOMEM;
+	dp->mem.bookkeeping += count * sizeof(*dp->seg);
+	if ((dp->nseg = dp_cut(dp, lay, dp->stage == 0, dp->seg)) < 0)
+		return DP_ERR_ARG;
+	dp->norm_seg = dp->stage == 0 ? dp->seg + dp->nseg : dp->seg;
+	dp->nnorm = dp->stage == 0 ? dp_cut(dp, lay, false, dp->norm_seg) : dp->nseg;
+	return dp->nnorm < 0 ? DP_ERR_ARG : 0;
+}
+
+static void dp_fail_msg(char *err, size_t errlen, const char *why)
+{
+	if (err && errlen)
+		snprintf(err, errlen, "could not create the data-parallel runtime: %s", why);
+}
+
+dp_runtime *dp_new_part(const mp_layout *lay, const dp_groups *g, int zero_stage,
+                        const float *init_params, const adamw_config *opt, char *err, size_t errlen)
 {
 	dp_runtime *dp = NULL;
 	int rc;
-	if (!cfg || !c || !opt || zero_stage < 0 || zero_stage > 3 || cfg->num_layers < 0) {
-		snprintf(err, errlen, "could not create the data-parallel runtime: %s",
-		         zero_stage < 0 || zero_stage > 3
-		             ? "zero_stage must be 0, 1, 2 or 3"
-		             : "missing configuration or communicator");
+	if (zero_stage < 0 || zero_stage > 3) {
+		dp_fail_msg(err, errlen, "zero_stage must be 0, 1, 2 or 3");
+		return NULL;
+	}
+	if (!lay || !g || !g->dp || !opt || lay->nunits < 1 || !lay->units || !lay->unit_index ||
+	    lay->cfg.num_layers < 0) {
+		dp_fail_msg(err, errlen, "missing layout, configuration or communicator");
 		return NULL;
 	}
 	dp = calloc(1, sizeof(*dp));
@@ -288,18 +354,21 @@ dp_runtime *dp_new(const gpt_config *cfg, comm *c, int zero_stage, const float *
 		goto fail;
 	}
 	dp->magic = DP_MAGIC;
-	dp->cfg = *cfg;
-	dp->c = c;
+	dp->cfg = lay->cfg;
+	dp->c = g->dp;
+	dp->norm = g->norm ? g->norm : g->dp;
+	dp->tie = g->tie;
 	dp->opt = *opt;
 	dp->stage = zero_stage;
-	dp->rank = comm_rank(c);
-	dp->world = comm_size(c);
-	dp->nunits = gpt_num_units(cfg);
-	dp->nparams = gpt_num_params(cfg);
+	dp->rank = comm_rank(g->dp);
+	dp->world = comm_size(g->dp);
+	dp->nunits = lay->nunits;
+	dp->nglobal = gpt_num_units(&lay->cfg);
+	dp->nparams = lay->nparams;
 	dp->micro_steps = 1;
 	dp->mem.bookkeeping = sizeof(*dp);
 
-	if ((rc = dp_layout(dp)) || (rc = dp_storage(dp)) || (rc = dp_segments(dp)))
+	if ((rc = dp_layout(dp, lay)) || (rc = dp_storage(dp)) || (rc = dp_segments(dp, lay)))
 		goto fail;
 	dp->unit_req = calloc((size_t)dp->nunits, sizeof(*dp->unit_req));
 	dp->started = calloc((size_t)dp->nunits, sizeof(*dp->started));
@@ -327,10 +396,32 @@ dp_runtime *dp_new(const gpt_config *cfg, comm *c, int zero_stage, const float *
 	return dp;
 
 fail:
-	snprintf(err, errlen, "could not create the data-parallel runtime: %s",
-	         rc == DP_ERR_NOMEM ? "out of memory" : "the model layout is invalid");
+	dp_fail_msg(err, errlen,
+	            rc == DP_ERR_NOMEM ? "out of memory" : "the model layout is invalid");
 	dp_free(dp);
 	return NULL;
+}
+
+dp_runtime *dp_new(const gpt_config *cfg, comm *c, int zero_stage, const float *init_params,
+                   const adamw_config *opt, char *err, size_t errlen)
+{
+	char why[256];
+	if (!cfg || !c || !opt || zero_stage < 0 || zero_stage > 3) {
+		dp_fail_msg(err, errlen,
+		            zero_stage < 0 || zero_stage > 3
+		                ? "zero_stage must be 0, 1, 2 or 3"
+		                : "missing configuration or communicator");
+		return NULL;
+	}
+	mp_layout *lay = mp_layout_new(cfg, 1, 0, 1, 0, why, sizeof(why));
+	if (!lay) {
+		dp_fail_msg(err, errlen, why);
+		return NULL;
+	}
+	dp_groups g = {.dp = c, .norm = NULL, .tie = NULL};
+	dp_runtime *dp = dp_new_part(lay, &g, zero_stage, init_params, opt, err, errlen);
+	mp_layout_free(lay);
+	return dp;
 }
 
 void dp_free(dp_runtime *dp)
@@ -346,6 +437,7 @@ void dp_free(dp_runtime *dp)
 		comm_wait(&dp->gbuf_req[b]);
 	free(dp->arena);
 	free(dp->table);
+	free(dp->ids);
 	free(dp->seg);
 	free(dp->unit_req);
 	free(dp->started);
@@ -374,14 +466,15 @@ static void dp_poke(dp_runtime *dp)
 			dp_latch(dp, comm_test(&dp->gbuf_req[b], &done));
 }
 
-static const float *dp_hook_params(void *ctx, int unit)
+static const float *dp_hook_params(void *ctx, int id)
 {
 	dp_runtime *dp = ctx;
-	if (!dp_unit_ok(dp, unit, "params"))
+	int unit = dp_unit_of(dp, id, "params");
+	if (unit < 0)
 		return NULL;
 	if (dp->stage < 3)
 		return dp->params + dp->pad_off[unit];
-	int i = unit ? 1 : 0;
+	int i = dp_pbuf_of(dp, unit);
 	if (dp->pbuf_unit[i] != unit) {
 		if (!dp->err)
 			dp_latch(dp, comm_allgather(dp->c, dp->params + dp->shard_off[unit],
@@ -391,10 +484,11 @@ static const float *dp_hook_params(void *ctx, int unit)
 	return dp->pbuf[i];
 }
 
-static float *dp_hook_grads(void *ctx, int unit)
+static float *dp_hook_grads(void *ctx, int id)
 {
 	dp_runtime *dp = ctx;
-	if (!dp_unit_ok(dp, unit, "grads"))
+	int unit = dp_unit_of(dp, id, "grads");
+	if (unit < 0)
 		return NULL;
 	if (dp->stage < 2) {
 		if (dp->started[unit])
@@ -402,15 +496,15 @@ static float *dp_hook_grads(void *ctx, int unit)
 			    dp,
 			    "unit %d took gradients after its reduction started (more than %d "
 			    "backward passes in one step?)",
-			    unit, dp->micro_steps);
+			    id, dp->micro_steps);
 		return dp->grads + dp->pad_off[unit];
 	}
-	int b = dp_scratch_of(unit);
+	int b = dp_scratch_of(dp, unit);
 	if (dp->gbuf_unit[b] != unit) {
 		if (dp->gbuf_unit[b] >= 0)
 			dp_contract(dp,
 			            "unit %d asked for gradients while unit %d's are still open",
-			            unit, dp->gbuf_unit[b]);
+			            id, dp->id[dp->gbuf_unit[b]]);
 		if (!dp->err)
 			dp_latch(dp, comm_wait(&dp->gbuf_req[b]));
 		memset(dp->gbuf[b], 0, dp_padded(dp, unit) * sizeof(float));
@@ -454,21 +548,22 @@ static void dp_reduce_scratch(dp_runtime *dp, int b, int u)
 	dp_latch(dp, comm_ireduce_scatter_sum(dp->c, s, shard, dp->block[u], &dp->gbuf_req[b]));
 }
 
-static void dp_hook_grads_done(void *ctx, int unit)
+static void dp_hook_grads_done(void *ctx, int id)
 {
 	dp_runtime *dp = ctx;
-	if (!dp_unit_ok(dp, unit, "grads_done"))
+	int unit = dp_unit_of(dp, id, "grads_done");
+	if (unit < 0)
 		return;
 	if (dp->stage < 2) {
 		if (dp->backward == dp->micro_steps - 1 && !dp->started[unit])
 			dp_start_unit(dp, unit);
 	} else {
-		int b = dp_scratch_of(unit);
+		int b = dp_scratch_of(dp, unit);
 		if (dp->gbuf_unit[b] == unit)
 			dp_reduce_scratch(dp, b, unit);
 	}
 	dp_poke(dp);
-	if (unit == 0)
+	if (unit == 0) /* the layout's first unit: the last grads_done of a backward */
 		dp->backward++;
 }
 
@@ -552,20 +647,44 @@ static void dp_sumsq(const float *g, size_t n, double *ss, int *bad)
 	*bad += nb;
 }
 
-/* This rank's part of the squared norm of grad * unscale, and whether it saw a non-finite value. */
+static void dp_count_bad(const float *g, size_t n, int *bad)
+{
+	int nb = 0;
+#pragma omp parallel for reduction(+ : nb) schedule(static) if (n > 65536)
+	for (size_t i = 0; i < n; i++)
+		nb += !isfinite(g[i]);
+	*bad += nb;
+}
+
+/*
+ * This rank's part of the squared norm of grad * unscale (its own blocks
+ * of owned tensors), and whether it saw a non-finite value (in any tensor).
+ */
 static void dp_local_norm(const dp_runtime *dp, float unscale, float pair[2])
 {
 	double ss = 0;
 	int bad = 0;
-	if (dp->stage == 0) {
-		for (int u = 0; u < dp->nunits; u++)
-			dp_sumsq(dp->grads + dp->pad_off[u] + (size_t)dp->rank * dp->block[u],
-			         dp->block[u], &ss, &bad);
-	} else {
-		dp_sumsq(dp->grad_shard, dp->shard_total, &ss, &bad);
+	for (int k = 0; k < dp->nnorm; k++) {
+		const dp_segment *s = &dp->norm_seg[k];
+		const float *g = dp_grad_at(dp, s->unit, s->begin);
+		if (s->owner)
+			dp_sumsq(g, s->len, &ss, &bad);
+		else
+			dp_count_bad(g, s->len, &bad);
 	}
 	pair[0] = (float)(ss * (double)unscale * (double)unscale);
 	pair[1] = bad ? 1.0f : 0.0f;
+}
+
+/* Sum the reduced gradient of unit 0 over the tie: all of it (stage 0) or the owned block. */
+static int dp_tie_reduce(dp_runtime *dp)
+{
+	int u = dp->u0;
+	if (!dp->tie || u < 0)
+		return 0;
+	if (dp->stage == 0)
+		return comm_allreduce_sum(dp->tie, dp->grads + dp->pad_off[u], dp->numel[u]);
+	return comm_allreduce_sum(dp->tie, dp->grad_shard + dp->shard_off[u], dp->block[u]);
 }
 
 static void dp_update(dp_runtime *dp, int step, float lr, float grad_scale)
@@ -626,10 +745,10 @@ int dp_step(dp_runtime *dp, int step, float lr, float grad_clip, float grad_unsc
 		rc = DP_ERR_ARG;
 		goto done;
 	}
-	if ((rc = dp_finish_reduce(dp)))
+	if ((rc = dp_finish_reduce(dp)) || (rc = dp_tie_reduce(dp)))
 		goto done;
 	dp_local_norm(dp, grad_unscale, pair);
-	if ((rc = comm_allreduce_sum(dp->c, pair, 2)))
+	if ((rc = comm_allreduce_sum(dp->norm, pair, 2)))
 		goto done;
 	info.grad_norm = sqrtf(pair[0]);
 	info.finite = pair[1] == 0.0f && isfinite(pair[0]);
@@ -755,7 +874,7 @@ int dp_gather_params(dp_runtime *dp, float *full_out)
 	for (int u = 0; u < dp->nunits; u++) {
 		const float *src = dp->params + dp->pad_off[u];
 		if (dp->stage == 3) {
-			int i = u ? 1 : 0, rc;
+			int i = dp_pbuf_of(dp, u), rc;
 			if (dp->pbuf_unit[i] != u) {
 				rc = comm_allgather(dp->c, dp->params + dp->shard_off[u],
 				                    dp->pbuf[i], dp->block[u]);

@@ -16,11 +16,13 @@
  * over micro-steps and ranks; grad_unscale removes the loss scale before
  * the norm and the update.
  *
- * Sharding. The flat parameter vector is unit-major (gpt.h). Each unit of
- * n elements is padded to world * block, block = ceil(n / world); rank r
+ * Sharding. The flat parameter vector is unit-major (gpt.h); a runtime of
+ * dp_new_part holds the units of its layout (mp.h) in the local flat
+ * vector, and "world" below is the size of its dp group. Each unit of n
+ * elements is padded to world * block, block = ceil(n / world); rank r
  * owns elements [r * block, (r + 1) * block) of every unit (clipped to n:
- * the last ranks may own fewer, even none, of a small unit). Padding is
- * internal: it is always zero and never updated.
+ * the last ranks may own fewer, even none, of a small unit; dp_partition).
+ * Padding is internal: it is always zero and never updated.
  *
  * Stages (P full padded parameter count, S = sum of blocks = P / world):
  *   0  params P, grads P, m and v P each. Gradients are all-reduced; every
@@ -29,18 +31,19 @@
  *      reduce-scattered to their owners, which update their shard; the
  *      parameters are then all-gathered.
  *   2  params P, gradient shard S, m and v S, and gradient scratch for
- *      unit 0 plus two buffers the size of the largest other unit (never a
- *      full gradient array). grads_done(u) reduce-scatters the unit's
+ *      unit 0 (when the layout holds it) plus two buffers the size of the
+ *      largest other unit (never a full gradient array). grads_done(u) reduce-scatters the unit's
  *      scratch into the owners' shards (summing over micro-steps); after
  *      the update the parameters are all-gathered.
  *   3  as 2, but each rank stores only its parameter shard S; params(u)
- *      all-gathers the unit into a buffer: one for unit 0, one shared by
- *      the layers and the final LayerNorm.
+ *      all-gathers the unit into a buffer: one for unit 0 (when held), one
+ *      shared by the layers and the final LayerNorm.
  *
  * Overlap. Stages 0 and 1 start a nonblocking all-reduce (reduce-scatter)
  * of a unit in grads_done during the last micro-step's backward; the last
  * backward is the micro_steps-th since dp_begin_step (counted by
- * grads_done(0)). Stages 2 and 3 start a nonblocking reduce-scatter in
+ * grads_done of the layout's first unit, the last of every backward of a
+ * part: unit 0 for dp_new). Stages 2 and 3 start a nonblocking reduce-scatter in
  * every backward; the layer scratch is double-buffered, and a buffer is
  * waited for before it is zeroed for the next unit. dp_step waits for all.
  * Stage 3 gathers parameters synchronously (no prefetch yet).
@@ -86,13 +89,14 @@ typedef struct dp_runtime dp_runtime;
 
 /* Result of one optimizer step. */
 typedef struct dp_step_info {
-	float grad_norm;  /* global L2 norm of the unscaled gradient, before clipping */
+	float grad_norm; /* L2 norm of the unscaled gradient over the norm group, before clipping */
 	float clip_scale; /* the factor the gradient was multiplied by (1: no clipping) */
-	bool finite;      /* every gradient element on every rank and the norm are finite */
+	bool finite;      /* every gradient element on every rank of the norm group and the norm
+	                     are finite */
 	bool updated;     /* the update was applied (finite); otherwise nothing changed */
 } dp_step_info;
 
-/* [begin, end) in the flat unit-major parameter vector; empty when begin == end. */
+/* [begin, end) in the (local) flat unit-major parameter vector; empty when begin == end. */
 typedef struct dp_range {
 	size_t begin, end;
 } dp_range;
@@ -118,7 +122,11 @@ typedef struct dp_mem_info {
  *         norm (NULL: dp). Only owned tensors (mp.h) are counted.
  *   tie   pipeline: the first and last stage's copies of unit 0, whose
  *         gradients are summed after the data-parallel reduction so both
- *         copies take the same update (NULL: none).
+ *         copies take the same update (NULL: none). Used only by a layout
+ *         that holds unit 0; both peers have the same dp size, so the
+ *         owned blocks of unit 0 match.
+ * Each comm keeps its own time: the tie's all-reduce counts on tie, the
+ * norm's on norm.
  */
 typedef struct dp_groups {
 	comm *dp, *norm, *tie;
@@ -131,7 +139,10 @@ typedef struct dp_groups {
  * arrays (dp_owned_range, init_params, dp_gather_params) are in the local
  * flat layout. A backward ends with grads_done of the layout's first unit
  * (gpt_backward_part's order); that is what counts backward passes.
- * init_params: lay->nparams floats, or NULL. Otherwise as dp_new.
+ * Every rank of g->dp passes the same layout (its tensor and pipeline
+ * coordinates). init_params: lay->nparams floats, or NULL. Otherwise as
+ * dp_new; dp_new is dp_new_part over the whole model's layout with groups
+ * {c, NULL, NULL}.
  */
 dp_runtime *dp_new_part(const mp_layout *lay, const dp_groups *g, int zero_stage,
                         const float *init_params, const adamw_config *opt, char *err,
@@ -168,13 +179,14 @@ gpt_hooks dp_hooks(dp_runtime *dp);
 int dp_begin_step(dp_runtime *dp, int micro_steps);
 
 /*
- * Finish the step: complete the gradient reduction, compute the global
- * norm of grad * grad_unscale over every shard and rank, and agree on
- * finiteness. When finite: clip (grad_clip <= 0: no clipping), apply AdamW
- * with learning rate lr and bias correction for `step` (1-based; a trainer
+ * Finish the step: complete the gradient reduction over dp, sum unit 0's
+ * over the tie (dp_groups), compute the norm of grad * grad_unscale over
+ * every shard and the norm group (owned tensors only), and agree on
+ * finiteness over the norm group (any local tensor). When finite: clip (grad_clip <= 0: no
+ * clipping), apply AdamW with learning rate lr and bias correction for `step` (1-based; a trainer
  * that retries a skipped step passes the same number again) to the owned
  * shard, and make the parameters every rank needs consistent. When not
- * finite: change nothing. Collective.
+ * finite: change nothing. Collective over dp, tie and norm.
  * OUT: *out (may be NULL). RET 0 (also for a skipped step), or an error.
  */
 int dp_step(dp_runtime *dp, int step, float lr, float grad_clip, float grad_unscale,
@@ -184,6 +196,7 @@ int dp_step(dp_runtime *dp, int step, float lr, float grad_clip, float grad_unsc
 int dp_error(const dp_runtime *dp);
 
 int dp_stage(const dp_runtime *dp);
+/* RET: the local units (the layout's nunits; gpt_num_units for dp_new). */
 int dp_num_units(const dp_runtime *dp);
 /* RET: the step of the last applied update (0 before any). */
 int dp_opt_step(const dp_runtime *dp);
@@ -215,8 +228,9 @@ int dp_load_shard(dp_runtime *dp, int unit, const float *params, const float *m,
 int dp_load_done(dp_runtime *dp, int opt_step);
 
 /*
- * Assemble the full flat parameter vector (gpt_num_params floats) into
- * full_out on every rank. Collective (stage 3 gathers; the others copy).
+ * Assemble the local flat parameter vector (the layout's nparams floats;
+ * gpt_num_params for dp_new) into full_out on every rank of the dp group.
+ * Collective over dp (stage 3 gathers; the others copy).
  * Not between params() and the model's last use of a stage-3 pointer.
  * RET 0 or an error.
  */
