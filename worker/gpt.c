@@ -12,25 +12,9 @@
 #include <string.h>
 
 #include "gpt.h"
+#include "gpt_layer.h"
 
-/* The tensors of one layer unit, in layout order. */
-enum layer_tensor {
-	LT_LN1W,
-	LT_LN1B,
-	LT_QKVW,
-	LT_QKVB,
-	LT_ATTPROJW,
-	LT_ATTPROJB,
-	LT_LN2W,
-	LT_LN2B,
-	LT_FCW,
-	LT_FCB,
-	LT_FCPROJW,
-	LT_FCPROJB,
-	LT_COUNT
-};
-
-static const char *const layer_tensor_name[LT_COUNT] = {
+const char *const gpt_layer_tensor_name[LT_COUNT] = {
     "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
     "ln2w", "ln2b", "fcw",  "fcb",  "fcprojw",  "fcprojb",
 };
@@ -213,7 +197,7 @@ int gpt_tensors(const gpt_config *cfg, gpt_tensor *out, int max)
 		size_t base = gpt_unit_offset(cfg, l + 1);
 		for (int j = 0; j < LT_COUNT; j++) {
 			char name[32];
-			snprintf(name, sizeof name, "h%d.%s", l, layer_tensor_name[j]);
+			snprintf(name, sizeof name, "h%d.%s", l, gpt_layer_tensor_name[j]);
 			bool decay =
 			    j == LT_QKVW || j == LT_ATTPROJW || j == LT_FCW || j == LT_FCPROJW;
 			size_t rows, cols;

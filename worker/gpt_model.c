@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "gpt.h"
+#include "gpt_layer.h"
 #include "lowp.h"
 #include "ops.h"
 
@@ -51,29 +52,6 @@
 			abort();                                                                   \
 		}                                                                                  \
 	} while (0)
-
-/* The tensors of one layer unit, in the layout order of gpt_tensors() (checked in
- * gpt_new_part against the names it reports). */
-enum layer_tensor {
-	LT_LN1W,
-	LT_LN1B,
-	LT_QKVW,
-	LT_QKVB,
-	LT_ATTPROJW,
-	LT_ATTPROJB,
-	LT_LN2W,
-	LT_LN2B,
-	LT_FCW,
-	LT_FCB,
-	LT_FCPROJW,
-	LT_FCPROJB,
-	LT_COUNT
-};
-
-static const char *const layer_tensor_name[LT_COUNT] = {
-    "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
-    "ln2w", "ln2b", "fcw",  "fcb",  "fcprojw",  "fcprojb",
-};
 
 /* The activations of one layer that its backward reads. */
 enum layer_act {
@@ -269,8 +247,9 @@ static void local_offsets(const gpt_config *cfg, int tp, size_t loff[LT_COUNT])
 	gpt_tensors(cfg, t, 2 + LT_COUNT);
 	size_t o = 0;
 	for (int j = 0; j < LT_COUNT; j++) {
-		GPT_CHECK(strcmp(t[2 + j].name + 3, layer_tensor_name[j]) == 0,
-		          "layer tensor %d is %s, not %s", j, t[2 + j].name, layer_tensor_name[j]);
+		GPT_CHECK(strcmp(t[2 + j].name + 3, gpt_layer_tensor_name[j]) == 0,
+		          "layer tensor %d is %s, not %s", j, t[2 + j].name,
+		          gpt_layer_tensor_name[j]);
 		loff[j] = o;
 		o += gpt_tensor_local_numel(&t[2 + j], tp);
 	}

@@ -27,11 +27,11 @@
  * tp; a tp part cut into two pipeline stages (both on every rank, chained
  * by hand) gives the same loss and layer gradients as the unsplit tp part.
  *
- * Only rank 0 prints. The last line is check's summary format over all
- * ranks' checks, and the exit status is non-zero when any rank failed.
+ * Only rank 0 prints progress; every rank prints its own failures
+ * (mpicheck.h). The last line is check's summary format over all ranks'
+ * checks, and the exit status is non-zero when any rank failed.
  */
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,41 +41,7 @@
 #include "comm.h"
 #include "gpt.h"
 #include "mp.h"
-
-/* ---- a tiny assertion framework ---- */
-
-static int checks, failures, my_rank;
-
-static bool check_at(bool ok, const char *file, int line, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static bool check_at(bool ok, const char *file, int line, const char *fmt, ...)
-{
-	checks++;
-	if (ok)
-		return true;
-	failures++;
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stdout, "%s:%d: F (rank %d): ", file, line, my_rank);
-	vfprintf(stdout, fmt, ap);
-	fputc('\n', stdout);
-	va_end(ap);
-	return false;
-}
-
-#define CHECK(cond, ...) check_at((cond), __FILE__, __LINE__, __VA_ARGS__)
-
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
-{
-	if (my_rank != 0)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vfprintf(stdout, fmt, ap);
-	va_end(ap);
-	fflush(stdout);
-}
+#include "mpicheck.h"
 
 /* ---- the model and its data ---- */
 
@@ -87,16 +53,6 @@ static const gpt_config cfg = {.max_seq_len = 8,
                                .channels = 32};
 
 enum { B = 2, T = 8, PASSES = 2 };
-
-static uint32_t mix(uint32_t x)
-{
-	x ^= x >> 16;
-	x *= 0x7feb352dU;
-	x ^= x >> 15;
-	x *= 0x846ca68bU;
-	x ^= x >> 16;
-	return x;
-}
 
 /* GPT-2 init plus noise (no bias 0, no LayerNorm weight 1); the same on every rank. */
 static void init_global(float *p)
@@ -187,22 +143,45 @@ static void reference(const float *global, float *grads, gpt_precision prec, flo
 	part_free(&w);
 }
 
+/* A tp part (tp = world, this rank's slice) and the whole model, run from one global init. */
+typedef struct vs_whole {
+	float *global, *gref;            /* the init; the whole model's gradients */
+	float want[PASSES], got[PASSES]; /* the whole model's losses; the part's */
+	part p;
+} vs_whole;
+
+/* Run both, the part with rc and prec. RET whether the part ran; vs_whole_free v either way. */
+static bool vs_whole_run(vs_whole *v, comm *c, gpt_recompute rc, gpt_precision prec)
+{
+	size_t n = gpt_num_params(&cfg);
+	v->global = malloc(n * sizeof(float));
+	v->gref = calloc(n, sizeof(float));
+	init_global(v->global);
+	reference(v->global, v->gref, prec, v->want);
+	if (!part_new(&v->p, comm_size(c), comm_rank(c), 1, 0, c, rc, prec, v->global))
+		return false;
+	part_run(&v->p, v->got);
+	return true;
+}
+
+static void vs_whole_free(vs_whole *v)
+{
+	part_free(&v->p);
+	free(v->global);
+	free(v->gref);
+}
+
 /* ---- the tests ---- */
 
 /* tp = world against the whole model: loss, every local gradient, replicas across ranks. */
 static void test_tp_vs_whole(comm *c)
 {
-	int tp = comm_size(c), r = comm_rank(c);
-	size_t n = gpt_num_params(&cfg);
-	float *global = malloc(n * sizeof(float)), *gref = calloc(n, sizeof(float));
-	float want[PASSES], got[PASSES];
-	init_global(global);
-	reference(global, gref, GPT_FP32, want);
-
-	part p;
-	if (!part_new(&p, tp, r, 1, 0, c, GPT_RECOMPUTE_NONE, GPT_FP32, global))
+	int tp = comm_size(c);
+	vs_whole v;
+	if (!vs_whole_run(&v, c, GPT_RECOMPUTE_NONE, GPT_FP32))
 		goto out;
-	part_run(&p, got);
+	const part *p = &v.p;
+	const float *want = v.want, *got = v.got;
 	for (int k = 0; k < PASSES; k++) {
 		say("  pass %d: loss %.7f, whole model %.7f\n", k, (double)got[k], (double)want[k]);
 		CHECK(fabsf(got[k] - want[k]) <= 1e-5f * fabsf(want[k]),
@@ -212,14 +191,14 @@ static void test_tp_vs_whole(comm *c)
 	}
 
 	/* local gradients against the whole model's, cut to this rank's pieces */
-	size_t ln = p.lay->nparams;
+	size_t ln = p->lay->nparams;
 	float *lref = malloc(ln * sizeof(float));
-	mp_extract(p.lay, gref, lref);
+	mp_extract(p->lay, v.gref, lref);
 	double worst = 0, worst_rel = 0;
 	const char *worst_name = "";
-	for (int i = 0; i < p.lay->ntensors; i++) {
-		const mp_tensor *t = &p.lay->tensors[i];
-		const float *a = p.grads + t->offset, *b = lref + t->offset;
+	for (int i = 0; i < p->lay->ntensors; i++) {
+		const mp_tensor *t = &p->lay->tensors[i];
+		const float *a = p->grads + t->offset, *b = lref + t->offset;
 		double mx = 0, err = 0;
 		for (size_t j = 0; j < t->numel; j++) {
 			mx = fmax(mx, fabs(b[j]));
@@ -246,13 +225,13 @@ static void test_tp_vs_whole(comm *c)
 	float *all = malloc((size_t)tp * ln * sizeof(float));
 	float losses[16];
 	if (CHECK(all && tp <= 16, "gather buffers") &&
-	    CHECK(comm_allgather(c, p.grads, all, ln) == 0, "allgather of the gradients") &&
+	    CHECK(comm_allgather(c, p->grads, all, ln) == 0, "allgather of the gradients") &&
 	    CHECK(comm_allgather(c, got, losses, 1) == 0, "allgather of the loss")) {
 		int nrep = 0;
 		for (int q = 1; q < tp; q++) {
 			CHECK(same_bits(&losses[q], &losses[0], 1), "loss of rank %d differs", q);
-			for (int i = 0; i < p.lay->ntensors; i++) {
-				const mp_tensor *t = &p.lay->tensors[i];
+			for (int i = 0; i < p->lay->ntensors; i++) {
+				const mp_tensor *t = &p->lay->tensors[i];
 				if (t->t.split != GPT_REPLICATED)
 					continue;
 				nrep++;
@@ -267,9 +246,7 @@ static void test_tp_vs_whole(comm *c)
 	free(all);
 	free(lref);
 out:
-	part_free(&p);
-	free(global);
-	free(gref);
+	vs_whole_free(&v);
 }
 
 /* Recomputation under tp: the same bits as none (the recomputed layers all-reduce again). */
@@ -359,36 +336,25 @@ out:
 /* BF16 under tp: a sanity bound only (the rounding of partial sums differs from tp 1). */
 static void test_tp_bf16(comm *c)
 {
-	int tp = comm_size(c), r = comm_rank(c);
-	size_t n = gpt_num_params(&cfg);
-	float *global = malloc(n * sizeof(float)), *gref = calloc(n, sizeof(float));
-	float want[PASSES], got[PASSES];
-	init_global(global);
-	reference(global, gref, GPT_BF16, want);
-	part p;
-	if (part_new(&p, tp, r, 1, 0, c, GPT_RECOMPUTE_FULL, GPT_BF16, global)) {
-		part_run(&p, got);
+	vs_whole v;
+	if (vs_whole_run(&v, c, GPT_RECOMPUTE_FULL, GPT_BF16)) {
 		for (int k = 0; k < PASSES; k++) {
-			say("  bf16 pass %d: loss %.7f, whole model %.7f\n", k, (double)got[k],
-			    (double)want[k]);
-			CHECK(fabsf(got[k] - want[k]) <= 1e-2f * fabsf(want[k]),
-			      "bf16 pass %d loss %.9g vs %.9g", k, (double)got[k], (double)want[k]);
+			say("  bf16 pass %d: loss %.7f, whole model %.7f\n", k, (double)v.got[k],
+			    (double)v.want[k]);
+			CHECK(fabsf(v.got[k] - v.want[k]) <= 1e-2f * fabsf(v.want[k]),
+			      "bf16 pass %d loss %.9g vs %.9g", k, (double)v.got[k],
+			      (double)v.want[k]);
 		}
 	}
-	part_free(&p);
-	free(global);
-	free(gref);
+	vs_whole_free(&v);
 }
 
 int main(void)
 {
-	char err[256];
-	comm *c = comm_default_new(err, sizeof(err));
-	if (!c) {
-		fprintf(stderr, "mpitest_tp: %s\n", err);
-		return 2;
-	}
-	my_rank = comm_rank(c);
+	comm *c;
+	int rc = check_open("mpitest_tp", &c, NULL);
+	if (rc)
+		return rc;
 	say("Running mpitest_tp: tp %d over %s\n", comm_size(c), comm_name(c));
 	if (CHECK(cfg.num_heads % comm_size(c) == 0, "a world of %d does not divide %d heads",
 	          comm_size(c), cfg.num_heads)) {
@@ -402,12 +368,7 @@ int main(void)
 		test_tp_bf16(c);
 	}
 
-	float tally[2] = {(float)checks, (float)failures};
-	if (comm_allreduce_sum(c, tally, 2))
-		tally[1] += 1;
-	int total = (int)tally[0], failed = (int)tally[1];
-	say("%d%%: Checks: %d, Failures: %d, Errors: 0\n",
-	    total ? (total - failed) * 100 / total : 0, total, failed);
+	rc = check_summary(c);
 	comm_free(c);
-	return failed ? 1 : 0;
+	return rc;
 }

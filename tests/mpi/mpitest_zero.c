@@ -5,36 +5,22 @@
  *   mpirun --allow-run-as-root --oversubscribe -np 2 build/tests/mpitest_zero
  *   build/tests/mpitest_zero                      (a world of one, no MPI)
  *
- * The model is a stand-in that drives gpt_hooks in the order gpt.h
- * promises (forward: params 0..L+1; backward: unit 0's LM-head part, then
- * L+1 down to 1, then unit 0's embedding part, each unit closed by
- * grads_done), with a deterministic gradient per element, micro-batch and
- * step that depends on the parameters:
- *   g_i = dloss (s_i (1 + 0.25 sin(7 p_i)) + 0.5 (p_i - t_i(step, micro)))
- * with s_i = +-1 fixed per element and |t| <= 0.2, |p| small, so every
- * summed gradient stays at least 0.25 dloss away from zero. That matters
- * for the tolerances: Adam divides by sqrt(v), so a gradient near zero
- * would turn a rounding difference into a sign difference.
+ * The model is standin.h's stand-in, which drives gpt_hooks in the order
+ * gpt.h promises (forward: params 0..L+1; backward: unit 0's LM-head
+ * part, then L+1 down to 1, then unit 0's embedding part, each unit
+ * closed by grads_done) with standin.h's deterministic gradient.
  *
  * Every rank computes the world-of-one reference itself (its own
  * comm_self runtime processing all world * A micro-batches with
- * accumulation world * A) and compares.
+ * accumulation world * A) and compares, within standin.h's tolerance
+ * (also for stage vs stage). One-rank runs of one micro-batch per step
+ * match bitwise.
  *
- * Tolerance for distributed vs reference and stage vs stage: per element
- * |a - b| <= 1e-7 + 1e-6 |b|. The runs do the same float arithmetic except
- * the order in which micro-batch and rank contributions are summed (and,
- * in stages 2 and 3, where the running sum is added), which perturbs each
- * gradient by a few ulps (~1e-7 relative); Adam's normalised step passes
- * that on about unchanged and lr ~1e-2 shrinks it. Observed: under 10% of
- * the bound after 4 steps, while a wrong sum, a missed micro-batch, a
- * missed clip or a stale all-gather moves parameters by 100 to 1e5 times
- * the bound. One-rank runs of one micro-batch per step match bitwise.
- *
- * Only rank 0 prints. The last line is check's summary format over all
- * ranks' checks, and the exit status is non-zero when any rank failed.
+ * Only rank 0 prints progress; every rank prints its own failures
+ * (mpicheck.h). The last line is check's summary format over all ranks'
+ * checks, and the exit status is non-zero when any rank failed.
  */
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,49 +28,12 @@
 
 #include "comm.h"
 #include "gpt.h"
+#include "mpicheck.h"
 #include "optim.h"
+#include "standin.h"
 #include "zero.h"
 
-/* ---- a tiny assertion framework ---- */
-
-static int checks, failures, my_rank;
-
-static bool check_at(bool ok, const char *file, int line, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static bool check_at(bool ok, const char *file, int line, const char *fmt, ...)
-{
-	checks++;
-	if (ok)
-		return true;
-	failures++;
-	if (my_rank == 0) {
-		va_list ap;
-		va_start(ap, fmt);
-		fprintf(stdout, "%s:%d: F: ", file, line);
-		vfprintf(stdout, fmt, ap);
-		fputc('\n', stdout);
-		va_end(ap);
-	}
-	return false;
-}
-
-#define CHECK(cond, ...) check_at((cond), __FILE__, __LINE__, __VA_ARGS__)
-
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
-{
-	if (my_rank != 0)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vfprintf(stdout, fmt, ap);
-	va_end(ap);
-	fflush(stdout);
-}
-
 /* ---- the stand-in model ---- */
-
-#define STEPS 4
 
 /* Vp 64, T 4, C 3, L 3: units of 204, 147 (odd: padding) x 3 and 6 floats. */
 static const gpt_config small_cfg = {.max_seq_len = 4,
@@ -93,44 +42,6 @@ static const gpt_config small_cfg = {.max_seq_len = 4,
                                      .num_layers = 3,
                                      .num_heads = 1,
                                      .channels = 3};
-
-static uint32_t mix(uint32_t x)
-{
-	x ^= x >> 16;
-	x *= 0x7feb352dU;
-	x ^= x >> 15;
-	x *= 0x846ca68bU;
-	x ^= x >> 16;
-	return x;
-}
-
-static float target(int step, int micro, size_t i)
-{
-	uint32_t h = mix((uint32_t)i * 2654435761U ^ mix((uint32_t)(step * 977 + micro)));
-	return 0.4f * ((float)(h & 0xffffff) / (float)0xffffff) - 0.2f;
-}
-
-static float sign_of(size_t i)
-{
-	return (mix((uint32_t)i + 12345U) & 1) ? 1.0f : -1.0f;
-}
-
-static float grad_of(float p, size_t i, int step, int micro)
-{
-	return sign_of(i) * (1.0f + 0.25f * sinf(7.0f * p)) + 0.5f * (p - target(step, micro, i));
-}
-
-static void init_params(float *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		p[i] = 0.1f * sinf(1.7f * (float)i + 0.3f);
-}
-
-/* Where a test plants a non-finite gradient: flat index, or SIZE_MAX for none. */
-typedef struct poison {
-	size_t index;
-	float value;
-} poison;
 
 static float fake_forward(const gpt_config *cfg, const gpt_hooks *h)
 {
@@ -171,23 +82,13 @@ static void fake_backward(const gpt_config *cfg, const gpt_hooks *h, float dloss
 
 /* ---- training runs ---- */
 
-static const lr_schedule sched = {
-    .max_lr = 1e-2f, .min_lr = 1e-3f, .warmup_steps = 2, .total_steps = STEPS, .decay = LR_COSINE};
-
-static adamw_config test_adamw(void)
-{
-	adamw_config a = {.beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f};
-	return a;
-}
-
 typedef struct run_spec {
 	int stage;
 	int accum;        /* micro-steps per rank */
 	float loss_scale; /* multiplies dloss; 1 / loss_scale is passed as grad_unscale */
 	float clip;
 	int steps;
-	int poison_step; /* 0: none */
-	int poison_rank;
+	int poison_rank; /* where bad is planted */
 	poison bad;
 } run_spec;
 
@@ -203,7 +104,7 @@ static int train_step(dp_runtime *dp, const gpt_config *cfg, const run_spec *rs,
 	if (rc)
 		return rc;
 	float dloss = rs->loss_scale / (float)(rs->accum * world);
-	const poison *bad = step == rs->poison_step && r == rs->poison_rank ? &rs->bad : NULL;
+	const poison *bad = step == rs->bad.step && r == rs->poison_rank ? &rs->bad : NULL;
 	for (int k = 0; k < rs->accum; k++) {
 		(void)fake_forward(cfg, &h);
 		fake_backward(cfg, &h, dloss, step, r * rs->accum + k, bad);
@@ -232,17 +133,6 @@ out:
 }
 
 /* RET: the largest |a - b| / (1e-7 + 1e-6 |b|) over n; <= 1 passes. */
-static double tol_ratio(const float *a, const float *b, size_t n)
-{
-	double worst = 0;
-	for (size_t i = 0; i < n; i++) {
-		double d = fabs((double)a[i] - (double)b[i]) / (1e-7 + 1e-6 * fabs((double)b[i]));
-		if (!(d <= worst))
-			worst = d; /* NaN sticks */
-	}
-	return worst;
-}
-
 static double max_rel_diff(const float *a, const float *b, size_t n)
 {
 	double worst = 0;
@@ -255,17 +145,6 @@ static double max_rel_diff(const float *a, const float *b, size_t n)
 }
 
 /* RET: whether every rank holds the same bytes as rank 0 (agreed across ranks). */
-static bool same_on_all_ranks(comm *c, const float *x, size_t n, float *scratch)
-{
-	memcpy(scratch, x, n * sizeof(float));
-	if (comm_bcast(c, scratch, n * sizeof(float), 0))
-		return false;
-	float differs = memcmp(scratch, x, n * sizeof(float)) ? 1.0f : 0.0f;
-	if (comm_allreduce_sum(c, &differs, 1))
-		return false;
-	return differs == 0.0f;
-}
-
 /* ---- tests ---- */
 
 static void test_comm(comm *c)
@@ -489,7 +368,7 @@ static void test_equivalence(comm *c, comm *self)
 	int P = comm_size(c);
 	float *init = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
 	float *ref = malloc(n * sizeof(float)), *stage0 = malloc(n * sizeof(float));
-	float *scratch = malloc(n * sizeof(float)), *p1 = malloc(n * sizeof(float));
+	float *p1 = malloc(n * sizeof(float));
 	dp_step_info info[STEPS], rinfo[STEPS];
 	init_params(init, n);
 
@@ -507,7 +386,7 @@ static void test_equivalence(comm *c, comm *self)
 			dp_step_info i1;
 			serial_first_step(cfg, init, P, one.clip, p1, &norm);
 			if (run(self, cfg, init, &one, got, &i1) == 0) {
-				CHECK(fabs(i1.grad_norm - norm) <= 1e-5 * norm,
+				CHECK(close_rel(i1.grad_norm, norm, 1e-5),
 				      "first-step norm %.9g, serial %.9g", i1.grad_norm, norm);
 				CHECK(i1.clip_scale < 1.0f &&
 				          fabs(i1.clip_scale - 10.0 / (norm + 1e-6)) < 1e-6,
@@ -534,17 +413,11 @@ static void test_equivalence(comm *c, comm *self)
 			CHECK(worst <= 1.0,
 			      "stage %d accum %d vs reference: worst %.3g of the tolerance", stage,
 			      accum, worst);
-			bool norms = true, finite = true;
-			for (int s = 0; s < STEPS; s++) {
-				norms = norms && fabs(info[s].grad_norm - rinfo[s].grad_norm) <=
-				                     1e-5 * rinfo[s].grad_norm;
-				finite = finite && info[s].finite && info[s].updated;
-			}
-			CHECK(norms, "stage %d accum %d: grad norms match the reference", stage,
-			      accum);
-			CHECK(finite, "stage %d accum %d: every step finite and applied", stage,
-			      accum);
-			CHECK(same_on_all_ranks(c, got, n, scratch),
+			CHECK(norms_close(info, rinfo, STEPS, 1e-5),
+			      "stage %d accum %d: grad norms match the reference", stage, accum);
+			CHECK(all_applied(info, STEPS),
+			      "stage %d accum %d: every step finite and applied", stage, accum);
+			CHECK(same_on_all_ranks(c, got, n),
 			      "stage %d: dp_gather_params differs between ranks", stage);
 			if (stage == 0)
 				memcpy(stage0, got, n * sizeof(float));
@@ -558,7 +431,6 @@ static void test_equivalence(comm *c, comm *self)
 	free(got);
 	free(ref);
 	free(stage0);
-	free(scratch);
 	free(p1);
 }
 
@@ -581,9 +453,8 @@ static void test_skip(comm *c)
 		               .loss_scale = 1,
 		               .clip = 1,
 		               .steps = 3,
-		               .poison_step = 2,
 		               .poison_rank = P - 1,
-		               .bad = {where, values[stage & 1]}};
+		               .bad = {where, values[stage & 1], 2}};
 		adamw_config opt = test_adamw();
 		dp_runtime *dp = dp_new(cfg, c, stage, init, &opt, err, sizeof(err));
 		if (!CHECK(dp != NULL, "dp_new: %s", err))
@@ -715,7 +586,7 @@ static void test_real_model(comm *c, comm *self)
 	int P = comm_size(c), r = comm_rank(c);
 	char err[256];
 	float *init = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
-	float *ref = malloc(n * sizeof(float)), *scratch = malloc(n * sizeof(float));
+	float *ref = malloc(n * sizeof(float));
 	int32_t tok[8][B * T + 1];
 	gpt_model *model = gpt_new(&cfg, B, T, GPT_FP32, err, sizeof(err));
 	if (!CHECK(model != NULL, "gpt_new: %s", err))
@@ -767,14 +638,13 @@ static void test_real_model(comm *c, comm *self)
 		for (int s = 0; s < RSTEPS; s++)
 			ok = ok && fabsf(norms[s] - ref_norms[s]) <= 1e-5f * ref_norms[s];
 		CHECK(ok, "gpt.c stage %d: grad norms match the reference", stage);
-		CHECK(same_on_all_ranks(c, got, n, scratch), "gpt.c stage %d: ranks differ", stage);
+		CHECK(same_on_all_ranks(c, got, n), "gpt.c stage %d: ranks differ", stage);
 	}
 out:
 	gpt_free(model);
 	free(init);
 	free(got);
 	free(ref);
-	free(scratch);
 }
 
 /* Stage 2 keeps two layer scratch buffers: a third open unit is a contract error. */
@@ -804,20 +674,11 @@ static void test_contract(comm *self)
 
 int main(void)
 {
-	char err[256];
-	comm *c = comm_default_new(err, sizeof(err));
-	if (!c) {
-		fprintf(stderr, "mpitest_zero: %s\n", err);
-		return 2;
-	}
-	comm *self = comm_self_new(err, sizeof(err));
-	if (!self) {
-		fprintf(stderr, "mpitest_zero: %s\n", err);
-		comm_free(c);
-		return 2;
-	}
-	my_rank = comm_rank(c);
-	/* only rank 0 prints: the others' logs (of deliberate errors, too) go nowhere */
+	comm *c, *self;
+	int rc = check_open("mpitest_zero", &c, &self);
+	if (rc)
+		return rc;
+	/* only rank 0 prints logs: the others' (of deliberate errors, too) go nowhere */
 	if (my_rank != 0 && !freopen("/dev/null", "w", stderr))
 		return 2;
 	say("Running mpitest_zero: %d rank(s) over %s\n", comm_size(c), comm_name(c));
@@ -837,13 +698,8 @@ int main(void)
 	say("hook contract\n");
 	test_contract(self);
 
-	float tally[2] = {(float)checks, (float)failures};
-	if (comm_allreduce_sum(c, tally, 2))
-		tally[1] += 1;
-	int total = (int)tally[0], failed = (int)tally[1];
-	say("%d%%: Checks: %d, Failures: %d, Errors: 0\n",
-	    total ? (total - failed) * 100 / total : 0, total, failed);
+	rc = check_summary(c);
 	comm_free(self);
 	comm_free(c);
-	return failed ? 1 : 0;
+	return rc;
 }

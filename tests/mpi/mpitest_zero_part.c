@@ -5,13 +5,12 @@
  *   mpirun --allow-run-as-root --oversubscribe -np 2 build/tests/mpitest_zero_part
  *   build/tests/mpitest_zero_part                  (a world of one, no MPI)
  *
- * The stand-in model is mpitest_zero.c's, driven over a layout: each part
- * makes the hook calls of its units only, in gpt.h's part order, and the
- * gradient of a local element is that of its global element,
- *   g_i = dloss (s_i (1 + 0.25 sin(7 p_i)) + 0.5 (p_i - t_i(step, micro)))
- * with i the global index. Unit 0's LM-head part writes its first two
- * thirds, the embeddings' part its last two thirds, so the two halves of
- * a tie overlap. Replicated tensors of a tensor-parallel layout get equal
+ * The stand-in model is standin.h's (as in mpitest_zero.c), driven over
+ * a layout: each part makes the hook calls of its units only, in gpt.h's
+ * part order, and the gradient of a local element is that of its global
+ * element. Unit 0's LM-head part writes its first two thirds, the
+ * embeddings' part its last two thirds, so the two halves of a tie
+ * overlap. Replicated tensors of a tensor-parallel layout get equal
  * gradients on every tensor rank, as in the real model.
  *
  * "Harness tie": without a tie group (a world of one), a part adds both of
@@ -20,12 +19,14 @@
  * stages' partial unit-0 gradients in the runtime.
  *
  * Every rank computes the whole-model reference on its own comm_self run
- * and compares its local slice of it (mp_extract). Tolerance as in
- * mpitest_zero.c: |a - b| <= 1e-7 + 1e-6 |b| per element (only the order
- * of sums differs); norms to 1e-5 relative.
+ * and compares its local slice of it (mp_extract), within standin.h's
+ * tolerance (only the order of sums differs).
+ *
+ * Only rank 0 prints progress; every rank prints its own failures
+ * (mpicheck.h). The last line is check's summary format over all ranks'
+ * checks, and the exit status is non-zero when any rank failed.
  */
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,49 +36,12 @@
 #include "comm.h"
 #include "gpt.h"
 #include "mp.h"
+#include "mpicheck.h"
 #include "optim.h"
+#include "standin.h"
 #include "zero.h"
 
-/* ---- a tiny assertion framework ---- */
-
-static int checks, failures, my_rank;
-
-static bool check_at(bool ok, const char *file, int line, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static bool check_at(bool ok, const char *file, int line, const char *fmt, ...)
-{
-	checks++;
-	if (ok)
-		return true;
-	failures++;
-	if (my_rank == 0) {
-		va_list ap;
-		va_start(ap, fmt);
-		fprintf(stdout, "%s:%d: F: ", file, line);
-		vfprintf(stdout, fmt, ap);
-		fputc('\n', stdout);
-		va_end(ap);
-	}
-	return false;
-}
-
-#define CHECK(cond, ...) check_at((cond), __FILE__, __LINE__, __VA_ARGS__)
-
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
-{
-	if (my_rank != 0)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vfprintf(stdout, fmt, ap);
-	va_end(ap);
-	fflush(stdout);
-}
-
 /* ---- the stand-in model over a layout ---- */
-
-#define STEPS 4
 
 /* L 4 (pp 2 or 4): units of 204, 147 x 4 (odd: padding) and 6 floats. */
 static const gpt_config pp_cfg = {.max_seq_len = 4,
@@ -94,45 +58,6 @@ static const gpt_config tp_cfg = {.max_seq_len = 4,
                                   .num_layers = 2,
                                   .num_heads = 2,
                                   .channels = 4};
-
-static uint32_t mix(uint32_t x)
-{
-	x ^= x >> 16;
-	x *= 0x7feb352dU;
-	x ^= x >> 15;
-	x *= 0x846ca68bU;
-	x ^= x >> 16;
-	return x;
-}
-
-static float target(int step, int micro, size_t i)
-{
-	uint32_t h = mix((uint32_t)i * 2654435761U ^ mix((uint32_t)(step * 977 + micro)));
-	return 0.4f * ((float)(h & 0xffffff) / (float)0xffffff) - 0.2f;
-}
-
-static float sign_of(size_t i)
-{
-	return (mix((uint32_t)i + 12345U) & 1) ? 1.0f : -1.0f;
-}
-
-static float grad_of(float p, size_t i, int step, int micro)
-{
-	return sign_of(i) * (1.0f + 0.25f * sinf(7.0f * p)) + 0.5f * (p - target(step, micro, i));
-}
-
-static void init_params(float *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		p[i] = 0.1f * sinf(1.7f * (float)i + 0.3f);
-}
-
-/* A planted non-finite gradient: local flat index (SIZE_MAX: none), at one step. */
-typedef struct poison {
-	size_t index;
-	float value;
-	int step;
-} poison;
 
 typedef struct part_model {
 	const mp_layout *lay;
@@ -226,15 +151,6 @@ static void fake_backward(const part_model *pm, const gpt_hooks *h, float dloss,
 
 /* ---- training runs ---- */
 
-static const lr_schedule sched = {
-    .max_lr = 1e-2f, .min_lr = 1e-3f, .warmup_steps = 2, .total_steps = STEPS, .decay = LR_COSINE};
-
-static adamw_config test_adamw(void)
-{
-	adamw_config a = {.beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f};
-	return a;
-}
-
 typedef struct run_spec {
 	int stage;
 	int accum;       /* micro-steps of this runtime per step */
@@ -313,38 +229,64 @@ static int run_ref(comm *self, const gpt_config *cfg, const float *init, int acc
 	return rc;
 }
 
-/* RET: the largest |a - b| / (1e-7 + 1e-6 |b|) over n; <= 1 passes. */
-static double tol_ratio(const float *a, const float *b, size_t n)
+/*
+ * A rank's slice against the whole model: its layout, the global init,
+ * the whole model's run on self (2 micro-batches a step, clip 10) and
+ * that run cut to the slice (want); got and info are the slice's run.
+ */
+typedef struct slice_test {
+	mp_layout *lay;
+	size_t n; /* of the whole model */
+	float *init, *ref, *want, *got;
+	dp_step_info rinfo[STEPS], info[STEPS];
+} slice_test;
+
+/* The slice mp_layout_new(cfg, tp, tp_rank, pp, pp_rank). RET 0 or -1 (checked); slice_free it
+ * either way. */
+static int slice_new(slice_test *t, comm *self, const gpt_config *cfg, int tp, int tp_rank, int pp,
+                     int pp_rank)
 {
-	double worst = 0;
-	for (size_t i = 0; i < n; i++) {
-		double d = fabs((double)a[i] - (double)b[i]) / (1e-7 + 1e-6 * fabs((double)b[i]));
-		if (!(d <= worst))
-			worst = d; /* NaN sticks */
-	}
-	return worst;
+	char err[256];
+	t->n = gpt_num_params(cfg);
+	t->init = malloc(t->n * sizeof(float));
+	t->ref = malloc(t->n * sizeof(float));
+	t->want = malloc(t->n * sizeof(float));
+	t->got = malloc(t->n * sizeof(float));
+	t->lay = mp_layout_new(cfg, tp, tp_rank, pp, pp_rank, err, sizeof(err));
+	init_params(t->init, t->n);
+	if (!CHECK(t->lay != NULL, "layout: %s", err) ||
+	    run_ref(self, cfg, t->init, 2, 10, t->ref, t->rinfo))
+		return -1;
+	mp_extract(t->lay, t->ref, t->want);
+	return 0;
 }
 
-static bool close_rel(double a, double b, double rel)
+static void slice_free(slice_test *t)
 {
-	return fabs(a - b) <= rel * fabs(b);
+	mp_layout_free(t->lay);
+	free(t->init);
+	free(t->ref);
+	free(t->want);
+	free(t->got);
 }
 
-/* RET: whether every rank holds the same bytes as rank 0 (agreed across ranks). */
-static bool same_on_all_ranks(comm *c, const float *x, size_t n)
+/*
+ * The slice's run under ZeRO-stage over g, with the reference's
+ * micro-batches and clip. OUT: t->got, t->info. RET: the worst tol_ratio
+ * against t->want, or -1 when the run failed (checked).
+ */
+static double slice_run(slice_test *t, const dp_groups *g, int stage)
 {
-	float *scratch = malloc(n * sizeof(float) + 1);
-	if (!scratch)
-		return false;
-	memcpy(scratch, x, n * sizeof(float));
-	float differs = 1.0f;
-	if (comm_bcast(c, scratch, n * sizeof(float), 0) == 0) {
-		differs = memcmp(scratch, x, n * sizeof(float)) ? 1.0f : 0.0f;
-		if (comm_allreduce_sum(c, &differs, 1))
-			differs = 1.0f;
-	}
-	free(scratch);
-	return differs == 0.0f;
+	run_spec rs = {.stage = stage,
+	               .accum = 2,
+	               .first_micro = 0,
+	               .world = 1,
+	               .clip = 10,
+	               .steps = STEPS,
+	               .bad = {SIZE_MAX, 0, 0}};
+	if (run_part(t->lay, g, false, t->init, &rs, t->got, t->info))
+		return -1;
+	return tol_ratio(t->got, t->want, t->lay->nparams);
 }
 
 /* ---- tests ---- */
@@ -398,7 +340,7 @@ static void test_stages_harness_tie(comm *c, comm *self, int pp)
 		goto out;
 	for (int stage = 0; stage <= 3; stage++) {
 		double ss[STEPS] = {0};
-		bool all_applied = true, ranges = true;
+		bool applied = true, ranges = true;
 		for (int s = 0; s < pp; s++) {
 			mp_layout *lay = mp_layout_new(cfg, 1, 0, pp, s, err, sizeof(err));
 			if (!CHECK(lay != NULL, "layout: %s", err))
@@ -419,11 +361,9 @@ static void test_stages_harness_tie(comm *c, comm *self, int pp)
 				CHECK(worst <= 1.0,
 				      "pp %d stage %d ZeRO-%d vs the whole model: %.3g", pp, s,
 				      stage, worst);
-				for (int k = 0; k < STEPS; k++) {
+				for (int k = 0; k < STEPS; k++)
 					ss[k] += (double)info[k].grad_norm * info[k].grad_norm;
-					all_applied =
-					    all_applied && info[k].finite && info[k].updated;
-				}
+				applied = applied && all_applied(info, STEPS);
 			}
 			/* owned ranges: dp_partition of each local unit, in the local layout */
 			adamw_config opt = test_adamw();
@@ -446,7 +386,7 @@ static void test_stages_harness_tie(comm *c, comm *self, int pp)
 		      "pp %d ZeRO-%d: the stages' norms make the whole model's (step 1: "
 		      "%.7g vs %.7g)",
 		      pp, stage, sqrt(ss[0]), rinfo[0].grad_norm);
-		CHECK(all_applied, "pp %d ZeRO-%d: every step applied", pp, stage);
+		CHECK(applied, "pp %d ZeRO-%d: every step applied", pp, stage);
 	}
 out:
 	free(init);
@@ -498,51 +438,31 @@ out:
  */
 static void test_real_tie(comm *c, comm *self)
 {
-	const gpt_config *cfg = &pp_cfg;
-	size_t n = gpt_num_params(cfg);
 	int r = comm_rank(c);
-	char err[256];
-	float *init = malloc(n * sizeof(float)), *ref = malloc(n * sizeof(float));
-	float *want = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
-	dp_step_info rinfo[STEPS], info[STEPS];
-	mp_layout *lay = mp_layout_new(cfg, 1, 0, 2, r, err, sizeof(err));
-	init_params(init, n);
-	if (!CHECK(lay != NULL, "layout: %s", err) || run_ref(self, cfg, init, 2, 10, ref, rinfo))
+	slice_test t;
+	if (slice_new(&t, self, &pp_cfg, 1, 0, 2, r))
 		goto out;
-	mp_extract(lay, ref, want);
-	size_t n0 = lay->units[lay->unit_index[0]].numel;
+	size_t n0 = t.lay->units[t.lay->unit_index[0]].numel;
 	for (int stage = 0; stage <= 3; stage++) {
 		dp_groups g = {self, c, c};
-		run_spec rs = {.stage = stage,
-		               .accum = 2,
-		               .first_micro = 0,
-		               .world = 1,
-		               .clip = 10,
-		               .steps = STEPS,
-		               .bad = {SIZE_MAX, 0, 0}};
-		if (run_part(lay, &g, false, init, &rs, got, info))
+		double worst = slice_run(&t, &g, stage);
+		if (worst < 0)
 			continue;
-		double worst = tol_ratio(got, want, lay->nparams);
 		say("  2 stages, ZeRO-%d, tied over the world: %.2g of tol\n", stage, worst);
 		CHECK(worst <= 1.0, "stage %d ZeRO-%d vs the whole model: %.3g", r, stage, worst);
-		bool norms = true, applied = true, clipped = false;
-		for (int k = 0; k < STEPS; k++) {
-			norms = norms && close_rel(info[k].grad_norm, rinfo[k].grad_norm, 1e-5);
-			applied = applied && info[k].finite && info[k].updated;
-			clipped = clipped || info[k].clip_scale < 1.0f;
-		}
-		CHECK(norms, "ZeRO-%d: grad norm %.7g, whole model %.7g", stage, info[0].grad_norm,
-		      rinfo[0].grad_norm);
-		CHECK(applied && clipped, "ZeRO-%d: every step applied, clipping active", stage);
-		CHECK(same_on_all_ranks(c, got + lay->unit_offset[0], n0),
+		bool clipped = false;
+		for (int k = 0; k < STEPS; k++)
+			clipped = clipped || t.info[k].clip_scale < 1.0f;
+		CHECK(norms_close(t.info, t.rinfo, STEPS, 1e-5),
+		      "ZeRO-%d: grad norm %.7g, whole model %.7g", stage, t.info[0].grad_norm,
+		      t.rinfo[0].grad_norm);
+		CHECK(all_applied(t.info, STEPS) && clipped,
+		      "ZeRO-%d: every step applied, clipping active", stage);
+		CHECK(same_on_all_ranks(c, t.got + t.lay->unit_offset[0], n0),
 		      "ZeRO-%d: the two copies of unit 0 differ", stage);
 	}
 out:
-	mp_layout_free(lay);
-	free(init);
-	free(ref);
-	free(want);
-	free(got);
+	slice_free(&t);
 }
 
 /*
@@ -552,42 +472,27 @@ out:
  */
 static void test_tensor_parallel(comm *c, comm *self)
 {
-	const gpt_config *cfg = &tp_cfg;
-	size_t n = gpt_num_params(cfg);
 	int r = comm_rank(c);
-	char err[256];
-	float *init = malloc(n * sizeof(float)), *ref = malloc(n * sizeof(float));
-	float *want = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
-	dp_step_info rinfo[STEPS], info[STEPS];
-	mp_layout *lay = mp_layout_new(cfg, 2, r, 1, 0, err, sizeof(err));
-	init_params(init, n);
-	if (!CHECK(lay != NULL, "layout: %s", err) || run_ref(self, cfg, init, 2, 10, ref, rinfo))
+	slice_test t;
+	if (slice_new(&t, self, &tp_cfg, 2, r, 1, 0))
 		goto out;
-	mp_extract(lay, ref, want);
+	const mp_layout *lay = t.lay;
 	size_t replicated = 0;
 	for (int k = 0; k < lay->ntensors; k++)
 		if (lay->tensors[k].t.split == GPT_REPLICATED)
 			replicated += lay->tensors[k].numel;
-	CHECK(replicated > n / 4, "replicated elements %zu of %zu", replicated, n);
+	CHECK(replicated > t.n / 4, "replicated elements %zu of %zu", replicated, t.n);
 	for (int stage = 0; stage <= 3; stage++) {
 		dp_groups g = {self, c, NULL};
-		run_spec rs = {.stage = stage,
-		               .accum = 2,
-		               .world = 1,
-		               .clip = 10,
-		               .steps = STEPS,
-		               .bad = {SIZE_MAX, 0, 0}};
-		if (run_part(lay, &g, false, init, &rs, got, info))
+		double worst = slice_run(&t, &g, stage);
+		if (worst < 0)
 			continue;
-		double worst = tol_ratio(got, want, lay->nparams);
 		say("  tp 2, ZeRO-%d: %.2g of tol, grad norm %.7g (whole model %.7g)\n", stage,
-		    worst, info[0].grad_norm, rinfo[0].grad_norm);
+		    worst, t.info[0].grad_norm, t.rinfo[0].grad_norm);
 		CHECK(worst <= 1.0, "tp rank %d ZeRO-%d vs the whole model: %.3g", r, stage, worst);
-		bool norms = true;
-		for (int k = 0; k < STEPS; k++)
-			norms = norms && close_rel(info[k].grad_norm, rinfo[k].grad_norm, 1e-5);
-		CHECK(norms, "ZeRO-%d: grad norm %.7g, owned-only reference %.7g", stage,
-		      info[0].grad_norm, rinfo[0].grad_norm);
+		CHECK(norms_close(t.info, t.rinfo, STEPS, 1e-5),
+		      "ZeRO-%d: grad norm %.7g, owned-only reference %.7g", stage,
+		      t.info[0].grad_norm, t.rinfo[0].grad_norm);
 	}
 	/* a NaN in tp rank 1's copy of the first replicated tensor (wte) */
 	for (int stage = 0; stage <= 3; stage += 3) {
@@ -599,17 +504,14 @@ static void test_tensor_parallel(comm *c, comm *self)
 		               .steps = 3,
 		               .bad = {r == 1 ? 7 : SIZE_MAX, NAN, 2}};
 		CHECK(r != 1 || !lay->tensors[0].owner, "rank 1 does not own wte");
-		if (run_part(lay, &g, false, init, &rs, got, info))
+		if (run_part(lay, &g, false, t.init, &rs, t.got, t.info))
 			continue;
-		CHECK(info[0].updated && !info[1].finite && !info[1].updated && info[2].updated,
+		CHECK(t.info[0].updated && !t.info[1].finite && !t.info[1].updated &&
+		          t.info[2].updated,
 		      "ZeRO-%d: rank %d did not skip for the replica's NaN", stage, r);
 	}
 out:
-	mp_layout_free(lay);
-	free(init);
-	free(ref);
-	free(want);
-	free(got);
+	slice_free(&t);
 }
 
 /* Scratch and gather buffers of a part without unit 0: two layer buffers, one gather. */
@@ -726,19 +628,10 @@ out:
 
 int main(void)
 {
-	char err[256];
-	comm *c = comm_default_new(err, sizeof(err));
-	if (!c) {
-		fprintf(stderr, "mpitest_zero_part: %s\n", err);
-		return 2;
-	}
-	comm *self = comm_self_new(err, sizeof(err));
-	if (!self) {
-		fprintf(stderr, "mpitest_zero_part: %s\n", err);
-		comm_free(c);
-		return 2;
-	}
-	my_rank = comm_rank(c);
+	comm *c, *self;
+	int rc = check_open("mpitest_zero_part", &c, &self);
+	if (rc)
+		return rc;
 	if (my_rank != 0 && !freopen("/dev/null", "w", stderr))
 		return 2;
 	say("Running mpitest_zero_part: %d rank(s) over %s\n", comm_size(c), comm_name(c));
@@ -763,13 +656,8 @@ int main(void)
 	say("hook contract\n");
 	test_contract(self);
 
-	float tally[2] = {(float)checks, (float)failures};
-	if (comm_allreduce_sum(c, tally, 2))
-		tally[1] += 1;
-	int total = (int)tally[0], failed = (int)tally[1];
-	say("%d%%: Checks: %d, Failures: %d, Errors: 0\n",
-	    total ? (total - failed) * 100 / total : 0, total, failed);
+	rc = check_summary(c);
 	comm_free(self);
 	comm_free(c);
-	return failed ? 1 : 0;
+	return rc;
 }

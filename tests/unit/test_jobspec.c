@@ -506,6 +506,18 @@ static const spec_case cases[] = {
      NULL,
      BAD,
      {{"/training/precision", "invalid_value"}}},
+    {"recompute unknown",
+     FOUNDING,
+     "{'training': {'recompute': 'some'}}",
+     NULL,
+     BAD,
+     {{"/training/recompute", "invalid_value"}}},
+    {"recompute full accepted",
+     TINY,
+     "{'training': {'recompute': 'full'}}",
+     NULL,
+     OK0,
+     {{0}}},
     {"precision of the wrong type",
      FOUNDING,
      "{'training': {'precision': []}}",
@@ -1321,6 +1333,35 @@ START_TEST(test_enum_names)
 	ck_assert_str_eq(jobspec_precision_name(JOBSPEC_PRECISION_FP32), "fp32");
 	ck_assert_str_eq(jobspec_precision_name(JOBSPEC_PRECISION_BF16), "bf16");
 	ck_assert_str_eq(jobspec_precision_name(JOBSPEC_PRECISION_FP16), "fp16");
+	ck_assert_str_eq(jobspec_recompute_name(JOBSPEC_RECOMPUTE_NONE), "none");
+	ck_assert_str_eq(jobspec_recompute_name(JOBSPEC_RECOMPUTE_SELECTIVE), "selective");
+	ck_assert_str_eq(jobspec_recompute_name(JOBSPEC_RECOMPUTE_FULL), "full");
+}
+END_TEST
+
+/* recompute is read, defaults to none, and appears in the normal form. */
+START_TEST(test_recompute_normalized)
+{
+	const char *mode[] = {NULL, "selective"};
+	const jobspec_recompute want[] = {JOBSPEC_RECOMPUTE_NONE, JOBSPEC_RECOMPUTE_SELECTIVE};
+	for (int i = 0; i < 2; i++) {
+		json_t *doc = patched(TINY, "{}");
+		if (mode[i])
+			json_object_set_new(json_object_get(doc, "training"), "recompute",
+			                    json_string(mode[i]));
+		jobspec s;
+		json_t *norm = NULL;
+		verrs v;
+		verrs_init(&v);
+		ck_assert_int_eq(jobspec_parse(doc, NULL, &s, &norm, &v), 0);
+		ck_assert_int_eq(s.training.recompute, want[i]);
+		const char *got = json_string_value(
+		    json_object_get(json_object_get(norm, "training"), "recompute"));
+		ck_assert_str_eq(got ? got : "(absent)", jobspec_recompute_name(want[i]));
+		json_decref(norm);
+		verrs_release(&v);
+		json_decref(doc);
+	}
 }
 END_TEST
 
@@ -1353,6 +1394,7 @@ static Suite *jobspec_suite(void)
 	tcase_add_test(t, test_demo_job_valid);
 	tcase_add_test(t, test_embedded_nul_refused);
 	tcase_add_test(t, test_enum_names);
+	tcase_add_test(t, test_recompute_normalized);
 	suite_add_tcase(s, t);
 	return s;
 }
