@@ -34,9 +34,9 @@ typedef struct pipeline {
 	void *ctx;
 	/* owned (pipe_init) */
 	int32_t *inputs, *targets;
-	float *x, *dy;           /* [B,T,C] receive buffers */
-	comm_request *send_out;  /* [slots]: a slot's output on its way to the next stage */
-	comm_request send_grad;  /* the input gradient on its way to the previous stage */
+	float *x, *dy;          /* [B,T,C] receive buffers */
+	comm_request *send_out; /* [slots]: a slot's output on its way to the next stage */
+	comm_request send_grad; /* the input gradient on its way to the previous stage */
 } pipeline;
 
 /*

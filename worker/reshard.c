@@ -77,8 +77,8 @@ static int read_source(reshard *r)
 	const jobspec_parallel *p = &r->tc->spec.parallel;
 	json_object_set_new(r->state, "grid",
 	                    json_pack("{s:i, s:i, s:i, s:i}", "dp", p->data_parallel, "tp",
-	                              p->tensor_parallel, "pp", p->pipeline_parallel,
-	                              "zero_stage", p->zero_stage));
+	                              p->tensor_parallel, "pp", p->pipeline_parallel, "zero_stage",
+	                              p->zero_stage));
 	return TRAIN_OK;
 }
 

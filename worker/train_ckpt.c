@@ -155,8 +155,8 @@ int train_shard_for_rank(train_shard *s, const mp_layout *lay, int dp_size, int 
 		return CKPT_ERR_NOMEM;
 	for (int u = 0; u < lay->nunits; u++) {
 		dp_range g = dp_partition(lay->units[u].numel, dp_size, dp_rank);
-		ranges[u] = (unit_range){lay->units[u].offset + g.begin,
-		                         lay->units[u].offset + g.end};
+		ranges[u] =
+		    (unit_range){lay->units[u].offset + g.begin, lay->units[u].offset + g.end};
 	}
 	from_srcs f = {s, srcs, nsrc, 0};
 	int rc = shard_collect(s, lay, ranges, take_from_srcs, &f);
@@ -206,9 +206,10 @@ static int index_runs(train_shard *s, size_t nparams, char *err, size_t errlen)
 		if (e == b)
 			continue;
 		if (e < b || b < last_end || e > nparams) {
-			snprintf(err, errlen, "checkpoint run %zu [%llu, %llu) is out of order or "
-			                      "outside the model", i, (unsigned long long)b,
-			         (unsigned long long)e);
+			snprintf(err, errlen,
+			         "checkpoint run %zu [%llu, %llu) is out of order or "
+			         "outside the model",
+			         i, (unsigned long long)b, (unsigned long long)e);
 			return CKPT_ERR_CORRUPT;
 		}
 		s->ranges[2 * k] = b;
@@ -225,8 +226,8 @@ static int index_runs(train_shard *s, size_t nparams, char *err, size_t errlen)
 	return 0;
 }
 
-int train_shard_read(train_shard *s, ckpt_store *st, const ckpt_manifest *m, int k,
-                     size_t nparams, bool with_state, char *err, size_t errlen)
+int train_shard_read(train_shard *s, ckpt_store *st, const ckpt_manifest *m, int k, size_t nparams,
+                     bool with_state, char *err, size_t errlen)
 {
 	memset(s, 0, sizeof(*s));
 	ckpt_reader *rd = NULL;
@@ -286,7 +287,8 @@ size_t train_shard_fill(const train_shard *s, const mp_run *want, size_t nwant, 
 			size_t from = s->at[j] + (size_t)(lo - b);
 			size_t to = want[i].local - base + (size_t)(lo - wb);
 			for (int k = 0; k < TS_SECTIONS; k++)
-				memcpy(dst[k] + to, s->sec[k] + from, (size_t)(hi - lo) * sizeof(float));
+				memcpy(dst[k] + to, s->sec[k] + from,
+				       (size_t)(hi - lo) * sizeof(float));
 			copied += (size_t)(hi - lo);
 		}
 	}

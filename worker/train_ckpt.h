@@ -29,10 +29,10 @@ enum { TS_PARAMS = 0, TS_M, TS_V, TS_SECTIONS };
 typedef struct train_shard {
 	uint64_t *ranges; /* [2 * nruns] */
 	size_t nruns;
-	size_t *at;                 /* [nruns]: first float of run k in the sections */
-	float *sec[TS_SECTIONS];    /* params, adam_m, adam_v */
-	size_t n;                   /* floats in each section */
-	char *state;                /* JSON text, NUL-terminated, or NULL */
+	size_t *at;              /* [nruns]: first float of run k in the sections */
+	float *sec[TS_SECTIONS]; /* params, adam_m, adam_v */
+	size_t n;                /* floats in each section */
+	char *state;             /* JSON text, NUL-terminated, or NULL */
 } train_shard;
 
 /*
@@ -59,8 +59,8 @@ int train_shard_write(const train_shard *s, const char *state, ckpt_store *st, i
  * nparams floats and agree with the sections. with_state: read "state" too.
  * RET 0 or a CKPT_ERR_*.
  */
-int train_shard_read(train_shard *s, ckpt_store *st, const ckpt_manifest *m, int k,
-                     size_t nparams, bool with_state, char *err, size_t errlen);
+int train_shard_read(train_shard *s, ckpt_store *st, const ckpt_manifest *m, int k, size_t nparams,
+                     bool with_state, char *err, size_t errlen);
 void train_shard_release(train_shard *s);
 
 /*

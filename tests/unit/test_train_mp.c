@@ -96,7 +96,8 @@ static void check_cover(int layers, int tp, int pp)
 			size_t covered = 0;
 			for (size_t k = 0; k < nr; k++) {
 				if (k > 0) /* increasing, and merged where contiguous */
-					ck_assert(runs[k].local == runs[k - 1].local + runs[k - 1].n);
+					ck_assert(runs[k].local ==
+					          runs[k - 1].local + runs[k - 1].n);
 				for (size_t i = 0; i < runs[k].n; i++)
 					ck_assert_float_eq(local[runs[k].local + i],
 					                   (float)(runs[k].global + i));
@@ -193,19 +194,16 @@ START_TEST(shard_fill_intersects_runs)
 	for (int k = 0; k < 3; k++)
 		for (int i = 0; i < 15; i++)
 			data[k][i] = (float)(100 * k + i);
-	train_shard s = {.ranges = ranges,
-	                 .nruns = 2,
-	                 .at = at,
-	                 .sec = {data[0], data[1], data[2]},
-	                 .n = 15};
+	train_shard s = {
+	    .ranges = ranges, .nruns = 2, .at = at, .sec = {data[0], data[1], data[2]}, .n = 15};
 	float out[3][40] = {{0}};
 	float *dst[3] = {out[0], out[1], out[2]};
 	/* global [15, 33) into local 100.. (base 100) */
 	mp_run want = {15, 100, 18};
 	ck_assert_uint_eq(train_shard_fill(&s, &want, 1, 100, dst), 5 + 3);
-	ck_assert_float_eq(out[0][0], 5.0f);  /* global 15 */
-	ck_assert_float_eq(out[1][4], 109.0f); /* global 19 */
-	ck_assert_float_eq(out[0][5], 0.0f);   /* global 20: not held */
+	ck_assert_float_eq(out[0][0], 5.0f);    /* global 15 */
+	ck_assert_float_eq(out[1][4], 109.0f);  /* global 19 */
+	ck_assert_float_eq(out[0][5], 0.0f);    /* global 20: not held */
 	ck_assert_float_eq(out[2][15], 210.0f); /* global 30 */
 	ck_assert_float_eq(out[0][17], 12.0f);  /* global 32 */
 	mp_run none = {20, 0, 10};
