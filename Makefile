@@ -37,6 +37,11 @@ LIB_SRC  := $(wildcard lib/*.c) $(wildcard authz/*.c)
 API_SRC  := $(filter-out api/main.c,$(wildcard api/*.c))
 CLI_SRC  := $(filter-out cli/main.c,$(wildcard cli/*.c))
 TRAIN_SRC := $(filter-out worker/main.c,$(wildcard worker/*.c))
+# The worker runtime (worker/runtime/): no MPI, no OpenMP. It reads job specs
+# with the trainer's loader and names exit statuses with its table, built
+# again here without the trainer's flags.
+RUNTIME_SRC := $(filter-out worker/runtime/main.c,$(wildcard worker/runtime/*.c)) \
+               worker/train_config.c worker/exitcode.c
 UNIT_SRC := $(filter-out tests/unit/test_train_%,$(wildcard tests/unit/test_*.c))
 TRAIN_UNIT_SRC := $(wildcard tests/unit/test_train_*.c)
 MPI_TEST_SRC := $(wildcard tests/mpi/mpitest_*.c)
@@ -47,9 +52,12 @@ LIB_A   := $(BUILD)/lib/libtrainyard.a
 API_A   := $(BUILD)/lib/libtrainyard-api.a
 CLI_A   := $(BUILD)/lib/libyardctl.a
 TRAIN_A := $(BUILD)/lib/libtytrain.a
+RUNTIME_A := $(BUILD)/lib/libtyworker.a
+runtime_obj = $(patsubst %.c,$(BUILD)/obj/runtime/%.o,$(1))
 GEN_C   := $(BUILD)/gen/embedded.c
 EMBED   := $(BUILD)/tools/embed
-BINS    := $(BUILD)/bin/trainyard-api $(BUILD)/bin/yardctl $(BUILD)/bin/trainyard-train
+BINS    := $(BUILD)/bin/trainyard-api $(BUILD)/bin/yardctl $(BUILD)/bin/trainyard-train \
+           $(BUILD)/bin/trainyard-worker
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC)) \
              $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TRAIN_UNIT_SRC))
 MPI_TEST_BINS := $(patsubst tests/mpi/%.c,$(BUILD)/tests/%,$(MPI_TEST_SRC))
@@ -90,6 +98,13 @@ $(BUILD)/obj/%.o: %.c
 $(BUILD)/obj/worker/%.o $(BUILD)/obj/tests/unit/test_train_%.o $(BUILD)/obj/tests/mpi/%.o: \
 	CFLAGS += $(TRAIN_CFLAGS) -Iworker
 
+$(BUILD)/obj/runtime/%.o: %.c
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(CFLAGS) -Iworker -Iworker/runtime -c -o $@ $<
+
+$(BUILD)/obj/tests/unit/test_runtime_%.o: CFLAGS += -Iworker -Iworker/runtime
+
 $(BUILD)/obj/gen/embedded.o: $(GEN_C)
 	@mkdir -p $(@D)
 	$(CC) $(filter-out -Werror,$(CFLAGS)) -c -o $@ $<
@@ -115,6 +130,15 @@ $(BUILD)/bin/trainyard-train: $(call obj,worker/main.c) $(TRAIN_A) $(LIB_A)
 	@echo "  LINK    $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(TRAIN_LIBS) $(LDLIBS)
 
+$(RUNTIME_A): $(call runtime_obj,$(RUNTIME_SRC))
+	@mkdir -p $(@D)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/bin/trainyard-worker: $(call runtime_obj,worker/runtime/main.c) $(RUNTIME_A) $(LIB_A)
+	@mkdir -p $(@D)
+	@echo "  LINK    $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 $(BUILD)/bin/trainyard-api: $(call obj,api/main.c) $(API_A) $(LIB_A)
 	@mkdir -p $(@D)
 	@echo "  LINK    $@"
@@ -134,6 +158,11 @@ $(BUILD)/tests/test_train_%: $(call obj,tests/unit/test_train_%.c) $(TRAIN_A) $(
 	@mkdir -p $(@D)
 	@echo "  LINK    $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(TRAIN_LIBS) $(LDLIBS)
+
+$(BUILD)/tests/test_runtime_%: $(call obj,tests/unit/test_runtime_%.c) $(RUNTIME_A) $(LIB_A)
+	@mkdir -p $(@D)
+	@echo "  LINK    $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 
 $(BUILD)/tests/mpitest_%: $(call obj,tests/mpi/mpitest_%.c) $(TRAIN_A) $(LIB_A)
 	@mkdir -p $(@D)
@@ -160,12 +189,19 @@ $(BUILD)/bench/sgemm: bench/sgemm.c
 	@echo "  LINK    $@"
 	$(Q)$(CC) $(CFLAGS) $(TRAIN_CFLAGS) -o $@ $< $(TRAIN_LIBS)
 
-bench: $(BINS) $(BUILD)/bench/sgemm
+$(BUILD)/bench/crypto: $(call obj,bench/crypto.c) $(LIB_A)
+	@mkdir -p $(@D)
+	@echo "  LINK    $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+bench: $(BINS) $(BUILD)/bench/sgemm $(BUILD)/bench/crypto
 	@BUILD=$(BUILD) bench/run
 	@echo
 	@BUILD=$(BUILD) bench/train
 	@echo
 	@BUILD=$(BUILD) bench/parallel
+	@echo
+	@BUILD=$(BUILD) bench/crypto
 
 demo:
 	@deploy/demo

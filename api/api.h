@@ -27,9 +27,10 @@ typedef struct api_server api_server;
 
 typedef struct api_principal {
 	bool authenticated;
-	char user_id[37];
-	char user_name[64];
+	char user_id[37];   /* "" for an attempt */
+	char user_name[64]; /* "attempt <id>" for an attempt */
 	char token_id[37];
+	char attempt_id[37]; /* set when the caller is a job attempt's worker runtime */
 	role platform;
 } api_principal;
 
@@ -41,6 +42,8 @@ typedef struct api_scope {
 	char job_id[37];
 	char user_id[37]; /* SCOPE_USER: the path's user; SCOPE_TOKEN: the owner */
 	char token_id[37];
+	char checkpoint_id[37]; /* SCOPE_CHECKPOINT */
+	char attempt_id[37];    /* SCOPE_ATTEMPT */
 	bool self;
 } api_scope;
 

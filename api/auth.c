@@ -76,6 +76,13 @@ static const char sql_user_id[] =
 static const char sql_user_name[] =
     AUTH_COLS ", s.*" AUTH_FROM " LEFT JOIN LATERAL (SELECT su.id AS s_user_id FROM users su"
               " WHERE su.name = $2) s ON true" AUTH_WHERE;
+static const char sql_checkpoint[] =
+    AUTH_COLS ", s.*" AUTH_FROM " LEFT JOIN LATERAL (SELECT c.id AS s_checkpoint_id,"
+              " j.id AS s_job_id, tn.id AS s_tenant_id, tn.name AS s_tenant_name,"
+              " b.role AS s_role FROM checkpoints c JOIN jobs j ON j.id = c.job_id"
+              " JOIN tenants tn ON tn.id = j.tenant_id LEFT JOIN role_bindings b"
+              " ON b.tenant_id = tn.id AND b.user_id = t.user_id WHERE c.id = $2::uuid) s"
+              " ON true" AUTH_WHERE;
 static const char sql_token[] = AUTH_COLS
     ", s.*" AUTH_FROM " LEFT JOIN LATERAL (SELECT st.id AS s_token_id,"
     " st.user_id AS s_user_id FROM api_tokens st WHERE st.id = $2::uuid) s ON true" AUTH_WHERE;
@@ -106,6 +113,10 @@ static const char *scope_sql(api_req *rq, const char **value, err_code *missing)
 		*missing = ERR_TOKEN_NOT_FOUND;
 		*value = route_param(&rq->params, "token_id");
 		return jsonx_is_uuid(*value) ? sql_token : NULL;
+	case SCOPE_CHECKPOINT:
+		*missing = ERR_CHECKPOINT_NOT_FOUND;
+		*value = route_param(&rq->params, "checkpoint");
+		return jsonx_is_uuid(*value) ? sql_checkpoint : NULL;
 	default:
 		*missing = ERR_NOT_FOUND;
 		return sql_platform;
@@ -127,6 +138,7 @@ static bool scope_from_row(api_req *rq, const PGresult *r)
 	copy_col(sc->job_id, sizeof(sc->job_id), r, "s_job_id");
 	copy_col(sc->user_id, sizeof(sc->user_id), r, "s_user_id");
 	copy_col(sc->token_id, sizeof(sc->token_id), r, "s_token_id");
+	copy_col(sc->checkpoint_id, sizeof(sc->checkpoint_id), r, "s_checkpoint_id");
 	const char *rname = db_get(r, 0, "s_role");
 	sc->tenant_role = rname ? role_parse_tenant(rname) : ROLE_NONE;
 	sc->self = sc->user_id[0] && strcmp(sc->user_id, rq->who.user_id) == 0;
@@ -139,6 +151,8 @@ static bool scope_from_row(api_req *rq, const PGresult *r)
 		return sc->user_id[0] != '\0';
 	case SCOPE_TOKEN:
 		return sc->token_id[0] != '\0';
+	case SCOPE_CHECKPOINT:
+		return sc->checkpoint_id[0] != '\0';
 	default:
 		return true;
 	}
@@ -156,6 +170,11 @@ static int authenticate(api_req *rq, bool *found, err_code *missing)
 		return -1;
 	}
 	const char *secret = h + 7;
+	if (attempt_credential_well_formed(secret)) {
+		api_fail(rq, ERR_UNAUTHENTICATED,
+		         "an attempt credential is only valid on its attempt's routes");
+		return -1;
+	}
 	if (!token_well_formed(secret)) {
 		api_fail(rq, ERR_UNAUTHENTICATED, "the token is not valid");
 		return -1;
@@ -206,6 +225,66 @@ static int authenticate(api_req *rq, bool *found, err_code *missing)
 	return 0;
 }
 
+/*
+ * The worker runtime of a job attempt: its credential's row, live or not,
+ * and whether it is the attempt the path names. $1 the credential's hash,
+ * $2 the path's attempt id.
+ */
+static const char sql_attempt[] =
+    "SELECT a.id, a.job_id, j.tenant_id, tn.name AS tenant_name,"
+    " encode(a.credential, 'hex') AS hash, a.state = 'ended' OR a.expires_at <= now() AS over,"
+    " a.id = $2::uuid AS mine FROM job_attempts a JOIN jobs j ON j.id = a.job_id"
+    " JOIN tenants tn ON tn.id = j.tenant_id WHERE a.credential = decode($1, 'hex')";
+
+static int authenticate_attempt(api_req *rq, bool *mine)
+{
+	const char *h = api_header(rq, "Authorization");
+	const char *secret = h && strncasecmp(h, "Bearer ", 7) == 0 ? h + 7 : NULL;
+	if (!secret || !attempt_credential_well_formed(secret)) {
+		api_fail(rq, ERR_UNAUTHENTICATED,
+		         "send Authorization: Bearer <attempt credential>: this route is the "
+		         "worker runtime's");
+		return -1;
+	}
+	unsigned char hash[TOKEN_HASH_LEN];
+	char hex[2 * TOKEN_HASH_LEN + 1];
+	token_hash(secret, hash);
+	hex_encode(hash, sizeof(hash), hex);
+	const char *attempt = route_param(&rq->params, "attempt");
+	const char *p[] = {hex, jsonx_is_uuid(attempt) ? attempt : NULL};
+	PGresult *r;
+	int rc = auth_query(rq, &r, sql_attempt, 2, p);
+	if (rc)
+		return fail_db(rq, r, rc);
+	if (PQntuples(r) == 0 || !token_equal_ct(db_get(r, 0, "hash"), hex, 2 * TOKEN_HASH_LEN)) {
+		PQclear(r);
+		api_fail(rq, ERR_UNAUTHENTICATED, "the attempt credential is not valid");
+		return -1;
+	}
+	if (strcmp(db_get(r, 0, "over"), "t") == 0) {
+		PQclear(r);
+		api_fail(rq, ERR_ATTEMPT_ENDED, "the attempt has ended or its credential expired");
+		return -1;
+	}
+	api_principal *w = &rq->who;
+	w->authenticated = true;
+	copy_col(w->attempt_id, sizeof(w->attempt_id), r, "id");
+	snprintf(w->user_name, sizeof(w->user_name), "attempt %s", w->attempt_id);
+	snprintf(w->token_id, sizeof(w->token_id), "%s", w->attempt_id); /* rate-limit key */
+	w->platform = ROLE_NONE;
+	const char *m = db_get(r, 0, "mine");
+	*mine = m && strcmp(m, "t") == 0;
+	if (*mine) {
+		api_scope *sc = &rq->scope;
+		copy_col(sc->attempt_id, sizeof(sc->attempt_id), r, "id");
+		copy_col(sc->job_id, sizeof(sc->job_id), r, "job_id");
+		copy_col(sc->tenant_id, sizeof(sc->tenant_id), r, "tenant_id");
+		copy_col(sc->tenant_name, sizeof(sc->tenant_name), r, "tenant_name");
+	}
+	PQclear(r);
+	return 0;
+}
+
 static int rate_limit(api_req *rq)
 {
 	struct timespec now;
@@ -228,7 +307,7 @@ static void audit_denial(api_req *rq, const char *why)
 	    json_pack("{s:s, s:s, s:s, s:s}", "route", rq->rt->pattern, "method", rq->method,
 	              "permission", perm_name(rq->rt->permission), "reason", why);
 	audit_record a = {
-	    .actor_id = rq->who.authenticated ? rq->who.user_id : NULL,
+	    .actor_id = rq->who.user_id[0] ? rq->who.user_id : NULL,
 	    .actor_name = rq->who.user_name,
 	    .tenant_id = rq->scope.tenant_id[0] ? rq->scope.tenant_id : NULL,
 	    .action = "authz.deny",
@@ -245,10 +324,31 @@ static void audit_denial(api_req *rq, const char *why)
 	rq->audited = true;
 }
 
+/* Attempt routes: only the credential of the attempt the path names. */
+static int attempt_check(api_req *rq)
+{
+	bool mine = false;
+	if (authenticate_attempt(rq, &mine) < 0) {
+		if (rq->error != ERR_DB_UNAVAILABLE && rq->error != ERR_INTERNAL)
+			audit_denial(rq, err_info(rq->error)->code);
+		return -1;
+	}
+	if (rate_limit(rq) < 0)
+		return -1;
+	authz_subject s = {ROLE_NONE, ROLE_NONE, false, mine};
+	if (authz_decide(&s, rq->rt->permission, rq->rt->scope) == AUTHZ_ALLOW)
+		return 0;
+	api_fail(rq, ERR_ATTEMPT_NOT_FOUND, "%s", err_info(ERR_ATTEMPT_NOT_FOUND)->doc);
+	audit_denial(rq, "another attempt's credential");
+	return -1;
+}
+
 int auth_check(api_req *rq)
 {
 	bool found = false;
 	err_code missing = ERR_NOT_FOUND;
+	if (rq->rt->scope == SCOPE_ATTEMPT)
+		return attempt_check(rq);
 	if (authenticate(rq, &found, &missing) < 0) {
 		if (rq->error != ERR_DB_UNAVAILABLE && rq->error != ERR_INTERNAL)
 			audit_denial(rq, err_info(rq->error)->code);
@@ -260,7 +360,7 @@ int auth_check(api_req *rq)
 		api_fail(rq, missing, "%s", err_info(missing)->doc);
 		return -1;
 	}
-	authz_subject s = {rq->who.platform, rq->scope.tenant_role, rq->scope.self};
+	authz_subject s = {rq->who.platform, rq->scope.tenant_role, rq->scope.self, false};
 	authz_result d = authz_decide(&s, rq->rt->permission, rq->rt->scope);
 	if (d == AUTHZ_ALLOW)
 		return 0;

@@ -4,7 +4,8 @@
  * Submission validates the spec against the tenant's quota, stores the
  * normalised spec, records the creation event and the audit record, and
  * honours Idempotency-Key (same key and body: the first job again; same key
- * and another body: 409), all in one transaction.
+ * and another body: 409), all in one transaction. A job whose layout needs
+ * more memory per device than its devices have is refused (lib/plan.h).
  */
 #include <openssl/sha.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include "handlers.h"
 #include "jobspec.h"
 #include "jobstate.h"
+#include "plan.h"
 #include "server.h"
 #include "token.h"
 
@@ -67,6 +69,13 @@ static int quota_load(api_req *rq, jobspec_quota *q)
 	}
 	PQclear(r);
 	return rc;
+}
+
+/* Memory of one of the job's devices: a GPU, or a CPU rank without GPUs. */
+static double job_device_memory(const ty_config *cfg, const jobspec *js)
+{
+	int mib = js->resources.gpus_per_node > 0 ? cfg->gpu_memory_mib : cfg->cpu_rank_memory_mib;
+	return (double)mib * 1048576.0;
 }
 
 /*
@@ -145,8 +154,11 @@ static int submit_once(api_req *rq, const json_t *in, const char *key, const cha
 	verrs v;
 	verrs_init(&v);
 	rc = jobspec_parse(in, &quota, &js, &spec, &v);
+	if (rc == 0 && plan_check_job(&js, job_device_memory(rq->cfg, &js), &v) > 0)
+		rc = -ERR_VALIDATION_FAILED;
 	if (rc == -ERR_VALIDATION_FAILED) {
 		db_rollback(rq->db);
+		json_decref(spec);
 		return api_fail_validation(rq, &v);
 	}
 	if (rc) {

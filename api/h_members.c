@@ -82,7 +82,7 @@ static int other_owner_exists(api_req *rq, const char *uid)
 /* Common checks of a change from current to next (ROLE_NONE: revoke). RET 0 or answered. */
 static int member_change_allowed(api_req *rq, const char *uid, role current, role next)
 {
-	authz_subject s = {rq->who.platform, rq->scope.tenant_role, false};
+	authz_subject s = {rq->who.platform, rq->scope.tenant_role, false, false};
 	if ((next != ROLE_NONE && !authz_can_grant(&s, next)) ||
 	    (current != ROLE_NONE && !authz_can_grant(&s, current)))
 		return api_fail(rq, ERR_GRANT_NOT_ALLOWED,

@@ -80,7 +80,7 @@ int h_tenant_list(api_req *rq)
 {
 	json_t *items;
 	int rc;
-	authz_subject s = {rq->who.platform, ROLE_NONE, false};
+	authz_subject s = {rq->who.platform, ROLE_NONE, false, false};
 	if (authz_decide(&s, PERM_TENANT_LIST_ALL, SCOPE_PLATFORM) == AUTHZ_ALLOW) {
 		rc = api_query_json(
 		    rq,

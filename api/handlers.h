@@ -14,6 +14,9 @@ int h_readyz(api_req *rq);
 int h_openapi(api_req *rq);
 int h_whoami(api_req *rq);
 
+/* h_plan.c */
+int h_plan(api_req *rq);
+
 /* h_tenants.c */
 int h_tenant_create(api_req *rq);
 int h_tenant_list(api_req *rq);
@@ -39,5 +42,24 @@ int h_job_list(api_req *rq);
 int h_job_get(api_req *rq);
 int h_job_cancel(api_req *rq);
 int h_job_events(api_req *rq);
+
+/* h_attempts.c */
+int h_attempt_create(api_req *rq);
+int h_attempt_get(api_req *rq);
+int h_attempt_heartbeat(api_req *rq);
+int h_attempt_metrics(api_req *rq);
+int h_attempt_checkpoint(api_req *rq);
+int h_attempt_event(api_req *rq);
+int h_attempt_finish(api_req *rq);
+
+/* h_keys.c */
+int h_attempt_key(api_req *rq);
+int h_key_rotate(api_req *rq);
+int h_key_shred(api_req *rq);
+
+/* h_results.c */
+int h_job_metrics(api_req *rq);
+int h_job_checkpoints(api_req *rq);
+int h_checkpoint_get(api_req *rq);
 
 #endif

@@ -67,8 +67,19 @@ int main(int argc, char **argv)
 	log_set_level(lvl);
 	if (schema_ready(&cfg) < 0)
 		return 1;
-	db_pool *pool = db_pool_new(cfg.db, cfg.db_pool, cfg.db_wait_ms, cfg.db_retry_ms);
 	api_server srv = {0};
+	if (cfg.master_key_file[0] || cfg.master_key[0]) {
+		char kerr[512];
+		if (crypt_master_from_config(&cfg, &srv.master, kerr, sizeof(kerr)) < 0) {
+			log_printf(LOG_ERROR, "%s", kerr);
+			return 1;
+		}
+		srv.has_master = true;
+	} else {
+		log_printf(LOG_WARN, "no master key (TRAINYARD_MASTER_KEY_FILE): encrypted storage "
+		                     "and its keys are unavailable");
+	}
+	db_pool *pool = db_pool_new(cfg.db, cfg.db_pool, cfg.db_wait_ms, cfg.db_retry_ms);
 	if (!pool || server_start(&srv, &cfg, pool) < 0) {
 		db_pool_free(pool);
 		return 1;
@@ -83,5 +94,6 @@ int main(int argc, char **argv)
 	log_printf(LOG_INFO, "shutting down");
 	server_stop(&srv);
 	db_pool_free(pool);
+	crypt_key_clear(&srv.master);
 	return 0;
 }

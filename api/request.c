@@ -89,7 +89,7 @@ int api_reply_row(api_req *rq, const char *sql, int n, const char *const *params
 int api_audit(api_req *rq, int status, const char *resource, const json_t *detail)
 {
 	audit_record a = {
-	    .actor_id = rq->who.user_id,
+	    .actor_id = rq->who.user_id[0] ? rq->who.user_id : NULL,
 	    .actor_name = rq->who.user_name,
 	    .tenant_id = rq->scope.tenant_id[0] ? rq->scope.tenant_id : NULL,
 	    .action = rq->rt->action,

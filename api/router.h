@@ -31,6 +31,9 @@ typedef struct route {
 } route;
 
 #define ROUTE_PUBLIC 1
+/* A POST that only computes an answer from its body: it changes nothing, so it is no
+ * mutation, has no audit action, and is not audited (POST /v1/plan). */
+#define ROUTE_COMPUTE 2
 
 typedef struct route_params {
 	int n;

@@ -9,6 +9,7 @@
 #include "router.h"
 
 #define PUB ROUTE_PUBLIC
+#define CMP ROUTE_COMPUTE
 
 /* clang-format off */
 static const route table[] = {
@@ -17,12 +18,15 @@ static const route table[] = {
 	{"GET",    "/readyz",                             PERM_AUTHENTICATED,   SCOPE_PLATFORM, NULL,             PUB, h_readyz},
 	{"GET",    "/v1/openapi.json",                    PERM_AUTHENTICATED,   SCOPE_PLATFORM, NULL,             PUB, h_openapi},
 	{"GET",    "/v1/whoami",                          PERM_AUTHENTICATED,   SCOPE_PLATFORM, NULL,             0,   h_whoami},
+	{"POST",   "/v1/plan",                            PERM_AUTHENTICATED,   SCOPE_PLATFORM, NULL,             CMP, h_plan},
 
 	{"POST",   "/v1/tenants",                         PERM_TENANT_CREATE,   SCOPE_PLATFORM, "tenant.create",  0,   h_tenant_create},
 	{"GET",    "/v1/tenants",                         PERM_AUTHENTICATED,   SCOPE_PLATFORM, NULL,             0,   h_tenant_list},
 	{"GET",    "/v1/tenants/{tenant}",                PERM_TENANT_READ,     SCOPE_TENANT,   NULL,             0,   h_tenant_get},
 	{"GET",    "/v1/tenants/{tenant}/quota",          PERM_QUOTA_READ,      SCOPE_TENANT,   NULL,             0,   h_quota_get},
 	{"PUT",    "/v1/tenants/{tenant}/quota",          PERM_QUOTA_WRITE,     SCOPE_TENANT,   "quota.update",   0,   h_quota_put},
+	{"POST",   "/v1/tenants/{tenant}/keys/rotate",    PERM_KEY_ROTATE,      SCOPE_TENANT,   "key.rotate",     0,   h_key_rotate},
+	{"DELETE", "/v1/tenants/{tenant}/keys",           PERM_KEY_SHRED,       SCOPE_TENANT,   "key.shred",      0,   h_key_shred},
 	{"GET",    "/v1/tenants/{tenant}/members",        PERM_MEMBER_READ,     SCOPE_TENANT,   NULL,             0,   h_member_list},
 	{"PUT",    "/v1/tenants/{tenant}/members/{user}", PERM_MEMBER_WRITE,    SCOPE_TENANT,   "member.grant",   0,   h_member_put},
 	{"DELETE", "/v1/tenants/{tenant}/members/{user}", PERM_MEMBER_WRITE,    SCOPE_TENANT,   "member.revoke",  0,   h_member_delete},
@@ -38,6 +42,19 @@ static const route table[] = {
 	{"GET",    "/v1/jobs/{job}",                      PERM_JOB_READ,        SCOPE_JOB,      NULL,             0,   h_job_get},
 	{"POST",   "/v1/jobs/{job}/cancel",               PERM_JOB_CANCEL,      SCOPE_JOB,      "job.cancel",     0,   h_job_cancel},
 	{"GET",    "/v1/jobs/{job}/events",               PERM_JOB_READ,        SCOPE_JOB,      NULL,             0,   h_job_events},
+	{"GET",    "/v1/jobs/{job}/metrics",              PERM_JOB_READ,        SCOPE_JOB,      NULL,             0,   h_job_metrics},
+	{"GET",    "/v1/jobs/{job}/checkpoints",          PERM_JOB_READ,        SCOPE_JOB,      NULL,             0,   h_job_checkpoints},
+	{"GET",    "/v1/checkpoints/{checkpoint}",        PERM_JOB_READ,        SCOPE_CHECKPOINT, NULL,           0,   h_checkpoint_get},
+	{"POST",   "/v1/jobs/{job}/attempts",             PERM_JOB_DISPATCH,    SCOPE_JOB,      "attempt.create", 0,   h_attempt_create},
+
+	/* the worker runtime of an attempt, with the attempt's credential only */
+	{"GET",    "/internal/v1/attempts/{attempt}",     PERM_ATTEMPT_REPORT,  SCOPE_ATTEMPT,  NULL,             0,   h_attempt_get},
+	{"POST",   "/internal/v1/attempts/{attempt}/key", PERM_ATTEMPT_REPORT,  SCOPE_ATTEMPT,  "key.release",    0,   h_attempt_key},
+	{"POST",   "/internal/v1/attempts/{attempt}/heartbeat", PERM_ATTEMPT_REPORT, SCOPE_ATTEMPT, "attempt.heartbeat", 0, h_attempt_heartbeat},
+	{"POST",   "/internal/v1/attempts/{attempt}/metrics", PERM_ATTEMPT_REPORT, SCOPE_ATTEMPT, "attempt.metrics", 0,  h_attempt_metrics},
+	{"POST",   "/internal/v1/attempts/{attempt}/checkpoints", PERM_ATTEMPT_REPORT, SCOPE_ATTEMPT, "checkpoint.register", 0, h_attempt_checkpoint},
+	{"POST",   "/internal/v1/attempts/{attempt}/events", PERM_ATTEMPT_REPORT, SCOPE_ATTEMPT, "attempt.event", 0,    h_attempt_event},
+	{"POST",   "/internal/v1/attempts/{attempt}/finish", PERM_ATTEMPT_REPORT, SCOPE_ATTEMPT, "attempt.finish", 0,   h_attempt_finish},
 };
 /* clang-format on */
 

@@ -107,7 +107,7 @@ static void audit_refusal(api_req *rq)
 	db_rollback(rq->db);
 	json_t *d = json_pack("{s:s}", "code", err_info(rq->error)->code);
 	audit_record a = {
-	    .actor_id = rq->who.user_id,
+	    .actor_id = rq->who.user_id[0] ? rq->who.user_id : NULL,
 	    .actor_name = rq->who.user_name,
 	    .tenant_id = rq->scope.tenant_id[0] ? rq->scope.tenant_id : NULL,
 	    .action = rq->rt->action,

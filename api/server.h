@@ -6,10 +6,13 @@
 #define TY_SERVER_H
 
 #include "api.h"
+#include "crypt.h"
 #include "ratelimit.h"
 
 struct api_server {
 	const ty_config *cfg;
+	crypt_key master; /* wraps the tenants' keys (crypt.h, keys.h) */
+	bool has_master;  /* false: no master key configured; key routes answer 503 */
 	db_pool *pool;
 	ratelimit *rl;
 	const route *routes;

@@ -11,15 +11,17 @@
 /* The one permission table of trainyard. */
 static const unsigned role_perms[ROLE__COUNT] = {
     [ROLE_NONE] = 0,
-    [ROLE_ADMIN] = (1u << PERM__COUNT) - 1,
+    [ROLE_ADMIN] = ((1u << PERM__COUNT) - 1) & ~P(ATTEMPT_REPORT),
     [ROLE_PLATFORM_AUDITOR] =
         P(AUTHENTICATED) | READS | P(TENANT_LIST_ALL) | P(USER_READ) | P(AUDIT_READ),
-    [ROLE_OWNER] =
-        P(AUTHENTICATED) | READS | P(MEMBER_WRITE) | P(JOB_SUBMIT) | P(JOB_CANCEL) | P(AUDIT_READ),
-    [ROLE_EDITOR] = P(AUTHENTICATED) | READS | P(JOB_SUBMIT) | P(JOB_CANCEL),
+    [ROLE_OWNER] = P(AUTHENTICATED) | READS | P(MEMBER_WRITE) | P(JOB_SUBMIT) | P(JOB_CANCEL) |
+                   P(AUDIT_READ) | P(CHECKPOINT_DOWNLOAD) | P(KEY_ROTATE),
+    [ROLE_EDITOR] =
+        P(AUTHENTICATED) | READS | P(JOB_SUBMIT) | P(JOB_CANCEL) | P(CHECKPOINT_DOWNLOAD),
     [ROLE_VIEWER] = P(AUTHENTICATED) | READS,
     [ROLE_TENANT_AUDITOR] = P(AUTHENTICATED) | READS | P(AUDIT_READ),
     [ROLE_SELF] = P(AUTHENTICATED) | P(USER_READ) | P(TOKEN_MANAGE),
+    [ROLE_ATTEMPT] = P(ATTEMPT_REPORT),
 };
 
 static const char *const role_names[ROLE__COUNT] = {
@@ -31,6 +33,7 @@ static const char *const role_names[ROLE__COUNT] = {
     [ROLE_VIEWER] = "viewer",
     [ROLE_TENANT_AUDITOR] = "auditor",
     [ROLE_SELF] = "self",
+    [ROLE_ATTEMPT] = "attempt",
 };
 
 static const char *const perm_names[PERM__COUNT] = {
@@ -49,11 +52,17 @@ static const char *const perm_names[PERM__COUNT] = {
     [PERM_JOB_READ] = "job.read",
     [PERM_JOB_CANCEL] = "job.cancel",
     [PERM_AUDIT_READ] = "audit.read",
+    [PERM_JOB_DISPATCH] = "job.dispatch",
+    [PERM_CHECKPOINT_DOWNLOAD] = "checkpoint.download",
+    [PERM_KEY_ROTATE] = "key.rotate",
+    [PERM_KEY_SHRED] = "key.shred",
+    [PERM_ATTEMPT_REPORT] = "attempt.report",
 };
 
 static const char *const scope_names[SCOPE__COUNT] = {
     [SCOPE_PLATFORM] = "platform", [SCOPE_TENANT] = "tenant", [SCOPE_JOB] = "job",
-    [SCOPE_USER] = "user",         [SCOPE_TOKEN] = "token",
+    [SCOPE_USER] = "user",         [SCOPE_TOKEN] = "token",   [SCOPE_CHECKPOINT] = "checkpoint",
+    [SCOPE_ATTEMPT] = "attempt",
 };
 
 bool authz_role_has(role r, perm p)
@@ -69,12 +78,14 @@ static unsigned effective(const authz_subject *s, scope sc)
 	unsigned bits = 0;
 	if (s->platform == ROLE_ADMIN || s->platform == ROLE_PLATFORM_AUDITOR)
 		bits |= role_perms[s->platform];
-	if (sc == SCOPE_TENANT || sc == SCOPE_JOB) {
+	if (sc == SCOPE_TENANT || sc == SCOPE_JOB || sc == SCOPE_CHECKPOINT) {
 		if (s->tenant >= ROLE_OWNER && s->tenant <= ROLE_TENANT_AUDITOR)
 			bits |= role_perms[s->tenant];
 	}
 	if ((sc == SCOPE_USER || sc == SCOPE_TOKEN) && s->self)
 		bits |= role_perms[ROLE_SELF];
+	if (sc == SCOPE_ATTEMPT && s->attempt)
+		bits |= role_perms[ROLE_ATTEMPT];
 	if (s->platform == ROLE_NONE && sc == SCOPE_PLATFORM)
 		bits |= 1u << PERM_AUTHENTICATED;
 	return bits;

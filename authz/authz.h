@@ -9,6 +9,10 @@
  * role (admin, auditor), its role in the request's tenant (owner, editor,
  * viewer, auditor), and the pseudo-role "self" when the route names the
  * caller's own user. A permission is granted when any of them holds it.
+ * A job attempt's worker runtime is no user: its credential holds the
+ * pseudo-role "attempt" on routes that name that attempt, and nothing else
+ * anywhere; no user role, the platform admin's included, holds
+ * attempt.report.
  */
 #ifndef TY_AUTHZ_H
 #define TY_AUTHZ_H
@@ -24,6 +28,7 @@ typedef enum role {
 	ROLE_VIEWER,           /* tenant: read */
 	ROLE_TENANT_AUDITOR,   /* tenant: read, including the audit log */
 	ROLE_SELF,             /* pseudo-role: the route names the caller */
+	ROLE_ATTEMPT,          /* pseudo-role: the caller is the job attempt the route names */
 	ROLE__COUNT
 } role;
 
@@ -43,6 +48,11 @@ typedef enum perm {
 	PERM_JOB_READ,
 	PERM_JOB_CANCEL,
 	PERM_AUDIT_READ,
+	PERM_JOB_DISPATCH,       /* start an attempt of a job (the scheduler's right) */
+	PERM_CHECKPOINT_DOWNLOAD, /* read a checkpoint's decrypted bytes */
+	PERM_KEY_ROTATE,         /* rotate a tenant's key-encryption key */
+	PERM_KEY_SHRED,          /* destroy a tenant's keys: its data becomes unreadable */
+	PERM_ATTEMPT_REPORT,     /* the worker runtime of an attempt: its key, heartbeats, results */
 	PERM__COUNT
 } perm;
 
@@ -53,6 +63,8 @@ typedef enum scope {
 	SCOPE_JOB,          /* {job} in the path; its tenant is the scope */
 	SCOPE_USER,         /* {user} in the path; "self" applies to the caller */
 	SCOPE_TOKEN,        /* {token_id} in the path; "self" applies to its owner */
+	SCOPE_CHECKPOINT,   /* {checkpoint} in the path; its job's tenant is the scope */
+	SCOPE_ATTEMPT,      /* {attempt} in the path; "attempt" applies to its credential */
 	SCOPE__COUNT
 } scope;
 
@@ -66,6 +78,7 @@ typedef struct authz_subject {
 	role platform; /* ROLE_NONE, ROLE_ADMIN or ROLE_PLATFORM_AUDITOR */
 	role tenant;   /* role in the scope's tenant, or ROLE_NONE */
 	bool self;     /* the scope's user is the caller */
+	bool attempt;  /* the caller is the attempt the scope names (an attempt credential) */
 } authz_subject;
 
 /* RET: true when role r holds permission p. */

@@ -14,7 +14,7 @@
 
 #include "cli.h"
 
-#define ARGS_MAX_OPTS 8
+#define ARGS_MAX_OPTS 24 /* yardctl plan has 19 */
 #define ARGS_MAX_POS  8
 
 /* The global flags as found on the command line; NULL when absent. */

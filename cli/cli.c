@@ -24,7 +24,20 @@ static const cli_command top_commands[] = {
     {"token", NULL, "API tokens", NULL, NULL, token_commands},
     {"member", NULL, "tenant members and their roles", NULL, NULL, member_commands},
     {"job", NULL, "training jobs", NULL, NULL, job_commands},
+    {"checkpoint", NULL, "registered checkpoints of jobs", NULL, NULL, checkpoint_commands},
     {"whoami", "", "show the caller, its roles and its token", NULL, cmd_whoami, NULL},
+    {"plan",
+     "[FILE] [--preset P | --layers N --d-model N --heads N --vocab-size N --seq-len N]\n"
+     "      --global-batch N --micro-batch N --devices N --peak-flops F --link-bandwidth B\n"
+     "      [--device-memory BYTES] [--precision P] [--recompute R] [--max-configs N]\n"
+     "      [--data-parallel N --tensor-parallel N --pipeline-parallel N --zero-stage N]",
+     "estimate which parallel layouts fit a model and how fast they train",
+     "FILE ('-': stdin) holds the body of POST /v1/plan; a flag sets its field over the\n"
+     "file's. --device-memory takes bytes or KiB, MiB, GiB, TiB (80GiB; default: the\n"
+     "server's TRAINYARD_GPU_MEMORY_MIB); --peak-flops is FLOP/s and --link-bandwidth\n"
+     "bytes/s of one device. Without the parallel flags every layout that fits is listed,\n"
+     "fastest first; with them, that layout and why it does not fit. Formulas: docs/plan.md.\n",
+     cmd_plan, NULL},
     {NULL, NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -1,5 +1,5 @@
 /*
- * cmd_job.c - yardctl job submit | list | show | cancel | events.
+ * cmd_job.c - yardctl job submit | list | show | cancel | events | metrics | attempt.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -43,6 +43,18 @@ static const out_col job_cols[] = {
 static const out_col event_cols[] = {
     {"ID", "id"},         {"AT", "at"},          {"FROM", "from_state"}, {"TO", "to_state"},
     {"REASON", "reason"}, {"ACTOR", "actor_id"}, {NULL, NULL},
+};
+
+static const out_col metric_cols[] = {
+    {"STEP", "step"}, {"ATTEMPT", "attempt"}, {"AT", "at"}, {"LOSS", "data.loss"},
+    {"LR", "data.lr"}, {"GRAD_NORM", "data.grad_norm"}, {"TOKENS/S", "data.tokens_per_s"},
+    {NULL, NULL},
+};
+
+static const out_col attempt_fields[] = {
+    {"id", "id"},           {"job_id", "job_id"},         {"number", "number"},
+    {"state", "state"},     {"expires_at", "expires_at"}, {"credential", "credential"},
+    {NULL, NULL},
 };
 
 /* Read all of f into b. RET 0, or -1 (read error or larger than b allows). */
@@ -205,6 +217,24 @@ static int job_events(cli_ctx *ctx, const cli_command *self, int argc, char **ar
 	return cmd_list(ctx, URL_PATH(ROUTE_JOB_EVENTS, o.pos[0]), true, event_cols);
 }
 
+static int job_metrics(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
+{
+	opt_result o;
+	int rc = args_parse_cmd(ctx, self, NULL, 1, 1, argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	return cmd_list(ctx, URL_PATH(ROUTE_JOB_METRICS, o.pos[0]), false, metric_cols);
+}
+
+static int job_attempt(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
+{
+	opt_result o;
+	int rc = args_parse_cmd(ctx, self, NULL, 1, 1, argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	return cmd_show(ctx, "POST", URL_PATH(ROUTE_JOB_ATTEMPTS, o.pos[0]), NULL, attempt_fields);
+}
+
 const cli_command job_commands[] = {
     {"submit", "FILE --tenant TENANT [--idempotency-key KEY]",
      "submit the job spec in FILE ('-': stdin) and print the new job's id alone",
@@ -216,5 +246,10 @@ const cli_command job_commands[] = {
     {"show", "JOB_ID", "show a job and its spec", NULL, job_show, NULL},
     {"cancel", "JOB_ID", "cancel a job that has not finished", NULL, job_cancel, NULL},
     {"events", "JOB_ID", "list a job's state changes", NULL, job_events, NULL},
+    {"metrics", "JOB_ID", "list a job's per-step metrics (the first page)", NULL, job_metrics,
+     NULL},
+    {"attempt", "JOB_ID", "start an attempt of a queued job and print its credential",
+     "The credential is shown once: hand it to the attempt's worker runtime only.\n",
+     job_attempt, NULL},
     {NULL, NULL, NULL, NULL, NULL, NULL},
 };

@@ -7,6 +7,7 @@
 #define YARDCTL_ROUTES_H
 
 #define ROUTE_WHOAMI         "/v1/whoami"
+#define ROUTE_PLAN           "/v1/plan"
 #define ROUTE_TENANTS        "/v1/tenants"
 #define ROUTE_TENANT         "/v1/tenants/{}"
 #define ROUTE_TENANT_QUOTA   "/v1/tenants/{}/quota"
@@ -19,5 +20,9 @@
 #define ROUTE_JOB            "/v1/jobs/{}"
 #define ROUTE_JOB_CANCEL     "/v1/jobs/{}/cancel"
 #define ROUTE_JOB_EVENTS     "/v1/jobs/{}/events"
+#define ROUTE_JOB_METRICS    "/v1/jobs/{}/metrics"
+#define ROUTE_JOB_ATTEMPTS   "/v1/jobs/{}/attempts"
+#define ROUTE_JOB_CKPTS      "/v1/jobs/{}/checkpoints"
+#define ROUTE_CHECKPOINT     "/v1/checkpoints/{}"
 
 #endif

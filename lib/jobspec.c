@@ -739,6 +739,17 @@ int jobspec_parse(const json_t *in, const jobspec_quota *quota, jobspec *out, js
 	return 0;
 }
 
+int jobspec_model_parse(const json_t *body, jobspec_model *out, verrs *v)
+{
+	jobspec s;
+	ctx c = {.s = &s, .v = v};
+	memset(&s, 0, sizeof(s));
+	read_model(&c, body);
+	check_model(&c);
+	*out = s.model;
+	return c.problems > 0 ? -ERR_VALIDATION_FAILED : 0;
+}
+
 int64_t jobspec_ranks(const jobspec *s)
 {
 	return (int64_t)s->resources.nodes * s->resources.ranks_per_node;

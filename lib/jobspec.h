@@ -133,6 +133,15 @@ typedef struct jobspec_quota {
 int jobspec_parse(const json_t *in, const jobspec_quota *quota, jobspec *out, json_t **normalized,
                   verrs *v);
 
+/*
+ * Read only the "model" member of body (any JSON object holding one, such
+ * as a capacity plan request), with the job spec's presets, ranges and
+ * rules, reported at /model/... as jobspec_parse() reports them.
+ * OUT: *out, usable when RET is 0; rows appended to v.
+ * RET: 0, or -ERR_VALIDATION_FAILED when rows were added.
+ */
+int jobspec_model_parse(const json_t *body, jobspec_model *out, verrs *v);
+
 /* RET: the job's ranks, nodes x ranks_per_node. */
 int64_t jobspec_ranks(const jobspec *s);
 

@@ -11,13 +11,15 @@
 
 static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-int token_generate(char out[TOKEN_SECRET_LEN + 1])
+/* out = prefix + 43 base64url characters of 32 random bytes. */
+static int secret_generate(char *out, const char *prefix)
 {
 	unsigned char raw[32];
 	if (RAND_bytes(raw, sizeof(raw)) != 1)
 		return -1;
-	memcpy(out, TOKEN_PREFIX, 3);
-	char *p = out + 3;
+	size_t np = strlen(prefix);
+	memcpy(out, prefix, np);
+	char *p = out + np;
 	unsigned bits = 0, acc = 0;
 	for (size_t i = 0; i < sizeof(raw); i++) {
 		acc = (acc << 8) | raw[i];
@@ -34,11 +36,32 @@ int token_generate(char out[TOKEN_SECRET_LEN + 1])
 	return 0;
 }
 
+static bool secret_well_formed(const char *s, const char *prefix, size_t len)
+{
+	size_t np = strlen(prefix);
+	if (strncmp(s, prefix, np) != 0 || strlen(s) != len)
+		return false;
+	return strspn(s + np, b64url) == len - np;
+}
+
+int token_generate(char out[TOKEN_SECRET_LEN + 1])
+{
+	return secret_generate(out, TOKEN_PREFIX);
+}
+
 bool token_well_formed(const char *s)
 {
-	if (strncmp(s, TOKEN_PREFIX, 3) != 0 || strlen(s) != TOKEN_SECRET_LEN)
-		return false;
-	return strspn(s + 3, b64url) == TOKEN_SECRET_LEN - 3;
+	return secret_well_formed(s, TOKEN_PREFIX, TOKEN_SECRET_LEN);
+}
+
+int attempt_credential_generate(char out[ATTEMPT_SECRET_LEN + 1])
+{
+	return secret_generate(out, ATTEMPT_PREFIX);
+}
+
+bool attempt_credential_well_formed(const char *s)
+{
+	return secret_well_formed(s, ATTEMPT_PREFIX, ATTEMPT_SECRET_LEN);
 }
 
 void token_hash(const char *secret, unsigned char hash[TOKEN_HASH_LEN])

@@ -21,6 +21,16 @@ int token_generate(char out[TOKEN_SECRET_LEN + 1]);
 /* RET: true when s has the shape of a secret (prefix, length, alphabet). */
 bool token_well_formed(const char *s);
 
+/*
+ * A job attempt's credential: "tya_" and 43 base64url characters, made and
+ * stored (hashed) the same way as a token, but accepted only on the
+ * routes of its own attempt while that attempt is live.
+ */
+#define ATTEMPT_PREFIX     "tya_"
+#define ATTEMPT_SECRET_LEN (4 + 43)
+int attempt_credential_generate(char out[ATTEMPT_SECRET_LEN + 1]);
+bool attempt_credential_well_formed(const char *s);
+
 /* OUT: hash = SHA-256(secret). */
 void token_hash(const char *secret, unsigned char hash[TOKEN_HASH_LEN]);
 

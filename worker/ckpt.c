@@ -958,10 +958,14 @@ int ckpt_list(ckpt_store *s, ckpt_entry **out, int *n, char *err, size_t errlen)
 		int step = parse_step_dir(names.names[i]);
 		if (step < 0)
 			continue;
-		ckpt_manifest m;
+		/* a manifest that is there but does not read (corrupt, or sealed with
+		 * another key) makes a complete checkpoint that verification refuses,
+		 * never an interrupted write that pruning may take away */
+		char name[64];
+		bool there = false;
 		e[k].step = step;
-		e[k].complete = ckpt_manifest_read(s, step, &m, NULL, 0) == 0;
-		ckpt_manifest_release(&m);
+		snprintf(name, sizeof(name), "step_%08d/manifest.json", step);
+		e[k].complete = ckpt_store_exists(s, name, &there, NULL, 0) == 0 && there;
 		k++;
 	}
 	ckpt_names_release(&names);
@@ -979,14 +983,16 @@ int ckpt_latest(ckpt_store *s, int *step, char *err, size_t errlen)
 	int rc = ckpt_list(s, &e, &n, err, errlen);
 	if (rc)
 		return rc;
-	for (int i = n - 1; i >= 0; i--)
-		if (e[i].complete) {
+	for (int i = n - 1; i >= 0 && *step < 0; i--) {
+		ckpt_manifest m;
+		memset(&m, 0, sizeof(m));
+		if (e[i].complete && ckpt_manifest_read(s, e[i].step, &m, NULL, 0) == 0)
 			*step = e[i].step;
-			break;
-		}
+		ckpt_manifest_release(&m);
+	}
 	free(e);
 	if (*step < 0) {
-		train_errf(err, errlen, "no complete checkpoint in the store");
+		train_errf(err, errlen, "no checkpoint with a readable manifest in the store");
 		return CKPT_ERR_NOTFOUND;
 	}
 	return 0;

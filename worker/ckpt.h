@@ -155,7 +155,7 @@ void ckpt_manifest_release(ckpt_manifest *m);
 
 typedef struct ckpt_entry {
 	int step;
-	bool complete; /* the manifest exists and parses */
+	bool complete; /* the manifest exists (ckpt_find_valid verifies it) */
 } ckpt_entry;
 
 /*
@@ -164,7 +164,7 @@ typedef struct ckpt_entry {
  */
 int ckpt_list(ckpt_store *s, ckpt_entry **out, int *n, char *err, size_t errlen);
 
-/* OUT *step: the newest complete step. CKPT_ERR_NOTFOUND when there is none. */
+/* OUT *step: the newest step whose manifest reads. CKPT_ERR_NOTFOUND when there is none. */
 int ckpt_latest(ckpt_store *s, int *step, char *err, size_t errlen);
 
 /*

@@ -3,12 +3,16 @@
  * files into token shards, `reshard` rewrites a checkpoint for another
  * parallel layout. Exit statuses: exitcode.h.
  */
+#include <errno.h>
 #include <getopt.h>
+#include <openssl/crypto.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "crypt.h"
 #include "exitcode.h"
 #include "reshard.h"
 #include "tokenize.h"
@@ -35,6 +39,10 @@ static void usage(FILE *f)
 	        "  --peak-flops F       per-rank peak FLOP/s for MFU\n"
 	        "  --threads N          OpenMP threads per rank\n"
 	        "  --loss-scale S       fp16: the initial dynamic loss scale (default 65536)\n"
+	        "  --memory-limit BYTES cap each rank's address space; beyond it: out of memory\n"
+	        "  --encrypt TENANT_ID:JOB_ID  seal checkpoints for that tenant and job with the\n"
+	        "                       data key in TRAINYARD_DATA_KEY (64 hex digits; the\n"
+	        "                       variable is cleared once read)\n"
 	        "\n"
 	        "\n"
 	        "reshard: rewrite the newest valid checkpoint of --from (or --step N) into --to\n"
@@ -58,6 +66,49 @@ static int load_config(train_config *tc, const char *path, char **overrides, int
 	return TRAIN_OK;
 }
 
+/* A whole number of bytes, at least 1. RET 0, or -1. */
+static int parse_bytes(const char *text, size_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(text, &end, 10);
+	if (errno || end == text || *end || v == 0 || text[0] == '-' || v > SIZE_MAX)
+		return -1;
+	*out = (size_t)v;
+	return 0;
+}
+
+/*
+ * The sealing context of --encrypt TENANT_ID:JOB_ID, with the data key of
+ * TRAINYARD_DATA_KEY, which is then wiped from the environment (the key is
+ * never on a command line). RET 0, or -1 after saying why.
+ */
+static int sealing_ctx(const char *arg, crypt_object_ctx *out)
+{
+	char ids[2 * CRYPT_ID_MAX + 2];
+	snprintf(ids, sizeof(ids), "%s", arg);
+	char *job = strchr(ids, ':');
+	char *hex = getenv("TRAINYARD_DATA_KEY");
+	crypt_key key;
+	int rc = -1;
+	if (!job)
+		fprintf(stderr, "trainyard-train: --encrypt takes TENANT_ID:JOB_ID\n");
+	else if (!hex || !crypt_key_from_hex(hex, strlen(hex), &key))
+		fprintf(stderr, "trainyard-train: --encrypt needs TRAINYARD_DATA_KEY, 64 hex digits\n");
+	else {
+		*job++ = '\0';
+		rc = crypt_object_ctx_init(out, ids, job, &key);
+		if (rc < 0)
+			fprintf(stderr, "trainyard-train: --encrypt: tenant and job must be ids\n");
+		crypt_key_clear(&key);
+	}
+	if (hex) {
+		OPENSSL_cleanse(hex, strlen(hex));
+		unsetenv("TRAINYARD_DATA_KEY");
+	}
+	return rc < 0 ? -1 : 0;
+}
+
 static int cmd_train(int argc, char **argv)
 {
 	static const struct option opts[] = {{"spec", required_argument, 0, 's'},
@@ -71,12 +122,17 @@ static int cmd_train(int argc, char **argv)
 	                                     {"peak-flops", required_argument, 0, 'p'},
 	                                     {"threads", required_argument, 0, 't'},
 	                                     {"loss-scale", required_argument, 0, 'l'},
+	                                     {"memory-limit", required_argument, 0, 'M'},
+	                                     {"encrypt", required_argument, 0, 'E'},
 	                                     {"help", no_argument, 0, 'h'},
 	                                     {0, 0, 0, 0}};
 	train_options o = {.stop_after = -1};
 	const char *spec = NULL;
 	char **overrides = calloc((size_t)argc, sizeof(char *));
 	int n_over = 0, c;
+	bool bad_limit = false;
+	const char *encrypt_for = NULL;
+	crypt_object_ctx sealed;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
@@ -112,6 +168,12 @@ static int cmd_train(int argc, char **argv)
 		case 'l':
 			o.loss_scale = atof(optarg);
 			break;
+		case 'M':
+			bad_limit = parse_bytes(optarg, &o.memory_limit) < 0;
+			break;
+		case 'E':
+			encrypt_for = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			free(overrides);
@@ -122,18 +184,27 @@ static int cmd_train(int argc, char **argv)
 			return TRAIN_USAGE;
 		}
 	}
-	if (!spec || optind != argc || o.stop_after < -1 || o.threads < 0) {
+	if (!spec || optind != argc || o.stop_after < -1 || o.threads < 0 || bad_limit) {
 		usage(stderr);
 		free(overrides);
 		return TRAIN_USAGE;
 	}
+	if (encrypt_for) {
+		if (sealing_ctx(encrypt_for, &sealed) < 0) {
+			free(overrides);
+			return TRAIN_USAGE;
+		}
+		o.encrypt = &sealed;
+	}
 	train_config tc;
 	int rc = load_config(&tc, spec, overrides, n_over);
 	free(overrides);
-	if (rc != TRAIN_OK)
-		return rc;
-	rc = train_run(&tc, &o);
-	train_config_release(&tc);
+	if (rc == TRAIN_OK) {
+		rc = train_run(&tc, &o);
+		train_config_release(&tc);
+	}
+	if (encrypt_for)
+		crypt_object_ctx_clear(&sealed);
 	return rc;
 }
 

@@ -98,6 +98,19 @@ struct ckpt_stream {
 ckpt_store *ckpt_store_dir(const char *root);
 void ckpt_store_free(ckpt_store *s);
 
+/*
+ * The encrypted store (stream_crypt.c): the plain-file store over root, with
+ * every file an encrypted object of ctx (crypt.h) whose AAD name is its
+ * relative name, so a file moved to another name, job or tenant, altered
+ * or truncated fails to read (CKPT_STORE_ERR_IO, naming the file). Commit
+ * seals the final chunk, then commits as the plain store does. Reads
+ * return only authenticated bytes. ctx is copied; the store clears its
+ * key when freed. Directories it creates are made 0700.
+ * RET: the store, or NULL when out of memory or ctx is invalid.
+ */
+struct crypt_object_ctx;
+ckpt_store *ckpt_store_encrypted(const char *root, const struct crypt_object_ctx *ctx);
+
 /* RET: true when name is a valid relative name (see above; "" is not). */
 bool ckpt_name_valid(const char *name);
 

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "ckpt.h"
@@ -681,7 +682,8 @@ static int setup(run *r)
 	                 r->o->loss_scale > 0 ? (float)r->o->loss_scale : 65536.0f, 1000);
 	spike_init(&r->spikes, 100, 20, 6.0);
 	if (r->o->ckpt_dir) {
-		r->store = ckpt_store_dir(r->o->ckpt_dir);
+		r->store = r->o->encrypt ? ckpt_store_encrypted(r->o->ckpt_dir, r->o->encrypt)
+		                         : ckpt_store_dir(r->o->ckpt_dir);
 		if (!r->store || ckpt_store_mkdir(r->store, "", r->err, sizeof(r->err)) < 0)
 			return fail(r, TRAIN_INVALID_CONFIG,
 			            "could not use the checkpoint directory");
@@ -776,8 +778,23 @@ static int loop(run *r)
 	return TRAIN_OK;
 }
 
+/* Cap this rank's address space, so a run that needs more fails as out of memory. */
+static int limit_memory(size_t bytes)
+{
+	struct rlimit rl;
+	if (bytes == 0 || getrlimit(RLIMIT_AS, &rl) < 0)
+		return 0;
+	rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < bytes ? rl.rlim_max : bytes;
+	return setrlimit(RLIMIT_AS, &rl);
+}
+
 int train_run(const train_config *tc, const train_options *o)
 {
+	if (limit_memory(o->memory_limit) < 0) {
+		fprintf(stderr, "trainyard-train: could not set the memory limit: %s\n",
+		        strerror(errno));
+		return TRAIN_INTERNAL;
+	}
 	run r;
 	memset(&r, 0, sizeof(r));
 	r.tc = tc;

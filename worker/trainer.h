@@ -7,8 +7,11 @@
 #define TY_TRAINER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "train_config.h"
+
+struct crypt_object_ctx;
 
 typedef struct train_options {
 	const char *ckpt_dir;    /* checkpoints here; resume from the newest valid one */
@@ -20,6 +23,8 @@ typedef struct train_options {
 	int threads;             /* OpenMP threads; 0: the default */
 	double loss_scale;       /* fp16: the initial loss scale; 0: 65536 */
 	bool no_resume;          /* start fresh even if checkpoints exist */
+	size_t memory_limit;     /* bytes of address space per rank (RLIMIT_AS); 0: none */
+	const struct crypt_object_ctx *encrypt; /* checkpoints sealed for this tenant and job; NULL: plain */
 } train_options;
 
 /* RET: a train_exit status (exitcode.h). Messages go to stderr. */

@@ -16,17 +16,20 @@ static bool expected_has(role r, perm p)
 	    [ROLE_NONE] = "",
 	    [ROLE_ADMIN] = "authenticated tenant.create tenant.list_all tenant.read quota.read "
 	                   "quota.write member.read member.write user.create user.read "
-	                   "token.manage job.submit job.read job.cancel audit.read",
+	                   "token.manage job.submit job.read job.cancel audit.read job.dispatch "
+	                   "checkpoint.download key.rotate key.shred",
 	    [ROLE_PLATFORM_AUDITOR] = "authenticated tenant.list_all tenant.read quota.read "
 	                              "member.read user.read job.read audit.read",
 	    [ROLE_OWNER] = "authenticated tenant.read quota.read member.read member.write "
-	                   "job.submit job.read job.cancel audit.read",
+	                   "job.submit job.read job.cancel audit.read checkpoint.download "
+	                   "key.rotate",
 	    [ROLE_EDITOR] = "authenticated tenant.read quota.read member.read job.submit "
-	                    "job.read job.cancel",
+	                    "job.read job.cancel checkpoint.download",
 	    [ROLE_VIEWER] = "authenticated tenant.read quota.read member.read job.read",
 	    [ROLE_TENANT_AUDITOR] = "authenticated tenant.read quota.read member.read job.read "
 	                            "audit.read",
 	    [ROLE_SELF] = "authenticated user.read token.manage",
+	    [ROLE_ATTEMPT] = "attempt.report",
 	};
 	const char *list = table[r];
 	const char *name = perm_name(p);
@@ -69,25 +72,31 @@ START_TEST(decide_every_combination)
 	int checked = 0;
 	for (size_t a = 0; a < 3; a++)
 		for (size_t b = 0; b < 5; b++)
-			for (int self = 0; self < 2; self++)
+			for (int who = 0; who < 4; who++)
 				for (int sc = 0; sc < SCOPE__COUNT; sc++)
 					for (int p = 0; p < PERM__COUNT; p++) {
-						authz_subject s = {platforms[a], tenants[b], self};
-						bool tenant_scope =
-						    sc == SCOPE_TENANT || sc == SCOPE_JOB;
+						bool self = who & 1, att = who & 2;
+						authz_subject s = {platforms[a], tenants[b], self, att};
+						bool tenant_scope = sc == SCOPE_TENANT ||
+						                    sc == SCOPE_JOB ||
+						                    sc == SCOPE_CHECKPOINT;
 						bool user_scope =
 						    sc == SCOPE_USER || sc == SCOPE_TOKEN;
+						bool attempt_scope = sc == SCOPE_ATTEMPT;
 						bool allow = expected_has(s.platform, (perm)p) ||
 						             (tenant_scope &&
 						              expected_has(s.tenant, (perm)p)) ||
 						             (user_scope && self &&
 						              expected_has(ROLE_SELF, (perm)p)) ||
+						             (attempt_scope && att &&
+						              expected_has(ROLE_ATTEMPT, (perm)p)) ||
 						             (sc == SCOPE_PLATFORM &&
 						              p == PERM_AUTHENTICATED);
 						bool related =
 						    is_platform(s.platform) ||
 						    (tenant_scope && is_tenant(s.tenant)) ||
-						    (user_scope && self) || sc == SCOPE_PLATFORM;
+						    (user_scope && self) || (attempt_scope && att) ||
+						    sc == SCOPE_PLATFORM;
 						authz_result want = allow     ? AUTHZ_ALLOW
 						                    : related ? AUTHZ_DENY_FORBIDDEN
 						                              : AUTHZ_DENY_HIDDEN;
@@ -102,22 +111,38 @@ START_TEST(decide_every_combination)
 						              perm_name((perm)p), got, want);
 						checked++;
 					}
-	ck_assert_int_eq(checked, 3 * 5 * 2 * SCOPE__COUNT * PERM__COUNT);
+	ck_assert_int_eq(checked, 3 * 5 * 4 * SCOPE__COUNT * PERM__COUNT);
 }
 END_TEST
 
 START_TEST(other_tenant_is_hidden)
 {
 	/* an owner elsewhere has no role here: every tenant permission reads as missing */
-	authz_subject s = {ROLE_NONE, ROLE_NONE, false};
+	authz_subject s = {ROLE_NONE, ROLE_NONE, false, false};
 	for (int p = 0; p < PERM__COUNT; p++) {
 		ck_assert_int_eq(authz_decide(&s, (perm)p, SCOPE_TENANT), AUTHZ_DENY_HIDDEN);
 		ck_assert_int_eq(authz_decide(&s, (perm)p, SCOPE_JOB), AUTHZ_DENY_HIDDEN);
 	}
 	/* a viewer in the tenant sees it but may not submit */
-	authz_subject v = {ROLE_NONE, ROLE_VIEWER, false};
+	authz_subject v = {ROLE_NONE, ROLE_VIEWER, false, false};
 	ck_assert_int_eq(authz_decide(&v, PERM_JOB_SUBMIT, SCOPE_TENANT), AUTHZ_DENY_FORBIDDEN);
 	ck_assert_int_eq(authz_decide(&v, PERM_JOB_READ, SCOPE_JOB), AUTHZ_ALLOW);
+}
+END_TEST
+
+/* Only an attempt's own credential reports for it; no user role does, not even an admin. */
+START_TEST(attempt_reports_only_for_itself)
+{
+	authz_subject admin = {ROLE_ADMIN, ROLE_NONE, false, false};
+	authz_subject owner = {ROLE_NONE, ROLE_OWNER, false, false};
+	authz_subject mine = {ROLE_NONE, ROLE_NONE, false, true};
+	ck_assert_int_eq(authz_decide(&admin, PERM_ATTEMPT_REPORT, SCOPE_ATTEMPT),
+	                 AUTHZ_DENY_FORBIDDEN);
+	ck_assert_int_eq(authz_decide(&owner, PERM_ATTEMPT_REPORT, SCOPE_ATTEMPT),
+	                 AUTHZ_DENY_HIDDEN);
+	ck_assert_int_eq(authz_decide(&mine, PERM_ATTEMPT_REPORT, SCOPE_ATTEMPT), AUTHZ_ALLOW);
+	ck_assert_int_eq(authz_decide(&mine, PERM_JOB_READ, SCOPE_JOB), AUTHZ_DENY_HIDDEN);
+	ck_assert_int_eq(authz_decide(&mine, PERM_ATTEMPT_REPORT, SCOPE_JOB), AUTHZ_DENY_HIDDEN);
 }
 END_TEST
 
@@ -128,7 +153,7 @@ START_TEST(grant_needs_every_permission)
 		for (int t = ROLE_NONE; t <= ROLE_TENANT_AUDITOR; t++) {
 			if (t == ROLE_ADMIN || t == ROLE_PLATFORM_AUDITOR)
 				continue;
-			authz_subject s = {platforms[a], (role)t, false};
+			authz_subject s = {platforms[a], (role)t, false, false};
 			for (int target = 0; target < ROLE__COUNT; target++) {
 				bool want = is_tenant((role)target);
 				bool can_write = expected_has(s.platform, PERM_MEMBER_WRITE) ||
@@ -145,9 +170,9 @@ START_TEST(grant_needs_every_permission)
 			}
 		}
 	/* the cases people ask about */
-	authz_subject owner = {ROLE_NONE, ROLE_OWNER, false};
-	authz_subject editor = {ROLE_NONE, ROLE_EDITOR, false};
-	authz_subject auditor = {ROLE_PLATFORM_AUDITOR, ROLE_NONE, false};
+	authz_subject owner = {ROLE_NONE, ROLE_OWNER, false, false};
+	authz_subject editor = {ROLE_NONE, ROLE_EDITOR, false, false};
+	authz_subject auditor = {ROLE_PLATFORM_AUDITOR, ROLE_NONE, false, false};
 	ck_assert(authz_can_grant(&owner, ROLE_OWNER));
 	ck_assert(authz_can_grant(&owner, ROLE_VIEWER));
 	ck_assert(!authz_can_grant(&editor, ROLE_VIEWER));
@@ -178,6 +203,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, decide_every_combination);
 	tcase_add_test(tc, other_tenant_is_hidden);
 	tcase_add_test(tc, grant_needs_every_permission);
+	tcase_add_test(tc, attempt_reports_only_for_itself);
 	tcase_add_test(tc, names_round_trip);
 	suite_add_tcase(s, tc);
 	return s;

@@ -101,14 +101,19 @@ START_TEST(route_table_invariants)
 	ck_assert_uint_gt(n, 20);
 	for (size_t i = 0; i < n; i++) {
 		const char *pat = rt[i].pattern;
-		bool mut = strcmp(rt[i].method, "GET") != 0;
+		bool computes = (rt[i].flags & ROUTE_COMPUTE) != 0;
+		bool mut = strcmp(rt[i].method, "GET") != 0 && !computes;
 		ck_assert_msg(mut == (rt[i].action != NULL), "%s %s: audit action", rt[i].method,
 		              pat);
+		ck_assert_msg(!computes || strcmp(rt[i].method, "POST") == 0,
+		              "%s %s: only a POST computes", rt[i].method, pat);
 		ck_assert_ptr_nonnull(rt[i].handler);
 		scope want = strstr(pat, "{tenant}")     ? SCOPE_TENANT
 		             : strstr(pat, "{job}")      ? SCOPE_JOB
 		             : strstr(pat, "{user}")     ? SCOPE_USER
 		             : strstr(pat, "{token_id}") ? SCOPE_TOKEN
+		             : strstr(pat, "{checkpoint}") ? SCOPE_CHECKPOINT
+		             : strstr(pat, "{attempt}")  ? SCOPE_ATTEMPT
 		                                         : SCOPE_PLATFORM;
 		ck_assert_msg(rt[i].scope == want, "%s %s: scope", rt[i].method, pat);
 		if (rt[i].flags & ROUTE_PUBLIC)

@@ -1,0 +1,450 @@
+/*
+ * h_attempts.c - job attempts: starting one (the dispatcher's route), and
+ * the worker runtime's own routes, authenticated by the attempt credential
+ * (auth.c): its job, heartbeats, metrics, checkpoints, events and the end.
+ *
+ * An attempt is live from its creation until it ends or its credential
+ * expires (the job's time limit plus a margin). Its credential is returned
+ * once, at creation, and only its SHA-256 is kept.
+ */
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "handlers.h"
+#include "jobspec.h"
+#include "jobstate.h"
+#include "server.h"
+#include "token.h"
+
+/* Credentials outlive the job's time limit by this much. */
+#define ATTEMPT_MARGIN_MINUTES 15
+
+/* Commit with an audit record of resource, or answer the failure. RET 0 or answered. */
+static int commit_audited(api_req *rq, int status, const char *resource, json_t *detail)
+{
+	int rc = api_audit(rq, status, resource, detail);
+	json_decref(detail);
+	if (rc == 0)
+		rc = db_commit(rq->db);
+	if (rc)
+		return api_fail_db(rq, rc), -1;
+	return 0;
+}
+
+int h_attempt_create(api_req *rq)
+{
+	int rc = api_db(rq);
+	if (rc || (rc = db_begin(rq->db)))
+		return api_fail_db(rq, rc);
+	const char *p[] = {rq->scope.job_id};
+	PGresult *r;
+	rc = db_query(rq->db, &r,
+	              "SELECT state, attempts + 1,"
+	              " coalesce((spec->'resources'->>'time_limit_minutes')::int, 60)"
+	              " FROM jobs WHERE id = $1 FOR UPDATE",
+	              1, p);
+	if (rc) {
+		PQclear(r);
+		return api_fail_db(rq, rc);
+	}
+	int state = job_state_parse(PQgetvalue(r, 0, 0));
+	char number[16], minutes[16];
+	snprintf(number, sizeof(number), "%s", PQgetvalue(r, 0, 1));
+	snprintf(minutes, sizeof(minutes), "%d",
+	         atoi(PQgetvalue(r, 0, 2)) + ATTEMPT_MARGIN_MINUTES);
+	PQclear(r);
+	if (state != JOB_QUEUED)
+		return api_fail(rq, ERR_JOB_STATE_CONFLICT,
+		                "an attempt starts from a queued job; this one is %s",
+		                job_state_name((job_state)state));
+	char secret[ATTEMPT_SECRET_LEN + 1], hex[2 * TOKEN_HASH_LEN + 1];
+	unsigned char hash[TOKEN_HASH_LEN];
+	if (attempt_credential_generate(secret) < 0)
+		return api_fail(rq, ERR_INTERNAL, "could not generate a credential");
+	token_hash(secret, hash);
+	hex_encode(hash, sizeof(hash), hex);
+	json_t *a = NULL;
+	const char *q[] = {rq->scope.job_id, number, hex, minutes};
+	if ((rc = jobstate_transition(rq->db, rq->scope.job_id, JOB_DISPATCHING, "dispatched",
+	                              rq->who.user_id, NULL, NULL)) ||
+	    (rc = jobstate_transition(rq->db, rq->scope.job_id, JOB_SCHEDULED, "attempt started",
+	                              rq->who.user_id, NULL, NULL)) ||
+	    (rc = db_query(rq->db, NULL, "UPDATE jobs SET attempts = attempts + 1 WHERE id = $1",
+	                   1, q)) ||
+	    (rc = api_query_json(
+	         rq,
+	         "WITH a AS (INSERT INTO job_attempts (job_id, number, credential, expires_at)"
+	         " VALUES ($1, $2::int, decode($3, 'hex'), now() + $4::int * interval '1 minute')"
+	         " RETURNING *) SELECT row_to_json(x) FROM (SELECT id, job_id, number, state, " TS(
+	             "expires_at") " AS expires_at FROM a) x",
+	         4, q, &a))) {
+		OPENSSL_cleanse(secret, sizeof(secret));
+		return rc == -ERR_JOB_STATE_CONFLICT
+		           ? api_fail(rq, rc, "the job cannot start an attempt now")
+		           : api_fail_db(rq, rc);
+	}
+	char res[128];
+	snprintf(res, sizeof(res), "job/%s/attempt/%s", rq->scope.job_id,
+	         json_string_value(json_object_get(a, "id")));
+	if (commit_audited(rq, 201, res, json_pack("{s:s}", "number", number)) < 0) {
+		json_decref(a);
+		OPENSSL_cleanse(secret, sizeof(secret));
+		return 0;
+	}
+	json_object_set_new(a, "credential", json_string(secret));
+	OPENSSL_cleanse(secret, sizeof(secret));
+	return api_reply(rq, 201, a);
+}
+
+int h_attempt_get(api_req *rq)
+{
+	const char *p[] = {rq->scope.attempt_id};
+	return api_reply_row(
+	    rq,
+	    "SELECT row_to_json(x) FROM (SELECT a.id, a.job_id, j.tenant_id, a.number, a.state, " TS(
+	        "a.expires_at") " AS expires_at, j.name AS job_name, j.state AS job_state, j.spec"
+	                        " FROM job_attempts a JOIN jobs j ON j.id = a.job_id"
+	                        " WHERE a.id = $1) x",
+	    1, p, ERR_ATTEMPT_NOT_FOUND);
+}
+
+/*
+ * Every report refreshes the heartbeat; the first one of a starting
+ * attempt makes it, and its scheduled job, running. OUT: job_state (the
+ * job's state now, for the runtime: "cancelling" tells it to stop).
+ */
+static int mark_running(api_req *rq, char now_state[16])
+{
+	const char *p[] = {rq->scope.attempt_id};
+	PGresult *r;
+	int rc = db_query(rq->db, &r,
+	                  "WITH old AS (SELECT state FROM job_attempts WHERE id = $1 FOR UPDATE)"
+	                  " UPDATE job_attempts a SET heartbeat_at = now(), state = 'running'"
+	                  " FROM old WHERE a.id = $1 AND old.state <> 'ended'"
+	                  " RETURNING old.state, (SELECT state FROM jobs WHERE id = a.job_id)",
+	                  1, p);
+	if (rc == 0 && PQntuples(r) != 1)
+		rc = -ERR_ATTEMPT_ENDED;
+	bool start = rc == 0 && strcmp(PQgetvalue(r, 0, 0), "starting") == 0 &&
+	             strcmp(PQgetvalue(r, 0, 1), "scheduled") == 0;
+	snprintf(now_state, 16, "%s", rc == 0 ? PQgetvalue(r, 0, 1) : "");
+	PQclear(r);
+	if (start) {
+		rc = jobstate_transition(rq->db, rq->scope.job_id, JOB_RUNNING, "attempt running",
+		                         NULL, NULL, NULL);
+		snprintf(now_state, 16, "%s", "running");
+	}
+	return rc;
+}
+
+/* Answer a failed report. */
+static int report_failed(api_req *rq, int rc)
+{
+	if (rc == -ERR_ATTEMPT_ENDED)
+		return api_fail(rq, ERR_ATTEMPT_ENDED, "the attempt has ended");
+	if (rc == -ERR_JOB_STATE_CONFLICT)
+		return api_fail(rq, ERR_JOB_STATE_CONFLICT, "the job's state does not allow it");
+	return api_fail_db(rq, rc);
+}
+
+static void attempt_resource(const api_req *rq, const char *what, char *out, size_t n)
+{
+	snprintf(out, n, "job/%s/attempt/%s%s%s", rq->scope.job_id, rq->scope.attempt_id,
+	         what[0] ? "/" : "", what);
+}
+
+int h_attempt_heartbeat(api_req *rq)
+{
+	char now_state[16];
+	int rc = api_db(rq);
+	if (rc || (rc = db_begin(rq->db)))
+		return api_fail_db(rq, rc);
+	if ((rc = mark_running(rq, now_state)))
+		return report_failed(rq, rc);
+	char res[160];
+	attempt_resource(rq, "heartbeat", res, sizeof(res));
+	if (commit_audited(rq, 200, res, NULL) < 0)
+		return 0;
+	return api_reply(rq, 200, json_pack("{s:s}", "job_state", now_state));
+}
+
+/* The metrics body: {"steps": [{"step": n, ...}, ...]}, each step once. */
+static int metrics_validate(const json_t *in, verrs *v)
+{
+	static const char *const fields[] = {"steps", NULL};
+	jsonx_only_fields(in, "", fields, v);
+	const json_t *steps = json_object_get(in, "steps");
+	if (!json_is_array(steps) || json_array_size(steps) == 0) {
+		verrs_add(v, "/steps", steps ? ERR_F_WRONG_TYPE : ERR_F_REQUIRED,
+		          "steps must be a non-empty array of step objects");
+		return -1;
+	}
+	size_t i;
+	const json_t *s;
+	json_array_foreach(steps, i, s)
+	{
+		char base[32];
+		snprintf(base, sizeof(base), "/steps/%zu", i);
+		int64_t step = 0;
+		if (!json_is_object(s))
+			verrs_add(v, base, ERR_F_WRONG_TYPE, "a step is an object");
+		else
+			jsonx_get_int(s, base, "step", true, 1, INT32_MAX, &step, v);
+	}
+	return verrs_count(v) ? -1 : 0;
+}
+
+int h_attempt_metrics(api_req *rq)
+{
+	json_t *in;
+	if (api_body_object(rq, &in) < 0)
+		return 0;
+	verrs v;
+	verrs_init(&v);
+	if (metrics_validate(in, &v) < 0) {
+		json_decref(in);
+		return api_fail_validation(rq, &v);
+	}
+	verrs_release(&v);
+	char *steps = json_dumps(json_object_get(in, "steps"), JSON_COMPACT);
+	size_t n = json_array_size(json_object_get(in, "steps"));
+	json_decref(in);
+	if (!steps)
+		return api_fail(rq, ERR_INTERNAL, "out of memory");
+	int rc = api_db(rq);
+	if (rc || (rc = db_begin(rq->db))) {
+		free(steps);
+		return api_fail_db(rq, rc);
+	}
+	const char *p[] = {rq->scope.job_id, rq->scope.attempt_id, steps};
+	char now_state[16];
+	rc = mark_running(rq, now_state);
+	if (rc == 0)
+		rc = db_query(rq->db, NULL,
+		              "INSERT INTO job_metrics (job_id, attempt_id, step, data)"
+		              " SELECT $1, $2, (e->>'step')::int, e"
+		              " FROM jsonb_array_elements($3::jsonb) e"
+		              " ON CONFLICT (job_id, attempt_id, step) DO UPDATE SET data = EXCLUDED.data",
+		              3, p);
+	free(steps);
+	if (rc)
+		return report_failed(rq, rc);
+	char res[160];
+	attempt_resource(rq, "metrics", res, sizeof(res));
+	if (commit_audited(rq, 200, res, json_pack("{s:I}", "steps", (json_int_t)n)) < 0)
+		return 0;
+	return api_reply(rq, 200, json_pack("{s:s}", "job_state", now_state));
+}
+
+/* A shard entry: {"name": "shard_00000_of_00002.bin", "bytes": n, "sha256": hex}. */
+static void shard_validate(const json_t *s, const char *base, verrs *v)
+{
+	static const char *const fields[] = {"name", "bytes", "sha256", NULL};
+	if (!json_is_object(s)) {
+		verrs_add(v, base, ERR_F_WRONG_TYPE, "a shard is an object");
+		return;
+	}
+	jsonx_only_fields(s, base, fields, v);
+	const char *name = NULL, *sha = NULL;
+	int64_t bytes = 0;
+	char ptr[64];
+	if (jsonx_get_str(s, base, "name", true, 64, &name, v) > 0 &&
+	    strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_.") != strlen(name)) {
+		jsonx_pointer(ptr, sizeof(ptr), base, "name");
+		verrs_add(v, ptr, ERR_F_INVALID_VALUE, "a shard name is [a-z0-9_.]");
+	}
+	jsonx_get_int(s, base, "bytes", true, 0, INT64_MAX, &bytes, v);
+	if (jsonx_get_str(s, base, "sha256", true, 64, &sha, v) > 0 &&
+	    (strlen(sha) != 64 || strspn(sha, "0123456789abcdef") != 64)) {
+		jsonx_pointer(ptr, sizeof(ptr), base, "sha256");
+		verrs_add(v, ptr, ERR_F_INVALID_VALUE, "sha256 is 64 lower-case hex digits");
+	}
+}
+
+/* {"step": s, "world": w, "shards": [w shard entries]}. OUT: *bytes, their sum. */
+static int checkpoint_validate(const json_t *in, verrs *v, int64_t *bytes)
+{
+	static const char *const fields[] = {"step", "world", "shards", NULL};
+	jsonx_only_fields(in, "", fields, v);
+	int64_t step = 0, world = 0;
+	jsonx_get_int(in, "", "step", true, 1, INT32_MAX, &step, v);
+	jsonx_get_int(in, "", "world", true, 1, 65536, &world, v);
+	const json_t *shards = json_object_get(in, "shards");
+	if (!json_is_array(shards) || (world > 0 && json_array_size(shards) != (size_t)world)) {
+		verrs_add(v, "/shards", shards ? ERR_F_INVALID_VALUE : ERR_F_REQUIRED,
+		          "shards must list one entry per rank of the world");
+		return -1;
+	}
+	size_t i;
+	const json_t *s;
+	*bytes = 0;
+	json_array_foreach(shards, i, s)
+	{
+		char base[32];
+		snprintf(base, sizeof(base), "/shards/%zu", i);
+		shard_validate(s, base, v);
+		*bytes += json_integer_value(json_object_get(s, "bytes"));
+	}
+	return verrs_count(v) ? -1 : 0;
+}
+
+int h_attempt_checkpoint(api_req *rq)
+{
+	json_t *in;
+	if (api_body_object(rq, &in) < 0)
+		return 0;
+	verrs v;
+	verrs_init(&v);
+	int64_t bytes = 0;
+	if (checkpoint_validate(in, &v, &bytes) < 0) {
+		json_decref(in);
+		return api_fail_validation(rq, &v);
+	}
+	verrs_release(&v);
+	char step[16], world[16], total[24];
+	snprintf(step, sizeof(step), "%lld", (long long)json_integer_value(json_object_get(in, "step")));
+	snprintf(world, sizeof(world), "%lld",
+	         (long long)json_integer_value(json_object_get(in, "world")));
+	snprintf(total, sizeof(total), "%lld", (long long)bytes);
+	char *shards = json_dumps(json_object_get(in, "shards"), JSON_COMPACT);
+	json_decref(in);
+	if (!shards)
+		return api_fail(rq, ERR_INTERNAL, "out of memory");
+	char now_state[16];
+	json_t *c = NULL;
+	int rc = api_db(rq);
+	if (rc == 0 && (rc = db_begin(rq->db)) == 0 && (rc = mark_running(rq, now_state)) == 0) {
+		/* a step written again (after a fallback) replaces the earlier record */
+		const char *p[] = {rq->scope.job_id, rq->scope.attempt_id, step, world, total, shards};
+		rc = api_query_json(
+		    rq,
+		    "WITH c AS (INSERT INTO checkpoints (job_id, attempt_id, step, world, bytes, shards)"
+		    " VALUES ($1, $2, $3::int, $4::int, $5::bigint, $6::jsonb)"
+		    " ON CONFLICT (job_id, step) DO UPDATE SET attempt_id = EXCLUDED.attempt_id,"
+		    " world = EXCLUDED.world, bytes = EXCLUDED.bytes, shards = EXCLUDED.shards,"
+		    " created_at = clock_timestamp() RETURNING id, step)"
+		    " SELECT row_to_json(c) FROM c",
+		    6, p, &c);
+	}
+	free(shards);
+	if (rc)
+		return report_failed(rq, rc);
+	char res[200];
+	snprintf(res, sizeof(res), "job/%s/checkpoint/%s", rq->scope.job_id,
+	         json_string_value(json_object_get(c, "id")));
+	if (commit_audited(rq, 201, res, json_pack("{s:s}", "step", step)) < 0) {
+		json_decref(c);
+		return 0;
+	}
+	return api_reply(rq, 201, c);
+}
+
+/*
+ * A runtime event, kept as a job event beside the state changes:
+ * {"kind": "fallback", "reason": "...", "detail": {...}}.
+ */
+int h_attempt_event(api_req *rq)
+{
+	static const char *const kinds[] = {"fallback", "restart", NULL};
+	static const char *const fields[] = {"kind", "reason", "detail", NULL};
+	json_t *in;
+	if (api_body_object(rq, &in) < 0)
+		return 0;
+	verrs v;
+	verrs_init(&v);
+	jsonx_only_fields(in, "", fields, &v);
+	const char *kind = NULL, *reason = "";
+	const json_t *detail = NULL;
+	if (jsonx_get_str(in, "", "kind", true, 32, &kind, &v) > 0 &&
+	    jsonx_enum_index(kind, kinds) < 0)
+		verrs_add(&v, "/kind", ERR_F_INVALID_VALUE, "kind is fallback or restart");
+	jsonx_get_str(in, "", "reason", true, 200, &reason, &v);
+	jsonx_get_obj(in, "", "detail", false, &detail, &v);
+	if (verrs_count(&v)) {
+		json_decref(in);
+		return api_fail_validation(rq, &v);
+	}
+	verrs_release(&v);
+	json_t *d = detail ? json_deep_copy(detail) : json_object();
+	json_object_set_new(d, "kind", json_string(kind));
+	json_object_set_new(d, "attempt_id", json_string(rq->scope.attempt_id));
+	char text[256];
+	snprintf(text, sizeof(text), "%s: %s", kind, reason);
+	json_decref(in);
+	char *dj = json_dumps(d, JSON_COMPACT);
+	char now_state[16];
+	int rc = api_db(rq);
+	if (rc == 0 && (rc = db_begin(rq->db)) == 0 && (rc = mark_running(rq, now_state)) == 0) {
+		const char *p[] = {rq->scope.job_id, text, dj ? dj : "{}"};
+		rc = db_query(rq->db, NULL,
+		              "INSERT INTO job_events (job_id, from_state, to_state, reason, detail)"
+		              " SELECT id, state, state, $2, $3::jsonb FROM jobs WHERE id = $1",
+		              3, p);
+	}
+	free(dj);
+	if (rc) {
+		json_decref(d);
+		return report_failed(rq, rc);
+	}
+	char res[160];
+	attempt_resource(rq, "event", res, sizeof(res));
+	if (commit_audited(rq, 201, res, d) < 0)
+		return 0;
+	return api_reply(rq, 201, json_pack("{s:s}", "job_state", now_state));
+}
+
+/*
+ * The end of an attempt: {"outcome": "succeeded" | "failed", "reason": "..."}.
+ * The attempt ends (its credential stops working) and the job moves to
+ * the outcome; a job being cancelled becomes cancelled instead.
+ */
+int h_attempt_finish(api_req *rq)
+{
+	static const char *const outcomes[] = {"succeeded", "failed", NULL};
+	static const char *const fields[] = {"outcome", "reason", NULL};
+	json_t *in;
+	if (api_body_object(rq, &in) < 0)
+		return 0;
+	verrs v;
+	verrs_init(&v);
+	jsonx_only_fields(in, "", fields, &v);
+	const char *outcome = NULL, *reason = "";
+	if (jsonx_get_str(in, "", "outcome", true, 16, &outcome, &v) > 0 &&
+	    jsonx_enum_index(outcome, outcomes) < 0)
+		verrs_add(&v, "/outcome", ERR_F_INVALID_VALUE, "outcome is succeeded or failed");
+	jsonx_get_str(in, "", "reason", false, 200, &reason, &v);
+	if (verrs_count(&v)) {
+		json_decref(in);
+		return api_fail_validation(rq, &v);
+	}
+	verrs_release(&v);
+	char oc[16], why[256];
+	snprintf(oc, sizeof(oc), "%s", outcome);
+	snprintf(why, sizeof(why), "%s", reason);
+	json_decref(in);
+	char now_state[16];
+	int rc = api_db(rq);
+	if (rc == 0 && (rc = db_begin(rq->db)) == 0)
+		rc = mark_running(rq, now_state);
+	job_state to = strcmp(now_state, "cancelling") == 0 ? JOB_CANCELLED
+	               : strcmp(oc, "succeeded") == 0      ? JOB_SUCCEEDED
+	                                                   : JOB_FAILED;
+	const char *p[] = {rq->scope.attempt_id, oc};
+	if (rc == 0)
+		rc = db_query(rq->db, NULL,
+		              "UPDATE job_attempts SET state = 'ended', outcome = $2, ended_at = now()"
+		              " WHERE id = $1",
+		              2, p);
+	if (rc == 0)
+		rc = jobstate_transition(rq->db, rq->scope.job_id, to, why[0] ? why : oc, NULL, NULL,
+		                         NULL);
+	if (rc)
+		return report_failed(rq, rc);
+	char res[160];
+	attempt_resource(rq, "", res, sizeof(res));
+	if (commit_audited(rq, 200, res, json_pack("{s:s, s:s}", "outcome", oc, "reason", why)) < 0)
+		return 0;
+	return api_reply(rq, 200, json_pack("{s:s}", "job_state", job_state_name(to)));
+}

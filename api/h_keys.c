@@ -1,0 +1,115 @@
+/*
+ * h_keys.c - the envelope keys over the API (keys.h): an attempt's worker
+ * runtime fetches its job's data key; a tenant's owner rotates the
+ * tenant's key-encryption key; the platform admin destroys a tenant's keys
+ * (crypto-shredding). Each is audited, in the transaction that does it;
+ * key material appears in no record and no log, and the data key only in
+ * the one answer to its attempt.
+ */
+#include <openssl/crypto.h>
+#include <stdio.h>
+
+#include "handlers.h"
+#include "keys.h"
+#include "server.h"
+
+static int keys_ready(api_req *rq)
+{
+	if (rq->srv->has_master)
+		return 0;
+	api_fail(rq, ERR_KEYS_UNAVAILABLE, "no master key is configured on this server");
+	return -1;
+}
+
+/* Answer a failed key operation. */
+static int key_failed(api_req *rq, int rc)
+{
+	if (rc == -ERR_KEYS_UNAVAILABLE)
+		return api_fail(rq, ERR_KEYS_UNAVAILABLE, "the tenant's keys were destroyed");
+	if (rc == -ERR_KEY_UNWRAP_FAILED)
+		return api_fail(rq, ERR_KEY_UNWRAP_FAILED,
+		                "a stored key did not unwrap: wrong master key, or altered rows");
+	return api_fail_db(rq, rc);
+}
+
+int h_attempt_key(api_req *rq)
+{
+	if (keys_ready(rq) < 0)
+		return 0;
+	int rc = api_db(rq);
+	if (rc || (rc = db_begin(rq->db)))
+		return api_fail_db(rq, rc);
+	crypt_key k;
+	int version = 0;
+	rc = keys_job_data_key(rq->db, &rq->srv->master, rq->scope.tenant_id, rq->scope.job_id, &k,
+	                       &version);
+	char res[160];
+	snprintf(res, sizeof(res), "job/%s/key", rq->scope.job_id);
+	json_t *d = json_pack("{s:i, s:s}", "tenant_key_version", version, "attempt_id",
+	                      rq->scope.attempt_id);
+	if (rc == 0)
+		rc = api_audit(rq, 200, res, d);
+	json_decref(d);
+	if (rc == 0)
+		rc = db_commit(rq->db);
+	if (rc) {
+		crypt_key_clear(&k);
+		return key_failed(rq, rc);
+	}
+	char hex[2 * CRYPT_KEY_LEN + 1];
+	static const char digits[] = "0123456789abcdef";
+	for (size_t i = 0; i < CRYPT_KEY_LEN; i++) {
+		hex[2 * i] = digits[k.bytes[i] >> 4];
+		hex[2 * i + 1] = digits[k.bytes[i] & 15];
+	}
+	hex[2 * CRYPT_KEY_LEN] = '\0';
+	crypt_key_clear(&k);
+	json_t *out = json_pack("{s:s, s:s, s:s}", "key", hex, "tenant_id", rq->scope.tenant_id,
+	                        "job_id", rq->scope.job_id);
+	OPENSSL_cleanse(hex, sizeof(hex));
+	return api_reply(rq, 200, out);
+}
+
+int h_key_rotate(api_req *rq)
+{
+	if (keys_ready(rq) < 0)
+		return 0;
+	int rc = api_db(rq);
+	if (rc || (rc = db_begin(rq->db)))
+		return api_fail_db(rq, rc);
+	int version = 0;
+	int64_t rewrapped = 0;
+	rc = keys_rotate(rq->db, &rq->srv->master, rq->scope.tenant_id, &version, &rewrapped);
+	char res[160];
+	snprintf(res, sizeof(res), "tenant/%s/keys", rq->scope.tenant_name);
+	json_t *out = json_pack("{s:i, s:I}", "version", version, "rewrapped", (json_int_t)rewrapped);
+	if (rc == 0)
+		rc = api_audit(rq, 200, res, out);
+	if (rc == 0)
+		rc = db_commit(rq->db);
+	if (rc) {
+		json_decref(out);
+		return key_failed(rq, rc);
+	}
+	return api_reply(rq, 200, out);
+}
+
+int h_key_shred(api_req *rq)
+{
+	int rc = api_db(rq);
+	if (rc || (rc = db_begin(rq->db)))
+		return api_fail_db(rq, rc);
+	int64_t destroyed = 0;
+	rc = keys_shred(rq->db, rq->scope.tenant_id, &destroyed);
+	char res[160];
+	snprintf(res, sizeof(res), "tenant/%s/keys", rq->scope.tenant_name);
+	json_t *d = json_pack("{s:I}", "data_keys_destroyed", (json_int_t)destroyed);
+	if (rc == 0)
+		rc = api_audit(rq, 204, res, d);
+	json_decref(d);
+	if (rc == 0)
+		rc = db_commit(rq->db);
+	if (rc)
+		return key_failed(rq, rc);
+	return api_reply(rq, 204, NULL);
+}

@@ -1,0 +1,259 @@
+/*
+ * h_plan.c - POST /v1/plan: the capacity planner (lib/plan.h) over HTTP.
+ *
+ * The request is read strictly: unknown fields are refused and every bad
+ * field is reported at once; the rules between fields run once every
+ * field is valid. The answer holds the layouts that fit, best first (or
+ * the one layout asked for, fitting or not) and a fallback ladder. The
+ * route reads and writes nothing in the database, so it is not audited.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "handlers.h"
+#include "jobspec.h"
+#include "plan.h"
+
+#define PLAN_DEVICES_MAX     1048576
+#define PLAN_CONFIGS_DEFAULT 20
+#define PLAN_CONFIGS_MAX     4096
+#define PLAN_BYTES_MAX       9007199254740992.0 /* 2^53: byte counts stay exact in JSON */
+#define PLAN_FLOPS_MAX       1e21
+#define PLAN_LINK_MAX        1e15
+#define MIB                  1048576.0
+
+typedef struct plan_request {
+	plan_input in;
+	bool fixed; /* a parallel layout was given */
+	plan_layout layout;
+	int max_configs;
+} plan_request;
+
+static const char *const body_fields[] = {"model",
+                                          "global_batch",
+                                          "micro_batch",
+                                          "precision",
+                                          "recompute",
+                                          "devices",
+                                          "device_memory_bytes",
+                                          "peak_flops",
+                                          "link_bytes_per_s",
+                                          "parallel",
+                                          "max_configs",
+                                          NULL};
+static const char *const parallel_fields[] = {"data_parallel", "tensor_parallel",
+                                              "pipeline_parallel", "zero_stage", NULL};
+
+/* An int member into *dst (which holds the default). RET as jsonx_get_int. */
+static int get_int(const json_t *obj, const char *base, const char *key, bool required, int64_t min,
+                   int64_t max, int *dst, verrs *v)
+{
+	int64_t x = *dst;
+	int rc = jsonx_get_int(obj, base, key, required, min, max, &x, v);
+	if (rc > 0)
+		*dst = (int)x;
+	return rc;
+}
+
+/* A positive number up to max into *dst. */
+static void get_rate(const json_t *in, const char *key, double max, double *dst, verrs *v)
+{
+	if (jsonx_get_num(in, "", key, true, 0, max, dst, v) > 0 && !(*dst > 0)) {
+		char ptr[64];
+		jsonx_pointer(ptr, sizeof(ptr), "", key);
+		verrs_add(v, ptr, ERR_F_OUT_OF_RANGE, "%s must be greater than 0 and at most %g",
+		          key, max);
+	}
+}
+
+/* A word among name(0 .. n-1) into *dst (which holds the default). */
+static void get_word(const json_t *in, const char *key, const char *(*name)(int), int n, int *dst,
+                     verrs *v)
+{
+	const char *s = NULL;
+	if (jsonx_get_str(in, "", key, false, 32, &s, v) <= 0)
+		return;
+	for (int i = 0; i < n; i++)
+		if (strcmp(s, name(i)) == 0) {
+			*dst = i;
+			return;
+		}
+	char ptr[64], list[96] = "";
+	for (int i = 0; i < n; i++)
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? ", " : "",
+		         name(i));
+	jsonx_pointer(ptr, sizeof(ptr), "", key);
+	verrs_add(v, ptr, ERR_F_INVALID_VALUE, "%s must be one of %s", key, list);
+}
+
+static const char *precision_name(int i)
+{
+	return jobspec_precision_name((jobspec_precision)i);
+}
+
+static const char *recompute_name(int i)
+{
+	return jobspec_recompute_name((jobspec_recompute)i);
+}
+
+static void read_parallel(const json_t *in, plan_request *r, verrs *v)
+{
+	const json_t *p = NULL;
+	r->layout = (plan_layout){1, 1, 1, 0};
+	if (jsonx_get_obj(in, "", "parallel", false, &p, v) <= 0)
+		return;
+	r->fixed = true;
+	jsonx_only_fields(p, "/parallel", parallel_fields, v);
+	plan_layout *l = &r->layout;
+	get_int(p, "/parallel", "data_parallel", false, 1, 65536, &l->data_parallel, v);
+	get_int(p, "/parallel", "tensor_parallel", false, 1, 1024, &l->tensor_parallel, v);
+	get_int(p, "/parallel", "pipeline_parallel", false, 1, 1024, &l->pipeline_parallel, v);
+	get_int(p, "/parallel", "zero_stage", false, 0, 3, &l->zero_stage, v);
+}
+
+/* Every field of the body. RET: the rows added. */
+static size_t read_fields(const json_t *in, const ty_config *cfg, plan_request *r, verrs *v)
+{
+	size_t before = verrs_count(v);
+	plan_input *x = &r->in;
+	jsonx_only_fields(in, "", body_fields, v);
+	jobspec_model_parse(in, &x->model, v);
+	get_int(in, "", "global_batch", true, 1, 16777216, &x->global_batch, v);
+	get_int(in, "", "micro_batch", true, 1, 65536, &x->micro_batch, v);
+	int word = JOBSPEC_PRECISION_FP32;
+	get_word(in, "precision", precision_name, 3, &word, v);
+	x->precision = (jobspec_precision)word;
+	word = JOBSPEC_RECOMPUTE_NONE;
+	get_word(in, "recompute", recompute_name, 3, &word, v);
+	x->recompute = (jobspec_recompute)word;
+	int64_t n = 0;
+	jsonx_get_int(in, "", "devices", true, 1, PLAN_DEVICES_MAX, &n, v);
+	x->devices = n;
+	n = (int64_t)cfg->gpu_memory_mib * (int64_t)MIB;
+	jsonx_get_int(in, "", "device_memory_bytes", false, 1, (int64_t)PLAN_BYTES_MAX, &n, v);
+	x->device_memory_bytes = (double)n;
+	get_rate(in, "peak_flops", PLAN_FLOPS_MAX, &x->peak_flops, v);
+	get_rate(in, "link_bytes_per_s", PLAN_LINK_MAX, &x->link_bytes_per_s, v);
+	r->max_configs = PLAN_CONFIGS_DEFAULT;
+	get_int(in, "", "max_configs", false, 1, PLAN_CONFIGS_MAX, &r->max_configs, v);
+	read_parallel(in, r, v);
+	return verrs_count(v) - before;
+}
+
+/* The rules between valid fields, each reported where it is fixed. */
+static void check_rules(const plan_request *r, verrs *v)
+{
+	const plan_input *x = &r->in;
+	const plan_layout *l = &r->layout;
+	if (x->global_batch % x->micro_batch != 0)
+		verrs_add(v, "/global_batch", ERR_F_BATCH_MISMATCH,
+		          "global_batch (%d) is not a whole number of micro_batch (%d)",
+		          x->global_batch, x->micro_batch);
+	if (!r->fixed)
+		return;
+	int64_t ranks = (int64_t)l->data_parallel * l->tensor_parallel * l->pipeline_parallel;
+	if (ranks != x->devices)
+		verrs_add(v, "/parallel/data_parallel", ERR_F_RANKS_MISMATCH,
+		          "data_parallel x tensor_parallel x pipeline_parallel is %lld but devices "
+		          "is %lld",
+		          (long long)ranks, (long long)x->devices);
+	if (x->model.heads % l->tensor_parallel != 0)
+		verrs_add(v, "/parallel/tensor_parallel", ERR_F_HEADS_NOT_DIVISIBLE,
+		          "heads (%d) is not divisible by tensor_parallel (%d)", x->model.heads,
+		          l->tensor_parallel);
+	if (x->model.layers % l->pipeline_parallel != 0)
+		verrs_add(v, "/parallel/pipeline_parallel", ERR_F_LAYERS_NOT_DIVISIBLE,
+		          "layers (%d) is not divisible by pipeline_parallel (%d)", x->model.layers,
+		          l->pipeline_parallel);
+	if (x->global_batch % x->micro_batch == 0 &&
+	    x->global_batch % ((int64_t)x->micro_batch * l->data_parallel) != 0)
+		verrs_add(
+		    v, "/global_batch", ERR_F_BATCH_MISMATCH,
+		    "global_batch (%d) is not micro_batch (%d) x data_parallel (%d) x a whole "
+		    "grad_accum",
+		    x->global_batch, x->micro_batch, l->data_parallel);
+}
+
+/* Bytes as a JSON integer, rounded up and capped at 2^53. */
+static json_int_t bytes(double b)
+{
+	b = ceil(b);
+	return (json_int_t)(b < PLAN_BYTES_MAX ? b : PLAN_BYTES_MAX);
+}
+
+static json_t *config_json(const plan_config *c)
+{
+	const plan_layout *l = &c->layout;
+	const plan_memory *m = &c->memory;
+	return json_pack(
+	    "{s:i, s:i, s:i, s:i, s:i, s:i, s:{s:I, s:I, s:I, s:I, s:I}, s:f,"
+	    " s:{s:I, s:I, s:I}, s:f, s:f, s:f, s:b, s:s?}",
+	    "data_parallel", l->data_parallel, "tensor_parallel", l->tensor_parallel,
+	    "pipeline_parallel", l->pipeline_parallel, "zero_stage", l->zero_stage, "micro_batch",
+	    c->micro_batch, "grad_accum", c->grad_accum, "memory", "params", bytes(m->params),
+	    "grads", bytes(m->grads), "optimizer", bytes(m->optimizer), "activations",
+	    bytes(m->activations), "total", bytes(m->total), "flops_per_step", c->flops_per_step,
+	    "comm_bytes_per_step", "dp", bytes(c->comm.dp), "tp", bytes(c->comm.tp), "pp",
+	    bytes(c->comm.pp), "bubble", c->bubble, "step_seconds", c->step_seconds, "tokens_per_s",
+	    c->tokens_per_s, "fits", c->fits, "reason", c->fits ? NULL : c->reason);
+}
+
+/* Append n configurations to a new array. RET: it, or NULL when out of memory. */
+static json_t *configs_json(const plan_config *c, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < n; i++)
+		if (json_array_append_new(a, config_json(&c[i])) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
+/* The answer: configs (ranked, or the one asked for), feasible, fallback. */
+static json_t *answer_json(const plan_request *r, const plan_config *configs, size_t n,
+                           size_t feasible)
+{
+	plan_config ladder[JOBSPEC_MAX_FALLBACK];
+	int rungs = 0;
+	if (n > 0)
+		rungs =
+		    plan_fallback_ladder(&r->in, &configs[0].layout, ladder, JOBSPEC_MAX_FALLBACK);
+	return json_pack("{s:o, s:I, s:o}", "configs", configs_json(configs, n), "feasible",
+	                 (json_int_t)feasible, "fallback", configs_json(ladder, (size_t)rungs));
+}
+
+int h_plan(api_req *rq)
+{
+	json_t *in;
+	if (api_body_object(rq, &in) < 0)
+		return 0;
+	plan_request r = {0};
+	verrs v;
+	verrs_init(&v);
+	if (read_fields(in, rq->cfg, &r, &v) == 0)
+		check_rules(&r, &v);
+	json_decref(in);
+	if (verrs_count(&v))
+		return api_fail_validation(rq, &v);
+	verrs_release(&v);
+
+	json_t *out;
+	if (r.fixed) {
+		plan_config c;
+		plan_evaluate(&r.in, &r.layout, &c);
+		out = answer_json(&r, &c, 1, c.fits ? 1 : 0);
+	} else {
+		plan_list list;
+		if (plan_enumerate(&r.in, &list) < 0)
+			return -ERR_INTERNAL;
+		size_t n = list.n < (size_t)r.max_configs ? list.n : (size_t)r.max_configs;
+		out = answer_json(&r, list.items, n, list.n);
+		plan_list_release(&list);
+	}
+	if (!out)
+		return -ERR_INTERNAL;
+	return api_reply(rq, 200, out);
+}

@@ -1,0 +1,320 @@
+/*
+ * crypt.c - keys: generation, the master key, wrapping, object contexts,
+ * and the file descriptor sink and source.
+ */
+#include "crypt.h"
+#include "crypt_aead.h"
+#include "error.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MASTER_KEY_ENV "TRAINYARD_MASTER_KEY"
+
+void crypt_errf(char *err, size_t errlen, const char *fmt, ...)
+{
+	if (err == NULL || errlen == 0)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- keys ----------------------------------------------------------- */
+
+int crypt_key_generate(crypt_key *k)
+{
+	if (RAND_bytes(k->bytes, sizeof(k->bytes)) != 1) {
+		crypt_key_clear(k);
+		return -ERR_INTERNAL;
+	}
+	return 0;
+}
+
+void crypt_key_clear(crypt_key *k)
+{
+	if (k != NULL)
+		OPENSSL_cleanse(k->bytes, sizeof(k->bytes));
+}
+
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+bool crypt_key_from_hex(const char *hex, size_t len, crypt_key *out)
+{
+	if (hex == NULL || len != 2 * CRYPT_KEY_LEN)
+		return false;
+	for (size_t i = 0; i < CRYPT_KEY_LEN; i++) {
+		int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
+		if (hi < 0 || lo < 0) {
+			crypt_key_clear(out);
+			return false;
+		}
+		out->bytes[i] = (unsigned char)(hi << 4 | lo);
+	}
+	return true;
+}
+
+/* ---- the master key ------------------------------------------------- */
+
+/* Refuse a key file that anyone but its owner, the service user, could read or swap. */
+static int check_key_file(int fd, const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		crypt_errf(err, errlen, "could not stat master key file \"%s\": %s", path,
+		           strerror(errno));
+		return -ERR_MASTER_KEY_INVALID;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		crypt_errf(err, errlen, "master key file \"%s\" is not a regular file", path);
+		return -ERR_MASTER_KEY_INVALID;
+	}
+	if (st.st_uid != geteuid()) {
+		crypt_errf(err, errlen,
+		           "master key file \"%s\" is owned by uid %u, not by the service user "
+		           "(uid %u)",
+		           path, (unsigned)st.st_uid, (unsigned)geteuid());
+		return -ERR_MASTER_KEY_INVALID;
+	}
+	if ((st.st_mode & 077) != 0) {
+		crypt_errf(err, errlen,
+		           "master key file \"%s\" has mode %04o: it must be 0600 or stricter "
+		           "(chmod 600)",
+		           path, (unsigned)(st.st_mode & 07777));
+		return -ERR_MASTER_KEY_INVALID;
+	}
+	return 0;
+}
+
+int crypt_master_load_file(const char *path, crypt_key *out, char *err, size_t errlen)
+{
+	char text[2 * CRYPT_KEY_LEN + 3];
+	size_t len = 0;
+	int rc = 0;
+	crypt_key_clear(out);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ELOOP)
+			crypt_errf(err, errlen, "master key file \"%s\" is a symbolic link", path);
+		else
+			crypt_errf(err, errlen, "could not open master key file \"%s\": %s", path,
+			           strerror(errno));
+		return -ERR_MASTER_KEY_INVALID;
+	}
+	rc = check_key_file(fd, path, err, errlen);
+	while (rc == 0 && len < sizeof(text)) {
+		ssize_t k = read(fd, text + len, sizeof(text) - len);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			crypt_errf(err, errlen, "could not read master key file \"%s\": %s", path,
+			           strerror(errno));
+			rc = -ERR_MASTER_KEY_INVALID;
+		}
+		if (k <= 0)
+			break;
+		len += (size_t)k;
+	}
+	close(fd);
+	if (rc == 0 && len == 2 * CRYPT_KEY_LEN + 1 && text[len - 1] == '\n')
+		len--;
+	if (rc == 0 && !crypt_key_from_hex(text, len, out)) {
+		crypt_errf(err, errlen,
+		           "master key file \"%s\" must hold 64 hex digits and an optional newline",
+		           path);
+		rc = -ERR_MASTER_KEY_INVALID;
+	}
+	OPENSSL_cleanse(text, sizeof(text));
+	return rc;
+}
+
+/* Overwrite the variable's bytes where the process keeps them, then drop it. */
+static void clear_master_key_env(void)
+{
+	char *v = getenv(MASTER_KEY_ENV);
+	if (v != NULL)
+		OPENSSL_cleanse(v, strlen(v));
+	unsetenv(MASTER_KEY_ENV);
+}
+
+int crypt_master_from_config(const ty_config *cfg, crypt_key *out, char *err, size_t errlen)
+{
+	bool have_file = cfg->master_key_file != NULL && cfg->master_key_file[0] != '\0';
+	bool have_key = cfg->master_key != NULL && cfg->master_key[0] != '\0';
+	int rc = 0;
+	crypt_key_clear(out);
+	if (have_file && have_key) {
+		crypt_errf(err, errlen,
+		           "both TRAINYARD_MASTER_KEY_FILE and TRAINYARD_MASTER_KEY are set: set "
+		           "only one");
+		rc = -ERR_MASTER_KEY_INVALID;
+	} else if (have_file) {
+		rc = crypt_master_load_file(cfg->master_key_file, out, err, errlen);
+	} else if (have_key) {
+		if (!crypt_key_from_hex(cfg->master_key, strlen(cfg->master_key), out)) {
+			crypt_errf(err, errlen, "TRAINYARD_MASTER_KEY must be 64 hex digits");
+			rc = -ERR_MASTER_KEY_INVALID;
+		}
+	} else {
+		crypt_errf(err, errlen,
+		           "no master key: set TRAINYARD_MASTER_KEY_FILE or TRAINYARD_MASTER_KEY");
+		rc = -ERR_MASTER_KEY_INVALID;
+	}
+	clear_master_key_env();
+	return rc;
+}
+
+/* ---- wrapping ------------------------------------------------------- */
+
+int crypt_context(char *buf, size_t n, const char *kind, const char *id, int version)
+{
+	if (kind == NULL || id == NULL || kind[0] == '\0' || id[0] == '\0' || version < 1 ||
+	    strchr(kind, '|') != NULL || strchr(id, '|') != NULL)
+		return -ERR_INTERNAL;
+	int k = snprintf(buf, n, "%s|%s|v%d", kind, id, version);
+	return k > 0 && (size_t)k < n && (size_t)k <= CRYPT_CONTEXT_MAX ? 0 : -ERR_INTERNAL;
+}
+
+static bool context_ok(const char *context)
+{
+	return context != NULL && context[0] != '\0' && strlen(context) <= CRYPT_CONTEXT_MAX;
+}
+
+/*
+ * One AES-256-GCM operation over a short message: AAD = version byte |
+ * context. RET 1 on success (the tag verified when decrypting), else 0.
+ */
+static int wrap_cipher(int enc, const crypt_key *kek, const unsigned char *nonce,
+                       unsigned char version, const char *context, const unsigned char *in,
+                       unsigned char *out, unsigned char *tag)
+{
+	EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+	int len, ok = c != NULL;
+	ok = ok && EVP_CipherInit_ex(c, EVP_aes_256_gcm(), NULL, kek->bytes, nonce, enc) == 1;
+	ok = ok && EVP_CipherUpdate(c, NULL, &len, &version, 1) == 1;
+	ok = ok && EVP_CipherUpdate(c, NULL, &len, (const unsigned char *)context,
+	                            (int)strlen(context)) == 1;
+	ok = ok && EVP_CipherUpdate(c, out, &len, in, CRYPT_KEY_LEN) == 1;
+	if (ok && !enc)
+		ok = EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_SET_TAG, CRYPT_TAG_LEN, tag) == 1;
+	ok = ok && EVP_CipherFinal_ex(c, out + len, &len) == 1;
+	if (ok && enc)
+		ok = EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_GET_TAG, CRYPT_TAG_LEN, tag) == 1;
+	EVP_CIPHER_CTX_free(c);
+	return ok;
+}
+
+int crypt_wrap(const crypt_key *kek, const char *context, const crypt_key *key,
+               unsigned char out[CRYPT_WRAPPED_LEN])
+{
+	if (!context_ok(context))
+		return -ERR_INTERNAL;
+	unsigned char *nonce = out + 1, *ct = nonce + CRYPT_NONCE_LEN, *tag = ct + CRYPT_KEY_LEN;
+	out[0] = CRYPT_WRAP_VERSION;
+	if (RAND_bytes(nonce, CRYPT_NONCE_LEN) != 1 ||
+	    !wrap_cipher(1, kek, nonce, CRYPT_WRAP_VERSION, context, key->bytes, ct, tag)) {
+		OPENSSL_cleanse(out, CRYPT_WRAPPED_LEN);
+		return -ERR_INTERNAL;
+	}
+	return 0;
+}
+
+int crypt_unwrap(const crypt_key *kek, const char *context, const unsigned char *wrapped,
+                 size_t len, crypt_key *out)
+{
+	crypt_key_clear(out);
+	if (!context_ok(context) || wrapped == NULL || len != CRYPT_WRAPPED_LEN ||
+	    wrapped[0] != CRYPT_WRAP_VERSION)
+		return -ERR_KEY_UNWRAP_FAILED;
+	unsigned char tag[CRYPT_TAG_LEN];
+	const unsigned char *nonce = wrapped + 1, *ct = nonce + CRYPT_NONCE_LEN;
+	memcpy(tag, ct + CRYPT_KEY_LEN, sizeof(tag));
+	if (!wrap_cipher(0, kek, nonce, wrapped[0], context, ct, out->bytes, tag)) {
+		crypt_key_clear(out);
+		return -ERR_KEY_UNWRAP_FAILED;
+	}
+	return 0;
+}
+
+/* ---- object contexts ------------------------------------------------ */
+
+static bool id_ok(const char *id)
+{
+	return id != NULL && id[0] != '\0' && strlen(id) <= CRYPT_ID_MAX;
+}
+
+int crypt_object_ctx_init(crypt_object_ctx *c, const char *tenant_id, const char *job_id,
+                          const crypt_key *data_key)
+{
+	memset(c, 0, sizeof(*c));
+	if (!id_ok(tenant_id) || !id_ok(job_id) || data_key == NULL)
+		return -ERR_INTERNAL;
+	memcpy(c->tenant_id, tenant_id, strlen(tenant_id));
+	memcpy(c->job_id, job_id, strlen(job_id));
+	c->data_key = *data_key;
+	return 0;
+}
+
+void crypt_object_ctx_clear(crypt_object_ctx *c)
+{
+	if (c != NULL)
+		OPENSSL_cleanse(c, sizeof(*c));
+}
+
+/* ---- file descriptor sink and source -------------------------------- */
+
+int crypt_fd_sink(void *arg, const void *buf, size_t n)
+{
+	int fd = *(const int *)arg;
+	const unsigned char *p = buf;
+	while (n > 0) {
+		ssize_t k = write(fd, p, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			if (k == 0)
+				errno = EIO;
+			return -ERR_STORAGE_IO;
+		}
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+int crypt_fd_source(void *arg, void *buf, size_t n, size_t *got)
+{
+	int fd = *(const int *)arg;
+	unsigned char *p = buf;
+	*got = 0;
+	while (*got < n) {
+		ssize_t k = read(fd, p + *got, n - *got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -ERR_STORAGE_IO;
+		if (k == 0)
+			break;
+		*got += (size_t)k;
+	}
+	return 0;
+}

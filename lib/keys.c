@@ -1,0 +1,262 @@
+/*
+ * keys.c - tenant KEKs and job data keys in the database (keys.h).
+ */
+#include "keys.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db.h"
+#include "error.h"
+
+/* bytea text form of PostgreSQL ("\x..."). RET true and fills out when it is one wrapped key. */
+static bool wrapped_from_pg(const char *v, unsigned char out[CRYPT_WRAPPED_LEN])
+{
+	if (!v || strncmp(v, "\\x", 2) != 0 || strlen(v) != 2 + 2 * CRYPT_WRAPPED_LEN)
+		return false;
+	for (size_t i = 0; i < CRYPT_WRAPPED_LEN; i++) {
+		unsigned hi, lo;
+		if (sscanf(v + 2 + 2 * i, "%1x%1x", &hi, &lo) != 2)
+			return false;
+		out[i] = (unsigned char)(hi << 4 | lo);
+	}
+	return true;
+}
+
+static void wrapped_hex(const unsigned char w[CRYPT_WRAPPED_LEN], char hex[2 * CRYPT_WRAPPED_LEN + 1])
+{
+	static const char digits[] = "0123456789abcdef";
+	for (size_t i = 0; i < CRYPT_WRAPPED_LEN; i++) {
+		hex[2 * i] = digits[w[i] >> 4];
+		hex[2 * i + 1] = digits[w[i] & 15];
+	}
+	hex[2 * CRYPT_WRAPPED_LEN] = '\0';
+}
+
+static int unwrap_row(const crypt_key *kek, const char *kind, const char *id, int version,
+                      const char *pg_wrapped, crypt_key *out)
+{
+	char ctx[CRYPT_CONTEXT_MAX + 1];
+	unsigned char w[CRYPT_WRAPPED_LEN];
+	if (crypt_context(ctx, sizeof(ctx), kind, id, version) < 0)
+		return -ERR_INTERNAL;
+	if (!wrapped_from_pg(pg_wrapped, w))
+		return -ERR_KEY_UNWRAP_FAILED;
+	return crypt_unwrap(kek, ctx, w, sizeof(w), out);
+}
+
+static int wrap_hex(const crypt_key *kek, const char *kind, const char *id, int version,
+                    const crypt_key *key, char hex[2 * CRYPT_WRAPPED_LEN + 1])
+{
+	char ctx[CRYPT_CONTEXT_MAX + 1];
+	unsigned char w[CRYPT_WRAPPED_LEN];
+	int rc = crypt_context(ctx, sizeof(ctx), kind, id, version);
+	if (rc == 0)
+		rc = crypt_wrap(kek, ctx, key, w);
+	if (rc == 0)
+		wrapped_hex(w, hex);
+	return rc;
+}
+
+/* Insert KEK version v (a fresh key) for the tenant. OUT: *kek. */
+static int kek_create(PGconn *c, const crypt_key *master, const char *tenant_id, int v,
+                      crypt_key *kek)
+{
+	char hex[2 * CRYPT_WRAPPED_LEN + 1], ver[16];
+	snprintf(ver, sizeof(ver), "%d", v);
+	int rc = crypt_key_generate(kek) < 0 ? -ERR_INTERNAL : 0;
+	if (rc == 0)
+		rc = wrap_hex(master, CRYPT_CONTEXT_TENANT_KEK, tenant_id, v, kek, hex);
+	const char *p[] = {tenant_id, ver, hex};
+	if (rc == 0)
+		rc = db_query(c, NULL,
+		              "INSERT INTO tenant_keys (tenant_id, version, wrapped)"
+		              " VALUES ($1, $2::int, decode($3, 'hex'))",
+		              3, p);
+	return rc;
+}
+
+/*
+ * The tenant's current KEK, locked; made when there is none. OUT: *kek,
+ * *version, *wraps. RET -ERR_KEYS_UNAVAILABLE for a shredded tenant.
+ */
+static int kek_current(PGconn *c, const crypt_key *master, const char *tenant_id, crypt_key *kek,
+                       int *version, int64_t *wraps)
+{
+	const char *p[] = {tenant_id};
+	PGresult *r;
+	/* the tenant row serialises key creation and rotation for the tenant */
+	int rc = db_query(c, &r,
+	                  "SELECT EXISTS (SELECT 1 FROM tenant_key_shreds WHERE tenant_id = $1)"
+	                  " FROM tenants WHERE id = $1 FOR UPDATE",
+	                  1, p);
+	bool shredded = rc == 0 && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	if (rc == 0 && PQntuples(r) != 1)
+		rc = -ERR_TENANT_NOT_FOUND;
+	PQclear(r);
+	if (rc)
+		return rc;
+	if (shredded)
+		return -ERR_KEYS_UNAVAILABLE;
+	rc = db_query(c, &r,
+	              "SELECT version, wrapped, wraps FROM tenant_keys WHERE tenant_id = $1"
+	              " AND retired_at IS NULL ORDER BY version DESC LIMIT 1",
+	              1, p);
+	if (rc == 0 && PQntuples(r) == 1) {
+		*version = atoi(PQgetvalue(r, 0, 0));
+		*wraps = strtoll(PQgetvalue(r, 0, 2), NULL, 10);
+		rc = unwrap_row(master, CRYPT_CONTEXT_TENANT_KEK, tenant_id, *version,
+		                PQgetvalue(r, 0, 1), kek);
+	} else if (rc == 0) {
+		*version = 1;
+		*wraps = 0;
+		rc = kek_create(c, master, tenant_id, 1, kek);
+	}
+	PQclear(r);
+	return rc;
+}
+
+int keys_job_data_key(PGconn *c, const crypt_key *master, const char *tenant_id,
+                      const char *job_id, crypt_key *key, int *version)
+{
+	crypt_key kek;
+	int64_t wraps = 0;
+	int rc = kek_current(c, master, tenant_id, &kek, version, &wraps);
+	const char *p[] = {job_id};
+	PGresult *r = NULL;
+	if (rc == 0)
+		rc = db_query(c, &r,
+		              "SELECT k.key_version, k.wrapped FROM job_keys k WHERE k.job_id = $1",
+		              1, p);
+	if (rc == 0 && PQntuples(r) == 1) {
+		/* rotation keeps every data key under the current version */
+		int v = atoi(PQgetvalue(r, 0, 0));
+		rc = v == *version ? unwrap_row(&kek, CRYPT_CONTEXT_JOB_DEK, job_id, v,
+		                                PQgetvalue(r, 0, 1), key)
+		                   : -ERR_KEY_UNWRAP_FAILED;
+	} else if (rc == 0) {
+		PQclear(r);
+		r = NULL;
+		if (wraps >= (int64_t)CRYPT_WRAPS_PER_KEY_LIMIT) {
+			int64_t n;
+			crypt_key_clear(&kek);
+			if ((rc = keys_rotate(c, master, tenant_id, version, &n)) ||
+			    (rc = kek_current(c, master, tenant_id, &kek, version, &wraps)))
+				return rc;
+		}
+		char hex[2 * CRYPT_WRAPPED_LEN + 1], ver[16];
+		snprintf(ver, sizeof(ver), "%d", *version);
+		rc = crypt_key_generate(key) < 0 ? -ERR_INTERNAL : 0;
+		if (rc == 0)
+			rc = wrap_hex(&kek, CRYPT_CONTEXT_JOB_DEK, job_id, *version, key, hex);
+		const char *q[] = {job_id, tenant_id, ver, hex};
+		if (rc == 0)
+			rc = db_query(c, NULL,
+			              "INSERT INTO job_keys (job_id, tenant_id, key_version, wrapped)"
+			              " VALUES ($1, $2, $3::int, decode($4, 'hex'))",
+			              4, q);
+		const char *w[] = {tenant_id, ver};
+		if (rc == 0)
+			rc = db_query(c, NULL,
+			              "UPDATE tenant_keys SET wraps = wraps + 1 WHERE tenant_id = $1"
+			              " AND version = $2::int",
+			              2, w);
+	}
+	PQclear(r);
+	crypt_key_clear(&kek);
+	if (rc)
+		crypt_key_clear(key);
+	return rc;
+}
+
+/* Re-wrap every data key of the tenant from old (version v) under neu (version nv). */
+static int rewrap_all(PGconn *c, const char *tenant_id, const crypt_key *master, int nv,
+                      const crypt_key *neu, int64_t *rewrapped)
+{
+	const char *p[] = {tenant_id};
+	PGresult *r;
+	int rc = db_query(c, &r,
+	                  "SELECT k.job_id, k.key_version, k.wrapped, t.wrapped FROM job_keys k"
+	                  " JOIN tenant_keys t ON t.tenant_id = k.tenant_id"
+	                  " AND t.version = k.key_version WHERE k.tenant_id = $1 FOR UPDATE OF k",
+	                  1, p);
+	char ver[16];
+	snprintf(ver, sizeof(ver), "%d", nv);
+	*rewrapped = 0;
+	for (int i = 0; rc == 0 && i < PQntuples(r); i++) {
+		const char *job = PQgetvalue(r, i, 0);
+		int v = atoi(PQgetvalue(r, i, 1));
+		crypt_key old_kek, dk;
+		char hex[2 * CRYPT_WRAPPED_LEN + 1];
+		rc = unwrap_row(master, CRYPT_CONTEXT_TENANT_KEK, tenant_id, v, PQgetvalue(r, i, 3),
+		                &old_kek);
+		if (rc == 0)
+			rc = unwrap_row(&old_kek, CRYPT_CONTEXT_JOB_DEK, job, v, PQgetvalue(r, i, 2),
+			                &dk);
+		if (rc == 0)
+			rc = wrap_hex(neu, CRYPT_CONTEXT_JOB_DEK, job, nv, &dk, hex);
+		crypt_key_clear(&old_kek);
+		crypt_key_clear(&dk);
+		const char *q[] = {job, ver, hex};
+		if (rc == 0)
+			rc = db_query(c, NULL,
+			              "UPDATE job_keys SET key_version = $2::int, wrapped = decode($3, 'hex')"
+			              " WHERE job_id = $1",
+			              3, q);
+		if (rc == 0)
+			(*rewrapped)++;
+	}
+	PQclear(r);
+	return rc;
+}
+
+int keys_rotate(PGconn *c, const crypt_key *master, const char *tenant_id, int *version,
+                int64_t *rewrapped)
+{
+	crypt_key cur, neu;
+	int64_t wraps;
+	int v;
+	int rc = kek_current(c, master, tenant_id, &cur, &v, &wraps);
+	crypt_key_clear(&cur);
+	if (rc)
+		return rc;
+	*version = v + 1;
+	char ver[16];
+	snprintf(ver, sizeof(ver), "%d", *version);
+	const char *p[] = {tenant_id, ver};
+	if ((rc = kek_create(c, master, tenant_id, *version, &neu)) == 0 &&
+	    (rc = rewrap_all(c, tenant_id, master, *version, &neu, rewrapped)) == 0) {
+		char n[24];
+		snprintf(n, sizeof(n), "%lld", (long long)*rewrapped);
+		const char *q[] = {tenant_id, ver, n};
+		/* the older versions wrap nothing now: they go */
+		rc = db_query(c, NULL,
+		              "DELETE FROM tenant_keys WHERE tenant_id = $1 AND version < $2::int", 2,
+		              p);
+		if (rc == 0)
+			rc = db_query(c, NULL,
+			              "UPDATE tenant_keys SET wraps = $3::bigint WHERE tenant_id = $1"
+			              " AND version = $2::int",
+			              3, q);
+	}
+	crypt_key_clear(&neu);
+	return rc;
+}
+
+int keys_shred(PGconn *c, const char *tenant_id, int64_t *destroyed)
+{
+	const char *p[] = {tenant_id};
+	PGresult *r;
+	int rc = db_query(c, &r,
+	                  "WITH k AS (DELETE FROM job_keys WHERE tenant_id = $1 RETURNING 1),"
+	                  " t AS (DELETE FROM tenant_keys WHERE tenant_id = $1 RETURNING 1),"
+	                  " s AS (INSERT INTO tenant_key_shreds (tenant_id) VALUES ($1)"
+	                  " ON CONFLICT DO NOTHING RETURNING 1)"
+	                  " SELECT (SELECT count(*) FROM k), (SELECT count(*) FROM t)",
+	                  1, p);
+	if (rc == 0)
+		*destroyed = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+	PQclear(r);
+	return rc;
+}

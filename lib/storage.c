@@ -1,0 +1,294 @@
+/*
+ * storage.c - the storage root's layout: checked ids and names, paths in
+ * caller buffers, and private directories created and verified with
+ * openat(O_NOFOLLOW).
+ */
+#include "storage.h"
+#include "error.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *const area_names[] = {
+    [STORAGE_CHECKPOINTS] = "checkpoints",
+    [STORAGE_LOGS] = "logs",
+};
+
+static void storage_errf(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void storage_errf(char *err, size_t errlen, const char *fmt, ...)
+{
+	if (err == NULL || errlen == 0)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- ids and names -------------------------------------------------- */
+
+bool storage_uuid_valid(const char *id)
+{
+	if (id == NULL || strlen(id) != STORAGE_UUID_LEN)
+		return false;
+	for (int i = 0; i < STORAGE_UUID_LEN; i++) {
+		char c = id[i];
+		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+		if (dash ? c != '-' : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+			return false;
+	}
+	return true;
+}
+
+static bool name_char_ok(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '.' || c == '_' || c == '-';
+}
+
+bool storage_name_valid(const char *name)
+{
+	if (name == NULL)
+		return false;
+	size_t len = strlen(name);
+	if (len == 0 || len > STORAGE_NAME_MAX)
+		return false;
+	for (const char *p = name;;) {
+		size_t n = strcspn(p, "/");
+		if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+			return false;
+		for (size_t i = 0; i < n; i++)
+			if (!name_char_ok(p[i]))
+				return false;
+		if (p[n] == '\0')
+			return true;
+		p += n + 1; /* a trailing '/' leaves an empty last component */
+	}
+}
+
+/* ---- paths ---------------------------------------------------------- */
+
+static int path_fmt(char *buf, size_t n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int path_fmt(char *buf, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int k = vsnprintf(buf, n, fmt, ap);
+	va_end(ap);
+	if (k < 0 || (size_t)k >= n) {
+		if (n > 0)
+			buf[0] = '\0';
+		return -ERR_STORAGE_PATH_INVALID;
+	}
+	return 0;
+}
+
+static bool root_ok(const char *root)
+{
+	return root != NULL && root[0] != '\0';
+}
+
+static int invalid_path(char *buf, size_t n)
+{
+	if (n > 0)
+		buf[0] = '\0';
+	return -ERR_STORAGE_PATH_INVALID;
+}
+
+int storage_tenant_dir(const char *root, const char *tenant_id, char *buf, size_t n)
+{
+	if (!root_ok(root) || !storage_uuid_valid(tenant_id))
+		return invalid_path(buf, n);
+	return path_fmt(buf, n, "%s/tenants/%s", root, tenant_id);
+}
+
+int storage_job_dir(const char *root, const char *tenant_id, const char *job_id, char *buf,
+                    size_t n)
+{
+	if (!root_ok(root) || !storage_uuid_valid(tenant_id) || !storage_uuid_valid(job_id))
+		return invalid_path(buf, n);
+	return path_fmt(buf, n, "%s/tenants/%s/jobs/%s", root, tenant_id, job_id);
+}
+
+int storage_area_dir(const char *root, const char *tenant_id, const char *job_id, storage_area area,
+                     char *buf, size_t n)
+{
+	if ((unsigned)area > STORAGE_LOGS || !root_ok(root) || !storage_uuid_valid(tenant_id) ||
+	    !storage_uuid_valid(job_id))
+		return invalid_path(buf, n);
+	return path_fmt(buf, n, "%s/tenants/%s/jobs/%s/%s", root, tenant_id, job_id,
+	                area_names[area]);
+}
+
+int storage_object_path(const char *root, const char *tenant_id, const char *job_id,
+                        storage_area area, const char *name, char *buf, size_t n)
+{
+	if (!storage_name_valid(name))
+		return invalid_path(buf, n);
+	int rc = storage_area_dir(root, tenant_id, job_id, area, buf, n);
+	if (rc)
+		return rc;
+	size_t len = strlen(buf);
+	return path_fmt(buf + len, n - len, "/%s", name) ? invalid_path(buf, n) : 0;
+}
+
+/* ---- private directories -------------------------------------------- */
+
+/* The checks on an open directory fd, reported under path. */
+static int fd_dir_check(int fd, const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		storage_errf(err, errlen, "could not stat storage directory \"%s\": %s", path,
+		             strerror(errno));
+		return -ERR_STORAGE_IO;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		storage_errf(err, errlen, "storage path \"%s\" is not a directory", path);
+		return -ERR_STORAGE_UNSAFE;
+	}
+	if (st.st_uid != geteuid()) {
+		storage_errf(err, errlen,
+		             "storage directory \"%s\" is owned by uid %u, not by the service user "
+		             "(uid %u)",
+		             path, (unsigned)st.st_uid, (unsigned)geteuid());
+		return -ERR_STORAGE_UNSAFE;
+	}
+	if ((st.st_mode & 077) != 0) {
+		storage_errf(
+		    err, errlen,
+		    "storage directory \"%s\" has mode %04o: group and others must have no "
+		    "access (chmod 700)",
+		    path, (unsigned)(st.st_mode & 07777));
+		return -ERR_STORAGE_UNSAFE;
+	}
+	return 0;
+}
+
+/* Open dir (relative to at) refusing symlinks and non-directories. RET fd or negative. */
+static int open_dir_nofollow(int at, const char *dir, const char *path, char *err, size_t errlen)
+{
+	int fd = openat(at, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	if (errno == ELOOP || errno == ENOTDIR) {
+		storage_errf(err, errlen,
+		             "storage path \"%s\" is a symbolic link or not a directory", path);
+		return -ERR_STORAGE_UNSAFE;
+	}
+	storage_errf(err, errlen, "could not open storage directory \"%s\": %s", path,
+	             strerror(errno));
+	return -ERR_STORAGE_IO;
+}
+
+int storage_dir_check(const char *path, char *err, size_t errlen)
+{
+	int fd = open_dir_nofollow(AT_FDCWD, path, path, err, errlen);
+	if (fd < 0)
+		return fd;
+	int rc = fd_dir_check(fd, path, err, errlen);
+	close(fd);
+	return rc;
+}
+
+/* mkdir -p the parents of path, 0755; they are the operator's, not ours. */
+static int make_parents(const char *path, char *err, size_t errlen)
+{
+	char buf[4096];
+	if (path_fmt(buf, sizeof(buf), "%s", path) != 0) {
+		storage_errf(err, errlen, "storage root \"%s\" is too long", path);
+		return -ERR_STORAGE_PATH_INVALID;
+	}
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
+			storage_errf(err, errlen, "could not create directory \"%s\": %s", buf,
+			             strerror(errno));
+			return -ERR_STORAGE_IO;
+		}
+		*p = '/';
+	}
+	return 0;
+}
+
+/*
+ * Create dir inside the directory at (0700; fsync at when created), open it
+ * without following links and check it. path names it in messages.
+ * RET the new directory's fd, or a negative code.
+ */
+static int enter_dir(int at, const char *dir, const char *path, char *err, size_t errlen)
+{
+	if (mkdirat(at, dir, 0700) == 0) {
+		if (at != AT_FDCWD)
+			fsync(at);
+	} else if (errno != EEXIST) {
+		storage_errf(err, errlen, "could not create storage directory \"%s\": %s", path,
+		             strerror(errno));
+		return -ERR_STORAGE_IO;
+	}
+	int fd = open_dir_nofollow(at, dir, path, err, errlen);
+	if (fd < 0)
+		return fd;
+	int rc = fd_dir_check(fd, path, err, errlen);
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+int storage_job_prepare(const char *root, const char *tenant_id, const char *job_id, char *err,
+                        size_t errlen)
+{
+	char path[4096], top[4096];
+	/* the longest path below, so every one fits */
+	int rc = storage_area_dir(root, tenant_id, job_id, STORAGE_CHECKPOINTS, path, sizeof(path));
+	if (rc) {
+		storage_errf(err, errlen,
+		             "invalid storage root or ids (tenant \"%.64s\", job \"%.64s\")",
+		             tenant_id ? tenant_id : "", job_id ? job_id : "");
+		return rc;
+	}
+	size_t len = strlen(root);
+	while (len > 1 && root[len - 1] == '/')
+		len--; /* "dir/" would follow a link named dir */
+	snprintf(top, sizeof(top), "%.*s", (int)len, root);
+	rc = make_parents(top, err, errlen);
+	if (rc)
+		return rc;
+	int fd = enter_dir(AT_FDCWD, top, top, err, errlen);
+	if (fd < 0)
+		return fd;
+	const char *steps[] = {"tenants", tenant_id, "jobs", job_id};
+	snprintf(path, sizeof(path), "%s", top);
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		len += (size_t)snprintf(path + len, sizeof(path) - len, "/%s", steps[i]);
+		int next = enter_dir(fd, steps[i], path, err, errlen);
+		close(fd);
+		if (next < 0)
+			return next;
+		fd = next;
+	}
+	for (int a = STORAGE_CHECKPOINTS; a <= STORAGE_LOGS; a++) {
+		snprintf(path + len, sizeof(path) - len, "/%s", area_names[a]);
+		int area = enter_dir(fd, area_names[a], path, err, errlen);
+		if (area < 0) {
+			close(fd);
+			return area;
+		}
+		close(area);
+	}
+	close(fd);
+	return 0;
+}

@@ -1,0 +1,71 @@
+/*
+ * storage.h - where tenants' files live on disk, and keeping it private.
+ *
+ * Layout under the storage root (TRAINYARD_STORAGE_ROOT):
+ *   <root>/tenants/<tenant uuid>/jobs/<job uuid>/checkpoints/<name>
+ *   <root>/tenants/<tenant uuid>/jobs/<job uuid>/logs/<name>
+ * The root and every directory below it are mode 0700 and owned by the
+ * service user. storage_job_prepare() creates what is missing and refuses
+ * (-ERR_STORAGE_UNSAFE) any existing one that is a symbolic link, not a
+ * directory, owned by someone else or open to group or others; it walks
+ * the path with openat(O_NOFOLLOW), so no link is followed below the root.
+ *
+ * Ids are canonical lower-case UUIDs (8-4-4-4-12 hex digits). Names are one
+ * or more components of [A-Za-z0-9._-] joined by '/', none empty, "." or
+ * "..", at most STORAGE_NAME_MAX bytes. Paths are built only from checked
+ * ids and names, so no input reaches the file system unchecked.
+ *
+ * Path functions write into the caller's buf of n bytes and return 0, or
+ * -ERR_STORAGE_PATH_INVALID for a bad id or name or a path that does not
+ * fit. The files themselves are encrypted (crypt.h): the directory modes
+ * keep other local users from even listing them.
+ */
+#ifndef TY_STORAGE_H
+#define TY_STORAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define STORAGE_NAME_MAX 255
+#define STORAGE_UUID_LEN 36
+
+typedef enum storage_area {
+	STORAGE_CHECKPOINTS,
+	STORAGE_LOGS,
+} storage_area;
+
+/* RET: true for a canonical lower-case UUID. */
+bool storage_uuid_valid(const char *id);
+/* RET: true for a valid relative object name (see above). */
+bool storage_name_valid(const char *name);
+
+/* OUT buf: "<root>/tenants/<tenant>". */
+int storage_tenant_dir(const char *root, const char *tenant_id, char *buf, size_t n);
+/* OUT buf: "<root>/tenants/<tenant>/jobs/<job>". */
+int storage_job_dir(const char *root, const char *tenant_id, const char *job_id, char *buf,
+                    size_t n);
+/* OUT buf: "<job dir>/checkpoints" or "<job dir>/logs". */
+int storage_area_dir(const char *root, const char *tenant_id, const char *job_id, storage_area area,
+                     char *buf, size_t n);
+/* OUT buf: "<area dir>/<name>". */
+int storage_object_path(const char *root, const char *tenant_id, const char *job_id,
+                        storage_area area, const char *name, char *buf, size_t n);
+
+/*
+ * Create (0700) or check the root and every directory of the job's layout,
+ * both areas included. Missing parents of the root itself are created 0755
+ * like mkdir -p and not checked: they are not trainyard's.
+ * RET 0; -ERR_STORAGE_PATH_INVALID; -ERR_STORAGE_UNSAFE; -ERR_STORAGE_IO;
+ * with the reason in err.
+ */
+int storage_job_prepare(const char *root, const char *tenant_id, const char *job_id, char *err,
+                        size_t errlen);
+
+/*
+ * Check that path is a directory (not a symlink) owned by the service user
+ * with no group or other permission bits. RET 0; -ERR_STORAGE_UNSAFE;
+ * -ERR_STORAGE_IO (it cannot be examined, e.g. it does not exist).
+ */
+int storage_dir_check(const char *path, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# tests/integration/attempt_flow.sh - job attempts and the worker runtime's
+# routes against a stack: an admin starts an attempt of a queued job and
+# gets its credential once; the credential reads its job, heartbeats,
+# reports metrics and checkpoints and ends the attempt; the tenant's users
+# read the results. Isolation: user tokens are refused on the runtime's
+# routes, the credential is refused everywhere else and on another
+# attempt's routes, another tenant's users see none of it, and an ended
+# attempt's credential stops working.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=SCRIPTDIR/lib.sh disable=SC1091
+. "$HERE/lib.sh"
+
+if [[ -z ${TRAINYARD_URL:-} || -z ${TRAINYARD_DB:-} ]]; then
+	not_ok "environment" "needs TRAINYARD_URL and TRAINYARD_DB"
+	summary
+	exit 1
+fi
+
+ADMIN=$(admin_token)
+SFX=$$
+TA=att-a-$SFX TB=att-b-$SFX
+TOKEN=$ADMIN
+api POST /v1/tenants -H 'Content-Type: application/json' -d "{\"name\": \"$TA\"}"
+TA_ID=$(printf '%s' "$BODY" | jq -r .id)
+api POST /v1/tenants -H 'Content-Type: application/json' -d "{\"name\": \"$TB\"}"
+for t in "$TA" "$TB"; do
+	api PUT "/v1/tenants/$t/quota" -H 'Content-Type: application/json' \
+		-d '{"max_gpus": 64, "max_running_jobs": 4, "gpu_hours_per_month": 1000, "max_storage_bytes": 1000000000, "weight": 1}'
+done
+ALICE=$(user_token "alice-$SFX")
+BOB=$(user_token "bob-$SFX")
+api PUT "/v1/tenants/$TA/members/alice-$SFX" -H 'Content-Type: application/json' -d '{"role": "editor"}'
+api PUT "/v1/tenants/$TB/members/bob-$SFX" -H 'Content-Type: application/json' -d '{"role": "owner"}'
+
+JOB='{"name": "att", "model": {"preset": "tiny"}, "data": {"train": "/data/x_*.bin"},
+ "parallel": {"data_parallel": 1, "micro_batch": 4, "global_batch": 8},
+ "resources": {"nodes": 1, "ranks_per_node": 1, "time_limit_minutes": 30},
+ "training": {"steps": 10}}'
+TOKEN=$ALICE
+check_status "alice submits a job" 201 POST "/v1/tenants/$TA/jobs" \
+	-H 'Content-Type: application/json' -d "$JOB"
+J=$(printf '%s' "$BODY" | jq -r .id)
+check_status "alice submits a second job" 201 POST "/v1/tenants/$TA/jobs" \
+	-H 'Content-Type: application/json' -d "$JOB"
+J2=$(printf '%s' "$BODY" | jq -r .id)
+
+check_status "an editor may not start an attempt" 403 POST "/v1/jobs/$J/attempts"
+TOKEN=$BOB
+check_status "another tenant's owner does not see the job" 404 POST "/v1/jobs/$J/attempts"
+TOKEN=$ADMIN
+check_status "the admin starts an attempt" 201 POST "/v1/jobs/$J/attempts"
+A=$(printf '%s' "$BODY" | jq -r .id)
+CRED=$(printf '%s' "$BODY" | jq -r .credential)
+check_match "the credential is an attempt credential" '^tya_[A-Za-z0-9_-]{43}$' "$CRED"
+check_json "attempt number 1" 1 .number
+check_status "the job is scheduled" 200 GET "/v1/jobs/$J"
+check_json "state scheduled" scheduled .state
+check_status "a second attempt of a scheduled job is refused" 409 POST "/v1/jobs/$J/attempts"
+check_status "an attempt of the second job" 201 POST "/v1/jobs/$J2/attempts"
+A2=$(printf '%s' "$BODY" | jq -r .id)
+CRED2=$(printf '%s' "$BODY" | jq -r .credential)
+
+I=/internal/v1/attempts
+TOKEN=$ALICE
+check_status "a user token is refused on the runtime's routes" 401 GET "$I/$A"
+TOKEN=$ADMIN
+check_status "so is the admin's" 401 POST "$I/$A/heartbeat"
+TOKEN=$CRED
+check_status "the credential reads its attempt" 200 GET "$I/$A"
+check_json "with its job's spec" 10 .spec.training.steps
+check_json "and its tenant" "$TA_ID" .tenant_id
+check_status "the credential cannot read another attempt" 404 GET "$I/$A2"
+check_status "nor report for it" 404 POST "$I/$A2/heartbeat"
+check_status "the credential is refused on user routes" 401 GET "/v1/jobs/$J"
+check_status "and on the platform's" 401 GET /v1/whoami
+check_status "a heartbeat" 200 POST "$I/$A/heartbeat"
+check_json "makes the job running" running .job_state
+check_status "metrics, batched" 200 POST "$I/$A/metrics" -H 'Content-Type: application/json' \
+	-d '{"steps": [{"step": 1, "loss": 5.5}, {"step": 2, "loss": 5.25}]}'
+check_status "a step again replaces it" 200 POST "$I/$A/metrics" -H 'Content-Type: application/json' \
+	-d '{"steps": [{"step": 2, "loss": 5.0}]}'
+check_status "a step without a number is refused" 422 POST "$I/$A/metrics" \
+	-H 'Content-Type: application/json' -d '{"steps": [{"loss": 1}]}'
+check_json "naming the field" /steps/0/step '.errors[0].pointer'
+SHA=$(printf 'x' | sha256sum | cut -d' ' -f1)
+check_status "a checkpoint" 201 POST "$I/$A/checkpoints" -H 'Content-Type: application/json' \
+	-d "{\"step\": 2, \"world\": 1, \"shards\": [{\"name\": \"shard_00000_of_00001.bin\", \"bytes\": 4096, \"sha256\": \"$SHA\"}]}"
+C=$(printf '%s' "$BODY" | jq -r .id)
+check_status "a checkpoint whose shards do not match its world is refused" 422 POST "$I/$A/checkpoints" \
+	-H 'Content-Type: application/json' -d '{"step": 3, "world": 2, "shards": []}'
+check_status "a fallback event" 201 POST "$I/$A/events" -H 'Content-Type: application/json' \
+	-d '{"kind": "fallback", "reason": "out_of_memory", "detail": {"from": {"data_parallel": 2}, "to": {"data_parallel": 1}, "steps_lost": 3}}'
+
+TOKEN=$ALICE
+check_status "alice reads the metrics" 200 GET "/v1/jobs/$J/metrics"
+check_json "two steps" 2 '.items | length'
+check_json "the replaced line" 5 '.items[1].data.loss'
+check_status "a page after step 1" 200 GET "/v1/jobs/$J/metrics?after=1"
+check_json "holds step 2" 2 '.items[0].step'
+check_status "alice lists the checkpoints" 200 GET "/v1/jobs/$J/checkpoints"
+check_json "one, at step 2" 2 '.items[0].step'
+check_status "and reads one" 200 GET "/v1/checkpoints/$C"
+check_json "with its shard hash" "$SHA" '.shards[0].sha256'
+check_status "the fallback is a job event" 200 GET "/v1/jobs/$J/events"
+check_json "with its reason and detail" "fallback: out_of_memory 3" \
+	'[.items[] | select(.reason | startswith("fallback"))][0] | "\(.reason) \(.detail.steps_lost)"'
+TOKEN=$BOB
+check_status "bob does not see the metrics" 404 GET "/v1/jobs/$J/metrics"
+check_status "nor the checkpoints" 404 GET "/v1/jobs/$J/checkpoints"
+check_status "nor the checkpoint" 404 GET "/v1/checkpoints/$C"
+check_status "an unknown checkpoint id" 404 GET /v1/checkpoints/00000000-0000-4000-8000-000000000000
+
+# keys: the data key, rotation (data keys re-wrapped, not changed), shredding
+TOKEN=$CRED
+check_status "the attempt fetches its job's data key" 200 POST "$I/$A/key"
+K1=$(printf '%s' "$BODY" | jq -r .key)
+check_match "a 256-bit key" '^[0-9a-f]{64}$' "$K1"
+check_status "and again" 200 POST "$I/$A/key"
+check_json "the same key" "$K1" .key
+TOKEN=$CRED2
+check_status "the other job gets its own key" 200 POST "$I/$A2/key"
+K2=$(printf '%s' "$BODY" | jq -r .key)
+check "different jobs have different keys" test "$K1" != "$K2"
+check_status "an attempt cannot fetch another attempt's key" 404 POST "$I/$A/key"
+TOKEN=$ALICE
+check_status "an editor may not rotate the tenant's key" 403 POST "/v1/tenants/$TA/keys/rotate"
+TOKEN=$BOB
+check_status "another tenant's owner does not see it" 404 POST "/v1/tenants/$TA/keys/rotate"
+TOKEN=$ADMIN
+check_status "the admin rotates tenant A's key" 200 POST "/v1/tenants/$TA/keys/rotate"
+check_json "to version 2, re-wrapping both data keys" "2 2" '"\(.version) \(.rewrapped)"'
+q() { psql "$TRAINYARD_DB" -tAc "$1"; }
+check_eq "only version 2 of the tenant's key remains" 2 \
+	"$(q "SELECT string_agg(version::text, ',') FROM tenant_keys WHERE tenant_id = '$TA_ID'")"
+check_eq "the data keys are wrapped by it" "2 2" \
+	"$(q "SELECT count(*), min(key_version) FROM job_keys WHERE tenant_id = '$TA_ID'" | tr '|' ' ')"
+check_eq "no key material is stored in the clear" 0 \
+	"$(q "SELECT count(*) FROM job_keys WHERE position(decode('$K1', 'hex') IN wrapped) > 0")"
+TOKEN=$CRED
+check_status "after rotation the job's key" 200 POST "$I/$A/key"
+check_json "is unchanged" "$K1" .key
+TOKEN=$ADMIN
+check_status "key operations are audited" 200 GET /v1/whoami
+check_eq "four releases, one rotation" "4 1" \
+	"$(q "SELECT (SELECT count(*) FROM audit_log WHERE action = 'key.release' AND tenant_id = '$TA_ID' AND outcome = 'success'), (SELECT count(*) FROM audit_log WHERE action = 'key.rotate' AND tenant_id = '$TA_ID' AND outcome = 'success')" | tr '|' ' ')"
+check_eq "and the key is in no audit record" 0 \
+	"$(q "SELECT count(*) FROM audit_log WHERE detail::text LIKE '%$K1%'")"
+
+TOKEN=$CRED
+check_status "the attempt ends" 200 POST "$I/$A/finish" -H 'Content-Type: application/json' \
+	-d '{"outcome": "succeeded", "reason": "all steps done"}'
+check_json "the job succeeded" succeeded .job_state
+check_status "the ended attempt's credential stops working" 401 POST "$I/$A/heartbeat"
+check_json "as attempt_ended" attempt_ended .code
+TOKEN=$CRED2
+check_status "the other attempt fails" 200 POST "$I/$A2/finish" -H 'Content-Type: application/json' \
+	-d '{"outcome": "failed", "reason": "data_error"}'
+check_json "its job failed (it never reported, so it ran first)" failed .job_state
+TOKEN=$BOB
+check_status "a tenant owner may not destroy its keys" 403 DELETE "/v1/tenants/$TB/keys"
+TOKEN=$ADMIN
+check_status "the admin destroys tenant A's keys" 204 DELETE "/v1/tenants/$TA/keys"
+check_eq "its keys are gone" "0 0" \
+	"$(q "SELECT (SELECT count(*) FROM tenant_keys WHERE tenant_id = '$TA_ID'), (SELECT count(*) FROM job_keys WHERE tenant_id = '$TA_ID')" | tr '|' ' ')"
+check_status "a new job of the shredded tenant" 201 POST "/v1/jobs/$(TOKEN=$ALICE api POST "/v1/tenants/$TA/jobs" \
+	-H 'Content-Type: application/json' -d "$JOB" >/dev/null; printf '%s' "$BODY" | jq -r .id)/attempts"
+CRED3=$(printf '%s' "$BODY" | jq -r .credential)
+A3=$(printf '%s' "$BODY" | jq -r .id)
+TOKEN=$CRED3
+check_status "gets no key" 503 POST "$I/$A3/key"
+check_json "keys_unavailable" keys_unavailable .code
+TOKEN=$ADMIN
+check_status "the audit log" 200 GET "/v1/jobs/$J"
+check_eq "the runtime's reports are audited under the attempt" 1 \
+	"$(psql "$TRAINYARD_DB" -tAc "SELECT count(*) FROM audit_log WHERE action = 'attempt.finish' AND actor_name = 'attempt $A'")"
+summary

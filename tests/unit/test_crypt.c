@@ -1,0 +1,551 @@
+/*
+ * test_crypt.c - keys, wrapping, the master key and encrypted objects:
+ * round trips, and the tamper matrix (bit flips in header, ciphertext and
+ * tag; truncation, at chunk boundaries too; chunk reorder; files swapped
+ * between names, jobs and tenants; wrong key).
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "crypt.h"
+#include "error.h"
+#include "unit.h"
+
+#define TENANT_A      "7f1c2a10-0000-4000-8000-00000000000a"
+#define TENANT_B      "7f1c2a10-0000-4000-8000-00000000000b"
+#define JOB_A         "0b9e0c52-0000-4000-8000-0000000000a1"
+#define JOB_B         "0b9e0c52-0000-4000-8000-0000000000b1"
+#define CHUNK_ON_DISK (CRYPT_CHUNK + CRYPT_TAG_LEN)
+
+/* ---- an in-memory sink and source ------------------------------------ */
+
+typedef struct membuf {
+	unsigned char *p;
+	size_t len, cap, pos;
+} membuf;
+
+static int mem_sink(void *arg, const void *buf, size_t n)
+{
+	membuf *m = arg;
+	if (m->len + n > m->cap) {
+		size_t cap = m->cap ? m->cap : 4096;
+		while (cap < m->len + n)
+			cap *= 2;
+		unsigned char *p = realloc(m->p, cap);
+		if (p == NULL)
+			return -ERR_INTERNAL;
+		m->p = p;
+		m->cap = cap;
+	}
+	memcpy(m->p + m->len, buf, n);
+	m->len += n;
+	return 0;
+}
+
+static int mem_source(void *arg, void *buf, size_t n, size_t *got)
+{
+	membuf *m = arg;
+	size_t left = m->len - m->pos;
+	*got = n < left ? n : left;
+	memcpy(buf, m->p + m->pos, *got);
+	m->pos += *got;
+	return 0;
+}
+
+static void pattern(unsigned char *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (unsigned char)((i * 2654435761u + seed) >> 13);
+}
+
+static crypt_key key_a, key_b;
+static crypt_object_ctx ctx_a;
+
+static void setup(void)
+{
+	ck_assert_int_eq(crypt_key_generate(&key_a), 0);
+	ck_assert_int_eq(crypt_key_generate(&key_b), 0);
+	ck_assert_int_eq(crypt_object_ctx_init(&ctx_a, TENANT_A, JOB_A, &key_a), 0);
+}
+
+/* Encrypt n pattern bytes as name, written in uneven pieces. */
+static membuf seal(const crypt_object_ctx *ctx, const char *name, size_t n, unsigned seed)
+{
+	membuf m = {0};
+	unsigned char *p = malloc(n + 1);
+	pattern(p, n, seed);
+	char err[256];
+	crypt_object_writer *w;
+	ck_assert_msg(crypt_object_writer_open(ctx, name, mem_sink, &m, &w, err, sizeof(err)) == 0,
+	              "%s", err);
+	size_t pieces[] = {1, 1000, CRYPT_CHUNK, 3 * CRYPT_CHUNK + 7, 5};
+	for (size_t off = 0, i = 0; off < n; i++) {
+		size_t k = pieces[i % 5] < n - off ? pieces[i % 5] : n - off;
+		ck_assert_msg(crypt_object_writer_write(w, p + off, k, err, sizeof(err)) == 0, "%s",
+		              err);
+		off += k;
+	}
+	ck_assert_msg(crypt_object_writer_finish(w, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(crypt_object_writer_bytes(w), n);
+	crypt_object_writer_free(w);
+	free(p);
+	return m;
+}
+
+/*
+ * Decrypt m as name under ctx. OUT *out (caller frees), *n: every byte the
+ * reader released. RET the first failure or 0.
+ */
+static int open_all(const crypt_object_ctx *ctx, const char *name, membuf *m, unsigned char **out,
+                    size_t *n, char *err, size_t errlen)
+{
+	m->pos = 0;
+	*out = NULL;
+	*n = 0;
+	crypt_object_reader *r;
+	int rc = crypt_object_reader_open(ctx, name, mem_source, m, &r, err, errlen);
+	size_t cap = 0;
+	while (rc == 0) {
+		if (cap - *n < 10000) {
+			cap = cap * 2 + 20000;
+			*out = realloc(*out, cap);
+		}
+		size_t got;
+		rc = crypt_object_reader_read(r, *out + *n, 9999, &got, err, errlen);
+		*n += got;
+		if (rc == 0 && got < 9999)
+			break;
+	}
+	crypt_object_reader_free(r);
+	return rc;
+}
+
+/* RET: the reader's code for m; the bytes it released must be a prefix of the original. */
+static int verify(const crypt_object_ctx *ctx, const char *name, membuf *m, size_t n, unsigned seed)
+{
+	unsigned char *out, *want = malloc(n + 1);
+	size_t got;
+	char err[512];
+	pattern(want, n, seed);
+	int rc = open_all(ctx, name, m, &out, &got, err, sizeof(err));
+	ck_assert_uint_le(got, n);
+	if (got > 0)
+		ck_assert_mem_eq(out, want, got);
+	if (rc == 0)
+		ck_assert_uint_eq(got, n);
+	else
+		ck_assert_msg(rc == -ERR_DATA_AUTH_FAILED, "rc %d: %s", rc, err);
+	free(out);
+	free(want);
+	return rc;
+}
+
+/* ---- keys and wrapping --------------------------------------------- */
+
+START_TEST(keys_and_hex)
+{
+	ck_assert_mem_ne(key_a.bytes, key_b.bytes, CRYPT_KEY_LEN);
+	crypt_key k;
+	const char *hex = "00112233445566778899aabbccddeeff00112233445566778899AABBCCDDEEFF";
+	ck_assert(crypt_key_from_hex(hex, 64, &k));
+	ck_assert_uint_eq(k.bytes[0], 0x00);
+	ck_assert_uint_eq(k.bytes[10], 0xaa);
+	ck_assert_uint_eq(k.bytes[31], 0xff);
+	ck_assert(!crypt_key_from_hex(hex, 63, &k));
+	ck_assert(!crypt_key_from_hex(
+	    "zz112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", 64, &k));
+	crypt_key_clear(&k);
+	for (int i = 0; i < CRYPT_KEY_LEN; i++)
+		ck_assert_uint_eq(k.bytes[i], 0);
+	char ctx[CRYPT_CONTEXT_MAX + 1];
+	ck_assert_int_eq(crypt_context(ctx, sizeof(ctx), CRYPT_CONTEXT_JOB_DEK, JOB_A, 3), 0);
+	ck_assert_str_eq(ctx, "job-dek|" JOB_A "|v3");
+	ck_assert_int_eq(crypt_context(ctx, sizeof(ctx), CRYPT_CONTEXT_TENANT_KEK, TENANT_A, 1), 0);
+	ck_assert_str_eq(ctx, "tenant-kek|" TENANT_A "|v1");
+	ck_assert_int_eq(crypt_context(ctx, 10, CRYPT_CONTEXT_JOB_DEK, JOB_A, 3), -ERR_INTERNAL);
+	ck_assert_int_eq(crypt_context(ctx, sizeof(ctx), "job-dek", "a|b", 1), -ERR_INTERNAL);
+	ck_assert_int_eq(crypt_context(ctx, sizeof(ctx), "job-dek", JOB_A, 0), -ERR_INTERNAL);
+}
+END_TEST
+
+START_TEST(wrap_round_trip_and_tamper)
+{
+	const char *context = "job-dek|" JOB_A "|v1";
+	unsigned char w1[CRYPT_WRAPPED_LEN], w2[CRYPT_WRAPPED_LEN];
+	ck_assert_int_eq(CRYPT_WRAPPED_LEN, 61);
+	ck_assert_int_eq(crypt_wrap(&key_a, context, &key_b, w1), 0);
+	ck_assert_int_eq(crypt_wrap(&key_a, context, &key_b, w2), 0);
+	ck_assert_uint_eq(w1[0], CRYPT_WRAP_VERSION);
+	ck_assert_mem_ne(w1, w2, CRYPT_WRAPPED_LEN); /* fresh nonce each time */
+	ck_assert_mem_ne(w1 + 13, key_b.bytes, CRYPT_KEY_LEN);
+	crypt_key out;
+	ck_assert_int_eq(crypt_unwrap(&key_a, context, w1, sizeof(w1), &out), 0);
+	ck_assert_mem_eq(out.bytes, key_b.bytes, CRYPT_KEY_LEN);
+	ck_assert_int_eq(crypt_unwrap(&key_a, context, w2, sizeof(w2), &out), 0);
+	ck_assert_mem_eq(out.bytes, key_b.bytes, CRYPT_KEY_LEN);
+
+	for (size_t i = 0; i < CRYPT_WRAPPED_LEN; i++)
+		for (int bit = 0; bit < 8; bit += 7) {
+			unsigned char bad[CRYPT_WRAPPED_LEN];
+			memcpy(bad, w1, sizeof(bad));
+			bad[i] ^= (unsigned char)(1 << bit);
+			ck_assert_int_eq(crypt_unwrap(&key_a, context, bad, sizeof(bad), &out),
+			                 -ERR_KEY_UNWRAP_FAILED);
+			for (int j = 0; j < CRYPT_KEY_LEN; j++)
+				ck_assert_uint_eq(out.bytes[j], 0);
+		}
+	ck_assert_int_eq(crypt_unwrap(&key_b, context, w1, sizeof(w1), &out),
+	                 -ERR_KEY_UNWRAP_FAILED);
+	ck_assert_int_eq(crypt_unwrap(&key_a, "job-dek|" JOB_A "|v2", w1, sizeof(w1), &out),
+	                 -ERR_KEY_UNWRAP_FAILED);
+	ck_assert_int_eq(crypt_unwrap(&key_a, "job-dek|" JOB_B "|v1", w1, sizeof(w1), &out),
+	                 -ERR_KEY_UNWRAP_FAILED);
+	ck_assert_int_eq(crypt_unwrap(&key_a, context, w1, sizeof(w1) - 1, &out),
+	                 -ERR_KEY_UNWRAP_FAILED);
+	ck_assert_int_eq(crypt_unwrap(&key_a, "", w1, sizeof(w1), &out), -ERR_KEY_UNWRAP_FAILED);
+	ck_assert_int_eq(crypt_wrap(&key_a, "", &key_b, w2), -ERR_INTERNAL);
+}
+END_TEST
+
+/* ---- the master key ------------------------------------------------- */
+
+static const char master_hex[] = "a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf";
+
+static void write_key_file(const char *path, const char *text, mode_t mode)
+{
+	unlink(path);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	ck_assert_int_eq(chmod(path, mode), 0);
+}
+
+START_TEST(master_key_file_permissions)
+{
+	char dir[] = "/tmp/ty-master-XXXXXX", path[128], link[160], err[512];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/master.key", dir);
+	crypt_key k;
+
+	write_key_file(path, master_hex, 0600);
+	ck_assert_msg(crypt_master_load_file(path, &k, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(k.bytes[0], 0xa0);
+	ck_assert_uint_eq(k.bytes[31], 0xbf);
+
+	char with_newline[80];
+	snprintf(with_newline, sizeof(with_newline), "%s\n", master_hex);
+	write_key_file(path, with_newline, 0400);
+	ck_assert_msg(crypt_master_load_file(path, &k, err, sizeof(err)) == 0, "%s", err);
+
+	static const mode_t refused[] = {0644, 0640, 0604, 0660, 0606, 0700 | 0040};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		write_key_file(path, master_hex, refused[i]);
+		ck_assert_int_eq(crypt_master_load_file(path, &k, err, sizeof(err)),
+		                 -ERR_MASTER_KEY_INVALID);
+		ck_assert_msg(strstr(err, "0600 or stricter") != NULL, "%s", err);
+		for (int j = 0; j < CRYPT_KEY_LEN; j++)
+			ck_assert_uint_eq(k.bytes[j], 0);
+	}
+
+	static const char *const bad_text[] = {
+	    "a0a1", "a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf\n\n",
+	    "x0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf", ""};
+	for (size_t i = 0; i < sizeof(bad_text) / sizeof(bad_text[0]); i++) {
+		write_key_file(path, bad_text[i], 0600);
+		ck_assert_int_eq(crypt_master_load_file(path, &k, err, sizeof(err)),
+		                 -ERR_MASTER_KEY_INVALID);
+		ck_assert_msg(strstr(err, "64 hex digits") != NULL, "%s", err);
+	}
+
+	write_key_file(path, master_hex, 0600);
+	snprintf(link, sizeof(link), "%s/link.key", dir);
+	ck_assert_int_eq(symlink(path, link), 0);
+	ck_assert_int_eq(crypt_master_load_file(link, &k, err, sizeof(err)),
+	                 -ERR_MASTER_KEY_INVALID);
+	ck_assert_msg(strstr(err, "symbolic link") != NULL, "%s", err);
+	ck_assert_int_eq(crypt_master_load_file(dir, &k, err, sizeof(err)),
+	                 -ERR_MASTER_KEY_INVALID);
+	snprintf(link, sizeof(link), "%s/missing.key", dir);
+	ck_assert_int_eq(crypt_master_load_file(link, &k, err, sizeof(err)),
+	                 -ERR_MASTER_KEY_INVALID);
+
+	if (geteuid() == 0) { /* owned by someone else */
+		ck_assert_int_eq(chown(path, 65534, (gid_t)-1), 0);
+		ck_assert_int_eq(crypt_master_load_file(path, &k, err, sizeof(err)),
+		                 -ERR_MASTER_KEY_INVALID);
+		ck_assert_msg(strstr(err, "owned by uid 65534") != NULL, "%s", err);
+	}
+	unlink(path);
+	snprintf(link, sizeof(link), "%s/link.key", dir);
+	unlink(link);
+	rmdir(dir);
+}
+END_TEST
+
+START_TEST(master_key_from_environment)
+{
+	char err[512];
+	crypt_key k;
+	ty_config cfg;
+	unsetenv("TRAINYARD_MASTER_KEY_FILE");
+	ck_assert_int_eq(setenv("TRAINYARD_MASTER_KEY", master_hex, 1), 0);
+	ck_assert_int_eq(config_load(&cfg, err, sizeof(err)), 0);
+	ck_assert_msg(crypt_master_from_config(&cfg, &k, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(k.bytes[1], 0xa1);
+	ck_assert_ptr_null(getenv("TRAINYARD_MASTER_KEY")); /* gone from the environment */
+	ck_assert_str_eq(cfg.master_key, "");               /* and its bytes overwritten */
+
+	ck_assert_int_eq(config_load(&cfg, err, sizeof(err)), 0);
+	ck_assert_int_eq(crypt_master_from_config(&cfg, &k, err, sizeof(err)),
+	                 -ERR_MASTER_KEY_INVALID);
+	ck_assert_msg(strstr(err, "no master key") != NULL, "%s", err);
+
+	setenv("TRAINYARD_MASTER_KEY", "abc", 1);
+	ck_assert_int_eq(config_load(&cfg, err, sizeof(err)), 0);
+	ck_assert_int_eq(crypt_master_from_config(&cfg, &k, err, sizeof(err)),
+	                 -ERR_MASTER_KEY_INVALID);
+	ck_assert_ptr_null(getenv("TRAINYARD_MASTER_KEY"));
+
+	setenv("TRAINYARD_MASTER_KEY", master_hex, 1);
+	setenv("TRAINYARD_MASTER_KEY_FILE", "/nonexistent", 1);
+	ck_assert_int_eq(config_load(&cfg, err, sizeof(err)), 0);
+	ck_assert_int_eq(crypt_master_from_config(&cfg, &k, err, sizeof(err)),
+	                 -ERR_MASTER_KEY_INVALID);
+	ck_assert_msg(strstr(err, "only one") != NULL, "%s", err);
+	ck_assert_ptr_null(getenv("TRAINYARD_MASTER_KEY"));
+	unsetenv("TRAINYARD_MASTER_KEY_FILE");
+}
+END_TEST
+
+/* ---- objects -------------------------------------------------------- */
+
+START_TEST(object_round_trip)
+{
+	static const size_t sizes[] = {0,
+	                               1,
+	                               CRYPT_CHUNK - 1,
+	                               CRYPT_CHUNK,
+	                               CRYPT_CHUNK + 1,
+	                               3 * CRYPT_CHUNK,
+	                               3 * CRYPT_CHUNK + 5};
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		size_t n = sizes[i];
+		membuf m = seal(&ctx_a, "step_00000001/shard_00000_of_00001.bin", n, (unsigned)i);
+		/* header, full chunks, and a short final chunk (empty after a full one) */
+		size_t chunks = n / CRYPT_CHUNK + 1;
+		ck_assert_uint_eq(m.len, CRYPT_HEADER_LEN + n + chunks * CRYPT_TAG_LEN);
+		ck_assert_mem_eq(m.p, "TYEC\x01\x01", 6);
+		ck_assert_int_eq(
+		    verify(&ctx_a, "step_00000001/shard_00000_of_00001.bin", &m, n, (unsigned)i),
+		    0);
+		/* no plaintext on the wire */
+		if (n >= 64) {
+			unsigned char *plain = malloc(n);
+			pattern(plain, n, (unsigned)i);
+			ck_assert_ptr_null(memmem(m.p, m.len, plain, 32));
+			free(plain);
+		}
+		free(m.p);
+	}
+	/* the same bytes twice: a fresh salt, so different ciphertext throughout */
+	membuf a = seal(&ctx_a, "x", 1000, 1), b = seal(&ctx_a, "x", 1000, 1);
+	ck_assert_uint_eq(a.len, b.len);
+	ck_assert_mem_ne(a.p + 10, b.p + 10, CRYPT_SALT_LEN);
+	ck_assert_mem_ne(a.p + CRYPT_HEADER_LEN, b.p + CRYPT_HEADER_LEN, 1000);
+	free(a.p);
+	free(b.p);
+}
+END_TEST
+
+/* Flip one bit at off of a copy of m; RET the reader's verdict. */
+static int verify_flipped(const membuf *m, size_t off, size_t n)
+{
+	membuf c = *m;
+	c.p = malloc(m->len);
+	memcpy(c.p, m->p, m->len);
+	c.p[off] ^= 0x10;
+	int rc = verify(&ctx_a, "obj", &c, n, 7);
+	free(c.p);
+	return rc;
+}
+
+START_TEST(object_bit_flips)
+{
+	size_t n = 2 * CRYPT_CHUNK + 100;
+	membuf m = seal(&ctx_a, "obj", n, 7);
+	for (size_t off = 0; off < CRYPT_HEADER_LEN; off++)
+		ck_assert_msg(verify_flipped(&m, off, n) == -ERR_DATA_AUTH_FAILED,
+		              "header byte %zu", off);
+	size_t c0 = CRYPT_HEADER_LEN, c1 = c0 + CHUNK_ON_DISK, c2 = c1 + CHUNK_ON_DISK;
+	size_t spots[] = {c0,       c0 + 1234, c1 - CRYPT_TAG_LEN, c1 - 1, c1 + 5, c2 - 1,
+	                  c2,       c2 + 99,   c2 + 100, /* last tag */
+	                  m.len - 1};
+	for (size_t i = 0; i < sizeof(spots) / sizeof(spots[0]); i++)
+		ck_assert_msg(verify_flipped(&m, spots[i], n) == -ERR_DATA_AUTH_FAILED, "byte %zu",
+		              spots[i]);
+	free(m.p);
+}
+END_TEST
+
+START_TEST(object_truncation)
+{
+	size_t n = 3 * CRYPT_CHUNK; /* ends with an empty final chunk */
+	membuf m = seal(&ctx_a, "obj", n, 7);
+	size_t c = CHUNK_ON_DISK, h = CRYPT_HEADER_LEN;
+	size_t cuts[] = {0,         1,         h - 1,         h,        h + 1,
+	                 h + 15,    h + 16,    h + c - 1,     h + c,    h + c + 1,
+	                 h + 2 * c, h + 3 * c, h + 3 * c + 1, m.len - 1};
+	ck_assert_uint_eq(m.len, h + 3 * c + CRYPT_TAG_LEN);
+	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+		membuf t = m;
+		t.len = cuts[i];
+		ck_assert_msg(verify(&ctx_a, "obj", &t, n, 7) == -ERR_DATA_AUTH_FAILED,
+		              "cut at %zu", cuts[i]);
+	}
+	/* exactly at a chunk boundary, the reader says the final chunk is missing */
+	membuf t = m;
+	t.len = h + 2 * c;
+	unsigned char *out;
+	size_t got;
+	char err[512];
+	ck_assert_int_eq(open_all(&ctx_a, "obj", &t, &out, &got, err, sizeof(err)),
+	                 -ERR_DATA_AUTH_FAILED);
+	ck_assert_uint_eq(got, 2 * CRYPT_CHUNK); /* only what verified */
+	ck_assert_msg(strstr(err, "final chunk") != NULL, "%s", err);
+	free(out);
+	/* bytes appended after the final chunk */
+	membuf longer = m;
+	longer.p = malloc(m.len + 1);
+	memcpy(longer.p, m.p, m.len);
+	longer.p[m.len] = 0;
+	longer.len = m.len + 1;
+	ck_assert_int_eq(verify(&ctx_a, "obj", &longer, n, 7), -ERR_DATA_AUTH_FAILED);
+	free(longer.p);
+	free(m.p);
+}
+END_TEST
+
+START_TEST(object_reorder)
+{
+	size_t n = 3 * CRYPT_CHUNK + 10;
+	membuf m = seal(&ctx_a, "obj", n, 7);
+	unsigned char *tmp = malloc(CHUNK_ON_DISK);
+	unsigned char *c0 = m.p + CRYPT_HEADER_LEN, *c1 = c0 + CHUNK_ON_DISK;
+	memcpy(tmp, c0, CHUNK_ON_DISK);
+	memcpy(c0, c1, CHUNK_ON_DISK);
+	memcpy(c1, tmp, CHUNK_ON_DISK);
+	ck_assert_int_eq(verify(&ctx_a, "obj", &m, n, 7), -ERR_DATA_AUTH_FAILED);
+	free(tmp);
+	free(m.p);
+	/* a chunk of another object under the same key and name */
+	membuf a = seal(&ctx_a, "obj", n, 7), b = seal(&ctx_a, "obj", n, 7);
+	memcpy(a.p + CRYPT_HEADER_LEN + CHUNK_ON_DISK, b.p + CRYPT_HEADER_LEN + CHUNK_ON_DISK,
+	       CHUNK_ON_DISK);
+	ck_assert_int_eq(verify(&ctx_a, "obj", &a, n, 7), -ERR_DATA_AUTH_FAILED);
+	free(a.p);
+	free(b.p);
+}
+END_TEST
+
+START_TEST(object_swaps_and_wrong_key)
+{
+	size_t n = CRYPT_CHUNK + 10;
+	membuf m = seal(&ctx_a, "step_00000010/shard_00000_of_00002.bin", n, 7);
+	const char *name = "step_00000010/shard_00000_of_00002.bin";
+	crypt_object_ctx other_job, other_tenant, wrong_key;
+	ck_assert_int_eq(crypt_object_ctx_init(&other_job, TENANT_A, JOB_B, &key_a), 0);
+	ck_assert_int_eq(crypt_object_ctx_init(&other_tenant, TENANT_B, JOB_A, &key_a), 0);
+	ck_assert_int_eq(crypt_object_ctx_init(&wrong_key, TENANT_A, JOB_A, &key_b), 0);
+	ck_assert_int_eq(verify(&ctx_a, name, &m, n, 7), 0);
+	ck_assert_int_eq(verify(&other_job, name, &m, n, 7), -ERR_DATA_AUTH_FAILED);
+	ck_assert_int_eq(verify(&other_tenant, name, &m, n, 7), -ERR_DATA_AUTH_FAILED);
+	ck_assert_int_eq(verify(&wrong_key, name, &m, n, 7), -ERR_DATA_AUTH_FAILED);
+	ck_assert_int_eq(verify(&ctx_a, "step_00000010/shard_00001_of_00002.bin", &m, n, 7),
+	                 -ERR_DATA_AUTH_FAILED);
+	ck_assert_int_eq(verify(&ctx_a, "step_00000020/shard_00000_of_00002.bin", &m, n, 7),
+	                 -ERR_DATA_AUTH_FAILED);
+	crypt_object_ctx_clear(&other_job);
+	crypt_object_ctx_clear(&other_tenant);
+	crypt_object_ctx_clear(&wrong_key);
+	free(m.p);
+}
+END_TEST
+
+START_TEST(object_misuse)
+{
+	membuf m = {0};
+	char err[256];
+	crypt_object_writer *w;
+	ck_assert_int_eq(crypt_object_writer_open(&ctx_a, "", mem_sink, &m, &w, err, sizeof(err)),
+	                 -ERR_INTERNAL);
+	ck_assert_ptr_null(w);
+	crypt_object_ctx bad;
+	ck_assert_int_eq(crypt_object_ctx_init(&bad, "", JOB_A, &key_a), -ERR_INTERNAL);
+	ck_assert_int_eq(crypt_object_writer_open(&ctx_a, "x", mem_sink, &m, &w, err, sizeof(err)),
+	                 0);
+	ck_assert_int_eq(crypt_object_writer_finish(w, err, sizeof(err)), 0);
+	ck_assert_int_eq(crypt_object_writer_write(w, "a", 1, err, sizeof(err)), -ERR_INTERNAL);
+	ck_assert_int_eq(crypt_object_writer_finish(w, err, sizeof(err)), -ERR_INTERNAL);
+	crypt_object_writer_free(w);
+	free(m.p);
+}
+END_TEST
+
+/* A sink that fails on its third call: the writer reports it and stays failed. */
+static int failing_sink(void *arg, const void *buf, size_t n)
+{
+	(void)buf;
+	(void)n;
+	return ++*(int *)arg >= 3 ? -ERR_STORAGE_IO : 0;
+}
+
+START_TEST(object_sink_failure)
+{
+	int calls = 0;
+	char err[256];
+	crypt_object_writer *w;
+	ck_assert_int_eq(
+	    crypt_object_writer_open(&ctx_a, "x", failing_sink, &calls, &w, err, sizeof(err)), 0);
+	unsigned char *buf = calloc(1, 3 * CRYPT_CHUNK);
+	errno = EIO;
+	ck_assert_int_eq(crypt_object_writer_write(w, buf, 3 * CRYPT_CHUNK, err, sizeof(err)),
+	                 -ERR_STORAGE_IO);
+	ck_assert_int_eq(crypt_object_writer_finish(w, err, sizeof(err)), -ERR_STORAGE_IO);
+	crypt_object_writer_free(w);
+	free(buf);
+}
+END_TEST
+
+static Suite *make_suite(void)
+{
+	Suite *s = suite_create("crypt");
+	TCase *keys = tcase_create("keys");
+	tcase_add_checked_fixture(keys, setup, NULL);
+	tcase_add_test(keys, keys_and_hex);
+	tcase_add_test(keys, wrap_round_trip_and_tamper);
+	tcase_add_test(keys, master_key_file_permissions);
+	tcase_add_test(keys, master_key_from_environment);
+	suite_add_tcase(s, keys);
+	TCase *obj = tcase_create("objects");
+	tcase_add_checked_fixture(obj, setup, NULL);
+	tcase_set_timeout(obj, 60);
+	tcase_add_test(obj, object_round_trip);
+	tcase_add_test(obj, object_bit_flips);
+	tcase_add_test(obj, object_truncation);
+	tcase_add_test(obj, object_reorder);
+	tcase_add_test(obj, object_swaps_and_wrong_key);
+	tcase_add_test(obj, object_misuse);
+	tcase_add_test(obj, object_sink_failure);
+	suite_add_tcase(s, obj);
+	return s;
+}
+
+UNIT_MAIN()

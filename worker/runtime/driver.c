@@ -1,0 +1,365 @@
+/*
+ * driver.c - one job's launches, from the first to the outcome (driver.h).
+ */
+#include "driver.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "classify.h"
+#include "ladder.h"
+#include "launch.h"
+#include "relay.h"
+#include "train_config.h"
+
+/* After the launcher ended, how long its pipes may stay open before the driver moves on. */
+#define DRAIN_SECONDS 2.0
+/* The longest poll() wait, so signals and timers are looked at this often (ms). */
+#define POLL_MS 200
+/* The same, once the pipes are closed and only the launcher's exit is awaited (ms). */
+#define REAP_POLL_MS 20
+
+/* SIGTERM and SIGINT received; the pump escalates on each. */
+static volatile sig_atomic_t stop_requests;
+
+static void on_stop_signal(int sig)
+{
+	(void)sig;
+	if (stop_requests < 100)
+		stop_requests++;
+}
+
+typedef struct driver {
+	const runtime_options *o;
+	runtime_sink *sink;
+	train_config tc;
+	jobspec_parallel rungs[LADDER_MAX];
+	int n_rungs;
+	int healthy; /* slots not lost */
+	int launches, restarts;
+	bool slurm;
+	relay rl;
+} driver;
+
+/* The stop escalation of one launch. */
+enum { STOP_NONE, STOP_ASKED, STOP_TERMINATED, STOP_KILLED };
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* One of the driver's own messages: on stderr and in the sink's log. */
+static void say(driver *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(driver *d, const char *fmt, ...)
+{
+	char msg[2048];
+	int n = snprintf(msg, sizeof(msg), "trainyard-worker: ");
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s\n", msg);
+	relay_worker_line(&d->rl, msg);
+}
+
+static json_t *layout_json(const jobspec_parallel *p)
+{
+	return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i}", "dp", p->data_parallel, "tp",
+	                 p->tensor_parallel, "pp", p->pipeline_parallel, "zero", p->zero_stage,
+	                 "micro_batch", p->micro_batch, "grad_accum", p->grad_accum, "ranks",
+	                 ladder_ranks(p));
+}
+
+static void emit(driver *d, const char *kind, json_t *detail)
+{
+	if (!detail || sink_event(d->sink, kind, detail) < 0)
+		d->rl.sink_failures++;
+	json_decref(detail);
+}
+
+/* The argv in one line, for the log (never executed). */
+static void say_argv(driver *d, char *const *argv)
+{
+	char line[4096];
+	size_t n = 0;
+	for (size_t i = 0; argv[i] && n + 1 < sizeof(line); i++)
+		n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%s", i ? " " : "", argv[i]);
+	say(d, "launch %d: %s", d->launches, line);
+}
+
+/* ---- one launch ----------------------------------------------------- */
+
+typedef struct pump {
+	launch l;
+	int status;
+	bool ended;
+	double ended_at;
+	int stop;          /* STOP_*: how far the stop escalation went */
+	double stop_since; /* when that stage was reached */
+} pump;
+
+static void pump_read(driver *d, int *fd, runtime_stream from)
+{
+	char buf[16384];
+	for (;;) {
+		ssize_t n = read(*fd, buf, sizeof(buf));
+		if (n > 0) {
+			relay_feed(&d->rl, from, buf, (size_t)n, now());
+			continue;
+		}
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		close(*fd);
+		*fd = -1;
+		return;
+	}
+}
+
+/* Forward a stop: SIGUSR1, then SIGTERM (a second signal, or the grace is over), then SIGKILL. */
+static void pump_stop(driver *d, pump *p, double t)
+{
+	int grace = d->o->stop_grace_s > 0 ? d->o->stop_grace_s : RUNTIME_STOP_GRACE_S;
+	if (stop_requests == 0 || p->ended)
+		return;
+	if (p->stop == STOP_NONE) {
+		say(d, "stop requested: asking the launch to checkpoint and stop (SIGUSR1)");
+		launch_signal(&p->l, SIGUSR1, false);
+	} else if (p->stop == STOP_ASKED && (stop_requests > 1 || t - p->stop_since >= grace)) {
+		say(d, "the launch has not stopped: terminating it (SIGTERM)");
+		launch_signal(&p->l, SIGTERM, false);
+	} else if (p->stop == STOP_TERMINATED && t - p->stop_since >= RUNTIME_KILL_GRACE_S) {
+		say(d, "the launch has not ended: killing it (SIGKILL)");
+		launch_signal(&p->l, SIGKILL, true);
+	} else {
+		return;
+	}
+	p->stop++;
+	p->stop_since = t;
+}
+
+/* Relay the launch's output until it ended and its pipes are drained. */
+static void pump_run(driver *d, pump *p)
+{
+	for (;;) {
+		double t = now();
+		pump_stop(d, p, t);
+		if (!p->ended && launch_reap(&p->l, &p->status)) {
+			p->ended = true;
+			p->ended_at = t;
+		}
+		bool open = p->l.out_fd >= 0 || p->l.err_fd >= 0;
+		if (p->ended && (!open || t - p->ended_at > DRAIN_SECONDS))
+			break;
+		double due = relay_tick(&d->rl, t);
+		/* with both pipes closed, only the launcher's exit is awaited: look often */
+		int timeout = open ? POLL_MS : REAP_POLL_MS;
+		if (due >= 0 && due * 1000 < timeout)
+			timeout = (int)(due * 1000) + 1;
+		struct pollfd fds[2];
+		nfds_t n = 0;
+		if (p->l.out_fd >= 0)
+			fds[n++] = (struct pollfd){.fd = p->l.out_fd, .events = POLLIN};
+		if (p->l.err_fd >= 0)
+			fds[n++] = (struct pollfd){.fd = p->l.err_fd, .events = POLLIN};
+		if (poll(fds, n, timeout) <= 0)
+			continue;
+		for (nfds_t i = 0; i < n; i++) {
+			if (!fds[i].revents)
+				continue;
+			if (fds[i].fd == p->l.out_fd)
+				pump_read(d, &p->l.out_fd, RUNTIME_STREAM_OUT);
+			else
+				pump_read(d, &p->l.err_fd, RUNTIME_STREAM_ERR);
+		}
+	}
+	launch_kill_leftovers(&p->l);
+	launch_close(&p->l);
+	relay_end(&d->rl);
+}
+
+/* Run the rung's launch to its end. OUT *end. */
+static void run_launch(driver *d, const jobspec_parallel *rung, launch_end *end)
+{
+	launch_plan plan = {.train_bin = d->o->train_bin,
+	                    .spec_path = d->o->spec_path,
+	                    .ckpt_dir = d->o->ckpt_dir,
+	                    .overrides = d->o->overrides,
+	                    .n_overrides = d->o->n_overrides,
+	                    .layout = *rung,
+	                    .rank_memory_limit = d->o->rank_memory_limit,
+	                    .slurm = d->slurm};
+	memset(end, 0, sizeof(*end));
+	d->launches++;
+	relay_begin(&d->rl, d->launches);
+	char **argv = launch_argv(&plan);
+	if (!argv) {
+		say(d, "launch %d: out of memory for the command line", d->launches);
+		end->start_failed = true;
+		return;
+	}
+	say_argv(d, argv);
+	emit(d, "launch",
+	     json_pack("{s:i, s:o, s:s}", "launch", d->launches, "layout", layout_json(rung),
+	               "launcher", argv[0]));
+	pump p = {0};
+	char err[512];
+	if (launch_start(&p.l, argv, err, sizeof(err)) < 0) {
+		say(d, "launch %d: %s", d->launches, err);
+		end->start_failed = true;
+	} else {
+		pump_run(d, &p);
+		end->exit_status = p.status;
+		end->ranks_lost = d->rl.ranks_lost;
+		end->start_failed = d->rl.start_failures > 0;
+	}
+	launch_argv_free(argv);
+}
+
+/* ---- the run ---------------------------------------------------------- */
+
+/* The run ends in class c (succeeded, stopped, or the failure); fmt says why. */
+static int finish(driver *d, launch_class c, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int finish(driver *d, launch_class c, const char *fmt, ...)
+{
+	bool failed = c != LAUNCH_SUCCEEDED && c != LAUNCH_STOPPED;
+	const char *result = failed ? "failed" : launch_class_name(c);
+	runtime_outcome o = {.result = result,
+	                     .failure = failed ? launch_class_name(c) : NULL,
+	                     .exit_status = launch_class_exit_status(c),
+	                     .launches = d->launches,
+	                     .restarts = d->restarts,
+	                     .last_step = d->rl.last_step,
+	                     .last_checkpoint = d->rl.last_checkpoint};
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(o.message, sizeof(o.message), fmt, ap);
+	va_end(ap);
+	say(d, "%s%s%s%s%s", result, o.failure ? " with " : "", o.failure ? o.failure : "",
+	    o.message[0] ? ": " : "", o.message);
+	if (d->rl.sink_failures)
+		fprintf(stderr, "trainyard-worker: %d sink calls failed; some output is lost\n",
+		        d->rl.sink_failures);
+	sink_finish(d->sink, &o);
+	return o.exit_status;
+}
+
+/*
+ * After a retryable failure of the launch on rung cur. RET the next rung,
+ * or -1 with the reason there is none in why.
+ */
+static int fall_back(driver *d, int cur, launch_class c, const launch_end *e, char *why,
+                     size_t whylen)
+{
+	int max = d->tc.spec.fault_tolerance.max_restarts;
+	if (c == LAUNCH_RANK_LOST)
+		d->healthy -= e->ranks_lost > 0 ? e->ranks_lost : 1;
+	if (d->restarts >= max) {
+		snprintf(why, whylen, "launch %d failed and max_restarts (%d) is reached",
+		         d->launches, max);
+		return -1;
+	}
+	int next = ladder_pick(d->rungs, d->n_rungs, cur + 1, d->healthy);
+	if (next < 0) {
+		snprintf(why, whylen,
+		         "launch %d failed and no smaller layout fits the %d healthy slots",
+		         d->launches, d->healthy);
+		return -1;
+	}
+	int lost = d->rl.last_step - d->rl.last_checkpoint;
+	emit(d, "fallback",
+	     json_pack("{s:s, s:o, s:o, s:i, s:i, s:i}", "reason", launch_class_name(c), "from",
+	               layout_json(&d->rungs[cur]), "to", layout_json(&d->rungs[next]),
+	               "steps_lost", lost > 0 ? lost : 0, "healthy_slots", d->healthy, "restart",
+	               d->restarts + 1));
+	say(d, "falling back after %s: %d ranks -> %d ranks, from the newest valid checkpoint",
+	    launch_class_name(c), ladder_ranks(&d->rungs[cur]), ladder_ranks(&d->rungs[next]));
+	d->restarts++;
+	return next;
+}
+
+static int drive(driver *d)
+{
+	int cur = ladder_pick(d->rungs, d->n_rungs, 0, d->healthy);
+	if (cur < 0)
+		return finish(d, LAUNCH_INVALID_CONFIG, "no layout of the job fits in %d slots",
+		              d->healthy);
+	for (;;) {
+		if (stop_requests)
+			return finish(d, LAUNCH_STOPPED, "stopped before launch %d",
+			              d->launches + 1);
+		launch_end e;
+		run_launch(d, &d->rungs[cur], &e);
+		launch_class c = launch_classify(&e);
+		emit(d, "launch_end",
+		     json_pack("{s:i, s:i, s:s, s:i, s:i, s:i}", "launch", d->launches, "exit",
+		               e.exit_status, "class", launch_class_name(c), "ranks_lost",
+		               e.ranks_lost, "last_step", d->rl.last_step, "last_checkpoint",
+		               d->rl.last_checkpoint));
+		if (c == LAUNCH_SUCCEEDED)
+			return finish(d, c, "%s", "");
+		if (stop_requests || c == LAUNCH_STOPPED)
+			return finish(d, LAUNCH_STOPPED,
+			              "launch %d ended as %s after the stop request", d->launches,
+			              launch_class_name(c));
+		if (!launch_class_retryable(c))
+			return finish(d, c, "launch %d ended with status %d", d->launches,
+			              e.exit_status);
+		char why[256];
+		int next = fall_back(d, cur, c, &e, why, sizeof(why));
+		if (next < 0)
+			return finish(d, c, "%s", why);
+		cur = next;
+	}
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop_signal; /* no SA_RESTART: poll() returns at once */
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+}
+
+int runtime_run(const runtime_options *o, runtime_sink *sink)
+{
+	driver *d = calloc(1, sizeof(*d));
+	if (!d || relay_init(&d->rl, sink, o->ckpt_dir) < 0) {
+		fprintf(stderr, "trainyard-worker: out of memory\n");
+		free(d);
+		return launch_class_exit_status(LAUNCH_INTERNAL);
+	}
+	d->o = o;
+	d->sink = sink;
+	d->slurm = getenv("SLURM_JOB_ID") != NULL;
+	install_signals();
+	char err[4096];
+	int rc;
+	if (train_config_load(&d->tc, o->spec_path, o->overrides, o->n_overrides, err,
+	                      sizeof(err)) < 0) {
+		rc = finish(d, LAUNCH_INVALID_CONFIG, "%s", err);
+	} else {
+		d->n_rungs = ladder_build(&d->tc.spec, d->rungs);
+		d->healthy = o->slots > 0 ? o->slots : (int)jobspec_ranks(&d->tc.spec);
+		if (!d->slurm) /* under Slurm, each task's CPU set says it */
+			launch_default_threads(ladder_ranks(&d->rungs[0]));
+		rc = drive(d);
+	}
+	train_config_release(&d->tc);
+	relay_release(&d->rl);
+	free(d);
+	return rc;
+}

@@ -1,0 +1,50 @@
+/*
+ * driver.h - the worker runtime's driver: runs one job's training inside
+ * its allocation, from the first launch to the outcome.
+ *
+ * It starts the trainer's ranks as one launch (launch.h) in the job's
+ * layout, relays the launch's output into the sink (relay.h), and when the
+ * launch ends classifies the end (classify.h). A failure the trainer can
+ * survive in a smaller layout (out of memory, a communication failure, a
+ * rank lost) starts a new launch on the next rung of the fallback ladder
+ * (ladder.h) that fits the slots still healthy, resuming from the same
+ * checkpoint directory, at most fault_tolerance.max_restarts times. Any
+ * other end finishes the run.
+ *
+ * SIGTERM or SIGINT asks the launch to stop: the driver sends SIGUSR1 to
+ * the launcher, which passes it to every rank (mpirun and srun both
+ * forward it); the trainer writes a checkpoint and exits with status 16.
+ * A second signal, or a launch still running stop_grace_s later, gets
+ * SIGTERM; RUNTIME_KILL_GRACE_S after that the launch's process group
+ * gets SIGKILL.
+ */
+#ifndef TY_RUNTIME_DRIVER_H
+#define TY_RUNTIME_DRIVER_H
+
+#include <stddef.h>
+
+#include "sink.h"
+
+#define RUNTIME_STOP_GRACE_S 120
+#define RUNTIME_KILL_GRACE_S 10
+
+typedef struct runtime_options {
+	const char *spec_path;  /* the job spec file; the trainer reads it too */
+	const char *ckpt_dir;   /* the job's checkpoints */
+	char *const *overrides; /* "section.field=value", applied before validation */
+	int n_overrides;
+	int slots;                /* ranks the allocation holds; 0: the spec's ranks */
+	size_t rank_memory_limit; /* bytes of address space per rank; 0: none */
+	const char *train_bin;    /* the trainyard-train program */
+	int stop_grace_s;         /* 0: RUNTIME_STOP_GRACE_S */
+} runtime_options;
+
+/*
+ * Run the job to its outcome; every output goes to sink, the last call
+ * being finish(). Installs handlers for SIGTERM and SIGINT.
+ * RET: trainyard-worker's exit status: 0 succeeded, 16 stopped, else the
+ * failure class's trainer status (classify.h).
+ */
+int runtime_run(const runtime_options *o, runtime_sink *sink);
+
+#endif

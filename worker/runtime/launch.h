@@ -1,0 +1,87 @@
+/*
+ * launch.h - one launch of the trainer's ranks: its command line, and the
+ * launcher process (mpirun, or srun under Slurm) with its output in pipes.
+ *
+ * The command line is an argv array, never a shell string: the spec path,
+ * the checkpoint directory and the --set overrides reach the trainer as
+ * they are, whatever they hold.
+ */
+#ifndef TY_RUNTIME_LAUNCH_H
+#define TY_RUNTIME_LAUNCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "jobspec.h"
+
+/* What to launch. Every pointer is borrowed. */
+typedef struct launch_plan {
+	const char *train_bin;  /* the trainyard-train program */
+	const char *spec_path;  /* the job spec file */
+	const char *ckpt_dir;   /* the job's checkpoint directory */
+	char *const *overrides; /* the caller's "section.field=value", applied first */
+	int n_overrides;
+	jobspec_parallel layout;  /* the rung to run */
+	size_t rank_memory_limit; /* bytes of address space per rank; 0: none */
+	bool slurm;               /* srun (inside a Slurm allocation), else mpirun */
+} launch_plan;
+
+/*
+ * The launcher's argv, NULL-terminated:
+ *   mpirun --allow-run-as-root --oversubscribe --bind-to none -np N
+ *          -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS TRAIN train ...
+ *   srun --mpi=pmix --kill-on-bad-exit=1 -n N TRAIN train ...
+ * with, for the trainer: --spec, --ckpt-dir, --metrics - (rank 0 writes
+ * the metrics to its stdout), --memory-limit when set, the caller's --set
+ * overrides, then the rung's: parallel.{data,tensor,pipeline}_parallel,
+ * zero_stage, micro_batch, grad_accum, resources.nodes=1,
+ * resources.ranks_per_node=N and fault_tolerance.fallback=[] (the trainer
+ * runs one layout; the ladder is the driver's).
+ * RET: the argv (launch_argv_free() it), or NULL when out of memory.
+ */
+char **launch_argv(const launch_plan *p);
+void launch_argv_free(char **argv);
+
+/* A started launcher. */
+typedef struct launch {
+	pid_t pid;  /* the launcher, leader of its own process group; 0 once reaped */
+	pid_t pgid; /* that group: the launcher and whatever it started */
+	int out_fd; /* its stdout and stderr, non-blocking; -1 once closed */
+	int err_fd;
+} launch;
+
+/*
+ * Start argv[0] (searched in PATH) in a new process group, stdin from
+ * /dev/null, stdout and stderr into pipes. The launcher gets SIGTERM if
+ * the driver dies. RET 0; -1 with a message in err when it could not be
+ * started (an exec failure included).
+ */
+int launch_start(launch *l, char *const *argv, char *err, size_t errlen);
+
+/* Send sig to the launcher, or to its whole process group. RET 0 or -1. */
+int launch_signal(const launch *l, int sig, bool group);
+
+/*
+ * Whether the launcher ended. OUT *status: its exit status, 128 + N when
+ * signal N ended it. RET 1 ended (and reaped), 0 still running.
+ */
+int launch_reap(launch *l, int *status);
+
+/*
+ * After the launcher ended: SIGKILL to whatever is left in its process
+ * group, so nothing of this launch holds a slot when the next one starts.
+ */
+void launch_kill_leftovers(launch *l);
+
+/* Close what is still open of the pipes. */
+void launch_close(launch *l);
+
+/*
+ * OMP_NUM_THREADS and OPENBLAS_NUM_THREADS for ranks_here ranks on this
+ * host, when the environment does not set them: the online CPUs shared
+ * out, at least 1.
+ */
+void launch_default_threads(int ranks_here);
+
+#endif

@@ -1,0 +1,172 @@
+/*
+ * main.c - trainyard-worker: the worker runtime a job's batch script
+ * starts once inside its allocation. `run` drives the job's training to
+ * its outcome (driver.h) with local files as the sink (sink.h).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "driver.h"
+#include "exitcode.h"
+#include "sink.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: trainyard-worker run --spec FILE --ckpt-dir DIR --metrics-out FILE\n"
+	        "                            --log-out FILE [options]\n"
+	        "\n"
+	        "Runs the job's trainer ranks (mpirun; srun --mpi=pmix when SLURM_JOB_ID is set),\n"
+	        "and after an out-of-memory, a communication failure or a lost rank runs them\n"
+	        "again in the next fallback layout that fits, from the last checkpoint.\n"
+	        "\n"
+	        "  --spec FILE          the job spec JSON\n"
+	        "  --set SECTION.FIELD=VALUE  override one spec field (repeatable)\n"
+	        "  --ckpt-dir DIR       the job's checkpoints: written there, resumed from there\n"
+	        "  --metrics-out FILE   the trainer's step metrics, JSON lines (appended)\n"
+	        "  --log-out FILE       every line the launches and the worker print (appended)\n"
+	        "  --events-out FILE    checkpoints, launches, fallbacks and the outcome, JSON\n"
+	        "                       lines (appended; default: into the log)\n"
+	        "  --slots N            ranks the allocation holds (default: the spec's ranks)\n"
+	        "  --rank-memory-limit BYTES  address space of each rank (trainyard-train\n"
+	        "                       --memory-limit)\n"
+	        "\n"
+	        "The trainer is TRAINYARD_TRAIN_BIN, else trainyard-train next to this program.\n"
+	        "Exit status: 0 succeeded, 16 stopped, else the failure class's trainer status\n"
+	        "(rank_lost is 12, comm_failure); 2 for a wrong command line.\n");
+}
+
+/* A whole number at least min. RET 0, or -1. */
+static int parse_count(const char *text, unsigned long long min, unsigned long long max,
+                       unsigned long long *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(text, &end, 10);
+	if (errno || end == text || *end || text[0] == '-' || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* trainyard-train: TRAINYARD_TRAIN_BIN, else next to this program, else from PATH. */
+static void find_train_bin(char *out, size_t n, const char *argv0)
+{
+	const char *env = getenv("TRAINYARD_TRAIN_BIN");
+	if (env && *env) {
+		snprintf(out, n, "%s", env);
+		return;
+	}
+	char self[PATH_MAX];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (len > 0)
+		self[len] = '\0';
+	else
+		snprintf(self, sizeof(self), "%s", argv0);
+	char *slash = strrchr(self, '/');
+	if (slash) {
+		*slash = '\0';
+		snprintf(out, n, "%s/trainyard-train", self);
+		if (access(out, X_OK) == 0)
+			return;
+	}
+	snprintf(out, n, "trainyard-train");
+}
+
+static int cmd_run(int argc, char **argv, const char *argv0)
+{
+	static const struct option opts[] = {{"spec", required_argument, 0, 's'},
+	                                     {"set", required_argument, 0, 'o'},
+	                                     {"ckpt-dir", required_argument, 0, 'c'},
+	                                     {"metrics-out", required_argument, 0, 'm'},
+	                                     {"log-out", required_argument, 0, 'l'},
+	                                     {"events-out", required_argument, 0, 'e'},
+	                                     {"slots", required_argument, 0, 'n'},
+	                                     {"rank-memory-limit", required_argument, 0, 'M'},
+	                                     {"help", no_argument, 0, 'h'},
+	                                     {0, 0, 0, 0}};
+	runtime_options o = {0};
+	const char *metrics = NULL, *log = NULL, *events = NULL;
+	char **overrides = calloc((size_t)argc, sizeof(char *));
+	unsigned long long v;
+	bool bad = !overrides;
+	int c;
+	while (!bad && (c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			o.spec_path = optarg;
+			break;
+		case 'o':
+			overrides[o.n_overrides++] = optarg;
+			break;
+		case 'c':
+			o.ckpt_dir = optarg;
+			break;
+		case 'm':
+			metrics = optarg;
+			break;
+		case 'l':
+			log = optarg;
+			break;
+		case 'e':
+			events = optarg;
+			break;
+		case 'n':
+			bad = parse_count(optarg, 1, INT_MAX, &v) < 0;
+			o.slots = (int)v;
+			break;
+		case 'M':
+			bad = parse_count(optarg, 1, SIZE_MAX, &v) < 0;
+			o.rank_memory_limit = (size_t)v;
+			break;
+		case 'h':
+			usage(stdout);
+			free(overrides);
+			return TRAIN_OK;
+		default:
+			bad = true;
+		}
+	}
+	/* the trainer reads the spec again: it must be a file */
+	if (bad || optind != argc || !o.spec_path || strcmp(o.spec_path, "-") == 0 || !o.ckpt_dir ||
+	    !metrics || !log) {
+		usage(stderr);
+		free(overrides);
+		return TRAIN_USAGE;
+	}
+	o.overrides = overrides;
+	char train_bin[PATH_MAX + 32];
+	find_train_bin(train_bin, sizeof(train_bin), argv0);
+	o.train_bin = train_bin;
+	char err[1024];
+	runtime_sink *sink = sink_file_new(metrics, log, events, err, sizeof(err));
+	if (!sink) {
+		fprintf(stderr, "trainyard-worker: %s\n", err);
+		free(overrides);
+		return TRAIN_USAGE;
+	}
+	int rc = runtime_run(&o, sink);
+	sink_free(sink);
+	free(overrides);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? TRAIN_USAGE : TRAIN_OK;
+	}
+	if (strcmp(argv[1], "run") == 0)
+		return cmd_run(argc - 1, argv + 1, argv[0]);
+	fprintf(stderr, "trainyard-worker: unknown command \"%s\"\n", argv[1]);
+	usage(stderr);
+	return TRAIN_USAGE;
+}
