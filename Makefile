@@ -38,14 +38,19 @@ API_SRC  := $(filter-out api/main.c,$(wildcard api/*.c))
 CLI_SRC  := $(filter-out cli/main.c,$(wildcard cli/*.c))
 TRAIN_SRC := $(filter-out worker/main.c,$(wildcard worker/*.c))
 # The worker runtime (worker/runtime/): no MPI, no OpenMP. It reads job specs
-# with the trainer's loader and names exit statuses with its table, built
-# again here without the trainer's flags.
+# with the trainer's loader, names exit statuses with its table and reads
+# sealed checkpoint manifests with its store, built again here without the
+# trainer's flags.
 RUNTIME_SRC := $(filter-out worker/runtime/main.c,$(wildcard worker/runtime/*.c)) \
-               worker/train_config.c worker/exitcode.c
+               worker/train_config.c worker/exitcode.c \
+               worker/ckpt.c worker/stream.c worker/stream_crypt.c worker/errbuf.c
 UNIT_SRC := $(filter-out tests/unit/test_train_%,$(wildcard tests/unit/test_*.c))
 TRAIN_UNIT_SRC := $(wildcard tests/unit/test_train_*.c)
 MPI_TEST_SRC := $(wildcard tests/mpi/mpitest_*.c)
 ITEST_SRC := $(wildcard tests/integration/itest_*.c)
+# Helpers the integration scripts run (not tests themselves): tool_seal
+# writes encrypted logs and checkpoints with the worker's own store.
+TOOL_SRC := $(wildcard tests/integration/tool_*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 LIB_A   := $(BUILD)/lib/libtrainyard.a
@@ -62,6 +67,7 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC)) \
              $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TRAIN_UNIT_SRC))
 MPI_TEST_BINS := $(patsubst tests/mpi/%.c,$(BUILD)/tests/%,$(MPI_TEST_SRC))
 ITEST_BINS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(ITEST_SRC))
+TOOL_BINS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(TOOL_SRC))
 Q ?= @
 EMBEDDED := $(sort $(wildcard migrations/*.sql)) api/openapi.json
 
@@ -174,10 +180,18 @@ $(BUILD)/tests/itest_%: $(call obj,tests/integration/itest_%.c) $(call obj,tests
 	@echo "  LINK    $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 
+$(BUILD)/obj/tests/integration/tool_%.o: CFLAGS += -Iworker
+
+$(BUILD)/tests/tool_%: $(call obj,tests/integration/tool_%.c) \
+	$(call obj,worker/stream.c worker/stream_crypt.c worker/errbuf.c) $(LIB_A)
+	@mkdir -p $(@D)
+	@echo "  LINK    $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 unit: $(UNIT_BINS)
 	@tests/run-unit $(UNIT_BINS)
 
-test: $(BINS) $(UNIT_BINS) $(ITEST_BINS) $(MPI_TEST_BINS)
+test: $(BINS) $(UNIT_BINS) $(ITEST_BINS) $(TOOL_BINS) $(MPI_TEST_BINS)
 	@BUILD=$(BUILD) tests/run
 
 FUZZ_SECONDS ?= 20

@@ -13,6 +13,7 @@
 #include <libpq-fe.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "authz.h"
 #include "config.h"
@@ -47,6 +48,35 @@ typedef struct api_scope {
 	bool self;
 } api_scope;
 
+/*
+ * A streamed answer: instead of a body, the handler leaves a reader that
+ * server.c calls from libmicrohttpd's content-reader callback, one buffer
+ * at a time, so memory stays constant whatever the size (api/stream_hub.c).
+ * read fills buf with up to max bytes and returns how many (> 0), or one
+ * of the API_STREAM_* values. It runs on a server thread and must not
+ * block for long: API_STREAM_WAIT suspends the connection, without holding
+ * a thread, and calls read again about API_STREAM_POLL_MS later.
+ * Ownership: once read is set, the server owns ctx and calls free(ctx)
+ * exactly once, after the last read or when the answer is a problem
+ * instead (an error set after the stream).
+ */
+#define API_STREAM_END          (-1) /* the answer is complete */
+#define API_STREAM_ABORT        (-2) /* close the connection: the client sees an incomplete answer */
+#define API_STREAM_WAIT         (-3) /* nothing now; call again later */
+#define API_STREAM_POLL_MS      200
+#define API_STREAM_SIZE_UNKNOWN (-1) /* sent chunked */
+
+typedef ssize_t (*api_stream_read_fn)(void *ctx, char *buf, size_t max);
+
+typedef struct api_stream {
+	api_stream_read_fn read; /* NULL: no stream */
+	void (*free)(void *ctx);
+	void *ctx;
+	const char *content_type; /* static text */
+	long long size;           /* bytes, or API_STREAM_SIZE_UNKNOWN */
+	int idle_s;               /* the connection's idle limit while streaming; 0: the server's */
+} api_stream;
+
 typedef struct api_req {
 	api_server *srv;
 	const ty_config *cfg;
@@ -73,7 +103,8 @@ typedef struct api_req {
 	json_t *out;     /* response body; NULL for 204 */
 	const char *raw; /* or a body sent as is (raw_len bytes): static, */
 	size_t raw_len;
-	char *raw_owned; /* or malloc'ed and freed after sending */
+	char *raw_owned;   /* or malloc'ed and freed after sending */
+	api_stream stream; /* or a streamed body (status 200-299 only) */
 	char retry_after[16];
 	bool replayed;        /* idempotent replay of an earlier submission */
 	bool audited;         /* a mutation wrote its audit record */

@@ -71,8 +71,8 @@ int h_attempt_create(api_req *rq)
 	                              rq->who.user_id, NULL, NULL)) ||
 	    (rc = jobstate_transition(rq->db, rq->scope.job_id, JOB_SCHEDULED, "attempt started",
 	                              rq->who.user_id, NULL, NULL)) ||
-	    (rc = db_query(rq->db, NULL, "UPDATE jobs SET attempts = attempts + 1 WHERE id = $1",
-	                   1, q)) ||
+	    (rc = db_query(rq->db, NULL, "UPDATE jobs SET attempts = attempts + 1 WHERE id = $1", 1,
+	                   q)) ||
 	    (rc = api_query_json(
 	         rq,
 	         "WITH a AS (INSERT INTO job_attempts (job_id, number, credential, expires_at)"
@@ -103,7 +103,8 @@ int h_attempt_get(api_req *rq)
 	const char *p[] = {rq->scope.attempt_id};
 	return api_reply_row(
 	    rq,
-	    "SELECT row_to_json(x) FROM (SELECT a.id, a.job_id, j.tenant_id, a.number, a.state, " TS(
+	    "SELECT row_to_json(x) FROM (SELECT a.id, a.job_id, j.tenant_id, a.number, "
+	    "a.state, " TS(
 	        "a.expires_at") " AS expires_at, j.name AS job_name, j.state AS job_state, j.spec"
 	                        " FROM job_attempts a JOIN jobs j ON j.id = a.job_id"
 	                        " WHERE a.id = $1) x",
@@ -139,6 +140,17 @@ static int mark_running(api_req *rq, char now_state[16])
 	return rc;
 }
 
+/* Open a report's transaction: its connection, the heartbeat, the job's state. RET 0 or -ERR_*. */
+static int report_begin(api_req *rq, char now_state[16])
+{
+	int rc = api_db(rq);
+	if (rc == 0)
+		rc = db_begin(rq->db);
+	if (rc == 0)
+		rc = mark_running(rq, now_state);
+	return rc;
+}
+
 /* Answer a failed report. */
 static int report_failed(api_req *rq, int rc)
 {
@@ -158,10 +170,8 @@ static void attempt_resource(const api_req *rq, const char *what, char *out, siz
 int h_attempt_heartbeat(api_req *rq)
 {
 	char now_state[16];
-	int rc = api_db(rq);
-	if (rc || (rc = db_begin(rq->db)))
-		return api_fail_db(rq, rc);
-	if ((rc = mark_running(rq, now_state)))
+	int rc = report_begin(rq, now_state);
+	if (rc)
 		return report_failed(rq, rc);
 	char res[160];
 	attempt_resource(rq, "heartbeat", res, sizeof(res));
@@ -183,8 +193,7 @@ static int metrics_validate(const json_t *in, verrs *v)
 	}
 	size_t i;
 	const json_t *s;
-	json_array_foreach(steps, i, s)
-	{
+	json_array_foreach (steps, i, s) {
 		char base[32];
 		snprintf(base, sizeof(base), "/steps/%zu", i);
 		int64_t step = 0;
@@ -213,21 +222,17 @@ int h_attempt_metrics(api_req *rq)
 	json_decref(in);
 	if (!steps)
 		return api_fail(rq, ERR_INTERNAL, "out of memory");
-	int rc = api_db(rq);
-	if (rc || (rc = db_begin(rq->db))) {
-		free(steps);
-		return api_fail_db(rq, rc);
-	}
 	const char *p[] = {rq->scope.job_id, rq->scope.attempt_id, steps};
 	char now_state[16];
-	rc = mark_running(rq, now_state);
+	int rc = report_begin(rq, now_state);
 	if (rc == 0)
-		rc = db_query(rq->db, NULL,
-		              "INSERT INTO job_metrics (job_id, attempt_id, step, data)"
-		              " SELECT $1, $2, (e->>'step')::int, e"
-		              " FROM jsonb_array_elements($3::jsonb) e"
-		              " ON CONFLICT (job_id, attempt_id, step) DO UPDATE SET data = EXCLUDED.data",
-		              3, p);
+		rc = db_query(
+		    rq->db, NULL,
+		    "INSERT INTO job_metrics (job_id, attempt_id, step, data)"
+		    " SELECT $1, $2, (e->>'step')::int, e"
+		    " FROM jsonb_array_elements($3::jsonb) e"
+		    " ON CONFLICT (job_id, attempt_id, step) DO UPDATE SET data = EXCLUDED.data",
+		    3, p);
 	free(steps);
 	if (rc)
 		return report_failed(rq, rc);
@@ -280,8 +285,7 @@ static int checkpoint_validate(const json_t *in, verrs *v, int64_t *bytes)
 	size_t i;
 	const json_t *s;
 	*bytes = 0;
-	json_array_foreach(shards, i, s)
-	{
+	json_array_foreach (shards, i, s) {
 		char base[32];
 		snprintf(base, sizeof(base), "/shards/%zu", i);
 		shard_validate(s, base, v);
@@ -304,7 +308,8 @@ int h_attempt_checkpoint(api_req *rq)
 	}
 	verrs_release(&v);
 	char step[16], world[16], total[24];
-	snprintf(step, sizeof(step), "%lld", (long long)json_integer_value(json_object_get(in, "step")));
+	snprintf(step, sizeof(step), "%lld",
+	         (long long)json_integer_value(json_object_get(in, "step")));
 	snprintf(world, sizeof(world), "%lld",
 	         (long long)json_integer_value(json_object_get(in, "world")));
 	snprintf(total, sizeof(total), "%lld", (long long)bytes);
@@ -314,13 +319,15 @@ int h_attempt_checkpoint(api_req *rq)
 		return api_fail(rq, ERR_INTERNAL, "out of memory");
 	char now_state[16];
 	json_t *c = NULL;
-	int rc = api_db(rq);
-	if (rc == 0 && (rc = db_begin(rq->db)) == 0 && (rc = mark_running(rq, now_state)) == 0) {
+	int rc = report_begin(rq, now_state);
+	if (rc == 0) {
 		/* a step written again (after a fallback) replaces the earlier record */
-		const char *p[] = {rq->scope.job_id, rq->scope.attempt_id, step, world, total, shards};
+		const char *p[] = {
+		    rq->scope.job_id, rq->scope.attempt_id, step, world, total, shards};
 		rc = api_query_json(
 		    rq,
-		    "WITH c AS (INSERT INTO checkpoints (job_id, attempt_id, step, world, bytes, shards)"
+		    "WITH c AS (INSERT INTO checkpoints (job_id, attempt_id, step, world, bytes, "
+		    "shards)"
 		    " VALUES ($1, $2, $3::int, $4::int, $5::bigint, $6::jsonb)"
 		    " ON CONFLICT (job_id, step) DO UPDATE SET attempt_id = EXCLUDED.attempt_id,"
 		    " world = EXCLUDED.world, bytes = EXCLUDED.bytes, shards = EXCLUDED.shards,"
@@ -375,13 +382,14 @@ int h_attempt_event(api_req *rq)
 	json_decref(in);
 	char *dj = json_dumps(d, JSON_COMPACT);
 	char now_state[16];
-	int rc = api_db(rq);
-	if (rc == 0 && (rc = db_begin(rq->db)) == 0 && (rc = mark_running(rq, now_state)) == 0) {
+	int rc = report_begin(rq, now_state);
+	if (rc == 0) {
 		const char *p[] = {rq->scope.job_id, text, dj ? dj : "{}"};
-		rc = db_query(rq->db, NULL,
-		              "INSERT INTO job_events (job_id, from_state, to_state, reason, detail)"
-		              " SELECT id, state, state, $2, $3::jsonb FROM jobs WHERE id = $1",
-		              3, p);
+		rc =
+		    db_query(rq->db, NULL,
+		             "INSERT INTO job_events (job_id, from_state, to_state, reason, detail)"
+		             " SELECT id, state, state, $2, $3::jsonb FROM jobs WHERE id = $1",
+		             3, p);
 	}
 	free(dj);
 	if (rc) {
@@ -425,21 +433,20 @@ int h_attempt_finish(api_req *rq)
 	snprintf(why, sizeof(why), "%s", reason);
 	json_decref(in);
 	char now_state[16];
-	int rc = api_db(rq);
-	if (rc == 0 && (rc = db_begin(rq->db)) == 0)
-		rc = mark_running(rq, now_state);
+	int rc = report_begin(rq, now_state);
 	job_state to = strcmp(now_state, "cancelling") == 0 ? JOB_CANCELLED
-	               : strcmp(oc, "succeeded") == 0      ? JOB_SUCCEEDED
-	                                                   : JOB_FAILED;
+	               : strcmp(oc, "succeeded") == 0       ? JOB_SUCCEEDED
+	                                                    : JOB_FAILED;
 	const char *p[] = {rq->scope.attempt_id, oc};
 	if (rc == 0)
-		rc = db_query(rq->db, NULL,
-		              "UPDATE job_attempts SET state = 'ended', outcome = $2, ended_at = now()"
-		              " WHERE id = $1",
-		              2, p);
+		rc = db_query(
+		    rq->db, NULL,
+		    "UPDATE job_attempts SET state = 'ended', outcome = $2, ended_at = now()"
+		    " WHERE id = $1",
+		    2, p);
 	if (rc == 0)
-		rc = jobstate_transition(rq->db, rq->scope.job_id, to, why[0] ? why : oc, NULL, NULL,
-		                         NULL);
+		rc = jobstate_transition(rq->db, rq->scope.job_id, to, why[0] ? why : oc, NULL,
+		                         NULL, NULL);
 	if (rc)
 		return report_failed(rq, rc);
 	char res[160];

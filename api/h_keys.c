@@ -82,7 +82,8 @@ int h_key_rotate(api_req *rq)
 	rc = keys_rotate(rq->db, &rq->srv->master, rq->scope.tenant_id, &version, &rewrapped);
 	char res[160];
 	snprintf(res, sizeof(res), "tenant/%s/keys", rq->scope.tenant_name);
-	json_t *out = json_pack("{s:i, s:I}", "version", version, "rewrapped", (json_int_t)rewrapped);
+	json_t *out =
+	    json_pack("{s:i, s:I}", "version", version, "rewrapped", (json_int_t)rewrapped);
 	if (rc == 0)
 		rc = api_audit(rq, 200, res, out);
 	if (rc == 0)

@@ -38,10 +38,11 @@ int h_job_checkpoints(api_req *rq)
 {
 	const char *p[] = {rq->scope.job_id};
 	json_t *items;
-	int rc = api_query_json(rq,
-	                        "SELECT coalesce(json_agg(x ORDER BY x.step), '[]') FROM (SELECT " CHECKPOINT_COLS
-	                        " FROM checkpoints c WHERE c.job_id = $1) x",
-	                        1, p, &items);
+	int rc = api_query_json(
+	    rq,
+	    "SELECT coalesce(json_agg(x ORDER BY x.step), '[]') FROM (SELECT " CHECKPOINT_COLS
+	    " FROM checkpoints c WHERE c.job_id = $1) x",
+	    1, p, &items);
 	if (rc)
 		return api_fail_db(rq, rc);
 	return api_reply(rq, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));

@@ -62,4 +62,8 @@ int h_job_metrics(api_req *rq);
 int h_job_checkpoints(api_req *rq);
 int h_checkpoint_get(api_req *rq);
 
+/* h_logs.c, h_download.c: a job's encrypted files, decrypted and streamed */
+int h_job_logs(api_req *rq);
+int h_checkpoint_download(api_req *rq);
+
 #endif

@@ -45,6 +45,8 @@ static const route table[] = {
 	{"GET",    "/v1/jobs/{job}/metrics",              PERM_JOB_READ,        SCOPE_JOB,      NULL,             0,   h_job_metrics},
 	{"GET",    "/v1/jobs/{job}/checkpoints",          PERM_JOB_READ,        SCOPE_JOB,      NULL,             0,   h_job_checkpoints},
 	{"GET",    "/v1/checkpoints/{checkpoint}",        PERM_JOB_READ,        SCOPE_CHECKPOINT, NULL,           0,   h_checkpoint_get},
+	{"GET",    "/v1/jobs/{job}/logs",                 PERM_JOB_READ,        SCOPE_JOB,      NULL,             0,   h_job_logs},
+	{"GET",    "/v1/checkpoints/{checkpoint}/download", PERM_CHECKPOINT_DOWNLOAD, SCOPE_CHECKPOINT, NULL,     0,   h_checkpoint_download},
 	{"POST",   "/v1/jobs/{job}/attempts",             PERM_JOB_DISPATCH,    SCOPE_JOB,      "attempt.create", 0,   h_attempt_create},
 
 	/* the worker runtime of an attempt, with the attempt's credential only */

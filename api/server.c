@@ -4,7 +4,8 @@
  * One api_req lives from the first callback of a request to MHD's
  * completion notice. The pipeline is: route match, body limits,
  * authentication and authorisation (auth.c), the handler, the audit record
- * of a refused mutation, the response, and one log line.
+ * of a refused mutation, the response, and one log line. A handler may
+ * leave a stream (api.h) instead of a body: stream_hub.c sends it.
  */
 #include "server.h"
 
@@ -22,6 +23,7 @@
 #include "audit.h"
 #include "auth.h"
 #include "log.h"
+#include "stream_hub.h"
 #include "token.h"
 
 typedef struct req_slot {
@@ -178,9 +180,19 @@ static void log_request(const req_slot *slot)
 	log_event(rq->status >= 500 ? LOG_ERROR : LOG_INFO, "request", f);
 }
 
-static enum MHD_Result send_response(req_slot *slot)
+/* The response carrying rq's body: a stream, raw bytes, JSON, a problem or nothing. */
+static struct MHD_Response *body_response(api_req *rq)
 {
-	api_req *rq = &slot->rq;
+	if (rq->stream.read && rq->error == ERR_OK) {
+		const char *stype = rq->stream.content_type;
+		struct MHD_Response *sr = stream_response(rq->srv->hub, rq);
+		if (sr) {
+			MHD_add_response_header(sr, "Content-Type", stype);
+			MHD_add_response_header(sr, "X-Content-Type-Options", "nosniff");
+			return sr;
+		}
+		api_fail(rq, ERR_INTERNAL, "out of memory");
+	}
 	struct MHD_Response *resp;
 	const char *ctype = "application/json";
 	if (rq->error != ERR_OK) {
@@ -205,6 +217,13 @@ static enum MHD_Result send_response(req_slot *slot)
 	} else {
 		resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
 	}
+	return resp;
+}
+
+static enum MHD_Result send_response(req_slot *slot)
+{
+	api_req *rq = &slot->rq;
+	struct MHD_Response *resp = body_response(rq);
 	MHD_add_response_header(resp, "X-Request-Id", rq->request_id);
 	MHD_add_response_header(resp, "Cache-Control", "no-store");
 	if (rq->retry_after[0])
@@ -291,6 +310,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	api_req *rq = &slot->rq;
 	if (rq->db)
 		db_release(rq->srv->pool, rq->db);
+	if (rq->stream.free)
+		rq->stream.free(rq->stream.ctx); /* a stream left behind by a problem answer */
 	json_decref(rq->out);
 	json_decref(rq->field_errors);
 	free(rq->raw_owned);
@@ -340,7 +361,14 @@ int server_start(api_server *s, const ty_config *cfg, db_pool *pool)
 	s->rl = ratelimit_new(cfg->rate_rps, cfg->rate_burst);
 	if (!s->rl)
 		return -1;
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	s->hub = stream_hub_start();
+	if (!s->hub) {
+		ratelimit_free(s->rl);
+		return -1;
+	}
+	/* suspend/resume: a streamed answer waiting for data holds no thread (stream_hub.h) */
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+	                 MHD_ALLOW_SUSPEND_RESUME;
 	s->daemon = MHD_start_daemon(
 	    flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
@@ -349,6 +377,9 @@ int server_start(api_server *s, const ty_config *cfg, db_pool *pool)
 	    MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
 	if (!s->daemon) {
 		log_printf(LOG_ERROR, "could not listen on %s", cfg->listen);
+		stream_hub_stop(s->hub);
+		stream_hub_free(s->hub);
+		s->hub = NULL;
 		ratelimit_free(s->rl);
 		return -1;
 	}
@@ -359,9 +390,12 @@ int server_start(api_server *s, const ty_config *cfg, db_pool *pool)
 
 void server_stop(api_server *s)
 {
+	stream_hub_stop(s->hub); /* no connection may stay suspended past here */
 	if (s->daemon)
 		MHD_stop_daemon(s->daemon);
 	s->daemon = NULL;
+	stream_hub_free(s->hub);
+	s->hub = NULL;
 	ratelimit_free(s->rl);
 	s->rl = NULL;
 }

@@ -32,35 +32,11 @@
 
 #include "crypt.h"
 #include "error.h"
+#include "membuf.h"
 
 #define PIECE   (1u << 20)
 #define TARGET  0.8
 #define REPEATS 5 /* runs of each memory row */
-
-typedef struct membuf {
-	unsigned char *p;
-	size_t len, cap, pos;
-} membuf;
-
-static int mem_sink(void *arg, const void *buf, size_t n)
-{
-	membuf *m = arg;
-	if (m->len + n > m->cap)
-		return -ERR_INTERNAL;
-	memcpy(m->p + m->len, buf, n);
-	m->len += n;
-	return 0;
-}
-
-static int mem_source(void *arg, void *buf, size_t n, size_t *got)
-{
-	membuf *m = arg;
-	size_t left = m->len - m->pos;
-	*got = n < left ? n : left;
-	memcpy(buf, m->p + m->pos, *got);
-	m->pos += *got;
-	return 0;
-}
 
 static double now(void)
 {
@@ -229,10 +205,11 @@ static void bench_memory(const crypt_object_ctx *ctx, const unsigned char *plain
 			double evp = evp_rate(0.15);
 			evp_best = evp > evp_best ? evp : evp_best;
 			m.len = 0;
-			measured_add(&w, write_all(ctx, enc, plain, total, mem_sink, &m), total,
+			measured_add(&w, write_all(ctx, enc, plain, total, membuf_sink, &m), total,
 			             evp);
 			m.pos = 0;
-			measured_add(&r, read_all(ctx, enc, mem_source, &m, out, &n), total, evp);
+			measured_add(&r, read_all(ctx, enc, membuf_source, &m, out, &n), total,
+			             evp);
 			if (n != total)
 				die("read", "short");
 			if (enc)

@@ -6,13 +6,13 @@
 #include "url.h"
 
 static const out_col checkpoint_fields[] = {
-    {"id", "id"},       {"job_id", "job_id"}, {"attempt_id", "attempt_id"},
-    {"step", "step"},   {"world", "world"},   {"bytes", "bytes"},
+    {"id", "id"},         {"job_id", "job_id"},         {"attempt_id", "attempt_id"},
+    {"step", "step"},     {"world", "world"},           {"bytes", "bytes"},
     {"shards", "shards"}, {"created_at", "created_at"}, {NULL, NULL},
 };
 
 static const out_col checkpoint_cols[] = {
-    {"ID", "id"},       {"STEP", "step"}, {"WORLD", "world"},
+    {"ID", "id"},       {"STEP", "step"},          {"WORLD", "world"},
     {"BYTES", "bytes"}, {"CREATED", "created_at"}, {NULL, NULL},
 };
 
@@ -31,8 +31,7 @@ static int checkpoint_get(cli_ctx *ctx, const cli_command *self, int argc, char 
 	int rc = args_parse_cmd(ctx, self, NULL, 1, 1, argc, argv, &o);
 	if (rc >= 0)
 		return rc;
-	return cmd_show(ctx, "GET", URL_PATH(ROUTE_CHECKPOINT, o.pos[0]), NULL,
-	                checkpoint_fields);
+	return cmd_show(ctx, "GET", URL_PATH(ROUTE_CHECKPOINT, o.pos[0]), NULL, checkpoint_fields);
 }
 
 const cli_command checkpoint_commands[] = {

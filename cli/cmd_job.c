@@ -1,5 +1,5 @@
 /*
- * cmd_job.c - yardctl job submit | list | show | cancel | events | metrics | attempt.
+ * cmd_job.c - yardctl job submit | list | show | cancel | events | metrics | logs | attempt.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -226,6 +226,30 @@ static int job_metrics(cli_ctx *ctx, const cli_command *self, int argc, char **a
 	return cmd_list(ctx, URL_PATH(ROUTE_JOB_METRICS, o.pos[0]), false, metric_cols);
 }
 
+enum { OPT_FOLLOW };
+static const opt_spec logs_opts[] = {
+    {"follow", false, false},
+    {NULL, false, false},
+};
+
+static int job_logs(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
+{
+	opt_result o;
+	int rc = args_parse_cmd(ctx, self, logs_opts, 1, 1, argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	char *path = URL_PATH(ROUTE_JOB_LOGS, o.pos[0]);
+	if (!path)
+		return cmd_bad_path();
+	sbuf url;
+	sbuf_init(&url, 4096);
+	rc = sbuf_adds(&url, path) || (o.set[OPT_FOLLOW] && url_query_add(&url, "follow", "1"));
+	free(path);
+	rc = rc ? CLI_USAGE : http_stream(ctx, url.buf, stdout);
+	sbuf_release(&url);
+	return rc;
+}
+
 static int job_attempt(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
 {
 	opt_result o;
@@ -248,6 +272,8 @@ const cli_command job_commands[] = {
     {"events", "JOB_ID", "list a job's state changes", NULL, job_events, NULL},
     {"metrics", "JOB_ID", "list a job's per-step metrics (the first page)", NULL, job_metrics,
      NULL},
+    {"logs", "JOB_ID [--follow]", "print a job's decrypted log, every attempt in order",
+     "--follow keeps printing lines as the job writes them, until it ends.\n", job_logs, NULL},
     {"attempt", "JOB_ID", "start an attempt of a queued job and print its credential",
      "The credential is shown once: hand it to the attempt's worker runtime only.\n",
      job_attempt, NULL},

@@ -43,11 +43,24 @@ bool http_header_value_ok(const char *s)
 typedef struct answer {
 	sbuf body;
 	bool too_big;
+	FILE *out;    /* http_stream: a 2xx body goes here as it arrives */
+	CURL *c;      /* to read the status when the body starts */
+	bool flowing; /* the status was 2xx and bytes go to out */
 } answer;
 
 static size_t on_body(char *data, size_t size, size_t n, void *userdata)
 {
 	answer *a = userdata;
+	if (a->out && !a->flowing && a->body.len == 0) {
+		long status = 0;
+		curl_easy_getinfo(a->c, CURLINFO_RESPONSE_CODE, &status);
+		a->flowing = status >= 200 && status < 300;
+	}
+	if (a->flowing) {
+		size_t w = fwrite(data, 1, size * n, a->out);
+		fflush(a->out);
+		return w;
+	}
 	if (sbuf_add(&a->body, data, size * n)) {
 		a->too_big = true;
 		return 0;
@@ -144,6 +157,9 @@ static int transport(const cli_ctx *ctx, const http_request *req, answer *a, lon
 	}
 	easy_setup(c, url, req, a, errbuf);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	a->c = c;
+	if (a->out) /* a stream lasts as long as the server sends */
+		curl_easy_setopt(c, CURLOPT_TIMEOUT, 0L);
 	CURLcode res = curl_easy_perform(c);
 	if (res == CURLE_WRITE_ERROR && a->too_big)
 		fprintf(stderr, "yardctl: the answer from %s is larger than %u bytes\n", ctx->url,
@@ -195,6 +211,26 @@ int http_call(const cli_ctx *ctx, const http_request *req, json_t **resp)
 	if (rc == CLI_OK)
 		rc = answer_handle(&a.body, status, resp);
 	sbuf_release_wipe(&a.body); /* it may hold a new token */
+	return rc;
+}
+
+int http_stream(const cli_ctx *ctx, const char *path, FILE *out)
+{
+	http_request req = {.method = "GET", .path = path};
+	answer a = {.out = out};
+	long status = 0;
+	if (ctx->token && *ctx->token && !http_header_value_ok(ctx->token)) {
+		fprintf(stderr, "yardctl: the token holds characters a header cannot carry\n");
+		return CLI_USAGE;
+	}
+	sbuf_init(&a.body, HTTP_BODY_MAX);
+	int rc = transport(ctx, &req, &a, &status);
+	if (rc == CLI_OK && !a.flowing) {
+		json_t *j = NULL;
+		rc = answer_handle(&a.body, status, &j);
+		json_decref(j);
+	}
+	sbuf_release_wipe(&a.body);
 	return rc;
 }
 

@@ -14,6 +14,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "cli.h"
 #include "error.h"
@@ -36,6 +37,13 @@ typedef struct http_request {
  * RET: CLI_OK, or the exit status after printing why on stderr.
  */
 int http_call(const cli_ctx *ctx, const http_request *req, json_t **resp);
+
+/*
+ * GET path and copy a 2xx answer to out as it arrives (no total timeout:
+ * the server decides when it ends, e.g. a followed log). A failure is
+ * reported as by http_call(). RET: CLI_OK or the exit status.
+ */
+int http_stream(const cli_ctx *ctx, const char *path, FILE *out);
 
 /* http_call() with body encoded from a JSON value (borrowed; may be NULL). */
 int http_json(const cli_ctx *ctx, const char *method, const char *path, const json_t *body,

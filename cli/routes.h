@@ -21,6 +21,7 @@
 #define ROUTE_JOB_CANCEL     "/v1/jobs/{}/cancel"
 #define ROUTE_JOB_EVENTS     "/v1/jobs/{}/events"
 #define ROUTE_JOB_METRICS    "/v1/jobs/{}/metrics"
+#define ROUTE_JOB_LOGS       "/v1/jobs/{}/logs"
 #define ROUTE_JOB_ATTEMPTS   "/v1/jobs/{}/attempts"
 #define ROUTE_JOB_CKPTS      "/v1/jobs/{}/checkpoints"
 #define ROUTE_CHECKPOINT     "/v1/checkpoints/{}"

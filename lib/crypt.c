@@ -5,30 +5,19 @@
 #include "crypt.h"
 #include "crypt_aead.h"
 #include "error.h"
+#include "storage.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #define MASTER_KEY_ENV "TRAINYARD_MASTER_KEY"
-
-void crypt_errf(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (err == NULL || errlen == 0)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* ---- keys ----------------------------------------------------------- */
 
@@ -75,35 +64,8 @@ bool crypt_key_from_hex(const char *hex, size_t len, crypt_key *out)
 
 /* ---- the master key ------------------------------------------------- */
 
-/* Refuse a key file that anyone but its owner, the service user, could read or swap. */
-static int check_key_file(int fd, const char *path, char *err, size_t errlen)
-{
-	struct stat st;
-	if (fstat(fd, &st) != 0) {
-		crypt_errf(err, errlen, "could not stat master key file \"%s\": %s", path,
-		           strerror(errno));
-		return -ERR_MASTER_KEY_INVALID;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		crypt_errf(err, errlen, "master key file \"%s\" is not a regular file", path);
-		return -ERR_MASTER_KEY_INVALID;
-	}
-	if (st.st_uid != geteuid()) {
-		crypt_errf(err, errlen,
-		           "master key file \"%s\" is owned by uid %u, not by the service user "
-		           "(uid %u)",
-		           path, (unsigned)st.st_uid, (unsigned)geteuid());
-		return -ERR_MASTER_KEY_INVALID;
-	}
-	if ((st.st_mode & 077) != 0) {
-		crypt_errf(err, errlen,
-		           "master key file \"%s\" has mode %04o: it must be 0600 or stricter "
-		           "(chmod 600)",
-		           path, (unsigned)(st.st_mode & 07777));
-		return -ERR_MASTER_KEY_INVALID;
-	}
-	return 0;
-}
+/* A key file that anyone but its owner, the service user, could read or swap is refused. */
+static const storage_private_kind key_file = {.what = "master key file"};
 
 int crypt_master_load_file(const char *path, crypt_key *out, char *err, size_t errlen)
 {
@@ -114,19 +76,20 @@ int crypt_master_load_file(const char *path, crypt_key *out, char *err, size_t e
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == ELOOP)
-			crypt_errf(err, errlen, "master key file \"%s\" is a symbolic link", path);
+			err_printf(err, errlen, "master key file \"%s\" is a symbolic link", path);
 		else
-			crypt_errf(err, errlen, "could not open master key file \"%s\": %s", path,
+			err_printf(err, errlen, "could not open master key file \"%s\": %s", path,
 			           strerror(errno));
 		return -ERR_MASTER_KEY_INVALID;
 	}
-	rc = check_key_file(fd, path, err, errlen);
+	if (storage_fd_private(fd, &key_file, path, err, errlen) != 0)
+		rc = -ERR_MASTER_KEY_INVALID;
 	while (rc == 0 && len < sizeof(text)) {
 		ssize_t k = read(fd, text + len, sizeof(text) - len);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0) {
-			crypt_errf(err, errlen, "could not read master key file \"%s\": %s", path,
+			err_printf(err, errlen, "could not read master key file \"%s\": %s", path,
 			           strerror(errno));
 			rc = -ERR_MASTER_KEY_INVALID;
 		}
@@ -138,7 +101,7 @@ int crypt_master_load_file(const char *path, crypt_key *out, char *err, size_t e
 	if (rc == 0 && len == 2 * CRYPT_KEY_LEN + 1 && text[len - 1] == '\n')
 		len--;
 	if (rc == 0 && !crypt_key_from_hex(text, len, out)) {
-		crypt_errf(err, errlen,
+		err_printf(err, errlen,
 		           "master key file \"%s\" must hold 64 hex digits and an optional newline",
 		           path);
 		rc = -ERR_MASTER_KEY_INVALID;
@@ -163,7 +126,7 @@ int crypt_master_from_config(const ty_config *cfg, crypt_key *out, char *err, si
 	int rc = 0;
 	crypt_key_clear(out);
 	if (have_file && have_key) {
-		crypt_errf(err, errlen,
+		err_printf(err, errlen,
 		           "both TRAINYARD_MASTER_KEY_FILE and TRAINYARD_MASTER_KEY are set: set "
 		           "only one");
 		rc = -ERR_MASTER_KEY_INVALID;
@@ -171,11 +134,11 @@ int crypt_master_from_config(const ty_config *cfg, crypt_key *out, char *err, si
 		rc = crypt_master_load_file(cfg->master_key_file, out, err, errlen);
 	} else if (have_key) {
 		if (!crypt_key_from_hex(cfg->master_key, strlen(cfg->master_key), out)) {
-			crypt_errf(err, errlen, "TRAINYARD_MASTER_KEY must be 64 hex digits");
+			err_printf(err, errlen, "TRAINYARD_MASTER_KEY must be 64 hex digits");
 			rc = -ERR_MASTER_KEY_INVALID;
 		}
 	} else {
-		crypt_errf(err, errlen,
+		err_printf(err, errlen,
 		           "no master key: set TRAINYARD_MASTER_KEY_FILE or TRAINYARD_MASTER_KEY");
 		rc = -ERR_MASTER_KEY_INVALID;
 	}

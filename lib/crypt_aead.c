@@ -42,21 +42,21 @@ int crypt_header_check(const unsigned char h[CRYPT_HEADER_LEN], int kind, uint32
 {
 	const char *what = kind == CRYPT_KIND_LOG ? "log" : "object";
 	if (memcmp(h, CRYPT_MAGIC, 4) != 0) {
-		crypt_errf(err, errlen, "encrypted %s \"%s\" has no TYEC header", what, name);
+		err_printf(err, errlen, "encrypted %s \"%s\" has no TYEC header", what, name);
 		return -ERR_DATA_AUTH_FAILED;
 	}
 	if (h[4] != CRYPT_FORMAT_VERSION) {
-		crypt_errf(err, errlen, "encrypted %s \"%s\" has format version %u, expected %u",
+		err_printf(err, errlen, "encrypted %s \"%s\" has format version %u, expected %u",
 		           what, name, h[4], CRYPT_FORMAT_VERSION);
 		return -ERR_DATA_AUTH_FAILED;
 	}
 	if (h[5] != kind) {
-		crypt_errf(err, errlen, "encrypted %s \"%s\" has kind %u, expected %d", what, name,
+		err_printf(err, errlen, "encrypted %s \"%s\" has kind %u, expected %d", what, name,
 		           h[5], kind);
 		return -ERR_DATA_AUTH_FAILED;
 	}
 	if (crypt_get_u32(h + 6) != size) {
-		crypt_errf(err, errlen, "encrypted %s \"%s\" has size field %u, expected %u", what,
+		err_printf(err, errlen, "encrypted %s \"%s\" has size field %u, expected %u", what,
 		           name, crypt_get_u32(h + 6), size);
 		return -ERR_DATA_AUTH_FAILED;
 	}
@@ -104,7 +104,7 @@ int crypt_aead_init(crypt_aead *a, const crypt_object_ctx *ctx, const char *name
 	int kind = h[5];
 	if (tn == 0 || tn > CRYPT_ID_MAX || jn == 0 || jn > CRYPT_ID_MAX || nn == 0 ||
 	    nn > CRYPT_NAME_MAX || (kind != CRYPT_KIND_OBJECT && kind != CRYPT_KIND_LOG)) {
-		crypt_errf(err, errlen,
+		err_printf(err, errlen,
 		           "could not set up encryption of \"%s\": bad tenant id, job id or name",
 		           name ? name : "(null)");
 		return -ERR_INTERNAL;
@@ -122,7 +122,7 @@ int crypt_aead_init(crypt_aead *a, const crypt_object_ctx *ctx, const char *name
 	a->evp = rc == 0 ? EVP_CIPHER_CTX_new() : NULL;
 	if (a->evp == NULL ||
 	    EVP_CipherInit_ex(a->evp, EVP_aes_256_gcm(), NULL, key, NULL, encrypt ? 1 : 0) != 1) {
-		crypt_errf(err, errlen, "could not set up encryption of \"%s\": cipher failure",
+		err_printf(err, errlen, "could not set up encryption of \"%s\": cipher failure",
 		           name);
 		rc = -ERR_INTERNAL;
 		crypt_aead_release(a);

@@ -65,10 +65,6 @@ int crypt_aead_open(crypt_aead *a, uint64_t index, bool final, const unsigned ch
 
 void crypt_aead_release(crypt_aead *a);
 
-/* Format a message into err (errlen bytes); err NULL or errlen 0 writes nothing. */
-void crypt_errf(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
 /* Little-endian helpers. */
 void crypt_put_u32(unsigned char *p, uint32_t v);
 uint32_t crypt_get_u32(const unsigned char *p);

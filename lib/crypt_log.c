@@ -111,13 +111,13 @@ static int pwrite_full(int fd, const void *buf, size_t n, off_t off)
 
 static int log_io_error(const char *what, const char *path, char *err, size_t errlen)
 {
-	crypt_errf(err, errlen, "could not %s sealed log \"%s\": %s", what, path, strerror(errno));
+	err_printf(err, errlen, "could not %s sealed log \"%s\": %s", what, path, strerror(errno));
 	return -ERR_STORAGE_IO;
 }
 
 static int log_auth_error(const log_scan *s, const char *why, char *err, size_t errlen)
 {
-	crypt_errf(err, errlen, "sealed log \"%s\" failed authentication at record %llu: %s",
+	err_printf(err, errlen, "sealed log \"%s\" failed authentication at record %llu: %s",
 	           s->path, (unsigned long long)s->index, why);
 	return -ERR_DATA_AUTH_FAILED;
 }
@@ -200,7 +200,7 @@ static int writer_scan(crypt_log_writer *w, const char *path, const crypt_object
 	size_t len;
 	while ((rc = scan_next(&s, &rec, &len, err, errlen)) == SCAN_RECORD || rc == SCAN_SEGMENT) {
 		if (s.closed) {
-			crypt_errf(err, errlen, "sealed log \"%s\" is closed", path);
+			err_printf(err, errlen, "sealed log \"%s\" is closed", path);
 			rc = -ERR_LOG_CLOSED;
 			break;
 		}
@@ -220,13 +220,13 @@ int crypt_log_writer_open(const char *path, const crypt_object_ctx *ctx, const c
 {
 	*out = NULL;
 	if (name == NULL || name[0] == '\0' || strlen(name) > CRYPT_NAME_MAX) {
-		crypt_errf(err, errlen, "invalid sealed log name");
+		err_printf(err, errlen, "invalid sealed log name");
 		return -ERR_INTERNAL;
 	}
 	crypt_log_writer *w = calloc(1, sizeof(*w));
 	if (w == NULL || (w->buf = malloc(RECORD_BYTES)) == NULL) {
 		free(w);
-		crypt_errf(err, errlen, "out of memory");
+		err_printf(err, errlen, "out of memory");
 		return -ERR_INTERNAL;
 	}
 	memcpy(w->name, name, strlen(name) + 1);
@@ -238,13 +238,13 @@ int crypt_log_writer_open(const char *path, const crypt_object_ctx *ctx, const c
 		goto fail;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		crypt_errf(err, errlen, "sealed log \"%s\" is not a regular file", path);
+		err_printf(err, errlen, "sealed log \"%s\" is not a regular file", path);
 		rc = -ERR_STORAGE_IO;
 		goto fail;
 	}
 	if (flock(w->fd, LOCK_EX | LOCK_NB) != 0) {
 		if (errno == EWOULDBLOCK) {
-			crypt_errf(err, errlen, "sealed log \"%s\" is open in another writer",
+			err_printf(err, errlen, "sealed log \"%s\" is open in another writer",
 			           path);
 			rc = -ERR_CONFLICT;
 		} else {
@@ -277,17 +277,17 @@ static int append_record(crypt_log_writer *w, const void *rec, size_t n, bool cl
                          size_t errlen)
 {
 	if (w->failed) {
-		crypt_errf(err, errlen, "sealed log \"%s\" failed earlier", w->name);
+		err_printf(err, errlen, "sealed log \"%s\" failed earlier", w->name);
 		return w->failed;
 	}
 	if (n > CRYPT_LOG_RECORD_MAX) {
-		crypt_errf(err, errlen, "a record of %zu bytes exceeds the sealed log limit of %u",
+		err_printf(err, errlen, "a record of %zu bytes exceeds the sealed log limit of %u",
 		           n, CRYPT_LOG_RECORD_MAX);
 		return -ERR_INTERNAL;
 	}
 	crypt_put_u32(w->buf, (uint32_t)n | (closing ? CLOSING_BIT : 0));
 	if (crypt_aead_seal(&w->aead, w->index, closing, rec, n, w->buf + 4, w->buf + 4 + n) != 0) {
-		crypt_errf(err, errlen, "could not encrypt a record of sealed log \"%s\"", w->name);
+		err_printf(err, errlen, "could not encrypt a record of sealed log \"%s\"", w->name);
 		return w->failed = -ERR_INTERNAL;
 	}
 	/* After a failed write the index may be on disk in part: never seal it again. */
@@ -345,13 +345,13 @@ int crypt_log_reader_open(const char *path, const crypt_object_ctx *ctx, const c
 	*out = NULL;
 	if (name == NULL || name[0] == '\0' || strlen(name) > CRYPT_NAME_MAX ||
 	    strlen(path) >= sizeof(((crypt_log_reader *)0)->path)) {
-		crypt_errf(err, errlen, "invalid sealed log name or path");
+		err_printf(err, errlen, "invalid sealed log name or path");
 		return -ERR_INTERNAL;
 	}
 	crypt_log_reader *r = calloc(1, sizeof(*r));
 	if (r == NULL || (r->scan.buf = malloc(RECORD_BYTES)) == NULL) {
 		free(r);
-		crypt_errf(err, errlen, "out of memory");
+		err_printf(err, errlen, "out of memory");
 		return -ERR_INTERNAL;
 	}
 	memcpy(r->path, path, strlen(path) + 1);
@@ -387,7 +387,7 @@ int crypt_log_next(crypt_log_reader *r, const void **rec, size_t *len, char *err
 	*rec = NULL;
 	*len = 0;
 	if (r->failed) {
-		crypt_errf(err, errlen, "sealed log \"%s\" failed earlier", r->path);
+		err_printf(err, errlen, "sealed log \"%s\" failed earlier", r->path);
 		return r->failed;
 	}
 	if (r->scan.closed) {

@@ -52,10 +52,10 @@ static bool name_ok(const char *name)
 static int sink_failed(const char *name, int rc, char *err, size_t errlen)
 {
 	if (rc == -ERR_STORAGE_IO)
-		crypt_errf(err, errlen, "could not write encrypted object \"%s\": %s", name,
+		err_printf(err, errlen, "could not write encrypted object \"%s\": %s", name,
 		           strerror(errno));
 	else
-		crypt_errf(err, errlen, "could not write encrypted object \"%s\"", name);
+		err_printf(err, errlen, "could not write encrypted object \"%s\"", name);
 	return rc;
 }
 
@@ -66,13 +66,13 @@ int crypt_object_writer_open(const crypt_object_ctx *ctx, const char *name, cryp
 {
 	*out = NULL;
 	if (!name_ok(name)) {
-		crypt_errf(err, errlen, "invalid encrypted object name");
+		err_printf(err, errlen, "invalid encrypted object name");
 		return -ERR_INTERNAL;
 	}
 	crypt_object_writer *w = calloc(1, sizeof(*w));
 	if (w == NULL || (w->buf = malloc(CHUNK_BYTES)) == NULL) {
 		free(w);
-		crypt_errf(err, errlen, "out of memory");
+		err_printf(err, errlen, "out of memory");
 		return -ERR_INTERNAL;
 	}
 	*out = w;
@@ -82,7 +82,7 @@ int crypt_object_writer_open(const crypt_object_ctx *ctx, const char *name, cryp
 	unsigned char h[CRYPT_HEADER_LEN];
 	int rc = crypt_header_make(h, CRYPT_KIND_OBJECT, CRYPT_CHUNK);
 	if (rc) {
-		crypt_errf(err, errlen, "could not draw a salt for \"%s\"", name);
+		err_printf(err, errlen, "could not draw a salt for \"%s\"", name);
 		return w->failed = rc;
 	}
 	rc = crypt_aead_init(&w->aead, ctx, name, h, true, err, errlen);
@@ -100,7 +100,7 @@ static int emit_chunk(crypt_object_writer *w, const unsigned char *in, size_t n,
 {
 	int rc = crypt_aead_seal(&w->aead, w->index, final, in, n, w->buf, w->buf + n);
 	if (rc) {
-		crypt_errf(err, errlen, "could not encrypt object \"%s\"", w->name);
+		err_printf(err, errlen, "could not encrypt object \"%s\"", w->name);
 		return w->failed = rc;
 	}
 	rc = w->sink(w->arg, w->buf, n + CRYPT_TAG_LEN);
@@ -114,11 +114,11 @@ static int emit_chunk(crypt_object_writer *w, const unsigned char *in, size_t n,
 static int writer_usable(crypt_object_writer *w, char *err, size_t errlen)
 {
 	if (w->failed) {
-		crypt_errf(err, errlen, "encrypted object \"%s\" failed earlier", w->name);
+		err_printf(err, errlen, "encrypted object \"%s\" failed earlier", w->name);
 		return w->failed;
 	}
 	if (w->finished) {
-		crypt_errf(err, errlen, "encrypted object \"%s\" is already finished", w->name);
+		err_printf(err, errlen, "encrypted object \"%s\" is already finished", w->name);
 		return -ERR_INTERNAL;
 	}
 	return 0;
@@ -180,7 +180,7 @@ void crypt_object_writer_free(crypt_object_writer *w)
 
 static int reader_fail(crypt_object_reader *r, const char *why, char *err, size_t errlen)
 {
-	crypt_errf(err, errlen, "encrypted object \"%s\" failed authentication at chunk %llu: %s",
+	err_printf(err, errlen, "encrypted object \"%s\" failed authentication at chunk %llu: %s",
 	           r->name, (unsigned long long)r->index, why);
 	r->have = r->pos = 0;
 	return r->failed = -ERR_DATA_AUTH_FAILED;
@@ -189,10 +189,10 @@ static int reader_fail(crypt_object_reader *r, const char *why, char *err, size_
 static int source_failed(crypt_object_reader *r, int rc, char *err, size_t errlen)
 {
 	if (rc == -ERR_STORAGE_IO)
-		crypt_errf(err, errlen, "could not read encrypted object \"%s\": %s", r->name,
+		err_printf(err, errlen, "could not read encrypted object \"%s\": %s", r->name,
 		           strerror(errno));
 	else
-		crypt_errf(err, errlen, "could not read encrypted object \"%s\"", r->name);
+		err_printf(err, errlen, "could not read encrypted object \"%s\"", r->name);
 	return r->failed = rc;
 }
 
@@ -201,13 +201,13 @@ int crypt_object_reader_open(const crypt_object_ctx *ctx, const char *name, cryp
 {
 	*out = NULL;
 	if (!name_ok(name)) {
-		crypt_errf(err, errlen, "invalid encrypted object name");
+		err_printf(err, errlen, "invalid encrypted object name");
 		return -ERR_INTERNAL;
 	}
 	crypt_object_reader *r = calloc(1, sizeof(*r));
 	if (r == NULL || (r->buf = malloc(CHUNK_BYTES)) == NULL) {
 		free(r);
-		crypt_errf(err, errlen, "out of memory");
+		err_printf(err, errlen, "out of memory");
 		return -ERR_INTERNAL;
 	}
 	*out = r;
@@ -220,7 +220,7 @@ int crypt_object_reader_open(const crypt_object_ctx *ctx, const char *name, cryp
 	if (rc)
 		return source_failed(r, rc, err, errlen);
 	if (got < sizeof(h)) {
-		crypt_errf(err, errlen, "encrypted object \"%s\" is truncated inside its header",
+		err_printf(err, errlen, "encrypted object \"%s\" is truncated inside its header",
 		           name);
 		return r->failed = -ERR_DATA_AUTH_FAILED;
 	}
@@ -270,7 +270,7 @@ static int reader_take(crypt_object_reader *r, unsigned char *buf, size_t n, siz
 {
 	*got = 0;
 	if (r->failed) {
-		crypt_errf(err, errlen, "encrypted object \"%s\" failed earlier", r->name);
+		err_printf(err, errlen, "encrypted object \"%s\" failed earlier", r->name);
 		return r->failed;
 	}
 	while (*got < n) {

@@ -1,8 +1,11 @@
 /*
- * error.c - lookup in the error table generated from errors.def.
+ * error.c - lookup in the error table generated from errors.def, and
+ * messages into callers' err buffers.
  */
 #include "error.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #define REQ   ERR_KIND_REQ
@@ -28,4 +31,14 @@ int err_from_string(const char *s)
 		if (strcmp(err_table[i].code, s) == 0)
 			return i;
 	return -1;
+}
+
+void err_printf(char *err, size_t errlen, const char *fmt, ...)
+{
+	if (err == NULL || errlen == 0)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
 }

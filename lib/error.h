@@ -9,6 +9,7 @@
 #define TY_ERROR_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 typedef enum err_code {
 #define ERR(e, code, status, kind, doc) ERR_##e,
@@ -31,5 +32,13 @@ const err_info_t *err_info(err_code e);
 
 /* RET: the code whose string is s, or -1 when none matches. */
 int err_from_string(const char *s);
+
+/*
+ * Format a failure's message into the caller's err buffer of errlen bytes,
+ * the (err, errlen) convention of the library's functions; err NULL or
+ * errlen 0 writes nothing.
+ */
+void err_printf(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif

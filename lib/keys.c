@@ -24,7 +24,8 @@ static bool wrapped_from_pg(const char *v, unsigned char out[CRYPT_WRAPPED_LEN])
 	return true;
 }
 
-static void wrapped_hex(const unsigned char w[CRYPT_WRAPPED_LEN], char hex[2 * CRYPT_WRAPPED_LEN + 1])
+static void wrapped_hex(const unsigned char w[CRYPT_WRAPPED_LEN],
+                        char hex[2 * CRYPT_WRAPPED_LEN + 1])
 {
 	static const char digits[] = "0123456789abcdef";
 	for (size_t i = 0; i < CRYPT_WRAPPED_LEN; i++) {
@@ -117,8 +118,8 @@ static int kek_current(PGconn *c, const crypt_key *master, const char *tenant_id
 	return rc;
 }
 
-int keys_job_data_key(PGconn *c, const crypt_key *master, const char *tenant_id,
-                      const char *job_id, crypt_key *key, int *version)
+int keys_job_data_key(PGconn *c, const crypt_key *master, const char *tenant_id, const char *job_id,
+                      crypt_key *key, int *version)
 {
 	crypt_key kek;
 	int64_t wraps = 0;
@@ -152,19 +153,49 @@ int keys_job_data_key(PGconn *c, const crypt_key *master, const char *tenant_id,
 			rc = wrap_hex(&kek, CRYPT_CONTEXT_JOB_DEK, job_id, *version, key, hex);
 		const char *q[] = {job_id, tenant_id, ver, hex};
 		if (rc == 0)
-			rc = db_query(c, NULL,
-			              "INSERT INTO job_keys (job_id, tenant_id, key_version, wrapped)"
-			              " VALUES ($1, $2, $3::int, decode($4, 'hex'))",
-			              4, q);
+			rc = db_query(
+			    c, NULL,
+			    "INSERT INTO job_keys (job_id, tenant_id, key_version, wrapped)"
+			    " VALUES ($1, $2, $3::int, decode($4, 'hex'))",
+			    4, q);
 		const char *w[] = {tenant_id, ver};
 		if (rc == 0)
-			rc = db_query(c, NULL,
-			              "UPDATE tenant_keys SET wraps = wraps + 1 WHERE tenant_id = $1"
-			              " AND version = $2::int",
-			              2, w);
+			rc =
+			    db_query(c, NULL,
+			             "UPDATE tenant_keys SET wraps = wraps + 1 WHERE tenant_id = $1"
+			             " AND version = $2::int",
+			             2, w);
 	}
 	PQclear(r);
 	crypt_key_clear(&kek);
+	if (rc)
+		crypt_key_clear(key);
+	return rc;
+}
+
+int keys_job_data_key_existing(PGconn *c, const crypt_key *master, const char *tenant_id,
+                               const char *job_id, crypt_key *key, int *version)
+{
+	const char *p[] = {job_id, tenant_id};
+	PGresult *r;
+	int rc = db_query(c, &r,
+	                  "SELECT k.key_version, k.wrapped, t.wrapped FROM job_keys k"
+	                  " JOIN tenant_keys t ON t.tenant_id = k.tenant_id"
+	                  " AND t.version = k.key_version WHERE k.job_id = $1 AND k.tenant_id = $2",
+	                  2, p);
+	if (rc == 0 && PQntuples(r) != 1)
+		rc = -ERR_KEYS_UNAVAILABLE;
+	crypt_key kek;
+	if (rc == 0) {
+		*version = atoi(PQgetvalue(r, 0, 0));
+		rc = unwrap_row(master, CRYPT_CONTEXT_TENANT_KEK, tenant_id, *version,
+		                PQgetvalue(r, 0, 2), &kek);
+		if (rc == 0)
+			rc = unwrap_row(&kek, CRYPT_CONTEXT_JOB_DEK, job_id, *version,
+			                PQgetvalue(r, 0, 1), key);
+		crypt_key_clear(&kek);
+	}
+	PQclear(r);
 	if (rc)
 		crypt_key_clear(key);
 	return rc;
@@ -192,18 +223,19 @@ static int rewrap_all(PGconn *c, const char *tenant_id, const crypt_key *master,
 		rc = unwrap_row(master, CRYPT_CONTEXT_TENANT_KEK, tenant_id, v, PQgetvalue(r, i, 3),
 		                &old_kek);
 		if (rc == 0)
-			rc = unwrap_row(&old_kek, CRYPT_CONTEXT_JOB_DEK, job, v, PQgetvalue(r, i, 2),
-			                &dk);
+			rc = unwrap_row(&old_kek, CRYPT_CONTEXT_JOB_DEK, job, v,
+			                PQgetvalue(r, i, 2), &dk);
 		if (rc == 0)
 			rc = wrap_hex(neu, CRYPT_CONTEXT_JOB_DEK, job, nv, &dk, hex);
 		crypt_key_clear(&old_kek);
 		crypt_key_clear(&dk);
 		const char *q[] = {job, ver, hex};
 		if (rc == 0)
-			rc = db_query(c, NULL,
-			              "UPDATE job_keys SET key_version = $2::int, wrapped = decode($3, 'hex')"
-			              " WHERE job_id = $1",
-			              3, q);
+			rc = db_query(
+			    c, NULL,
+			    "UPDATE job_keys SET key_version = $2::int, wrapped = decode($3, 'hex')"
+			    " WHERE job_id = $1",
+			    3, q);
 		if (rc == 0)
 			(*rewrapped)++;
 	}
@@ -232,13 +264,14 @@ int keys_rotate(PGconn *c, const crypt_key *master, const char *tenant_id, int *
 		const char *q[] = {tenant_id, ver, n};
 		/* the older versions wrap nothing now: they go */
 		rc = db_query(c, NULL,
-		              "DELETE FROM tenant_keys WHERE tenant_id = $1 AND version < $2::int", 2,
-		              p);
+		              "DELETE FROM tenant_keys WHERE tenant_id = $1 AND version < $2::int",
+		              2, p);
 		if (rc == 0)
-			rc = db_query(c, NULL,
-			              "UPDATE tenant_keys SET wraps = $3::bigint WHERE tenant_id = $1"
-			              " AND version = $2::int",
-			              3, q);
+			rc = db_query(
+			    c, NULL,
+			    "UPDATE tenant_keys SET wraps = $3::bigint WHERE tenant_id = $1"
+			    " AND version = $2::int",
+			    3, q);
 	}
 	crypt_key_clear(&neu);
 	return rc;

@@ -32,8 +32,18 @@
  * wrapped CRYPT_WRAPS_PER_KEY_LIMIT keys is rotated first.
  * OUT: *key, *version (the KEK version wrapping it).
  */
-int keys_job_data_key(PGconn *c, const crypt_key *master, const char *tenant_id,
-                      const char *job_id, crypt_key *key, int *version);
+int keys_job_data_key(PGconn *c, const crypt_key *master, const char *tenant_id, const char *job_id,
+                      crypt_key *key, int *version);
+
+/*
+ * The job's data key when it has one, for reading: nothing is made,
+ * locked or rotated, and no transaction is needed (one statement reads
+ * the data key and its KEK together). RET -ERR_KEYS_UNAVAILABLE when the
+ * job has no data key: none was ever fetched, or its tenant's keys were
+ * destroyed. OUT: *key, *version (the KEK version wrapping it).
+ */
+int keys_job_data_key_existing(PGconn *c, const crypt_key *master, const char *tenant_id,
+                               const char *job_id, crypt_key *key, int *version);
 
 /* OUT: *version, the new KEK version; *rewrapped, the data keys re-wrapped. */
 int keys_rotate(PGconn *c, const crypt_key *master, const char *tenant_id, int *version,

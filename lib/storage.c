@@ -19,19 +19,6 @@ static const char *const area_names[] = {
     [STORAGE_LOGS] = "logs",
 };
 
-static void storage_errf(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void storage_errf(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (err == NULL || errlen == 0)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* ---- ids and names -------------------------------------------------- */
 
 bool storage_uuid_valid(const char *id)
@@ -141,38 +128,48 @@ int storage_object_path(const char *root, const char *tenant_id, const char *job
 	return path_fmt(buf + len, n - len, "/%s", name) ? invalid_path(buf, n) : 0;
 }
 
+int storage_log_name(int number, char *buf, size_t n)
+{
+	if (number < 1)
+		return invalid_path(buf, n);
+	return path_fmt(buf, n, "attempt-%d.log", number);
+}
+
 /* ---- private directories -------------------------------------------- */
 
-/* The checks on an open directory fd, reported under path. */
-static int fd_dir_check(int fd, const char *path, char *err, size_t errlen)
+int storage_fd_private(int fd, const storage_private_kind *kind, const char *path, char *err,
+                       size_t errlen)
 {
 	struct stat st;
 	if (fstat(fd, &st) != 0) {
-		storage_errf(err, errlen, "could not stat storage directory \"%s\": %s", path,
-		             strerror(errno));
+		err_printf(err, errlen, "could not stat %s \"%s\": %s", kind->what, path,
+		           strerror(errno));
 		return -ERR_STORAGE_IO;
 	}
-	if (!S_ISDIR(st.st_mode)) {
-		storage_errf(err, errlen, "storage path \"%s\" is not a directory", path);
+	if (kind->dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
+		err_printf(err, errlen, "%s \"%s\" is not %s",
+		           kind->what_type ? kind->what_type : kind->what, path,
+		           kind->dir ? "a directory" : "a regular file");
 		return -ERR_STORAGE_UNSAFE;
 	}
 	if (st.st_uid != geteuid()) {
-		storage_errf(err, errlen,
-		             "storage directory \"%s\" is owned by uid %u, not by the service user "
-		             "(uid %u)",
-		             path, (unsigned)st.st_uid, (unsigned)geteuid());
+		err_printf(err, errlen,
+		           "%s \"%s\" is owned by uid %u, not by the service user (uid %u)",
+		           kind->what, path, (unsigned)st.st_uid, (unsigned)geteuid());
 		return -ERR_STORAGE_UNSAFE;
 	}
 	if ((st.st_mode & 077) != 0) {
-		storage_errf(
-		    err, errlen,
-		    "storage directory \"%s\" has mode %04o: group and others must have no "
-		    "access (chmod 700)",
-		    path, (unsigned)(st.st_mode & 07777));
+		err_printf(err, errlen, "%s \"%s\" has mode %04o: %s", kind->what, path,
+		           (unsigned)(st.st_mode & 07777),
+		           kind->dir ? "group and others must have no access (chmod 700)"
+		                     : "it must be 0600 or stricter (chmod 600)");
 		return -ERR_STORAGE_UNSAFE;
 	}
 	return 0;
 }
+
+static const storage_private_kind storage_dir = {
+    .dir = true, .what = "storage directory", .what_type = "storage path"};
 
 /* Open dir (relative to at) refusing symlinks and non-directories. RET fd or negative. */
 static int open_dir_nofollow(int at, const char *dir, const char *path, char *err, size_t errlen)
@@ -181,12 +178,12 @@ static int open_dir_nofollow(int at, const char *dir, const char *path, char *er
 	if (fd >= 0)
 		return fd;
 	if (errno == ELOOP || errno == ENOTDIR) {
-		storage_errf(err, errlen,
-		             "storage path \"%s\" is a symbolic link or not a directory", path);
+		err_printf(err, errlen, "storage path \"%s\" is a symbolic link or not a directory",
+		           path);
 		return -ERR_STORAGE_UNSAFE;
 	}
-	storage_errf(err, errlen, "could not open storage directory \"%s\": %s", path,
-	             strerror(errno));
+	err_printf(err, errlen, "could not open storage directory \"%s\": %s", path,
+	           strerror(errno));
 	return -ERR_STORAGE_IO;
 }
 
@@ -195,7 +192,7 @@ int storage_dir_check(const char *path, char *err, size_t errlen)
 	int fd = open_dir_nofollow(AT_FDCWD, path, path, err, errlen);
 	if (fd < 0)
 		return fd;
-	int rc = fd_dir_check(fd, path, err, errlen);
+	int rc = storage_fd_private(fd, &storage_dir, path, err, errlen);
 	close(fd);
 	return rc;
 }
@@ -205,7 +202,7 @@ static int make_parents(const char *path, char *err, size_t errlen)
 {
 	char buf[4096];
 	if (path_fmt(buf, sizeof(buf), "%s", path) != 0) {
-		storage_errf(err, errlen, "storage root \"%s\" is too long", path);
+		err_printf(err, errlen, "storage root \"%s\" is too long", path);
 		return -ERR_STORAGE_PATH_INVALID;
 	}
 	for (char *p = buf + 1; *p; p++) {
@@ -213,8 +210,8 @@ static int make_parents(const char *path, char *err, size_t errlen)
 			continue;
 		*p = '\0';
 		if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
-			storage_errf(err, errlen, "could not create directory \"%s\": %s", buf,
-			             strerror(errno));
+			err_printf(err, errlen, "could not create directory \"%s\": %s", buf,
+			           strerror(errno));
 			return -ERR_STORAGE_IO;
 		}
 		*p = '/';
@@ -233,14 +230,14 @@ static int enter_dir(int at, const char *dir, const char *path, char *err, size_
 		if (at != AT_FDCWD)
 			fsync(at);
 	} else if (errno != EEXIST) {
-		storage_errf(err, errlen, "could not create storage directory \"%s\": %s", path,
-		             strerror(errno));
+		err_printf(err, errlen, "could not create storage directory \"%s\": %s", path,
+		           strerror(errno));
 		return -ERR_STORAGE_IO;
 	}
 	int fd = open_dir_nofollow(at, dir, path, err, errlen);
 	if (fd < 0)
 		return fd;
-	int rc = fd_dir_check(fd, path, err, errlen);
+	int rc = storage_fd_private(fd, &storage_dir, path, err, errlen);
 	if (rc) {
 		close(fd);
 		return rc;
@@ -255,9 +252,9 @@ int storage_job_prepare(const char *root, const char *tenant_id, const char *job
 	/* the longest path below, so every one fits */
 	int rc = storage_area_dir(root, tenant_id, job_id, STORAGE_CHECKPOINTS, path, sizeof(path));
 	if (rc) {
-		storage_errf(err, errlen,
-		             "invalid storage root or ids (tenant \"%.64s\", job \"%.64s\")",
-		             tenant_id ? tenant_id : "", job_id ? job_id : "");
+		err_printf(err, errlen,
+		           "invalid storage root or ids (tenant \"%.64s\", job \"%.64s\")",
+		           tenant_id ? tenant_id : "", job_id ? job_id : "");
 		return rc;
 	}
 	size_t len = strlen(root);

@@ -52,6 +52,14 @@ int storage_object_path(const char *root, const char *tenant_id, const char *job
                         storage_area area, const char *name, char *buf, size_t n);
 
 /*
+ * The name of attempt number's sealed log in the logs area,
+ * "attempt-<number>.log"; it is also the log's object name in the AAD.
+ * The worker runtime writes it and the API reads it. OUT buf.
+ * RET 0, or -ERR_STORAGE_PATH_INVALID (number < 1, or buf too small).
+ */
+int storage_log_name(int number, char *buf, size_t n);
+
+/*
  * Create (0700) or check the root and every directory of the job's layout,
  * both areas included. Missing parents of the root itself are created 0755
  * like mkdir -p and not checked: they are not trainyard's.
@@ -67,5 +75,26 @@ int storage_job_prepare(const char *root, const char *tenant_id, const char *job
  * -ERR_STORAGE_IO (it cannot be examined, e.g. it does not exist).
  */
 int storage_dir_check(const char *path, char *err, size_t errlen);
+
+/*
+ * What storage_fd_private() requires of an open fd, and how its messages
+ * name it: what ("storage directory", "master key file") and, in the
+ * message for the wrong type, what_type (NULL: what again).
+ */
+typedef struct storage_private_kind {
+	bool dir; /* a directory, else a regular file */
+	const char *what;
+	const char *what_type;
+} storage_private_kind;
+
+/*
+ * Check that the open fd is of kind's type, owned by the service user,
+ * with no group or other permission bits (directories chmod 700, files
+ * 600 or stricter), reported under path. The one check behind every
+ * private directory here and the master key file.
+ * RET 0; -ERR_STORAGE_UNSAFE; -ERR_STORAGE_IO (fstat failed).
+ */
+int storage_fd_private(int fd, const storage_private_kind *kind, const char *path, char *err,
+                       size_t errlen);
 
 #endif

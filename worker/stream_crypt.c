@@ -75,8 +75,26 @@ static void stream_free(crypt_stream *f)
 	free(f);
 }
 
-static int crypt_open_write(ckpt_store *s, const char *name, ckpt_stream **out, char *err,
-                            size_t errlen)
+static void crypt_abort(ckpt_stream *s)
+{
+	crypt_stream *f = (crypt_stream *)s;
+	ckpt_stream_abort(f->inner);
+	stream_free(f);
+}
+
+static void crypt_close(ckpt_stream *s)
+{
+	crypt_stream *f = (crypt_stream *)s;
+	ckpt_stream_close(f->inner);
+	stream_free(f);
+}
+
+/*
+ * Open the plain store's stream of name and an object writer (write) or
+ * reader over it. A failure of either leaves nothing open.
+ */
+static int open_stream(ckpt_store *s, const char *name, bool write, ckpt_stream **out, char *err,
+                       size_t errlen)
 {
 	crypt_store *cs = (crypt_store *)s;
 	crypt_stream *f = calloc(1, sizeof(*f));
@@ -84,21 +102,41 @@ static int crypt_open_write(ckpt_store *s, const char *name, ckpt_stream **out, 
 		train_errf(err, errlen, "out of memory");
 		return CKPT_STORE_ERR_NOMEM;
 	}
-	int rc = ckpt_store_open_write(cs->inner, name, &f->inner, err, errlen);
+	int rc = write ? ckpt_store_open_write(cs->inner, name, &f->inner, err, errlen)
+	               : ckpt_store_open_read(cs->inner, name, &f->inner, err, errlen);
 	if (rc) {
 		free(f);
 		return rc;
 	}
 	char cerr[512];
-	rc = crypt_object_writer_open(&cs->ctx, name, stream_sink, f, &f->w, cerr, sizeof(cerr));
+	if (write)
+		rc = crypt_object_writer_open(&cs->ctx, name, stream_sink, f, &f->w, cerr,
+		                              sizeof(cerr));
+	else
+		rc = crypt_object_reader_open(&cs->ctx, name, stream_source, f, &f->r, cerr,
+		                              sizeof(cerr));
 	if (rc) {
 		rc = stream_result(f, rc, cerr, err, errlen);
-		ckpt_stream_abort(f->inner);
-		stream_free(f);
+		if (write)
+			crypt_abort(&f->base);
+		else
+			crypt_close(&f->base);
 		return rc;
 	}
 	*out = &f->base;
 	return 0;
+}
+
+static int crypt_open_write(ckpt_store *s, const char *name, ckpt_stream **out, char *err,
+                            size_t errlen)
+{
+	return open_stream(s, name, true, out, err, errlen);
+}
+
+static int crypt_open_read(ckpt_store *s, const char *name, ckpt_stream **out, char *err,
+                           size_t errlen)
+{
+	return open_stream(s, name, false, out, err, errlen);
 }
 
 static int crypt_write(ckpt_stream *s, const void *buf, size_t n, char *err, size_t errlen)
@@ -124,39 +162,6 @@ static int crypt_commit(ckpt_stream *s, char *err, size_t errlen)
 	return rc;
 }
 
-static void crypt_abort(ckpt_stream *s)
-{
-	crypt_stream *f = (crypt_stream *)s;
-	ckpt_stream_abort(f->inner);
-	stream_free(f);
-}
-
-static int crypt_open_read(ckpt_store *s, const char *name, ckpt_stream **out, char *err,
-                           size_t errlen)
-{
-	crypt_store *cs = (crypt_store *)s;
-	crypt_stream *f = calloc(1, sizeof(*f));
-	if (f == NULL) {
-		train_errf(err, errlen, "out of memory");
-		return CKPT_STORE_ERR_NOMEM;
-	}
-	int rc = ckpt_store_open_read(cs->inner, name, &f->inner, err, errlen);
-	if (rc) {
-		free(f);
-		return rc;
-	}
-	char cerr[512];
-	rc = crypt_object_reader_open(&cs->ctx, name, stream_source, f, &f->r, cerr, sizeof(cerr));
-	if (rc) {
-		rc = stream_result(f, rc, cerr, err, errlen);
-		ckpt_stream_close(f->inner);
-		stream_free(f);
-		return rc;
-	}
-	*out = &f->base;
-	return 0;
-}
-
 static int crypt_read(ckpt_stream *s, void *buf, size_t n, size_t *got, char *err, size_t errlen)
 {
 	crypt_stream *f = (crypt_stream *)s;
@@ -171,13 +176,6 @@ static int crypt_skip(ckpt_stream *s, size_t n, size_t *got, char *err, size_t e
 	char cerr[512];
 	int rc = crypt_object_reader_skip(f->r, n, got, cerr, sizeof(cerr));
 	return stream_result(f, rc, cerr, err, errlen);
-}
-
-static void crypt_close(ckpt_stream *s)
-{
-	crypt_stream *f = (crypt_stream *)s;
-	ckpt_stream_close(f->inner);
-	stream_free(f);
 }
 
 static int crypt_exists(ckpt_store *s, const char *name, bool *yes, char *err, size_t errlen)

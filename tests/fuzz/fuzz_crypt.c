@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../unit/membuf.h"
 #include "crypt.h"
 
 #define CHECK(cond)                                                                                \
@@ -26,31 +27,6 @@
 	} while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-typedef struct membuf {
-	unsigned char *p;
-	size_t len, cap, pos;
-} membuf;
-
-static int mem_sink(void *arg, const void *buf, size_t n)
-{
-	membuf *m = arg;
-	if (m->len + n > m->cap)
-		return -1;
-	memcpy(m->p + m->len, buf, n);
-	m->len += n;
-	return 0;
-}
-
-static int mem_source(void *arg, void *buf, size_t n, size_t *got)
-{
-	membuf *m = arg;
-	size_t left = m->len - m->pos;
-	*got = n < left ? n : left;
-	memcpy(buf, m->p + m->pos, *got);
-	m->pos += *got;
-	return 0;
-}
 
 enum { CHANGE_NONE, CHANGE_FLIP, CHANGE_CUT, CHANGE_SWAP, CHANGE_NAME, CHANGES };
 
@@ -76,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	membuf m = {.cap = CRYPT_HEADER_LEN + total + (total / CRYPT_CHUNK + 1) * CRYPT_TAG_LEN};
 	m.p = malloc(m.cap);
 	crypt_object_writer *w;
-	CHECK(crypt_object_writer_open(&ctx, "obj", mem_sink, &m, &w, NULL, 0) == 0);
+	CHECK(crypt_object_writer_open(&ctx, "obj", membuf_sink, &m, &w, NULL, 0) == 0);
 	CHECK(crypt_object_writer_write(w, plain, total, NULL, 0) == 0);
 	CHECK(crypt_object_writer_finish(w, NULL, 0) == 0);
 	crypt_object_writer_free(w);
@@ -106,7 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	crypt_object_reader *r;
 	size_t got = 0, k;
-	int rc = crypt_object_reader_open(&ctx, name, mem_source, &m, &r, NULL, 0);
+	int rc = crypt_object_reader_open(&ctx, name, membuf_source, &m, &r, NULL, 0);
 	while (rc == 0) {
 		size_t want = total + 1 - got;
 		rc = crypt_object_reader_read(r, out + got, want, &k, NULL, 0);

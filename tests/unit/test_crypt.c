@@ -16,6 +16,7 @@
 #include "config.h"
 #include "crypt.h"
 #include "error.h"
+#include "membuf.h"
 #include "unit.h"
 
 #define TENANT_A      "7f1c2a10-0000-4000-8000-00000000000a"
@@ -23,41 +24,6 @@
 #define JOB_A         "0b9e0c52-0000-4000-8000-0000000000a1"
 #define JOB_B         "0b9e0c52-0000-4000-8000-0000000000b1"
 #define CHUNK_ON_DISK (CRYPT_CHUNK + CRYPT_TAG_LEN)
-
-/* ---- an in-memory sink and source ------------------------------------ */
-
-typedef struct membuf {
-	unsigned char *p;
-	size_t len, cap, pos;
-} membuf;
-
-static int mem_sink(void *arg, const void *buf, size_t n)
-{
-	membuf *m = arg;
-	if (m->len + n > m->cap) {
-		size_t cap = m->cap ? m->cap : 4096;
-		while (cap < m->len + n)
-			cap *= 2;
-		unsigned char *p = realloc(m->p, cap);
-		if (p == NULL)
-			return -ERR_INTERNAL;
-		m->p = p;
-		m->cap = cap;
-	}
-	memcpy(m->p + m->len, buf, n);
-	m->len += n;
-	return 0;
-}
-
-static int mem_source(void *arg, void *buf, size_t n, size_t *got)
-{
-	membuf *m = arg;
-	size_t left = m->len - m->pos;
-	*got = n < left ? n : left;
-	memcpy(buf, m->p + m->pos, *got);
-	m->pos += *got;
-	return 0;
-}
 
 static void pattern(unsigned char *p, size_t n, unsigned seed)
 {
@@ -83,8 +49,9 @@ static membuf seal(const crypt_object_ctx *ctx, const char *name, size_t n, unsi
 	pattern(p, n, seed);
 	char err[256];
 	crypt_object_writer *w;
-	ck_assert_msg(crypt_object_writer_open(ctx, name, mem_sink, &m, &w, err, sizeof(err)) == 0,
-	              "%s", err);
+	ck_assert_msg(
+	    crypt_object_writer_open(ctx, name, membuf_grow_sink, &m, &w, err, sizeof(err)) == 0,
+	    "%s", err);
 	size_t pieces[] = {1, 1000, CRYPT_CHUNK, 3 * CRYPT_CHUNK + 7, 5};
 	for (size_t off = 0, i = 0; off < n; i++) {
 		size_t k = pieces[i % 5] < n - off ? pieces[i % 5] : n - off;
@@ -110,7 +77,7 @@ static int open_all(const crypt_object_ctx *ctx, const char *name, membuf *m, un
 	*out = NULL;
 	*n = 0;
 	crypt_object_reader *r;
-	int rc = crypt_object_reader_open(ctx, name, mem_source, m, &r, err, errlen);
+	int rc = crypt_object_reader_open(ctx, name, membuf_source, m, &r, err, errlen);
 	size_t cap = 0;
 	while (rc == 0) {
 		if (cap - *n < 10000) {
@@ -484,13 +451,14 @@ START_TEST(object_misuse)
 	membuf m = {0};
 	char err[256];
 	crypt_object_writer *w;
-	ck_assert_int_eq(crypt_object_writer_open(&ctx_a, "", mem_sink, &m, &w, err, sizeof(err)),
-	                 -ERR_INTERNAL);
+	ck_assert_int_eq(
+	    crypt_object_writer_open(&ctx_a, "", membuf_grow_sink, &m, &w, err, sizeof(err)),
+	    -ERR_INTERNAL);
 	ck_assert_ptr_null(w);
 	crypt_object_ctx bad;
 	ck_assert_int_eq(crypt_object_ctx_init(&bad, "", JOB_A, &key_a), -ERR_INTERNAL);
-	ck_assert_int_eq(crypt_object_writer_open(&ctx_a, "x", mem_sink, &m, &w, err, sizeof(err)),
-	                 0);
+	ck_assert_int_eq(
+	    crypt_object_writer_open(&ctx_a, "x", membuf_grow_sink, &m, &w, err, sizeof(err)), 0);
 	ck_assert_int_eq(crypt_object_writer_finish(w, err, sizeof(err)), 0);
 	ck_assert_int_eq(crypt_object_writer_write(w, "a", 1, err, sizeof(err)), -ERR_INTERNAL);
 	ck_assert_int_eq(crypt_object_writer_finish(w, err, sizeof(err)), -ERR_INTERNAL);

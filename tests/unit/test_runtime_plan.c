@@ -244,6 +244,41 @@ START_TEST(srun_argv)
 }
 END_TEST
 
+START_TEST(attempt_argv)
+{
+	/* the attempt mode's launch: the key's name for mpirun -x, never its value */
+	static const char *const exported[] = {"TRAINYARD_DATA_KEY", NULL};
+	launch_plan p = {.train_bin = "t",
+	                 .spec_path = "s.json",
+	                 .ckpt_dir = "ck",
+	                 .layout = {.data_parallel = 1,
+	                            .tensor_parallel = 1,
+	                            .pipeline_parallel = 1,
+	                            .micro_batch = 1,
+	                            .grad_accum = 1},
+	                 .encrypt_for = "tenant:job",
+	                 .export_env = exported};
+	char **argv = launch_argv(&p);
+	ck_assert_ptr_nonnull(argv);
+	static const char *const head[] = {"-x",         "OPENBLAS_NUM_THREADS",
+	                                   "-x",         "TRAINYARD_DATA_KEY",
+	                                   "t",          "train",
+	                                   "--spec",     "s.json",
+	                                   "--ckpt-dir", "ck",
+	                                   "--metrics",  "-",
+	                                   "--encrypt",  "tenant:job",
+	                                   "--set"};
+	for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++)
+		ck_assert_str_eq(argv[9 + i], head[i]);
+	launch_argv_free(argv);
+	p.slurm = true; /* srun passes the whole environment: no -x */
+	argv = launch_argv(&p);
+	for (size_t i = 0; argv[i]; i++)
+		ck_assert_str_ne(argv[i], "TRAINYARD_DATA_KEY");
+	launch_argv_free(argv);
+}
+END_TEST
+
 START_TEST(classification_table)
 {
 	static const struct {
@@ -311,6 +346,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, pick_the_first_rung_that_fits);
 	tcase_add_test(tc, mpirun_argv);
 	tcase_add_test(tc, srun_argv);
+	tcase_add_test(tc, attempt_argv);
 	tcase_add_test(tc, classification_table);
 	tcase_add_test(tc, mpirun_messages);
 	suite_add_tcase(s, tc);

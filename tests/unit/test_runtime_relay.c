@@ -65,8 +65,12 @@ static void rec_free(runtime_sink *s)
 	(void)s;
 }
 
-static const runtime_sink_ops rec_ops = {rec_log,   rec_batch,  rec_ckpt,
-                                         rec_event, rec_finish, rec_free};
+static const runtime_sink_ops rec_ops = {.log_line = rec_log,
+                                         .metrics_batch = rec_batch,
+                                         .checkpoint_done = rec_ckpt,
+                                         .event = rec_event,
+                                         .finish = rec_finish,
+                                         .free = rec_free};
 
 static recorder rec;
 static relay rl;

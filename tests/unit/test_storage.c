@@ -121,6 +121,11 @@ START_TEST(paths)
 	ck_assert_int_eq(
 	    storage_object_path("/srv/ty", TENANT, JOB, STORAGE_LOGS, "../x", buf, sizeof(buf)),
 	    -ERR_STORAGE_PATH_INVALID);
+	ck_assert_int_eq(storage_log_name(12, buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "attempt-12.log");
+	ck_assert(storage_name_valid(buf));
+	ck_assert_int_eq(storage_log_name(0, buf, sizeof(buf)), -ERR_STORAGE_PATH_INVALID);
+	ck_assert_int_eq(storage_log_name(12, buf, 14), -ERR_STORAGE_PATH_INVALID);
 	ck_assert_int_eq(storage_job_dir("/srv/ty", TENANT, "..", buf, sizeof(buf)),
 	                 -ERR_STORAGE_PATH_INVALID);
 	ck_assert_int_eq(storage_job_dir("", TENANT, JOB, buf, sizeof(buf)),

@@ -36,6 +36,12 @@ static void on_stop_signal(int sig)
 		stop_requests++;
 }
 
+void runtime_request_stop(void)
+{
+	if (stop_requests == 0)
+		stop_requests = 1;
+}
+
 typedef struct driver {
 	const runtime_options *o;
 	runtime_sink *sink;
@@ -152,6 +158,7 @@ static void pump_run(driver *d, pump *p)
 {
 	for (;;) {
 		double t = now();
+		sink_tick(d->sink, t);
 		pump_stop(d, p, t);
 		if (!p->ended && launch_reap(&p->l, &p->status)) {
 			p->ended = true;
@@ -187,6 +194,42 @@ static void pump_run(driver *d, pump *p)
 	relay_end(&d->rl);
 }
 
+extern char **environ;
+
+/*
+ * The launcher's environment: this process's, at this moment (the thread
+ * defaults included), with o->launch_env added over variables of the same
+ * names. RET NULL when there is nothing to add or no memory (see the
+ * caller); free() the array, not its strings.
+ */
+static char **launch_envp(const runtime_options *o)
+{
+	if (!o->launch_env || !o->launch_env[0])
+		return NULL;
+	size_t n = 0, extra = 0;
+	while (environ[n])
+		n++;
+	while (o->launch_env[extra])
+		extra++;
+	char **envp = calloc(n + extra + 1, sizeof(char *));
+	if (!envp)
+		return NULL;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		bool replaced = false;
+		for (size_t j = 0; j < extra && !replaced; j++) {
+			const char *eq = strchr(o->launch_env[j], '=');
+			size_t len = eq ? (size_t)(eq - o->launch_env[j]) + 1 : 0;
+			replaced = len && strncmp(environ[i], o->launch_env[j], len) == 0;
+		}
+		if (!replaced)
+			envp[k++] = environ[i];
+	}
+	for (size_t j = 0; j < extra; j++)
+		envp[k++] = o->launch_env[j];
+	return envp;
+}
+
 /* Run the rung's launch to its end. OUT *end. */
 static void run_launch(driver *d, const jobspec_parallel *rung, launch_end *end)
 {
@@ -197,7 +240,9 @@ static void run_launch(driver *d, const jobspec_parallel *rung, launch_end *end)
 	                    .n_overrides = d->o->n_overrides,
 	                    .layout = *rung,
 	                    .rank_memory_limit = d->o->rank_memory_limit,
-	                    .slurm = d->slurm};
+	                    .slurm = d->slurm,
+	                    .encrypt_for = d->o->encrypt_for,
+	                    .export_env = d->o->export_env};
 	memset(end, 0, sizeof(*end));
 	d->launches++;
 	relay_begin(&d->rl, d->launches);
@@ -213,7 +258,11 @@ static void run_launch(driver *d, const jobspec_parallel *rung, launch_end *end)
 	               "launcher", argv[0]));
 	pump p = {0};
 	char err[512];
-	if (launch_start(&p.l, argv, err, sizeof(err)) < 0) {
+	char **envp = launch_envp(d->o);
+	if (d->o->launch_env && d->o->launch_env[0] && !envp) {
+		say(d, "launch %d: out of memory for the environment", d->launches);
+		end->start_failed = true;
+	} else if (launch_start(&p.l, argv, envp, err, sizeof(err)) < 0) {
 		say(d, "launch %d: %s", d->launches, err);
 		end->start_failed = true;
 	} else {
@@ -222,6 +271,7 @@ static void run_launch(driver *d, const jobspec_parallel *rung, launch_end *end)
 		end->ranks_lost = d->rl.ranks_lost;
 		end->start_failed = d->rl.start_failures > 0;
 	}
+	free(envp);
 	launch_argv_free(argv);
 }
 
@@ -295,6 +345,7 @@ static int drive(driver *d)
 		return finish(d, LAUNCH_INVALID_CONFIG, "no layout of the job fits in %d slots",
 		              d->healthy);
 	for (;;) {
+		sink_tick(d->sink, now());
 		if (stop_requests)
 			return finish(d, LAUNCH_STOPPED, "stopped before launch %d",
 			              d->launches + 1);

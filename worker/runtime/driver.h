@@ -37,6 +37,12 @@ typedef struct runtime_options {
 	size_t rank_memory_limit; /* bytes of address space per rank; 0: none */
 	const char *train_bin;    /* the trainyard-train program */
 	int stop_grace_s;         /* 0: RUNTIME_STOP_GRACE_S */
+	/* "TENANT_ID:JOB_ID": the trainer seals its checkpoints (--encrypt); NULL: not */
+	const char *encrypt_for;
+	/* "NAME=VALUE" strings added to the launcher's environment only; may be NULL */
+	char *const *launch_env;
+	/* names of variables mpirun passes on to the ranks (-x); may be NULL */
+	const char *const *export_env;
 } runtime_options;
 
 /*
@@ -46,5 +52,11 @@ typedef struct runtime_options {
  * failure class's trainer status (classify.h).
  */
 int runtime_run(const runtime_options *o, runtime_sink *sink);
+
+/*
+ * Ask the running driver to stop, as a first SIGTERM does (a sink calls it
+ * when the platform cancels the job). Async-signal-safe; more calls add nothing.
+ */
+void runtime_request_stop(void);
 
 #endif

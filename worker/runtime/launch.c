@@ -85,6 +85,10 @@ char **launch_argv(const launch_plan *p)
 		add(&b, "OMP_NUM_THREADS");
 		add(&b, "-x");
 		add(&b, "OPENBLAS_NUM_THREADS");
+		for (size_t i = 0; p->export_env && p->export_env[i]; i++) {
+			add(&b, "-x");
+			add(&b, p->export_env[i]);
+		}
 	}
 	add(&b, p->train_bin);
 	add(&b, "train");
@@ -94,6 +98,10 @@ char **launch_argv(const launch_plan *p)
 	add(&b, p->ckpt_dir);
 	add(&b, "--metrics");
 	add(&b, "-");
+	if (p->encrypt_for) {
+		add(&b, "--encrypt");
+		add(&b, p->encrypt_for);
+	}
 	if (p->rank_memory_limit) {
 		add(&b, "--memory-limit");
 		addf(&b, "%zu", p->rank_memory_limit);
@@ -136,7 +144,7 @@ static void close_fd(int *fd)
 }
 
 /* In the child, between fork and exec: only async-signal-safe calls. */
-static void child_exec(char *const *argv, int out_w, int err_w, int report_w)
+static void child_exec(char *const *argv, char *const *envp, int out_w, int err_w, int report_w)
 {
 	setpgid(0, 0);
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -152,7 +160,10 @@ static void child_exec(char *const *argv, int out_w, int err_w, int report_w)
 	int in = open("/dev/null", O_RDONLY);
 	if (in < 0 || dup2(in, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
 		goto failed;
-	execvp(argv[0], argv);
+	if (envp)
+		execvpe(argv[0], argv, envp);
+	else
+		execvp(argv[0], argv);
 failed:;
 	int e = errno;
 	ssize_t w = write(report_w, &e, sizeof(e));
@@ -160,7 +171,7 @@ failed:;
 	_exit(127);
 }
 
-int launch_start(launch *l, char *const *argv, char *err, size_t errlen)
+int launch_start(launch *l, char *const *argv, char *const *envp, char *err, size_t errlen)
 {
 	int out[2] = {-1, -1}, errp[2] = {-1, -1}, report[2] = {-1, -1};
 	l->pid = l->pgid = 0;
@@ -176,7 +187,7 @@ int launch_start(launch *l, char *const *argv, char *err, size_t errlen)
 		goto fail;
 	}
 	if (pid == 0)
-		child_exec(argv, out[1], errp[1], report[1]);
+		child_exec(argv, envp, out[1], errp[1], report[1]);
 	setpgid(pid, pid); /* also here, so a signal right after start reaches the group */
 	close_fd(&out[1]);
 	close_fd(&errp[1]);

@@ -25,15 +25,18 @@ typedef struct launch_plan {
 	jobspec_parallel layout;  /* the rung to run */
 	size_t rank_memory_limit; /* bytes of address space per rank; 0: none */
 	bool slurm;               /* srun (inside a Slurm allocation), else mpirun */
+	const char *encrypt_for;  /* "TENANT_ID:JOB_ID": trainyard-train --encrypt; NULL: none */
+	/* names of variables mpirun passes to the ranks (-x); NULL-terminated, may be NULL */
+	const char *const *export_env;
 } launch_plan;
 
 /*
  * The launcher's argv, NULL-terminated:
  *   mpirun --allow-run-as-root --oversubscribe --bind-to none -np N
- *          -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS TRAIN train ...
+ *          -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS [-x EXPORT ...] TRAIN train ...
  *   srun --mpi=pmix --kill-on-bad-exit=1 -n N TRAIN train ...
  * with, for the trainer: --spec, --ckpt-dir, --metrics - (rank 0 writes
- * the metrics to its stdout), --memory-limit when set, the caller's --set
+ * the metrics to its stdout), --encrypt and --memory-limit when set, the caller's --set
  * overrides, then the rung's: parallel.{data,tensor,pipeline}_parallel,
  * zero_stage, micro_batch, grad_accum, resources.nodes=1,
  * resources.ranks_per_node=N and fault_tolerance.fallback=[] (the trainer
@@ -53,11 +56,12 @@ typedef struct launch {
 
 /*
  * Start argv[0] (searched in PATH) in a new process group, stdin from
- * /dev/null, stdout and stderr into pipes. The launcher gets SIGTERM if
- * the driver dies. RET 0; -1 with a message in err when it could not be
- * started (an exec failure included).
+ * /dev/null, stdout and stderr into pipes, with the environment envp (NULL:
+ * this process's own). The launcher gets SIGTERM if the driver dies.
+ * RET 0; -1 with a message in err when it could not be started (an exec
+ * failure included).
  */
-int launch_start(launch *l, char *const *argv, char *err, size_t errlen);
+int launch_start(launch *l, char *const *argv, char *const *envp, char *err, size_t errlen);
 
 /* Send sig to the launcher, or to its whole process group. RET 0 or -1. */
 int launch_signal(const launch *l, int sig, bool group);

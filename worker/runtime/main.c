@@ -1,7 +1,8 @@
 /*
  * main.c - trainyard-worker: the worker runtime a job's batch script
  * starts once inside its allocation. `run` drives the job's training to
- * its outcome (driver.h) with local files as the sink (sink.h).
+ * its outcome (driver.h) with local files as the sink (sink.h); `attempt`
+ * runs one attempt of a platform job with the API as the sink (attempt.h).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "attempt.h"
 #include "driver.h"
 #include "exitcode.h"
 #include "sink.h"
@@ -22,6 +24,8 @@ static void usage(FILE *f)
 	fprintf(f,
 	        "usage: trainyard-worker run --spec FILE --ckpt-dir DIR --metrics-out FILE\n"
 	        "                            --log-out FILE [options]\n"
+	        "       trainyard-worker attempt [--url URL] [--slots N]\n"
+	        "                            [--rank-memory-limit BYTES] [--set ...]\n"
 	        "\n"
 	        "Runs the job's trainer ranks (mpirun; srun --mpi=pmix when SLURM_JOB_ID is set),\n"
 	        "and after an out-of-memory, a communication failure or a lost rank runs them\n"
@@ -37,6 +41,12 @@ static void usage(FILE *f)
 	        "  --slots N            ranks the allocation holds (default: the spec's ranks)\n"
 	        "  --rank-memory-limit BYTES  address space of each rank (trainyard-train\n"
 	        "                       --memory-limit)\n"
+	        "\n"
+	        "attempt runs attempt TRAINYARD_ATTEMPT of a platform job with the credential\n"
+	        "TRAINYARD_ATTEMPT_TOKEN (both from the environment; the credential is removed\n"
+	        "from it once read): the spec and the data key from the API at --url (default\n"
+	        "TRAINYARD_URL), checkpoints and the sealed log under TRAINYARD_STORAGE_ROOT,\n"
+	        "metrics, checkpoints, fallbacks and the end reported to the API.\n"
 	        "\n"
 	        "The trainer is TRAINYARD_TRAIN_BIN, else trainyard-train next to this program.\n"
 	        "Exit status: 0 succeeded, 16 stopped, else the failure class's trainer status\n"
@@ -80,9 +90,10 @@ static void find_train_bin(char *out, size_t n, const char *argv0)
 	snprintf(out, n, "trainyard-train");
 }
 
-static int cmd_run(int argc, char **argv, const char *argv0)
+static int cmd_run(int argc, char **argv, const char *argv0, bool attempt)
 {
 	static const struct option opts[] = {{"spec", required_argument, 0, 's'},
+	                                     {"url", required_argument, 0, 'u'},
 	                                     {"set", required_argument, 0, 'o'},
 	                                     {"ckpt-dir", required_argument, 0, 'c'},
 	                                     {"metrics-out", required_argument, 0, 'm'},
@@ -93,7 +104,7 @@ static int cmd_run(int argc, char **argv, const char *argv0)
 	                                     {"help", no_argument, 0, 'h'},
 	                                     {0, 0, 0, 0}};
 	runtime_options o = {0};
-	const char *metrics = NULL, *log = NULL, *events = NULL;
+	const char *metrics = NULL, *log = NULL, *events = NULL, *url = NULL;
 	char **overrides = calloc((size_t)argc, sizeof(char *));
 	unsigned long long v;
 	bool bad = !overrides;
@@ -102,21 +113,30 @@ static int cmd_run(int argc, char **argv, const char *argv0)
 		switch (c) {
 		case 's':
 			o.spec_path = optarg;
+			bad = attempt;
+			break;
+		case 'u':
+			url = optarg;
+			bad = !attempt;
 			break;
 		case 'o':
 			overrides[o.n_overrides++] = optarg;
 			break;
 		case 'c':
 			o.ckpt_dir = optarg;
+			bad = attempt;
 			break;
 		case 'm':
 			metrics = optarg;
+			bad = attempt;
 			break;
 		case 'l':
 			log = optarg;
+			bad = attempt;
 			break;
 		case 'e':
 			events = optarg;
+			bad = attempt;
 			break;
 		case 'n':
 			bad = parse_count(optarg, 1, INT_MAX, &v) < 0;
@@ -134,9 +154,18 @@ static int cmd_run(int argc, char **argv, const char *argv0)
 			bad = true;
 		}
 	}
+	if (attempt && !bad && optind == argc) {
+		o.overrides = overrides;
+		char train_bin[PATH_MAX + 32];
+		find_train_bin(train_bin, sizeof(train_bin), argv0);
+		o.train_bin = train_bin;
+		int rc = attempt_run(url, &o);
+		free(overrides);
+		return rc;
+	}
 	/* the trainer reads the spec again: it must be a file */
-	if (bad || optind != argc || !o.spec_path || strcmp(o.spec_path, "-") == 0 || !o.ckpt_dir ||
-	    !metrics || !log) {
+	if (bad || attempt || optind != argc || !o.spec_path || strcmp(o.spec_path, "-") == 0 ||
+	    !o.ckpt_dir || !metrics || !log) {
 		usage(stderr);
 		free(overrides);
 		return TRAIN_USAGE;
@@ -165,7 +194,9 @@ int main(int argc, char **argv)
 		return argc < 2 ? TRAIN_USAGE : TRAIN_OK;
 	}
 	if (strcmp(argv[1], "run") == 0)
-		return cmd_run(argc - 1, argv + 1, argv[0]);
+		return cmd_run(argc - 1, argv + 1, argv[0], false);
+	if (strcmp(argv[1], "attempt") == 0)
+		return cmd_run(argc - 1, argv + 1, argv[0], true);
 	fprintf(stderr, "trainyard-worker: unknown command \"%s\"\n", argv[1]);
 	usage(stderr);
 	return TRAIN_USAGE;

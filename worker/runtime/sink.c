@@ -28,6 +28,12 @@ int sink_finish(runtime_sink *s, const runtime_outcome *o)
 	return s->ops->finish(s, o);
 }
 
+void sink_tick(runtime_sink *s, double now)
+{
+	if (s->ops->tick)
+		s->ops->tick(s, now);
+}
+
 void sink_free(runtime_sink *s)
 {
 	if (s)

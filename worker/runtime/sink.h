@@ -4,7 +4,7 @@
  * The driver never writes files or talks to the API itself: every line of
  * output, every batch of metrics, every checkpoint, every event of its own
  * and the outcome go through one runtime_sink. The file sink (sink_file.c)
- * writes local files; an API-backed sink fills the same table later.
+ * writes local files; the API sink (sink_api.c) reports to the platform.
  *
  * An implementation embeds `runtime_sink` as its first member and sets ops.
  * Every call returns 0, or a negative value when the sink could not take the
@@ -49,6 +49,11 @@ typedef struct runtime_sink_ops {
 	/* The last call before free: the outcome of the whole run. */
 	int (*finish)(runtime_sink *s, const runtime_outcome *o);
 	void (*free)(runtime_sink *s);
+	/*
+	 * The sink's own timers (heartbeats, retries); may be NULL. now: monotonic
+	 * seconds. Called at least every 200 ms while a launch runs, and before each.
+	 */
+	void (*tick)(runtime_sink *s, double now);
 } runtime_sink_ops;
 
 struct runtime_sink {
@@ -61,7 +66,8 @@ int sink_metrics_batch(runtime_sink *s, json_t *lines);
 int sink_checkpoint_done(runtime_sink *s, int step, const char *manifest_path);
 int sink_event(runtime_sink *s, const char *kind, json_t *detail);
 int sink_finish(runtime_sink *s, const runtime_outcome *o);
-void sink_free(runtime_sink *s); /* NULL is fine */
+void sink_tick(runtime_sink *s, double now); /* nothing when the sink has no tick */
+void sink_free(runtime_sink *s);             /* NULL is fine */
 
 /*
  * The file sink. metrics_path: step objects, one JSON line each. log_path:
@@ -72,5 +78,22 @@ void sink_free(runtime_sink *s); /* NULL is fine */
  */
 runtime_sink *sink_file_new(const char *metrics_path, const char *log_path, const char *events_path,
                             char *err, size_t errlen);
+
+/*
+ * The API sink of one attempt (sink_api.c): log lines into the sealed log
+ * log_path (object name log_name) of ctx's job; metrics, checkpoints (their
+ * manifests read from the encrypted store over ckpt_dir), fallback events
+ * and the end as reports to the attempt's routes through client, retried
+ * with backoff while the API is unreachable; a heartbeat when nothing was
+ * reported for heartbeat_s seconds. A report that answers job_state
+ * "cancelling", or a credential refused as ended, asks the driver to stop
+ * (runtime_request_stop). Takes client when it succeeds; ctx is copied.
+ * RET the sink, or NULL with a message in err.
+ */
+struct rt_client;
+struct crypt_object_ctx;
+runtime_sink *sink_api_new(struct rt_client *client, const struct crypt_object_ctx *ctx,
+                           const char *ckpt_dir, const char *log_path, const char *log_name,
+                           int heartbeat_s, char *err, size_t errlen);
 
 #endif

@@ -1,0 +1,179 @@
+/*
+ * h_download.c - GET /v1/checkpoints/{checkpoint}/download?file=NAME: one
+ * decrypted file of a registered checkpoint, streamed.
+ *
+ * NAME is "manifest.json" (the default) or one of the shard names the
+ * checkpoint row lists; the file is "step_%08d/NAME" in the job's
+ * checkpoint area, the name the encrypted checkpoint store binds into
+ * each chunk's AAD (worker/stream.h, ckpt.h's layout). Only authenticated
+ * bytes go out: the first chunk is verified before the answer starts, so
+ * a file that fails at once answers 500 data_auth_failed; a later chunk
+ * that fails closes the connection mid-answer (sent chunked, the client
+ * sees an incomplete body). Memory is one chunk of the object reader.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "handlers.h"
+#include "jobdata.h"
+#include "log.h"
+#include "server.h"
+#include "storage.h"
+
+#define MANIFEST_NAME "manifest.json"
+#define FIRST_BYTES   4096 /* read before answering: verifies the first chunk */
+
+typedef struct download {
+	int fd;
+	crypt_object_reader *r;
+	char first[FIRST_BYTES];
+	size_t first_len, first_off;
+	char request_id[REQUEST_ID_MAX + 1];
+	char path[4096];
+} download;
+
+static void download_free(void *arg)
+{
+	download *d = arg;
+	if (!d)
+		return;
+	crypt_object_reader_free(d->r);
+	if (d->fd >= 0)
+		close(d->fd);
+	free(d);
+}
+
+static ssize_t download_read(void *arg, char *buf, size_t max)
+{
+	download *d = arg;
+	if (d->first_off < d->first_len) {
+		size_t n = d->first_len - d->first_off;
+		if (n > max)
+			n = max;
+		memcpy(buf, d->first + d->first_off, n);
+		d->first_off += n;
+		return (ssize_t)n;
+	}
+	size_t got = 0;
+	char err[512];
+	int rc = crypt_object_reader_read(d->r, buf, max, &got, err, sizeof(err));
+	if (rc < 0) {
+		log_event(LOG_ERROR, "download aborted",
+		          json_pack("{s:s, s:s}", "request_id", d->request_id, "reason", err));
+		return API_STREAM_ABORT;
+	}
+	return got > 0 ? (ssize_t)got : API_STREAM_END;
+}
+
+/*
+ * The checkpoint's step, when name is one of its files. OUT: *step.
+ * RET 1 found, 0 no such file, or an error answered (< 0).
+ */
+static int checkpoint_file(api_req *rq, const char *name, int *step)
+{
+	const char *p[] = {rq->scope.checkpoint_id, name};
+	PGresult *r;
+	int rc = api_db(rq);
+	if (rc == 0)
+		rc = db_query(rq->db, &r,
+		              "SELECT step FROM checkpoints WHERE id = $1 AND ($2 = '" MANIFEST_NAME
+		              "' OR EXISTS (SELECT 1 FROM jsonb_array_elements(shards) s"
+		              " WHERE s->>'name' = $2))",
+		              2, p);
+	if (rc) {
+		PQclear(r);
+		api_fail_db(rq, rc);
+		return -1;
+	}
+	int found = PQntuples(r) == 1;
+	if (found)
+		*step = atoi(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return found;
+}
+
+/* Open the file and verify its first chunk. RET 0, or an error answered (< 0). */
+static int download_open(api_req *rq, download *d, const crypt_object_ctx *ctx, const char *name,
+                         int step)
+{
+	char rel[STORAGE_NAME_MAX + 1];
+	int k = snprintf(rel, sizeof(rel), "step_%08d/%s", step, name);
+	if (k < 0 || (size_t)k >= sizeof(rel) ||
+	    storage_object_path(rq->cfg->storage_root, rq->scope.tenant_id, rq->scope.job_id,
+	                        STORAGE_CHECKPOINTS, rel, d->path, sizeof(d->path)) < 0)
+		return api_fail(rq, ERR_CHECKPOINT_NOT_FOUND, "the checkpoint has no file \"%s\"",
+		                name),
+		       -1;
+	d->fd = open(d->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (d->fd < 0 && errno == ENOENT)
+		return api_fail(rq, ERR_CHECKPOINT_NOT_FOUND,
+		                "the checkpoint's file \"%s\" is no longer in storage", name),
+		       -1;
+	if (d->fd < 0) {
+		log_printf(LOG_ERROR, "could not open checkpoint file \"%s\": %m", d->path);
+		return api_fail(rq, ERR_STORAGE_IO, "the checkpoint's file could not be read"), -1;
+	}
+	char err[512];
+	int rc =
+	    crypt_object_reader_open(ctx, rel, crypt_fd_source, &d->fd, &d->r, err, sizeof(err));
+	if (rc == 0)
+		rc = crypt_object_reader_read(d->r, d->first, sizeof(d->first), &d->first_len, err,
+		                              sizeof(err));
+	if (rc == 0)
+		return 0;
+	log_event(LOG_ERROR, "checkpoint file refused",
+	          json_pack("{s:s, s:s}", "request_id", rq->request_id, "reason", err));
+	if (rc == -ERR_DATA_AUTH_FAILED)
+		return api_fail(rq, ERR_DATA_AUTH_FAILED,
+		                "the checkpoint's file \"%s\" failed authentication", name),
+		       -1;
+	return api_fail(rq, ERR_STORAGE_IO, "the checkpoint's file could not be read"), -1;
+}
+
+int h_checkpoint_download(api_req *rq)
+{
+	const char *name = api_query(rq, "file");
+	if (!name)
+		name = MANIFEST_NAME;
+	int step = 0;
+	/* a shard name is [a-z0-9_.]: anything else names no file of any checkpoint */
+	int found =
+	    storage_name_valid(name) && !strchr(name, '/') ? checkpoint_file(rq, name, &step) : 0;
+	if (found < 0)
+		return 0;
+	if (!found)
+		return api_fail(rq, ERR_CHECKPOINT_NOT_FOUND,
+		                "the checkpoint has no file of that name: ask for " MANIFEST_NAME
+		                " or one of its shards");
+	crypt_object_ctx ctx;
+	int rc = jobdata_ctx(rq->srv, rq->db, rq->scope.tenant_id, rq->scope.job_id, &ctx);
+	if (rc)
+		return jobdata_fail(rq, rc);
+	download *d = calloc(1, sizeof(*d));
+	if (!d) {
+		crypt_object_ctx_clear(&ctx);
+		return api_fail(rq, ERR_INTERNAL, "out of memory");
+	}
+	d->fd = -1;
+	snprintf(d->request_id, sizeof(d->request_id), "%s", rq->request_id);
+	rc = download_open(rq, d, &ctx, name, step);
+	crypt_object_ctx_clear(&ctx); /* the reader keeps its derived key only */
+	if (rc < 0) {
+		download_free(d);
+		return 0;
+	}
+	rq->status = 200;
+	rq->stream = (api_stream){
+	    .read = download_read,
+	    .free = download_free,
+	    .ctx = d,
+	    .content_type =
+	        strcmp(name, MANIFEST_NAME) == 0 ? "application/json" : "application/octet-stream",
+	    .size = API_STREAM_SIZE_UNKNOWN,
+	};
+	return 0;
+}

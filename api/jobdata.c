@@ -1,0 +1,34 @@
+/*
+ * jobdata.c - a job's object context for the read routes (jobdata.h).
+ */
+#include "jobdata.h"
+
+#include "keys.h"
+#include "server.h"
+
+int jobdata_ctx(const api_server *s, PGconn *c, const char *tenant_id, const char *job_id,
+                crypt_object_ctx *ctx)
+{
+	if (!s->has_master)
+		return -ERR_KEYS_UNAVAILABLE;
+	crypt_key k;
+	int version = 0;
+	int rc = keys_job_data_key_existing(c, &s->master, tenant_id, job_id, &k, &version);
+	if (rc == 0)
+		rc = crypt_object_ctx_init(ctx, tenant_id, job_id, &k);
+	crypt_key_clear(&k);
+	return rc;
+}
+
+int jobdata_fail(api_req *rq, int rc)
+{
+	if (rc == -ERR_KEYS_UNAVAILABLE)
+		return api_fail(rq, ERR_KEYS_UNAVAILABLE,
+		                rq->srv->has_master ? "the job's data key is unavailable: its "
+		                                      "tenant's keys were destroyed"
+		                                    : "no master key is configured on this server");
+	if (rc == -ERR_KEY_UNWRAP_FAILED)
+		return api_fail(rq, ERR_KEY_UNWRAP_FAILED,
+		                "a stored key did not unwrap: wrong master key, or altered rows");
+	return api_fail_db(rq, rc);
+}

@@ -1,0 +1,26 @@
+/*
+ * jobdata.h - what the read routes need to open a job's encrypted files
+ * (h_logs.c, h_download.c): the job's object context, from its existing
+ * data key (reading never makes a key), and the answer to a failure.
+ */
+#ifndef TY_JOBDATA_H
+#define TY_JOBDATA_H
+
+#include <libpq-fe.h>
+
+#include "api.h"
+#include "crypt.h"
+
+/*
+ * Fill *ctx (the caller clears it: crypt_object_ctx_clear) with the job's
+ * data key, read on connection c. RET 0; -ERR_KEYS_UNAVAILABLE (no master
+ * key on this server, or the job has no data key); -ERR_KEY_UNWRAP_FAILED;
+ * -ERR_DB_UNAVAILABLE; -ERR_INTERNAL.
+ */
+int jobdata_ctx(const api_server *s, PGconn *c, const char *tenant_id, const char *job_id,
+                crypt_object_ctx *ctx);
+
+/* Answer a failed jobdata_ctx(). RET 0. */
+int jobdata_fail(api_req *rq, int rc);
+
+#endif

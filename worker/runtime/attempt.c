@@ -1,0 +1,270 @@
+/*
+ * attempt.c - one attempt of a platform job (attempt.h): the attempt's
+ * spec and key from the API, the job's storage, then the driver with the
+ * API sink.
+ */
+#include "attempt.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "config.h"
+#include "crypt.h"
+#include "exitcode.h"
+#include "sink.h"
+#include "storage.h"
+
+#define SETUP_RETRY_S 120.0 /* how long the set-up calls wait out an unreachable API */
+#define KEY_ENV       "TRAINYARD_DATA_KEY"
+
+typedef struct attempt {
+	rt_client *client;
+	char id[STORAGE_UUID_LEN + 1];
+	char tenant_id[STORAGE_UUID_LEN + 1];
+	char job_id[STORAGE_UUID_LEN + 1];
+	int number;
+	char spec_path[4096]; /* the private copy of the spec; "" until made */
+	crypt_object_ctx ctx; /* tenant, job, data key */
+	char *key_env;        /* "TRAINYARD_DATA_KEY=<hex>", for the launcher only */
+	char *launch_env[2];  /* {key_env, NULL}: what the driver adds for the launcher */
+	char encrypt_for[2 * STORAGE_UUID_LEN + 2];
+} attempt;
+
+static void sleep_s(double s)
+{
+	struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+	nanosleep(&ts, NULL);
+}
+
+/* A set-up call, tried again while the API is unreachable. RET 0 with *a, or -1 after saying why.
+ */
+static int call_setup(attempt *at, const char *method, const char *what, rt_answer *a)
+{
+	double waited = 0, backoff = 0.5;
+	for (;;) {
+		if (rt_client_call(at->client, method, what, NULL, a) == 0)
+			return 0;
+		if (!rt_answer_transient(a) || waited >= SETUP_RETRY_S) {
+			fprintf(stderr, "trainyard-worker: %s %s: %s\n", method,
+			        what[0] ? what : "the attempt", a->message);
+			rt_answer_release(a);
+			return -1;
+		}
+		fprintf(stderr, "trainyard-worker: %s %s: %s; trying again in %.1f s\n", method,
+		        what[0] ? what : "the attempt", a->message, backoff);
+		rt_answer_release(a);
+		sleep_s(backoff);
+		waited += backoff;
+		backoff = backoff * 2 > 10 ? 10 : backoff * 2;
+	}
+}
+
+static int copy_id(char *out, const json_t *v, const char *what)
+{
+	const char *s = json_string_value(v);
+	if (!s || !storage_uuid_valid(s)) {
+		fprintf(stderr, "trainyard-worker: the attempt's %s is not an id\n", what);
+		return -1;
+	}
+	snprintf(out, STORAGE_UUID_LEN + 1, "%s", s);
+	return 0;
+}
+
+/* The spec, in a private temporary file the trainer reads. RET 0 or -1. */
+static int spec_write(attempt *at, const json_t *spec)
+{
+	const char *tmp = getenv("TMPDIR");
+	snprintf(at->spec_path, sizeof(at->spec_path), "%s/trainyard-spec-XXXXXX",
+	         tmp && *tmp ? tmp : "/tmp");
+	int fd = mkstemp(at->spec_path); /* 0600 */
+	if (fd < 0) {
+		fprintf(stderr, "trainyard-worker: could not create a file in \"%s\": %s\n",
+		        tmp && *tmp ? tmp : "/tmp", strerror(errno));
+		at->spec_path[0] = '\0';
+		return -1;
+	}
+	int rc = json_dumpfd(spec, fd, JSON_INDENT(1));
+	if (close(fd) < 0 || rc < 0) {
+		fprintf(stderr, "trainyard-worker: could not write \"%s\"\n", at->spec_path);
+		return -1;
+	}
+	return 0;
+}
+
+/* GET the attempt: ids, number, spec. RET 0 or -1. */
+static int attempt_read(attempt *at)
+{
+	rt_answer a;
+	if (call_setup(at, "GET", "", &a) < 0)
+		return -1;
+	int rc = -1;
+	const json_t *spec = json_object_get(a.body, "spec");
+	json_int_t number = json_integer_value(json_object_get(a.body, "number"));
+	if (copy_id(at->tenant_id, json_object_get(a.body, "tenant_id"), "tenant") < 0 ||
+	    copy_id(at->job_id, json_object_get(a.body, "job_id"), "job") < 0)
+		goto out;
+	if (number < 1 || number > 1000000 || !json_is_object(spec)) {
+		fprintf(stderr, "trainyard-worker: the attempt has no number or no spec\n");
+		goto out;
+	}
+	at->number = (int)number;
+	rc = spec_write(at, spec);
+out:
+	rt_answer_release(&a);
+	return rc;
+}
+
+/* POST .../key: the data key into ctx and the launcher's environment. RET 0 or -1. */
+static int attempt_key(attempt *at)
+{
+	rt_answer a;
+	if (call_setup(at, "POST", "/key", &a) < 0)
+		return -1;
+	char *hex = (char *)json_string_value(json_object_get(a.body, "key"));
+	crypt_key k;
+	int rc = -1;
+	if (!hex || !crypt_key_from_hex(hex, strlen(hex), &k)) {
+		fprintf(stderr, "trainyard-worker: the API's answer holds no data key\n");
+	} else {
+		rc = crypt_object_ctx_init(&at->ctx, at->tenant_id, at->job_id, &k);
+		size_t n = strlen(KEY_ENV) + 1 + strlen(hex) + 1;
+		if (rc == 0 && (at->key_env = malloc(n)))
+			snprintf(at->key_env, n, "%s=%s", KEY_ENV, hex);
+		else
+			rc = -1;
+		crypt_key_clear(&k);
+	}
+	if (hex)
+		OPENSSL_cleanse(hex, strlen(hex));
+	rt_answer_release(&a);
+	return rc;
+}
+
+/* The credential out of the environment, wiped there. RET 0, or -1 when it is missing. */
+static int credential_take(char *out, size_t n)
+{
+	char *tok = getenv("TRAINYARD_ATTEMPT_TOKEN");
+	if (!tok || !*tok || strlen(tok) >= n) {
+		if (tok)
+			OPENSSL_cleanse(tok, strlen(tok));
+		unsetenv("TRAINYARD_ATTEMPT_TOKEN");
+		return -1;
+	}
+	snprintf(out, n, "%s", tok);
+	OPENSSL_cleanse(tok, strlen(tok));
+	unsetenv("TRAINYARD_ATTEMPT_TOKEN");
+	return 0;
+}
+
+/* The attempt's end when it fails before the driver runs. */
+static void finish_early(attempt *at, const char *reason)
+{
+	json_t *body = json_pack("{s:s, s:s}", "outcome", "failed", "reason", reason);
+	rt_answer a;
+	if (body && rt_client_call(at->client, "POST", "/finish", body, &a) < 0)
+		fprintf(stderr, "trainyard-worker: the attempt's end was not reported: %s\n",
+		        a.message);
+	if (body)
+		rt_answer_release(&a);
+	json_decref(body);
+}
+
+static void attempt_release(attempt *at)
+{
+	if (at->spec_path[0])
+		unlink(at->spec_path);
+	if (at->key_env) {
+		OPENSSL_cleanse(at->key_env, strlen(at->key_env));
+		free(at->key_env);
+	}
+	crypt_object_ctx_clear(&at->ctx);
+	rt_client_free(at->client);
+}
+
+/* Storage, the sink, the driver. RET the driver's exit status, or -1 before it ran. */
+static int attempt_train(attempt *at, const ty_config *cfg, runtime_options *o)
+{
+	char err[1024] = "a path of the job does not fit", ckpt_dir[4096], log_name[64],
+	     log_path[4096];
+	if (storage_job_prepare(cfg->storage_root, at->tenant_id, at->job_id, err, sizeof(err)) <
+	        0 ||
+	    storage_area_dir(cfg->storage_root, at->tenant_id, at->job_id, STORAGE_CHECKPOINTS,
+	                     ckpt_dir, sizeof(ckpt_dir)) < 0 ||
+	    storage_log_name(at->number, log_name, sizeof(log_name)) < 0 ||
+	    storage_object_path(cfg->storage_root, at->tenant_id, at->job_id, STORAGE_LOGS,
+	                        log_name, log_path, sizeof(log_path)) < 0) {
+		fprintf(stderr, "trainyard-worker: the job's storage: %s\n", err);
+		finish_early(at, "internal: the worker could not prepare the job's storage");
+		return -1;
+	}
+	runtime_sink *sink = sink_api_new(at->client, &at->ctx, ckpt_dir, log_path, log_name,
+	                                  cfg->heartbeat_s, err, sizeof(err));
+	if (!sink) {
+		fprintf(stderr, "trainyard-worker: %s\n", err);
+		finish_early(at, "internal: the worker could not open the job's sealed log");
+		return -1;
+	}
+	at->client = NULL; /* the sink's now */
+	snprintf(at->encrypt_for, sizeof(at->encrypt_for), "%s:%s", at->tenant_id, at->job_id);
+	static const char *const export_env[] = {KEY_ENV, NULL};
+	o->spec_path = at->spec_path;
+	o->ckpt_dir = ckpt_dir;
+	o->encrypt_for = at->encrypt_for;
+	at->launch_env[0] = at->key_env;
+	o->launch_env = at->launch_env;
+	o->export_env = export_env;
+	fprintf(stderr, "trainyard-worker: attempt %d of job %s (tenant %s), log %s\n", at->number,
+	        at->job_id, at->tenant_id, log_name);
+	int rc = runtime_run(o, sink);
+	sink_free(sink);
+	return rc;
+}
+
+int attempt_run(const char *url, runtime_options *o)
+{
+	ty_config cfg;
+	char err[1024], token[RT_CLIENT_TOKEN_MAX + 1];
+	attempt at = {0};
+	const char *id = getenv("TRAINYARD_ATTEMPT");
+	int have_token = credential_take(token, sizeof(token));
+	if (!id || !storage_uuid_valid(id) || have_token < 0) {
+		fprintf(stderr, "trainyard-worker: attempt needs TRAINYARD_ATTEMPT (an attempt id) "
+		                "and TRAINYARD_ATTEMPT_TOKEN in the environment\n");
+		OPENSSL_cleanse(token, sizeof(token));
+		return TRAIN_USAGE;
+	}
+	snprintf(at.id, sizeof(at.id), "%s", id);
+	if (config_load(&cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "trainyard-worker: %s\n", err);
+		OPENSSL_cleanse(token, sizeof(token));
+		return TRAIN_USAGE;
+	}
+	if (!url)
+		url = cfg.url;
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	at.client = rt_client_new(url, at.id, token, err, sizeof(err));
+	OPENSSL_cleanse(token, sizeof(token));
+	int rc = TRAIN_INTERNAL;
+	if (!at.client) {
+		fprintf(stderr, "trainyard-worker: %s\n", err);
+		rc = TRAIN_USAGE;
+	} else if (attempt_read(&at) < 0) {
+		/* nothing to report to: the attempt could not even be read */
+	} else if (attempt_key(&at) < 0) {
+		finish_early(&at, "internal: the worker could not get the job's data key");
+	} else {
+		int run = attempt_train(&at, &cfg, o);
+		if (run >= 0)
+			rc = run;
+	}
+	attempt_release(&at);
+	curl_global_cleanup();
+	return rc;
+}

@@ -1,0 +1,371 @@
+/*
+ * sink_api.c - the runtime sink of one attempt: log lines into the job's
+ * sealed log, everything else reported to the attempt's routes (sink.h).
+ *
+ * Reports wait in an outbox and go out in order: metrics batches, then
+ * checkpoints, then fallback events as they came. A report the API could
+ * not take for a passing reason (no answer, 5xx, 429) stays first in the
+ * outbox and is tried again after a backoff (RETRY_FIRST_S doubling up to
+ * RETRY_MAX_S), from the driver's ticks, so the training never waits on
+ * the API for longer than one request. A report refused for good (another
+ * 4xx) is dropped with a message. A 401 means the attempt has ended: the
+ * outbox is dropped, nothing more is sent, and the driver is asked to stop.
+ *
+ * The sink also sends a heartbeat when nothing was reported for
+ * heartbeat_s seconds. Every report answers the job's state; "cancelling"
+ * asks the driver to stop (the launch checkpoints and exits 16), and the
+ * finish then ends the attempt, which the API turns into "cancelled".
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ckpt.h"
+#include "client.h"
+#include "crypt.h"
+#include "driver.h"
+#include "sink.h"
+#include "stream.h"
+
+#define RETRY_FIRST_S  0.5
+#define RETRY_MAX_S    30.0
+#define SENDS_PER_TICK 8     /* reports sent by one tick at most */
+#define FINISH_FLUSH_S 600.0 /* how long the end waits for the API to take the outbox */
+
+typedef struct report {
+	struct report *next;
+	char what[32]; /* "/metrics", "/checkpoints", "/events" */
+	json_t *body;
+} report;
+
+typedef struct api_sink {
+	runtime_sink base; /* first: the runtime_sink a caller holds */
+	rt_client *client;
+	crypt_log_writer *log;
+	ckpt_store *store; /* the encrypted store over the checkpoint directory */
+	report *head, **tail;
+	int heartbeat_s;
+	double last_report; /* when the API last took a report (monotonic); 0: never */
+	double next_try;    /* after a transient failure, not before this */
+	double backoff;
+	bool ended;      /* the attempt's credential was refused: nothing more is sent */
+	bool stop_asked; /* runtime_request_stop() was called */
+	bool cancelling; /* the job is being cancelled */
+	int dropped;     /* reports given up */
+} api_sink;
+
+static double mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void sleep_s(double sec)
+{
+	if (sec <= 0)
+		return;
+	struct timespec ts = {(time_t)sec, (long)((sec - (double)(time_t)sec) * 1e9)};
+	nanosleep(&ts, NULL);
+}
+
+/* A message of the sink's own: on stderr, and in the sealed log while it is open. */
+static void note(api_sink *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(api_sink *s, const char *fmt, ...)
+{
+	char msg[1024];
+	int n = snprintf(msg, sizeof(msg), "trainyard-worker: ");
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s\n", msg);
+	if (s->log)
+		crypt_log_append(s->log, msg, strlen(msg), NULL, 0);
+}
+
+static void ask_stop(api_sink *s, const char *why)
+{
+	if (s->stop_asked)
+		return;
+	s->stop_asked = true;
+	note(s, "%s: stopping the training", why);
+	runtime_request_stop();
+}
+
+/* What an answer says about the job: "cancelling" stops the training. */
+static void took(api_sink *s, const rt_answer *a, double now)
+{
+	s->last_report = now;
+	s->backoff = 0;
+	s->next_try = 0;
+	const char *state = json_string_value(json_object_get(a->body, "job_state"));
+	if (state && strcmp(state, "cancelling") == 0) {
+		s->cancelling = true;
+		ask_stop(s, "the job is being cancelled");
+	}
+}
+
+enum { SENT, RETRY, DROPPED, ENDED };
+
+/* One report now. RET SENT, RETRY (try again later), DROPPED or ENDED. */
+static int send_report(api_sink *s, const char *what, const json_t *body, double now)
+{
+	if (s->ended)
+		return ENDED;
+	rt_answer a;
+	int rc = rt_client_call(s->client, "POST", what, body, &a);
+	int out = SENT;
+	if (rc == 0) {
+		took(s, &a, now);
+	} else if (a.status == 401) {
+		s->ended = true;
+		note(s, "the API refused the attempt's credential (%s)", a.message);
+		ask_stop(s, "the attempt has ended");
+		out = ENDED;
+	} else if (rt_answer_transient(&a)) {
+		s->backoff = s->backoff > 0 ? s->backoff * 2 : RETRY_FIRST_S;
+		if (s->backoff > RETRY_MAX_S)
+			s->backoff = RETRY_MAX_S;
+		s->next_try = now + s->backoff;
+		note(s, "report %s not taken, again in %.1f s: %s", what, s->backoff, a.message);
+		out = RETRY;
+	} else {
+		s->dropped++;
+		note(s, "report %s refused, dropped: %s", what, a.message);
+		out = DROPPED;
+	}
+	rt_answer_release(&a);
+	return out;
+}
+
+static void outbox_pop(api_sink *s)
+{
+	report *r = s->head;
+	s->head = r->next;
+	if (!s->head)
+		s->tail = &s->head;
+	json_decref(r->body);
+	free(r);
+}
+
+/* Send what is waiting, at most max reports. RET true when the outbox is empty. */
+static bool outbox_flush(api_sink *s, double now, int max)
+{
+	while (s->head && max-- > 0) {
+		if (s->ended) {
+			outbox_pop(s);
+			continue;
+		}
+		if (now < s->next_try)
+			return false;
+		int rc = send_report(s, s->head->what, s->head->body, now);
+		if (rc == RETRY)
+			return false;
+		outbox_pop(s);
+		now = mono();
+	}
+	return !s->head;
+}
+
+/* Queue body (taken) for route what, and send what is due. RET 0 or -1. */
+static int outbox_add(api_sink *s, const char *what, json_t *body)
+{
+	report *r = body ? calloc(1, sizeof(*r)) : NULL;
+	if (!r) {
+		json_decref(body);
+		return -1;
+	}
+	snprintf(r->what, sizeof(r->what), "%s", what);
+	r->body = body;
+	*s->tail = r;
+	s->tail = &r->next;
+	outbox_flush(s, mono(), SENDS_PER_TICK);
+	return 0;
+}
+
+static int as_log_line(runtime_sink *base, runtime_stream from, const char *line)
+{
+	(void)from;
+	api_sink *s = (api_sink *)base;
+	size_t n = strlen(line);
+	if (!s->log)
+		return -1;
+	if (n > CRYPT_LOG_RECORD_MAX)
+		n = CRYPT_LOG_RECORD_MAX;
+	return crypt_log_append(s->log, line, n, NULL, 0) < 0 ? -1 : 0;
+}
+
+static int as_metrics_batch(runtime_sink *base, json_t *lines)
+{
+	json_t *copy = json_deep_copy(lines);
+	if (!copy)
+		return -1;
+	return outbox_add((api_sink *)base, "/metrics", json_pack("{s:o}", "steps", copy));
+}
+
+/* {step, world, shards: [{name, bytes, sha256}]} from the sealed manifest of step. */
+static json_t *checkpoint_body(api_sink *s, int step)
+{
+	ckpt_manifest m = {0};
+	char err[512];
+	json_t *out = NULL;
+	if (ckpt_manifest_read(s->store, step, &m, err, sizeof(err)) < 0) {
+		note(s, "the manifest of step %d does not read: %s", step, err);
+		goto done;
+	}
+	json_t *shards = json_array();
+	for (int r = 0; shards && r < m.world; r++)
+		json_array_append_new(shards, json_pack("{s:s, s:I, s:s}", "name", m.shards[r].name,
+		                                        "bytes", (json_int_t)m.shards[r].bytes,
+		                                        "sha256", m.shards[r].sha256));
+	out = shards
+	          ? json_pack("{s:i, s:i, s:o}", "step", m.step, "world", m.world, "shards", shards)
+	          : NULL;
+done:
+	ckpt_manifest_release(&m);
+	return out;
+}
+
+static int as_checkpoint_done(runtime_sink *base, int step, const char *manifest_path)
+{
+	(void)manifest_path; /* the store reads it by step, through its own name checks */
+	api_sink *s = (api_sink *)base;
+	json_t *body = checkpoint_body(s, step);
+	if (!body)
+		return -1;
+	if (s->log) /* readers of the log see where its checkpoints are */
+		crypt_log_sync(s->log, NULL, 0);
+	return outbox_add(s, "/checkpoints", body);
+}
+
+/* fallback: a job event; the other kinds go to the sealed log as JSON lines. */
+static int as_event(runtime_sink *base, const char *kind, json_t *detail)
+{
+	api_sink *s = (api_sink *)base;
+	if (strcmp(kind, "fallback") == 0) {
+		const char *reason = json_string_value(json_object_get(detail, "reason"));
+		json_t *body = json_pack("{s:s, s:s, s:O}", "kind", "fallback", "reason",
+		                         reason ? reason : "", "detail", detail);
+		return outbox_add(s, "/events", body);
+	}
+	char *text = json_dumps(detail, JSON_COMPACT);
+	if (!text)
+		return -1;
+	char line[2048];
+	snprintf(line, sizeof(line), "trainyard-worker: %s %s", kind, text);
+	free(text);
+	return as_log_line(base, RUNTIME_STREAM_WORKER, line);
+}
+
+static void as_tick(runtime_sink *base, double now)
+{
+	api_sink *s = (api_sink *)base;
+	if (s->ended || !outbox_flush(s, now, SENDS_PER_TICK))
+		return;
+	if (now >= s->next_try && (s->last_report == 0 || now - s->last_report >= s->heartbeat_s))
+		send_report(s, "/heartbeat", NULL, now);
+}
+
+/*
+ * The end: the outbox first (waiting out passing failures up to
+ * FINISH_FLUSH_S), then the sealed log is closed, then the attempt ends.
+ */
+static int as_finish(runtime_sink *base, const runtime_outcome *o)
+{
+	api_sink *s = (api_sink *)base;
+	double deadline = mono() + FINISH_FLUSH_S;
+	while (!s->ended && !outbox_flush(s, mono(), SENDS_PER_TICK) && mono() < deadline) {
+		sleep_s(s->next_try - mono());
+	}
+	if (s->head && !s->ended)
+		note(s, "the API did not take every report in %.0f s; some are lost",
+		     FINISH_FLUSH_S);
+	int rc = 0;
+	if (s->log) {
+		char err[512];
+		if (crypt_log_writer_close(s->log, err, sizeof(err)) < 0) {
+			fprintf(stderr, "trainyard-worker: could not close the sealed log: %s\n",
+			        err);
+			rc = -1;
+		}
+		s->log = NULL;
+	}
+	bool ok = strcmp(o->result, "succeeded") == 0;
+	const char *reason = ok              ? ""
+	                     : o->failure    ? o->failure
+	                     : s->cancelling ? "cancelled"
+	                                     : "stopped";
+	json_t *body = json_pack("{s:s, s:s}", "outcome", ok ? "succeeded" : "failed", "reason",
+	                         ok ? "all steps done" : reason);
+	s->backoff = 0;
+	s->next_try = 0;
+	int sent = RETRY;
+	while (body && !s->ended && (sent = send_report(s, "/finish", body, mono())) == RETRY &&
+	       mono() < deadline) {
+		sleep_s(s->backoff);
+	}
+	json_decref(body);
+	if (sent != SENT) {
+		fprintf(stderr, "trainyard-worker: the attempt's end was not reported\n");
+		rc = -1;
+	}
+	return rc;
+}
+
+static void as_free(runtime_sink *base)
+{
+	api_sink *s = (api_sink *)base;
+	while (s->head)
+		outbox_pop(s);
+	if (s->log)
+		crypt_log_writer_free(s->log);
+	ckpt_store_free(s->store);
+	rt_client_free(s->client);
+	free(s);
+}
+
+static const runtime_sink_ops api_sink_ops = {
+    .log_line = as_log_line,
+    .metrics_batch = as_metrics_batch,
+    .checkpoint_done = as_checkpoint_done,
+    .event = as_event,
+    .finish = as_finish,
+    .free = as_free,
+    .tick = as_tick,
+};
+
+runtime_sink *sink_api_new(rt_client *client, const crypt_object_ctx *ctx, const char *ckpt_dir,
+                           const char *log_path, const char *log_name, int heartbeat_s, char *err,
+                           size_t errlen)
+{
+	api_sink *s = calloc(1, sizeof(*s));
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	s->base.ops = &api_sink_ops;
+	s->client = client;
+	s->tail = &s->head;
+	s->heartbeat_s = heartbeat_s > 0 ? heartbeat_s : 30;
+	s->store = ckpt_store_encrypted(ckpt_dir, ctx);
+	if (!s->store) {
+		snprintf(err, errlen, "could not open the encrypted checkpoint store");
+		s->client = NULL;
+		as_free(&s->base);
+		return NULL;
+	}
+	char why[512];
+	if (crypt_log_writer_open(log_path, ctx, log_name, &s->log, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "could not open the sealed log \"%s\": %s", log_path, why);
+		if (s->log)
+			crypt_log_writer_free(s->log);
+		s->log = NULL;
+		s->client = NULL;
+		as_free(&s->base);
+		return NULL;
+	}
+	return &s->base;
+}
