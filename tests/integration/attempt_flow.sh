@@ -22,18 +22,10 @@ fi
 ADMIN=$(admin_token)
 SFX=$$
 TA=att-a-$SFX TB=att-b-$SFX
-TOKEN=$ADMIN
-api POST /v1/tenants -H 'Content-Type: application/json' -d "{\"name\": \"$TA\"}"
-TA_ID=$(printf '%s' "$BODY" | jq -r .id)
-api POST /v1/tenants -H 'Content-Type: application/json' -d "{\"name\": \"$TB\"}"
-for t in "$TA" "$TB"; do
-	api PUT "/v1/tenants/$t/quota" -H 'Content-Type: application/json' \
-		-d '{"max_gpus": 64, "max_running_jobs": 4, "gpu_hours_per_month": 1000, "max_storage_bytes": 1000000000, "weight": 1}'
-done
-ALICE=$(user_token "alice-$SFX")
-BOB=$(user_token "bob-$SFX")
-api PUT "/v1/tenants/$TA/members/alice-$SFX" -H 'Content-Type: application/json' -d '{"role": "editor"}'
-api PUT "/v1/tenants/$TB/members/bob-$SFX" -H 'Content-Type: application/json' -d '{"role": "owner"}'
+TA_ID=$(tenant_new "$TA")
+tenant_new "$TB" >/dev/null
+ALICE=$(member_new "$TA" "alice-$SFX" editor)
+BOB=$(member_new "$TB" "bob-$SFX" owner)
 
 JOB='{"name": "att", "model": {"preset": "tiny"}, "data": {"train": "/data/x_*.bin"},
  "parallel": {"data_parallel": 1, "micro_batch": 4, "global_batch": 8},

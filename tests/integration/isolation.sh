@@ -23,14 +23,10 @@ fi
 ADMIN=$(admin_token)
 SFX=$$
 TA=iso-a-$SFX TB=iso-b-$SFX
-TOKEN=$ADMIN
-for t in "$TA" "$TB"; do
-	api POST /v1/tenants -H 'Content-Type: application/json' -d "{\"name\": \"$t\"}"
-done
-ALICE=$(user_token "iso-alice-$SFX")
-BOB=$(user_token "iso-bob-$SFX")
-api PUT "/v1/tenants/$TA/members/iso-alice-$SFX" -H 'Content-Type: application/json' -d '{"role": "owner"}'
-api PUT "/v1/tenants/$TB/members/iso-bob-$SFX" -H 'Content-Type: application/json' -d '{"role": "owner"}'
+tenant_new "$TA" >/dev/null
+tenant_new "$TB" >/dev/null
+ALICE=$(member_new "$TA" "iso-alice-$SFX" owner)
+BOB=$(member_new "$TB" "iso-bob-$SFX" owner)
 JOB='{"name": "iso", "model": {"preset": "tiny"}, "data": {"train": "/data/x_*.bin"},
  "parallel": {"data_parallel": 1, "micro_batch": 4, "global_batch": 8},
  "resources": {"nodes": 1, "ranks_per_node": 1}, "training": {"steps": 10}}'

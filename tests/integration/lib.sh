@@ -173,6 +173,28 @@ user_token() {
 	TRAINYARD_TOKEN=$admin yardctl token create "$1"
 }
 
+# tenant_new NAME: the admin creates tenant NAME with room for the tests'
+# jobs; prints its id.
+tenant_new() {
+	local admin
+	admin=$(admin_token) || return 1
+	TOKEN=$admin api POST /v1/tenants -H 'Content-Type: application/json' \
+		-d "{\"name\": \"$1\"}"
+	printf '%s' "$BODY" | jq -r .id
+	TOKEN=$admin api PUT "/v1/tenants/$1/quota" -H 'Content-Type: application/json' \
+		-d '{"max_gpus": 64, "max_running_jobs": 4, "gpu_hours_per_month": 1000,
+		     "max_storage_bytes": 1000000000, "weight": 1}'
+}
+
+# member_new TENANT USER ROLE: create USER with ROLE in TENANT; prints a token of USER.
+member_new() {
+	local token
+	token=$(user_token "$2") || return 1
+	TOKEN=$(admin_token) api PUT "/v1/tenants/$1/members/$2" \
+		-H 'Content-Type: application/json' -d "{\"role\": \"$3\"}"
+	printf '%s\n' "$token"
+}
+
 summary() { # the last call of a script: prints the tally, false on failures
 	rm -rf "$TY_TMP"
 	echo "$TY_PASSED passed, $TY_FAILED failed"

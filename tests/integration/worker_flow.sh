@@ -30,18 +30,11 @@ make_corpus
 ADMIN=$(admin_token)
 SFX=$$
 TA=wrk-a-$SFX TB=wrk-b-$SFX
+TA_ID=$(tenant_new "$TA")
+tenant_new "$TB" >/dev/null
+ALICE=$(member_new "$TA" "alice-$SFX" editor)
+BOB=$(member_new "$TB" "bob-$SFX" owner)
 TOKEN=$ADMIN
-api POST /v1/tenants -H 'Content-Type: application/json' -d "{\"name\": \"$TA\"}"
-TA_ID=$(printf '%s' "$BODY" | jq -r .id)
-api POST /v1/tenants -H 'Content-Type: application/json' -d "{\"name\": \"$TB\"}"
-for t in "$TA" "$TB"; do
-	api PUT "/v1/tenants/$t/quota" -H 'Content-Type: application/json' \
-		-d '{"max_gpus": 64, "max_running_jobs": 4, "gpu_hours_per_month": 1000, "max_storage_bytes": 1000000000, "weight": 1}'
-done
-ALICE=$(user_token "alice-$SFX")
-BOB=$(user_token "bob-$SFX")
-api PUT "/v1/tenants/$TA/members/alice-$SFX" -H 'Content-Type: application/json' -d '{"role": "editor"}'
-api PUT "/v1/tenants/$TB/members/bob-$SFX" -H 'Content-Type: application/json' -d '{"role": "owner"}'
 
 # submit JQ: alice submits the tiny dp2 job on the corpus, changed by JQ; J is its id
 submit() {
