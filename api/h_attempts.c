@@ -180,8 +180,29 @@ int h_attempt_heartbeat(api_req *rq)
 	return api_reply(rq, 200, json_pack("{s:s}", "job_state", now_state));
 }
 
+/* The checks of a report's body: they add a row for each problem. */
+typedef void (*body_check)(const json_t *in, verrs *v);
+
+/* The report's body once check found nothing wrong; NULL when the request was answered. */
+static json_t *report_body(api_req *rq, body_check check)
+{
+	json_t *in;
+	if (api_body_object(rq, &in) < 0)
+		return NULL;
+	verrs v;
+	verrs_init(&v);
+	check(in, &v);
+	if (verrs_count(&v)) {
+		json_decref(in);
+		api_fail_validation(rq, &v);
+		return NULL;
+	}
+	verrs_release(&v);
+	return in;
+}
+
 /* The metrics body: {"steps": [{"step": n, ...}, ...]}, each step once. */
-static int metrics_validate(const json_t *in, verrs *v)
+static void metrics_check(const json_t *in, verrs *v)
 {
 	static const char *const fields[] = {"steps", NULL};
 	jsonx_only_fields(in, "", fields, v);
@@ -189,7 +210,7 @@ static int metrics_validate(const json_t *in, verrs *v)
 	if (!json_is_array(steps) || json_array_size(steps) == 0) {
 		verrs_add(v, "/steps", steps ? ERR_F_WRONG_TYPE : ERR_F_REQUIRED,
 		          "steps must be a non-empty array of step objects");
-		return -1;
+		return;
 	}
 	size_t i;
 	const json_t *s;
@@ -202,21 +223,13 @@ static int metrics_validate(const json_t *in, verrs *v)
 		else
 			jsonx_get_int(s, base, "step", true, 1, INT32_MAX, &step, v);
 	}
-	return verrs_count(v) ? -1 : 0;
 }
 
 int h_attempt_metrics(api_req *rq)
 {
-	json_t *in;
-	if (api_body_object(rq, &in) < 0)
+	json_t *in = report_body(rq, metrics_check);
+	if (!in)
 		return 0;
-	verrs v;
-	verrs_init(&v);
-	if (metrics_validate(in, &v) < 0) {
-		json_decref(in);
-		return api_fail_validation(rq, &v);
-	}
-	verrs_release(&v);
 	char *steps = json_dumps(json_object_get(in, "steps"), JSON_COMPACT);
 	size_t n = json_array_size(json_object_get(in, "steps"));
 	json_decref(in);
@@ -268,8 +281,8 @@ static void shard_validate(const json_t *s, const char *base, verrs *v)
 	}
 }
 
-/* {"step": s, "world": w, "shards": [w shard entries]}. OUT: *bytes, their sum. */
-static int checkpoint_validate(const json_t *in, verrs *v, int64_t *bytes)
+/* {"step": s, "world": w, "shards": [w shard entries]}. */
+static void checkpoint_check(const json_t *in, verrs *v)
 {
 	static const char *const fields[] = {"step", "world", "shards", NULL};
 	jsonx_only_fields(in, "", fields, v);
@@ -280,33 +293,27 @@ static int checkpoint_validate(const json_t *in, verrs *v, int64_t *bytes)
 	if (!json_is_array(shards) || (world > 0 && json_array_size(shards) != (size_t)world)) {
 		verrs_add(v, "/shards", shards ? ERR_F_INVALID_VALUE : ERR_F_REQUIRED,
 		          "shards must list one entry per rank of the world");
-		return -1;
+		return;
 	}
 	size_t i;
 	const json_t *s;
-	*bytes = 0;
 	json_array_foreach (shards, i, s) {
 		char base[32];
 		snprintf(base, sizeof(base), "/shards/%zu", i);
 		shard_validate(s, base, v);
-		*bytes += json_integer_value(json_object_get(s, "bytes"));
 	}
-	return verrs_count(v) ? -1 : 0;
 }
 
 int h_attempt_checkpoint(api_req *rq)
 {
-	json_t *in;
-	if (api_body_object(rq, &in) < 0)
+	json_t *in = report_body(rq, checkpoint_check);
+	if (!in)
 		return 0;
-	verrs v;
-	verrs_init(&v);
 	int64_t bytes = 0;
-	if (checkpoint_validate(in, &v, &bytes) < 0) {
-		json_decref(in);
-		return api_fail_validation(rq, &v);
-	}
-	verrs_release(&v);
+	size_t i;
+	const json_t *shard;
+	json_array_foreach (json_object_get(in, "shards"), i, shard)
+		bytes += json_integer_value(json_object_get(shard, "bytes"));
 	char step[16], world[16], total[24];
 	snprintf(step, sizeof(step), "%lld",
 	         (long long)json_integer_value(json_object_get(in, "step")));
@@ -352,28 +359,28 @@ int h_attempt_checkpoint(api_req *rq)
  * A runtime event, kept as a job event beside the state changes:
  * {"kind": "fallback", "reason": "...", "detail": {...}}.
  */
-int h_attempt_event(api_req *rq)
+static void event_check(const json_t *in, verrs *v)
 {
 	static const char *const kinds[] = {"fallback", "restart", NULL};
 	static const char *const fields[] = {"kind", "reason", "detail", NULL};
-	json_t *in;
-	if (api_body_object(rq, &in) < 0)
-		return 0;
-	verrs v;
-	verrs_init(&v);
-	jsonx_only_fields(in, "", fields, &v);
-	const char *kind = NULL, *reason = "";
+	jsonx_only_fields(in, "", fields, v);
+	const char *kind = NULL, *reason = NULL;
 	const json_t *detail = NULL;
-	if (jsonx_get_str(in, "", "kind", true, 32, &kind, &v) > 0 &&
+	if (jsonx_get_str(in, "", "kind", true, 32, &kind, v) > 0 &&
 	    jsonx_enum_index(kind, kinds) < 0)
-		verrs_add(&v, "/kind", ERR_F_INVALID_VALUE, "kind is fallback or restart");
-	jsonx_get_str(in, "", "reason", true, 200, &reason, &v);
-	jsonx_get_obj(in, "", "detail", false, &detail, &v);
-	if (verrs_count(&v)) {
-		json_decref(in);
-		return api_fail_validation(rq, &v);
-	}
-	verrs_release(&v);
+		verrs_add(v, "/kind", ERR_F_INVALID_VALUE, "kind is fallback or restart");
+	jsonx_get_str(in, "", "reason", true, 200, &reason, v);
+	jsonx_get_obj(in, "", "detail", false, &detail, v);
+}
+
+int h_attempt_event(api_req *rq)
+{
+	json_t *in = report_body(rq, event_check);
+	if (!in)
+		return 0;
+	const char *kind = json_string_value(json_object_get(in, "kind"));
+	const char *reason = json_string_value(json_object_get(in, "reason"));
+	const json_t *detail = json_object_get(in, "detail");
 	json_t *d = detail ? json_deep_copy(detail) : json_object();
 	json_object_set_new(d, "kind", json_string(kind));
 	json_object_set_new(d, "attempt_id", json_string(rq->scope.attempt_id));
@@ -408,26 +415,27 @@ int h_attempt_event(api_req *rq)
  * The attempt ends (its credential stops working) and the job moves to
  * the outcome; a job being cancelled becomes cancelled instead.
  */
-int h_attempt_finish(api_req *rq)
+static void finish_check(const json_t *in, verrs *v)
 {
 	static const char *const outcomes[] = {"succeeded", "failed", NULL};
 	static const char *const fields[] = {"outcome", "reason", NULL};
-	json_t *in;
-	if (api_body_object(rq, &in) < 0)
-		return 0;
-	verrs v;
-	verrs_init(&v);
-	jsonx_only_fields(in, "", fields, &v);
-	const char *outcome = NULL, *reason = "";
-	if (jsonx_get_str(in, "", "outcome", true, 16, &outcome, &v) > 0 &&
+	jsonx_only_fields(in, "", fields, v);
+	const char *outcome = NULL, *reason = NULL;
+	if (jsonx_get_str(in, "", "outcome", true, 16, &outcome, v) > 0 &&
 	    jsonx_enum_index(outcome, outcomes) < 0)
-		verrs_add(&v, "/outcome", ERR_F_INVALID_VALUE, "outcome is succeeded or failed");
-	jsonx_get_str(in, "", "reason", false, 200, &reason, &v);
-	if (verrs_count(&v)) {
-		json_decref(in);
-		return api_fail_validation(rq, &v);
-	}
-	verrs_release(&v);
+		verrs_add(v, "/outcome", ERR_F_INVALID_VALUE, "outcome is succeeded or failed");
+	jsonx_get_str(in, "", "reason", false, 200, &reason, v);
+}
+
+int h_attempt_finish(api_req *rq)
+{
+	json_t *in = report_body(rq, finish_check);
+	if (!in)
+		return 0;
+	const char *outcome = json_string_value(json_object_get(in, "outcome"));
+	const char *reason = json_string_value(json_object_get(in, "reason"));
+	if (!reason)
+		reason = "";
 	char oc[16], why[256];
 	snprintf(oc, sizeof(oc), "%s", outcome);
 	snprintf(why, sizeof(why), "%s", reason);
