@@ -48,11 +48,11 @@ typedef enum perm {
 	PERM_JOB_READ,
 	PERM_JOB_CANCEL,
 	PERM_AUDIT_READ,
-	PERM_JOB_DISPATCH,       /* start an attempt of a job (the scheduler's right) */
+	PERM_JOB_DISPATCH,        /* start an attempt of a job (the scheduler's right) */
 	PERM_CHECKPOINT_DOWNLOAD, /* read a checkpoint's decrypted bytes */
-	PERM_KEY_ROTATE,         /* rotate a tenant's key-encryption key */
-	PERM_KEY_SHRED,          /* destroy a tenant's keys: its data becomes unreadable */
-	PERM_ATTEMPT_REPORT,     /* the worker runtime of an attempt: its key, heartbeats, results */
+	PERM_KEY_ROTATE,          /* rotate a tenant's key-encryption key */
+	PERM_KEY_SHRED,           /* destroy a tenant's keys: its data becomes unreadable */
+	PERM_ATTEMPT_REPORT, /* the worker runtime of an attempt: its key, heartbeats, results */
 	PERM__COUNT
 } perm;
 

@@ -46,14 +46,19 @@ static const out_col event_cols[] = {
 };
 
 static const out_col metric_cols[] = {
-    {"STEP", "step"}, {"ATTEMPT", "attempt"}, {"AT", "at"}, {"LOSS", "data.loss"},
-    {"LR", "data.lr"}, {"GRAD_NORM", "data.grad_norm"}, {"TOKENS/S", "data.tokens_per_s"},
+    {"STEP", "step"},
+    {"ATTEMPT", "attempt"},
+    {"AT", "at"},
+    {"LOSS", "data.loss"},
+    {"LR", "data.lr"},
+    {"GRAD_NORM", "data.grad_norm"},
+    {"TOKENS/S", "data.tokens_per_s"},
     {NULL, NULL},
 };
 
 static const out_col attempt_fields[] = {
-    {"id", "id"},           {"job_id", "job_id"},         {"number", "number"},
-    {"state", "state"},     {"expires_at", "expires_at"}, {"credential", "credential"},
+    {"id", "id"},       {"job_id", "job_id"},         {"number", "number"},
+    {"state", "state"}, {"expires_at", "expires_at"}, {"credential", "credential"},
     {NULL, NULL},
 };
 
@@ -275,7 +280,7 @@ const cli_command job_commands[] = {
     {"logs", "JOB_ID [--follow]", "print a job's decrypted log, every attempt in order",
      "--follow keeps printing lines as the job writes them, until it ends.\n", job_logs, NULL},
     {"attempt", "JOB_ID", "start an attempt of a queued job and print its credential",
-     "The credential is shown once: hand it to the attempt's worker runtime only.\n",
-     job_attempt, NULL},
+     "The credential is shown once: hand it to the attempt's worker runtime only.\n", job_attempt,
+     NULL},
     {NULL, NULL, NULL, NULL, NULL, NULL},
 };

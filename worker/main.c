@@ -94,7 +94,8 @@ static int sealing_ctx(const char *arg, crypt_object_ctx *out)
 	if (!job)
 		fprintf(stderr, "trainyard-train: --encrypt takes TENANT_ID:JOB_ID\n");
 	else if (!hex || !crypt_key_from_hex(hex, strlen(hex), &key))
-		fprintf(stderr, "trainyard-train: --encrypt needs TRAINYARD_DATA_KEY, 64 hex digits\n");
+		fprintf(stderr,
+		        "trainyard-train: --encrypt needs TRAINYARD_DATA_KEY, 64 hex digits\n");
 	else {
 		*job++ = '\0';
 		rc = crypt_object_ctx_init(out, ids, job, &key);

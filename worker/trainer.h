@@ -24,7 +24,8 @@ typedef struct train_options {
 	double loss_scale;       /* fp16: the initial loss scale; 0: 65536 */
 	bool no_resume;          /* start fresh even if checkpoints exist */
 	size_t memory_limit;     /* bytes of address space per rank (RLIMIT_AS); 0: none */
-	const struct crypt_object_ctx *encrypt; /* checkpoints sealed for this tenant and job; NULL: plain */
+	const struct crypt_object_ctx
+	    *encrypt; /* checkpoints sealed for this tenant and job; NULL: plain */
 } train_options;
 
 /* RET: a train_exit status (exitcode.h). Messages go to stderr. */

@@ -76,27 +76,29 @@ START_TEST(decide_every_combination)
 				for (int sc = 0; sc < SCOPE__COUNT; sc++)
 					for (int p = 0; p < PERM__COUNT; p++) {
 						bool self = who & 1, att = who & 2;
-						authz_subject s = {platforms[a], tenants[b], self, att};
+						authz_subject s = {platforms[a], tenants[b], self,
+						                   att};
 						bool tenant_scope = sc == SCOPE_TENANT ||
 						                    sc == SCOPE_JOB ||
 						                    sc == SCOPE_CHECKPOINT;
 						bool user_scope =
 						    sc == SCOPE_USER || sc == SCOPE_TOKEN;
 						bool attempt_scope = sc == SCOPE_ATTEMPT;
-						bool allow = expected_has(s.platform, (perm)p) ||
-						             (tenant_scope &&
-						              expected_has(s.tenant, (perm)p)) ||
-						             (user_scope && self &&
-						              expected_has(ROLE_SELF, (perm)p)) ||
-						             (attempt_scope && att &&
-						              expected_has(ROLE_ATTEMPT, (perm)p)) ||
-						             (sc == SCOPE_PLATFORM &&
-						              p == PERM_AUTHENTICATED);
+						bool allow =
+						    expected_has(s.platform, (perm)p) ||
+						    (tenant_scope &&
+						     expected_has(s.tenant, (perm)p)) ||
+						    (user_scope && self &&
+						     expected_has(ROLE_SELF, (perm)p)) ||
+						    (attempt_scope && att &&
+						     expected_has(ROLE_ATTEMPT, (perm)p)) ||
+						    (sc == SCOPE_PLATFORM &&
+						     p == PERM_AUTHENTICATED);
 						bool related =
 						    is_platform(s.platform) ||
 						    (tenant_scope && is_tenant(s.tenant)) ||
-						    (user_scope && self) || (attempt_scope && att) ||
-						    sc == SCOPE_PLATFORM;
+						    (user_scope && self) ||
+						    (attempt_scope && att) || sc == SCOPE_PLATFORM;
 						authz_result want = allow     ? AUTHZ_ALLOW
 						                    : related ? AUTHZ_DENY_FORBIDDEN
 						                              : AUTHZ_DENY_HIDDEN;

@@ -108,13 +108,13 @@ START_TEST(route_table_invariants)
 		ck_assert_msg(!computes || strcmp(rt[i].method, "POST") == 0,
 		              "%s %s: only a POST computes", rt[i].method, pat);
 		ck_assert_ptr_nonnull(rt[i].handler);
-		scope want = strstr(pat, "{tenant}")     ? SCOPE_TENANT
-		             : strstr(pat, "{job}")      ? SCOPE_JOB
-		             : strstr(pat, "{user}")     ? SCOPE_USER
-		             : strstr(pat, "{token_id}") ? SCOPE_TOKEN
+		scope want = strstr(pat, "{tenant}")       ? SCOPE_TENANT
+		             : strstr(pat, "{job}")        ? SCOPE_JOB
+		             : strstr(pat, "{user}")       ? SCOPE_USER
+		             : strstr(pat, "{token_id}")   ? SCOPE_TOKEN
 		             : strstr(pat, "{checkpoint}") ? SCOPE_CHECKPOINT
-		             : strstr(pat, "{attempt}")  ? SCOPE_ATTEMPT
-		                                         : SCOPE_PLATFORM;
+		             : strstr(pat, "{attempt}")    ? SCOPE_ATTEMPT
+		                                           : SCOPE_PLATFORM;
 		ck_assert_msg(rt[i].scope == want, "%s %s: scope", rt[i].method, pat);
 		if (rt[i].flags & ROUTE_PUBLIC)
 			ck_assert_msg(!mut && (strcmp(pat, "/healthz") == 0 ||
