@@ -195,6 +195,34 @@ member_new() {
 	printf '%s\n' "$token"
 }
 
+# The yardctl under test ($BUILD/bin/yardctl, BUILD defaulting to build).
+case ${BUILD:-build} in
+/*) YARDCTL=${BUILD}/bin/yardctl ;;
+*) YARDCTL=$TY_ROOT/${BUILD:-build}/bin/yardctl ;;
+esac
+OUT='' ERR='' RC=0
+
+# y TOKEN ARGS...: run yardctl with TOKEN ("" for none); sets OUT, ERR, RC.
+y() {
+	local token=$1
+	shift
+	RC=0
+	OUT=$(TRAINYARD_TOKEN=$token "$YARDCTL" "$@" 2>"$TY_TMP/stderr") || RC=$?
+	ERR=$(cat "$TY_TMP/stderr")
+}
+
+# expect_rc DESC WANT: the last y exited with WANT.
+expect_rc() {
+	if ((RC == $2)); then
+		ok "$1"
+	else
+		not_ok "$1" "expected exit status $2, got $RC" "stdout: $OUT" "stderr: $ERR"
+	fi
+}
+
+# jq_out FILTER: FILTER applied to the last y's stdout (jq -r).
+jq_out() { printf '%s' "$OUT" | jq -r "$1" 2>&1; }
+
 summary() { # the last call of a script: prints the tally, false on failures
 	rm -rf "$TY_TMP"
 	echo "$TY_PASSED passed, $TY_FAILED failed"

@@ -13,37 +13,12 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=SCRIPTDIR/lib.sh disable=SC1091
 . "$HERE/lib.sh"
-ROOT=$(cd "$HERE/../.." && pwd)
-BUILD=${BUILD:-build}
-[[ $BUILD == /* ]] || BUILD=$ROOT/$BUILD
-YARDCTL=$BUILD/bin/yardctl
 
 if [[ -z ${TRAINYARD_URL:-} || -z ${TRAINYARD_DB:-} || ! -x $YARDCTL ]]; then
 	not_ok "environment" "needs TRAINYARD_URL, TRAINYARD_DB and $YARDCTL"
 	summary
 	exit 1
 fi
-
-OUT='' ERR='' RC=0
-
-# y TOKEN ARGS...: run yardctl with TOKEN ("" for none); sets OUT, ERR, RC.
-y() {
-	local token=$1
-	shift
-	RC=0
-	OUT=$(TRAINYARD_TOKEN=$token "$YARDCTL" "$@" 2>"$TY_TMP/stderr") || RC=$?
-	ERR=$(cat "$TY_TMP/stderr")
-}
-
-expect_rc() { # expect_rc DESC WANT: the last y exited with WANT
-	if ((RC == $2)); then
-		ok "$1"
-	else
-		not_ok "$1" "expected exit status $2, got $RC" "stdout: $OUT" "stderr: $ERR"
-	fi
-}
-
-jq_out() { printf '%s' "$OUT" | jq -r "$1" 2>&1; }
 
 ADMIN=$(admin_token) || {
 	not_ok "the admin token" "admin_token failed"

@@ -94,10 +94,6 @@ printf 'attempt 1 line %d\n' 1 2 3 >"$EXPECT"
 printf 'attempt 2 line %d\n' 1 2 >>"$EXPECT"
 check_eq "alice reads the log" "200 0" "$(get "$ALICE" "/v1/jobs/$J/logs" "$TY_TMP/log")"
 check "exactly the lines of both attempts, in order" cmp "$EXPECT" "$TY_TMP/log"
-case ${BUILD:-build} in
-/*) YARDCTL=${BUILD}/bin/yardctl ;;
-*) YARDCTL=$TY_ROOT/${BUILD:-build}/bin/yardctl ;;
-esac
 check "yardctl job logs prints the same lines" \
 	cmp "$EXPECT" <(TRAINYARD_TOKEN=$ALICE "$YARDCTL" job logs "$J")
 rc=0
