@@ -171,6 +171,19 @@ typedef struct crypt_object_reader crypt_object_reader;
  */
 int crypt_object_writer_open(const crypt_object_ctx *ctx, const char *name, crypt_sink_fn sink,
                              void *arg, crypt_object_writer **out, char *err, size_t errlen);
+/*
+ * A sink that can lend room in its own destination: reserve returns n
+ * writable bytes there (or NULL to take this chunk through the sink as
+ * usual), and commit keeps the n bytes last reserved once they hold the
+ * sealed chunk. The cipher then writes each chunk where it ends up, and
+ * nothing copies it afterwards. Failures before commit leave the
+ * destination as it was. Set right after crypt_object_writer_open; the
+ * header always goes through the sink.
+ */
+typedef void *(*crypt_reserve_fn)(void *arg, size_t n);
+typedef int (*crypt_commit_fn)(void *arg, size_t n);
+void crypt_object_writer_lend(crypt_object_writer *w, crypt_reserve_fn reserve,
+                              crypt_commit_fn commit);
 /* Encrypt n bytes; each full chunk goes to the sink as soon as it is full. */
 int crypt_object_writer_write(crypt_object_writer *w, const void *buf, size_t n, char *err,
                               size_t errlen);
@@ -193,6 +206,9 @@ int crypt_object_reader_open(const crypt_object_ctx *ctx, const char *name, cryp
  * of the object. RET 0; -ERR_DATA_AUTH_FAILED for any tampering,
  * truncation, reordering, wrong name, job, tenant or key (then no byte of
  * the failing chunk is returned, and every later call fails too).
+ * Where at least a whole chunk of buf is free, the chunk is read and
+ * decrypted there in place; bytes of buf past *got are then unspecified,
+ * and those of a chunk that fails are overwritten with zeros.
  */
 int crypt_object_reader_read(crypt_object_reader *r, void *buf, size_t n, size_t *got, char *err,
                              size_t errlen);

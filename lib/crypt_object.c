@@ -22,6 +22,8 @@
 struct crypt_object_writer {
 	crypt_aead aead;
 	crypt_sink_fn sink;
+	crypt_reserve_fn reserve; /* NULL: every chunk goes through sink */
+	crypt_commit_fn commit;
 	void *arg;
 	char name[CRYPT_NAME_MAX + 1];
 	uint64_t index; /* of the next chunk */
@@ -94,16 +96,37 @@ int crypt_object_writer_open(const crypt_object_ctx *ctx, const char *name, cryp
 	return 0;
 }
 
-/* Seal n bytes at in (buf itself, or the caller's data) into buf and send them. */
+void crypt_object_writer_lend(crypt_object_writer *w, crypt_reserve_fn reserve,
+                              crypt_commit_fn commit)
+{
+	w->reserve = reserve;
+	w->commit = commit;
+}
+
+/*
+ * Where the sealed chunk of n bytes goes: room the sink lends, so that the
+ * cipher's output is the only write of those bytes, else buf.
+ */
+static unsigned char *chunk_out(crypt_object_writer *w, size_t n)
+{
+	unsigned char *room = w->reserve ? w->reserve(w->arg, n + CRYPT_TAG_LEN) : NULL;
+	return room != NULL ? room : w->buf;
+}
+
+/* Seal n bytes at in (buf itself, or the caller's data) and hand them to the sink. */
 static int emit_chunk(crypt_object_writer *w, const unsigned char *in, size_t n, bool final,
                       char *err, size_t errlen)
 {
-	int rc = crypt_aead_seal(&w->aead, w->index, final, in, n, w->buf, w->buf + n);
+	unsigned char *out = chunk_out(w, n);
+	int rc = crypt_aead_seal(&w->aead, w->index, final, in, n, out, out + n);
 	if (rc) {
 		err_printf(err, errlen, "could not encrypt object \"%s\"", w->name);
 		return w->failed = rc;
 	}
-	rc = w->sink(w->arg, w->buf, n + CRYPT_TAG_LEN);
+	if (out == w->buf)
+		rc = w->sink(w->arg, w->buf, n + CRYPT_TAG_LEN);
+	else
+		rc = w->commit(w->arg, n + CRYPT_TAG_LEN);
 	if (rc)
 		return w->failed = sink_failed(w->name, rc, err, errlen);
 	w->index++;
@@ -230,38 +253,118 @@ int crypt_object_reader_open(const crypt_object_ctx *ctx, const char *name, cryp
 	return r->failed = rc;
 }
 
-/* Read, verify and hold the next chunk. */
-static int next_chunk(crypt_object_reader *r, char *err, size_t errlen)
+/* After the final chunk the source must be empty: more bytes mean a changed file. */
+static int expect_end(crypt_object_reader *r, char *err, size_t errlen)
 {
+	unsigned char extra;
 	size_t got;
-	int rc = r->source(r->arg, r->buf, CHUNK_BYTES, &got);
+	int rc = r->source(r->arg, &extra, 1, &got);
 	if (rc)
 		return source_failed(r, rc, err, errlen);
+	if (got != 0)
+		return reader_fail(r, "bytes follow the final chunk", err, errlen);
+	return 0;
+}
+
+/* From the bytes one chunk read returned, OUT *n: its ciphertext bytes. RET 0 or a failure. */
+static int chunk_size(crypt_object_reader *r, size_t got, size_t *n, char *err, size_t errlen)
+{
 	if (got == 0)
 		return reader_fail(r, "the object ends without its final chunk (truncated)", err,
 		                   errlen);
 	if (got < CRYPT_TAG_LEN)
 		return reader_fail(r, "the object ends inside a tag (truncated)", err, errlen);
-	size_t n = got - CRYPT_TAG_LEN;
-	bool final = got < CHUNK_BYTES;
-	if (crypt_aead_open(&r->aead, r->index, final, r->buf, n, r->buf, r->buf + n) != 0)
+	*n = got - CRYPT_TAG_LEN;
+	return 0;
+}
+
+/*
+ * Decrypt the n bytes at p in place and verify tag; a short chunk is the
+ * final one. On any failure p holds zeros, so no unverified plaintext is
+ * left behind, and neither is the final chunk of an object that goes on.
+ */
+static int open_chunk(crypt_object_reader *r, unsigned char *p, size_t n,
+                      const unsigned char tag[CRYPT_TAG_LEN], char *err, size_t errlen)
+{
+	bool final = n < CRYPT_CHUNK;
+	if (crypt_aead_open(&r->aead, r->index, final, p, n, p, tag) != 0)
 		return reader_fail(r,
 		                   "it was altered, truncated, reordered, moved from another "
 		                   "object, job or tenant, or the key is wrong",
 		                   err, errlen);
-	if (final) {
-		unsigned char extra;
-		rc = r->source(r->arg, &extra, 1, &got);
-		if (rc)
-			return source_failed(r, rc, err, errlen);
-		if (got != 0)
-			return reader_fail(r, "bytes follow the final chunk", err, errlen);
+	int rc = final ? expect_end(r, err, errlen) : 0;
+	if (rc) {
+		OPENSSL_cleanse(p, n);
+		return rc;
 	}
 	r->index++;
-	r->have = n;
-	r->pos = 0;
 	r->end = final;
 	return 0;
+}
+
+/* Read, verify and hold the next chunk in buf, for callers that want less than a chunk. */
+static int next_chunk(crypt_object_reader *r, char *err, size_t errlen)
+{
+	size_t got, n;
+	int rc = r->source(r->arg, r->buf, CHUNK_BYTES, &got);
+	if (rc)
+		return source_failed(r, rc, err, errlen);
+	rc = chunk_size(r, got, &n, err, errlen);
+	if (rc == 0)
+		rc = open_chunk(r, r->buf, n, r->buf + n, err, errlen);
+	if (rc)
+		return rc;
+	r->have = n;
+	r->pos = 0;
+	return 0;
+}
+
+/*
+ * Read the next chunk straight into dst, which has room >= CRYPT_CHUNK
+ * bytes, and decrypt it there: the plaintext is then written once, where
+ * the caller wants it, instead of into buf and through a copy. With room
+ * for the tag too, that is one source call; else what is left of the
+ * chunk, its tag or part of it, is read apart. The caller counts the
+ * bytes only once the tag verified; on failure dst holds zeros.
+ * OUT *n: the chunk's plaintext bytes.
+ */
+static int chunk_into(crypt_object_reader *r, unsigned char *dst, size_t room, size_t *n, char *err,
+                      size_t errlen)
+{
+	unsigned char spill[CRYPT_TAG_LEN], tag[CRYPT_TAG_LEN];
+	size_t want = room < CHUNK_BYTES ? room : CHUNK_BYTES, got, more = 0;
+	int rc = r->source(r->arg, dst, want, &got);
+	if (rc == 0 && got == want && want < CHUNK_BYTES)
+		rc = r->source(r->arg, spill, CHUNK_BYTES - want, &more);
+	if (rc)
+		rc = source_failed(r, rc, err, errlen);
+	else
+		rc = chunk_size(r, got + more, n, err, errlen);
+	if (rc == 0) {
+		/* the ciphertext all lies in dst (more <= CRYPT_TAG_LEN); the tag may straddle */
+		memcpy(tag, dst + *n, got - *n);
+		memcpy(tag + (got - *n), spill, more);
+		rc = open_chunk(r, dst, *n, tag, err, errlen);
+	}
+	if (rc) {
+		OPENSSL_cleanse(dst, want);
+		return rc;
+	}
+	r->have = r->pos = 0;
+	return 0;
+}
+
+/* Bring in the next chunk: into buf + *got when a whole one fits there, else into r->buf. */
+static int refill(crypt_object_reader *r, unsigned char *buf, size_t n, size_t *got, char *err,
+                  size_t errlen)
+{
+	if (buf == NULL || n - *got < CRYPT_CHUNK)
+		return next_chunk(r, err, errlen);
+	size_t k;
+	int rc = chunk_into(r, buf + *got, n - *got, &k, err, errlen);
+	if (rc == 0)
+		*got += k;
+	return rc;
 }
 
 /* Hand out up to n bytes into buf, or discard them when buf is NULL. */
@@ -277,7 +380,7 @@ static int reader_take(crypt_object_reader *r, unsigned char *buf, size_t n, siz
 		if (r->pos == r->have) {
 			if (r->end)
 				break;
-			int rc = next_chunk(r, err, errlen);
+			int rc = refill(r, buf, n, got, err, errlen);
 			if (rc)
 				return rc;
 			continue;

@@ -2,7 +2,8 @@
  * test_crypt.c - keys, wrapping, the master key and encrypted objects:
  * round trips, and the tamper matrix (bit flips in header, ciphertext and
  * tag; truncation, at chunk boundaries too; chunk reorder; files swapped
- * between names, jobs and tenants; wrong key).
+ * between names, jobs and tenants; wrong key), each read both through the
+ * reader's chunk buffer and straight into large caller buffers.
  */
 #include <check.h>
 #include <errno.h>
@@ -67,11 +68,19 @@ static membuf seal(const crypt_object_ctx *ctx, const char *name, size_t n, unsi
 }
 
 /*
- * Decrypt m as name under ctx. OUT *out (caller frees), *n: every byte the
- * reader released. RET the first failure or 0.
+ * Read sizes for open_all: below a chunk (through the reader's buffer);
+ * a chunk and a few bytes (decrypted in the caller's buffer, the tag read
+ * apart); several chunks (one source call per chunk, the last one in each
+ * call with room for its ciphertext only).
  */
-static int open_all(const crypt_object_ctx *ctx, const char *name, membuf *m, unsigned char **out,
-                    size_t *n, char *err, size_t errlen)
+static const size_t read_sizes[] = {9999, CRYPT_CHUNK + 7, 5 * CRYPT_CHUNK};
+
+/*
+ * Decrypt m as name under ctx, piece bytes per call. OUT *out (caller
+ * frees), *n: every byte the reader released. RET the first failure or 0.
+ */
+static int open_all(const crypt_object_ctx *ctx, const char *name, membuf *m, size_t piece,
+                    unsigned char **out, size_t *n, char *err, size_t errlen)
 {
 	m->pos = 0;
 	*out = NULL;
@@ -80,28 +89,29 @@ static int open_all(const crypt_object_ctx *ctx, const char *name, membuf *m, un
 	int rc = crypt_object_reader_open(ctx, name, membuf_source, m, &r, err, errlen);
 	size_t cap = 0;
 	while (rc == 0) {
-		if (cap - *n < 10000) {
-			cap = cap * 2 + 20000;
+		if (cap - *n < piece) {
+			cap = cap * 2 + 2 * piece;
 			*out = realloc(*out, cap);
 		}
 		size_t got;
-		rc = crypt_object_reader_read(r, *out + *n, 9999, &got, err, errlen);
+		rc = crypt_object_reader_read(r, *out + *n, piece, &got, err, errlen);
 		*n += got;
-		if (rc == 0 && got < 9999)
+		if (rc == 0 && got < piece)
 			break;
 	}
 	crypt_object_reader_free(r);
 	return rc;
 }
 
-/* RET: the reader's code for m; the bytes it released must be a prefix of the original. */
-static int verify(const crypt_object_ctx *ctx, const char *name, membuf *m, size_t n, unsigned seed)
+/* The reader's code for m, read piece bytes at a time; what it released must be a prefix. */
+static int verify_by(const crypt_object_ctx *ctx, const char *name, membuf *m, size_t n,
+                     unsigned seed, size_t piece)
 {
 	unsigned char *out, *want = malloc(n + 1);
 	size_t got;
 	char err[512];
 	pattern(want, n, seed);
-	int rc = open_all(ctx, name, m, &out, &got, err, sizeof(err));
+	int rc = open_all(ctx, name, m, piece, &out, &got, err, sizeof(err));
 	ck_assert_uint_le(got, n);
 	if (got > 0)
 		ck_assert_mem_eq(out, want, got);
@@ -111,6 +121,15 @@ static int verify(const crypt_object_ctx *ctx, const char *name, membuf *m, size
 		ck_assert_msg(rc == -ERR_DATA_AUTH_FAILED, "rc %d: %s", rc, err);
 	free(out);
 	free(want);
+	return rc;
+}
+
+/* RET: the reader's code for m, the same for every read size. */
+static int verify(const crypt_object_ctx *ctx, const char *name, membuf *m, size_t n, unsigned seed)
+{
+	int rc = verify_by(ctx, name, m, n, seed, read_sizes[0]);
+	for (size_t i = 1; i < sizeof(read_sizes) / sizeof(read_sizes[0]); i++)
+		ck_assert_int_eq(verify_by(ctx, name, m, n, seed, read_sizes[i]), rc);
 	return rc;
 }
 
@@ -383,11 +402,14 @@ START_TEST(object_truncation)
 	unsigned char *out;
 	size_t got;
 	char err[512];
-	ck_assert_int_eq(open_all(&ctx_a, "obj", &t, &out, &got, err, sizeof(err)),
-	                 -ERR_DATA_AUTH_FAILED);
-	ck_assert_uint_eq(got, 2 * CRYPT_CHUNK); /* only what verified */
-	ck_assert_msg(strstr(err, "final chunk") != NULL, "%s", err);
-	free(out);
+	for (size_t i = 0; i < sizeof(read_sizes) / sizeof(read_sizes[0]); i++) {
+		ck_assert_int_eq(
+		    open_all(&ctx_a, "obj", &t, read_sizes[i], &out, &got, err, sizeof(err)),
+		    -ERR_DATA_AUTH_FAILED);
+		ck_assert_uint_eq(got, 2 * CRYPT_CHUNK); /* only what verified */
+		ck_assert_msg(strstr(err, "final chunk") != NULL, "%s", err);
+		free(out);
+	}
 	/* bytes appended after the final chunk */
 	membuf longer = m;
 	longer.p = malloc(m.len + 1);
@@ -443,6 +465,122 @@ START_TEST(object_swaps_and_wrong_key)
 	crypt_object_ctx_clear(&other_tenant);
 	crypt_object_ctx_clear(&wrong_key);
 	free(m.p);
+}
+END_TEST
+
+static bool all_zero(const unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != 0)
+			return false;
+	return true;
+}
+
+/*
+ * Read m in one call into a buffer of 4 chunks filled with 0xee. RET the
+ * reader's code, OUT *got; the buffer goes to *out (caller frees).
+ */
+static int read_at_once(membuf *m, unsigned char **out, size_t *got)
+{
+	size_t cap = 4 * CRYPT_CHUNK;
+	*out = malloc(cap);
+	memset(*out, 0xee, cap);
+	char err[512];
+	crypt_object_reader *r;
+	m->pos = 0;
+	ck_assert_msg(
+	    crypt_object_reader_open(&ctx_a, "obj", membuf_source, m, &r, err, sizeof(err)) == 0,
+	    "%s", err);
+	int rc = crypt_object_reader_read(r, *out, cap, got, err, sizeof(err));
+	crypt_object_reader_free(r);
+	return rc;
+}
+
+/*
+ * A chunk decrypted straight into the caller's buffer counts only once its
+ * tag verified: a tampered one fails, and its bytes there are zeros, not
+ * the plaintext that decryption wrote before the tag was checked.
+ */
+START_TEST(object_tamper_into_caller_buffer)
+{
+	size_t n = 3 * CRYPT_CHUNK + 100;
+	membuf m = seal(&ctx_a, "obj", n, 7);
+	unsigned char *want = malloc(n), *out;
+	pattern(want, n, 7);
+	size_t c1 = CRYPT_HEADER_LEN + CHUNK_ON_DISK, got;
+	size_t spots[] = {c1 + 4321, c1 + CRYPT_CHUNK + 3}; /* ciphertext, tag of chunk 1 */
+	for (size_t i = 0; i < 2; i++) {
+		m.p[spots[i]] ^= 0x01;
+		ck_assert_int_eq(read_at_once(&m, &out, &got), -ERR_DATA_AUTH_FAILED);
+		m.p[spots[i]] ^= 0x01;
+		ck_assert_uint_eq(got, CRYPT_CHUNK); /* chunk 0 verified */
+		ck_assert_mem_eq(out, want, CRYPT_CHUNK);
+		ck_assert(all_zero(out + CRYPT_CHUNK, CHUNK_ON_DISK));
+		ck_assert_uint_eq(out[2 * CRYPT_CHUNK + CRYPT_TAG_LEN], 0xee); /* not read */
+		free(out);
+	}
+	ck_assert_int_eq(read_at_once(&m, &out, &got), 0);
+	ck_assert_uint_eq(got, n);
+	ck_assert_mem_eq(out, want, n);
+	free(out);
+	/* a final chunk that verifies, followed by a byte: its plaintext is wiped too */
+	membuf longer = {.p = malloc(m.len + 1), .len = m.len + 1, .cap = m.len + 1};
+	memcpy(longer.p, m.p, m.len);
+	longer.p[m.len] = 0;
+	ck_assert_int_eq(read_at_once(&longer, &out, &got), -ERR_DATA_AUTH_FAILED);
+	ck_assert_uint_eq(got, 3 * CRYPT_CHUNK);
+	ck_assert(all_zero(out + 3 * CRYPT_CHUNK, 100 + CRYPT_TAG_LEN));
+	free(out);
+	free(longer.p);
+	free(m.p);
+	free(want);
+}
+END_TEST
+
+/* The membuf lending every other chunk's room to the writer (crypt_object_writer_lend). */
+static void *lend_reserve(void *arg, size_t n)
+{
+	membuf *m = arg;
+	static unsigned calls;
+	if (calls++ % 2 == 1)
+		return NULL; /* this chunk goes through the sink */
+	if (m->len + n > m->cap) {
+		m->cap = 2 * (m->len + n);
+		m->p = realloc(m->p, m->cap);
+	}
+	return m->p + m->len;
+}
+
+static int lend_commit(void *arg, size_t n)
+{
+	((membuf *)arg)->len += n;
+	return 0;
+}
+
+START_TEST(object_lent_sink)
+{
+	size_t n = 5 * CRYPT_CHUNK + 77;
+	unsigned char *p = malloc(n);
+	pattern(p, n, 3);
+	membuf m = {0};
+	char err[256];
+	crypt_object_writer *w;
+	ck_assert_int_eq(
+	    crypt_object_writer_open(&ctx_a, "obj", membuf_grow_sink, &m, &w, err, sizeof(err)), 0);
+	crypt_object_writer_lend(w, lend_reserve, lend_commit);
+	/* whole chunks from the caller's data, and partial ones from the writer's buffer */
+	ck_assert_int_eq(crypt_object_writer_write(w, p, 2 * CRYPT_CHUNK, err, sizeof(err)), 0);
+	ck_assert_int_eq(crypt_object_writer_write(w, p + 2 * CRYPT_CHUNK, 10, err, sizeof(err)),
+	                 0);
+	ck_assert_int_eq(crypt_object_writer_write(w, p + 2 * CRYPT_CHUNK + 10,
+	                                           n - 2 * CRYPT_CHUNK - 10, err, sizeof(err)),
+	                 0);
+	ck_assert_int_eq(crypt_object_writer_finish(w, err, sizeof(err)), 0);
+	crypt_object_writer_free(w);
+	ck_assert_uint_eq(m.len, CRYPT_HEADER_LEN + n + 6 * CRYPT_TAG_LEN);
+	ck_assert_int_eq(verify(&ctx_a, "obj", &m, n, 3), 0);
+	free(m.p);
+	free(p);
 }
 END_TEST
 
@@ -510,6 +648,8 @@ static Suite *make_suite(void)
 	tcase_add_test(obj, object_truncation);
 	tcase_add_test(obj, object_reorder);
 	tcase_add_test(obj, object_swaps_and_wrong_key);
+	tcase_add_test(obj, object_tamper_into_caller_buffer);
+	tcase_add_test(obj, object_lent_sink);
 	tcase_add_test(obj, object_misuse);
 	tcase_add_test(obj, object_sink_failure);
 	suite_add_tcase(s, obj);
