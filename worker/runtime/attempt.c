@@ -147,13 +147,40 @@ static int attempt_key(attempt *at)
 	return rc;
 }
 
-/* The credential out of the environment, wiped there. RET 0, or -1 when it is missing. */
+/*
+ * The credential from the file TRAINYARD_ATTEMPT_TOKEN_FILE names (how the
+ * scheduler hands it over: a 0600 file, so it never sits in Slurm's copy
+ * of the job's environment). The file is removed once read: the
+ * credential is on disk only until the attempt starts.
+ * RET 0, or -1 when there is no such file or it holds no credential.
+ */
+static int credential_from_file(const char *path, char *out, size_t n)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	size_t got = fread(out, 1, n - 1, f);
+	fclose(f);
+	unlink(path);
+	out[got] = '\0';
+	while (got > 0 && (out[got - 1] == '\n' || out[got - 1] == '\r'))
+		out[--got] = '\0';
+	return got > 0 && got < n - 1 ? 0 : -1;
+}
+
+/*
+ * The credential out of the environment, wiped there, or out of the file
+ * TRAINYARD_ATTEMPT_TOKEN_FILE names. RET 0, or -1 when it is missing.
+ */
 static int credential_take(char *out, size_t n)
 {
 	char *tok = getenv("TRAINYARD_ATTEMPT_TOKEN");
-	if (!tok || !*tok || strlen(tok) >= n) {
-		if (tok)
-			OPENSSL_cleanse(tok, strlen(tok));
+	if (!tok || !*tok) {
+		const char *file = getenv("TRAINYARD_ATTEMPT_TOKEN_FILE");
+		return file && *file ? credential_from_file(file, out, n) : -1;
+	}
+	if (strlen(tok) >= n) {
+		OPENSSL_cleanse(tok, strlen(tok));
 		unsetenv("TRAINYARD_ATTEMPT_TOKEN");
 		return -1;
 	}
@@ -236,7 +263,8 @@ int attempt_run(const char *url, runtime_options *o)
 	int have_token = credential_take(token, sizeof(token));
 	if (!id || !storage_uuid_valid(id) || have_token < 0) {
 		fprintf(stderr, "trainyard-worker: attempt needs TRAINYARD_ATTEMPT (an attempt id) "
-		                "and TRAINYARD_ATTEMPT_TOKEN in the environment\n");
+		                "and TRAINYARD_ATTEMPT_TOKEN (or TRAINYARD_ATTEMPT_TOKEN_FILE) in "
+		                "the environment\n");
 		OPENSSL_cleanse(token, sizeof(token));
 		return TRAIN_USAGE;
 	}

@@ -51,6 +51,7 @@ typedef struct driver {
 	int healthy; /* slots not lost */
 	int launches, restarts;
 	bool slurm;
+	int slurm_nodes; /* nodes of the Slurm allocation; 0 without Slurm */
 	relay rl;
 } driver;
 
@@ -312,6 +313,20 @@ static int fall_back(driver *d, int cur, launch_class c, const launch_end *e, ch
                      size_t whylen)
 {
 	int max = d->tc.spec.fault_tolerance.max_restarts;
+	/*
+	 * A rank lost in an allocation of several nodes most likely means a
+	 * node is gone. The allocation still holds it, and Slurm ends the job
+	 * (NODE_FAIL) once its controller notices, so a launch here would race
+	 * that. The attempt ends instead; the scheduler retries it on a new
+	 * allocation of healthy nodes.
+	 */
+	if (c == LAUNCH_RANK_LOST && d->slurm_nodes > 1) {
+		snprintf(why, whylen,
+		         "launch %d lost a rank in an allocation of %d nodes; the attempt ends so "
+		         "that a new allocation of healthy nodes replaces it",
+		         d->launches, d->slurm_nodes);
+		return -1;
+	}
 	if (c == LAUNCH_RANK_LOST)
 		d->healthy -= e->ranks_lost > 0 ? e->ranks_lost : 1;
 	if (d->restarts >= max) {
@@ -396,6 +411,8 @@ int runtime_run(const runtime_options *o, runtime_sink *sink)
 	d->o = o;
 	d->sink = sink;
 	d->slurm = getenv("SLURM_JOB_ID") != NULL;
+	const char *nn = getenv("SLURM_JOB_NUM_NODES");
+	d->slurm_nodes = d->slurm && nn ? atoi(nn) : 0;
 	install_signals();
 	char err[4096];
 	int rc;
