@@ -44,7 +44,13 @@ TRAIN_SRC := $(filter-out worker/main.c,$(wildcard worker/*.c))
 RUNTIME_SRC := $(filter-out worker/runtime/main.c,$(wildcard worker/runtime/*.c)) \
                worker/train_config.c worker/exitcode.c \
                worker/ckpt.c worker/stream.c worker/stream_crypt.c worker/errbuf.c
-UNIT_SRC := $(filter-out tests/unit/test_train_%,$(wildcard tests/unit/test_*.c))
+# The scheduler (scheduler/) is the only part linked with libslurm. It
+# takes the fallback ladder from the worker runtime's ladder.c, so both
+# read a job's configurations by one rule.
+SCHED_SRC := $(filter-out scheduler/main.c,$(wildcard scheduler/*.c))
+SLURM_LIBS := -lslurm
+UNIT_SRC := $(filter-out tests/unit/test_train_% tests/unit/test_sched_%,$(wildcard tests/unit/test_*.c))
+SCHED_UNIT_SRC := $(wildcard tests/unit/test_sched_*.c)
 TRAIN_UNIT_SRC := $(wildcard tests/unit/test_train_*.c)
 MPI_TEST_SRC := $(wildcard tests/mpi/mpitest_*.c)
 ITEST_SRC := $(wildcard tests/integration/itest_*.c)
@@ -58,13 +64,15 @@ API_A   := $(BUILD)/lib/libtrainyard-api.a
 CLI_A   := $(BUILD)/lib/libyardctl.a
 TRAIN_A := $(BUILD)/lib/libtytrain.a
 RUNTIME_A := $(BUILD)/lib/libtyworker.a
+SCHED_A := $(BUILD)/lib/libtysched.a
 runtime_obj = $(patsubst %.c,$(BUILD)/obj/runtime/%.o,$(1))
 GEN_C   := $(BUILD)/gen/embedded.c
 EMBED   := $(BUILD)/tools/embed
 BINS    := $(BUILD)/bin/trainyard-api $(BUILD)/bin/yardctl $(BUILD)/bin/trainyard-train \
-           $(BUILD)/bin/trainyard-worker
+           $(BUILD)/bin/trainyard-worker $(BUILD)/bin/trainyard-scheduler
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC)) \
-             $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TRAIN_UNIT_SRC))
+             $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TRAIN_UNIT_SRC)) \
+             $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(SCHED_UNIT_SRC))
 MPI_TEST_BINS := $(patsubst tests/mpi/%.c,$(BUILD)/tests/%,$(MPI_TEST_SRC))
 ITEST_BINS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(ITEST_SRC))
 TOOL_BINS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(TOOL_SRC))
@@ -144,6 +152,25 @@ $(BUILD)/bin/trainyard-worker: $(call runtime_obj,worker/runtime/main.c) $(RUNTI
 	@mkdir -p $(@D)
 	@echo "  LINK    $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/obj/scheduler/%.o $(BUILD)/obj/tests/unit/test_sched_%.o: \
+	CFLAGS += -Ischeduler -Iworker/runtime
+
+SCHED_LADDER := $(call runtime_obj,worker/runtime/ladder.c)
+
+$(SCHED_A): $(call obj,$(SCHED_SRC)) $(SCHED_LADDER)
+	@mkdir -p $(@D)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/bin/trainyard-scheduler: $(call obj,scheduler/main.c) $(SCHED_A) $(LIB_A)
+	@mkdir -p $(@D)
+	@echo "  LINK    $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(SLURM_LIBS) $(LDLIBS)
+
+$(BUILD)/tests/test_sched_%: $(call obj,tests/unit/test_sched_%.c) $(SCHED_A) $(LIB_A)
+	@mkdir -p $(@D)
+	@echo "  LINK    $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(SLURM_LIBS) $(LDLIBS)
 
 $(BUILD)/bin/trainyard-api: $(call obj,api/main.c) $(API_A) $(LIB_A)
 	@mkdir -p $(@D)

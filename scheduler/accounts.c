@@ -1,0 +1,113 @@
+/*
+ * accounts.c - each tenant is a Slurm account whose GrpTRES mirrors its
+ * quota, so Slurm enforces the quota too.
+ *
+ * A tenant may hold max_gpus devices: GPUs, or CPU ranks for CPU jobs.
+ * Every task of a batch job takes one CPU and, on GPU nodes, one GPU, so
+ * the account's limit is GrpTRES=cpu=<max_gpus>,gres/gpu=<max_gpus>.
+ * sacctmgr runs with an argv array (tenant names match
+ * ^[a-z][a-z0-9-]*$ and no shell sees them); it is called only when a
+ * tenant is new or its quota changed, which slurm_accounts remembers.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "db.h"
+#include "log.h"
+#include "scheduler.h"
+
+void sched_account_name(const char *tenant, char out[80])
+{
+	snprintf(out, 80, "ty-%s", tenant);
+}
+
+/* Run sacctmgr -i with argv. RET its exit status, or -1 when it could not run. */
+static int sacctmgr(const char *const *args)
+{
+	const char *argv[16] = {"sacctmgr", "-i", "-Q"};
+	int k = 3;
+	for (int i = 0; args[i] && k < 15; i++)
+		argv[k++] = args[i];
+	argv[k] = NULL;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		if (null >= 0)
+			dup2(null, 1);
+		execvp("sacctmgr", (char *const *)argv);
+		_exit(127);
+	}
+	int status;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int sync_one(sched *s, const char *tenant_id, const char *name, const char *tres,
+                    bool exists)
+{
+	char account[80], tres_arg[128], acc_arg[96], name_arg[96];
+	sched_account_name(name, account);
+	snprintf(tres_arg, sizeof(tres_arg), "GrpTRES=%s", tres);
+	snprintf(acc_arg, sizeof(acc_arg), "account=%s", account);
+	snprintf(name_arg, sizeof(name_arg), "name=%s", account);
+	if (!exists) {
+		const char *add[] = {"add", "account", account, "Description=trainyard tenant",
+		                     "Organization=trainyard", NULL};
+		sacctmgr(add); /* an account that exists already is fine */
+		/* the user the batch jobs run as needs an association in the account */
+		char *login = getlogin();
+		const char *who = login ? login : "root";
+		const char *assoc[] = {"add", "user", who, acc_arg, NULL};
+		sacctmgr(assoc);
+	}
+	const char *mod[] = {"modify", "account", name_arg, "set", tres_arg, NULL};
+	int rc = sacctmgr(mod);
+	if (rc != 0 && rc != 1) { /* 1: nothing to change */
+		log_printf(LOG_WARN, "sacctmgr could not set %s on account %s (status %d)", tres_arg,
+		           account, rc);
+		return -1;
+	}
+	const char *p[] = {tenant_id, account, tres};
+	return db_query(s->db, NULL,
+	                "INSERT INTO slurm_accounts (tenant_id, account, grp_tres) VALUES ($1, $2, $3)"
+	                " ON CONFLICT (tenant_id) DO UPDATE SET grp_tres = $3,"
+	                " synced_at = clock_timestamp()",
+	                3, p);
+}
+
+int accounts_sync(sched *s)
+{
+	if (!s->sync_accounts)
+		return 0;
+	PGresult *r;
+	int rc = db_query(s->db, &r,
+	                  "SELECT t.id, t.name, 'cpu=' || q.max_gpus || ',gres/gpu=' || q.max_gpus,"
+	                  " a.tenant_id IS NOT NULL"
+	                  " FROM tenants t JOIN quotas q ON q.tenant_id = t.id"
+	                  " LEFT JOIN slurm_accounts a ON a.tenant_id = t.id"
+	                  " WHERE a.grp_tres IS DISTINCT FROM"
+	                  " 'cpu=' || q.max_gpus || ',gres/gpu=' || q.max_gpus",
+	                  0, NULL);
+	if (rc) {
+		PQclear(r);
+		return -1;
+	}
+	int failed = 0;
+	for (int i = 0; i < PQntuples(r); i++)
+		failed += sync_one(s, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2),
+		                   PQgetvalue(r, i, 3)[0] == 't') != 0;
+	if (PQntuples(r) > 0)
+		log_printf(LOG_INFO, "Slurm accounts: %d synced, %d failed", PQntuples(r) - failed,
+		           failed);
+	PQclear(r);
+	return failed ? -1 : 0;
+}

@@ -1,0 +1,293 @@
+/*
+ * cycle.c - one scheduling cycle (see scheduler.h), and the admission
+ * half of it: what admit_cycle() needs, loaded from the database and
+ * Slurm, and what it decided, written back.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "admit.h"
+#include "db.h"
+#include "dispatch.h"
+#include "log.h"
+#include "scheduler.h"
+
+void sched_crash_point(const sched *s, const char *point)
+{
+	if (s->crash_at && strcmp(s->crash_at, point) == 0) {
+		log_printf(LOG_WARN, "crash point %s: killing myself", point);
+		kill(getpid(), SIGKILL);
+	}
+}
+
+/*
+ * The tenants with admissible queued jobs, with their quotas, what they
+ * run now, their decayed usage and this month's GPU-hours. Usage counts
+ * device-hours of every attempt that ran, each weighed by 2^(-age /
+ * half-life), age since its end; attempts older than ten half-lives count
+ * for nothing and are not read.
+ */
+#define TENANTS_SQL                                                                            \
+	"WITH q AS (SELECT DISTINCT tenant_id FROM jobs WHERE state = 'queued'"                 \
+	"   AND coalesce(not_before, '-infinity') <= now()),"                                    \
+	" u AS (SELECT j.tenant_id, a.devices,"                                                  \
+	"   (j.spec->'resources'->>'gpus_per_node')::int > 0 AS gpu,"                            \
+	"   a.started_at AS s, coalesce(a.ended_at, now()) AS e"                                  \
+	"   FROM job_attempts a JOIN jobs j ON j.id = a.job_id"                                   \
+	"   WHERE a.created_at > now() - 10 * $1::double precision * interval '1 hour'"          \
+	"   AND a.started_at IS NOT NULL AND j.tenant_id IN (SELECT tenant_id FROM q))"            \
+	" SELECT t.id, t.name, k.max_gpus, k.max_running_jobs, k.gpu_hours_per_month, k.weight,"  \
+	" (SELECT count(*) FROM jobs r WHERE r.tenant_id = t.id"                                  \
+	"   AND r.state IN ('dispatching', 'scheduled', 'running', 'cancelling')),"                \
+	" (SELECT coalesce(sum(coalesce(a.devices, r.devices)), 0) FROM jobs r"                   \
+	"   LEFT JOIN job_attempts a ON a.job_id = r.id AND a.number = r.attempts"                \
+	"   WHERE r.tenant_id = t.id"                                                              \
+	"   AND r.state IN ('dispatching', 'scheduled', 'running', 'cancelling')),"                \
+	" (SELECT coalesce(sum(u.devices * extract(epoch FROM u.e - u.s) / 3600"                  \
+	"   * power(0.5, extract(epoch FROM now() - u.e) / 3600 / $1::double precision)), 0)"     \
+	"   FROM u WHERE u.tenant_id = t.id),"                                                     \
+	" (SELECT coalesce(sum(u.devices * extract(epoch FROM u.e"                                \
+	"   - greatest(u.s, date_trunc('month', now()))) / 3600), 0)"                              \
+	"   FROM u WHERE u.tenant_id = t.id AND u.gpu AND u.e > date_trunc('month', now()))"       \
+	" FROM q JOIN tenants t ON t.id = q.tenant_id JOIN quotas k ON k.tenant_id = t.id"        \
+	" ORDER BY t.id"
+
+/* The head of each of those tenants' queues, in admission order. */
+#define HEADS_SQL                                                                              \
+	"SELECT h.tenant_id, h.id, h.n, h.rpn, h.gpn, h.state_reason FROM"                     \
+	" unnest($1::uuid[]) AS t(id) CROSS JOIN LATERAL"                                        \
+	" (SELECT j.tenant_id, j.id, j.state_reason,"                                            \
+	"   coalesce(j.next_nodes, (j.spec->'resources'->>'nodes')::int) AS n,"                  \
+	"   (j.spec->'resources'->>'ranks_per_node')::int AS rpn,"                               \
+	"   (j.spec->'resources'->>'gpus_per_node')::int AS gpn"                                 \
+	"   FROM jobs j WHERE j.tenant_id = t.id AND j.state = 'queued'"                          \
+	"   AND coalesce(j.not_before, '-infinity') <= now()"                                    \
+	"   ORDER BY j.priority DESC, j.created_at, j.id LIMIT $2) h"
+
+typedef struct cycle_load {
+	admit_tenant *tenants;
+	int n_tenants;
+	admit_job *jobs;
+	char (*job_reason)[256]; /* each job's state_reason now */
+	int n_jobs;
+} cycle_load;
+
+static void load_free(cycle_load *l)
+{
+	free(l->tenants);
+	free(l->jobs);
+	free(l->job_reason);
+	memset(l, 0, sizeof(*l));
+}
+
+static int load_tenants(sched *s, cycle_load *l)
+{
+	char hl[32];
+	snprintf(hl, sizeof(hl), "%.6f", s->halflife_h);
+	const char *p[] = {hl};
+	PGresult *r;
+	if (db_query(s->db, &r, TENANTS_SQL, 1, p)) {
+		PQclear(r);
+		return -1;
+	}
+	int n = PQntuples(r);
+	l->tenants = calloc(n ? (size_t)n : 1, sizeof(*l->tenants));
+	if (!l->tenants) {
+		PQclear(r);
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		admit_tenant *t = &l->tenants[i];
+		snprintf(t->id, sizeof(t->id), "%s", PQgetvalue(r, i, 0));
+		snprintf(t->name, sizeof(t->name), "%s", PQgetvalue(r, i, 1));
+		t->max_gpus = atoi(PQgetvalue(r, i, 2));
+		t->max_running_jobs = atoi(PQgetvalue(r, i, 3));
+		t->budget_hours = atof(PQgetvalue(r, i, 4));
+		t->weight = atof(PQgetvalue(r, i, 5));
+		t->running_jobs = atoi(PQgetvalue(r, i, 6));
+		t->running_devices = atoi(PQgetvalue(r, i, 7));
+		t->usage_hours = atof(PQgetvalue(r, i, 8));
+		t->month_hours = atof(PQgetvalue(r, i, 9));
+	}
+	l->n_tenants = n;
+	PQclear(r);
+	return 0;
+}
+
+static admit_tenant *tenant_by_id(cycle_load *l, const char *id)
+{
+	for (int i = 0; i < l->n_tenants; i++)
+		if (strcmp(l->tenants[i].id, id) == 0)
+			return &l->tenants[i];
+	return NULL;
+}
+
+static int load_heads(sched *s, cycle_load *l)
+{
+	size_t cap = (size_t)l->n_tenants * 38 + 3;
+	char *ids = malloc(cap), limit[16];
+	if (!ids)
+		return -1;
+	size_t k = 0;
+	ids[k++] = '{';
+	for (int i = 0; i < l->n_tenants; i++)
+		k += (size_t)snprintf(ids + k, cap - k, "%s%s", i ? "," : "", l->tenants[i].id);
+	snprintf(ids + k, cap - k, "}");
+	snprintf(limit, sizeof(limit), "%d", SCHED_HEAD_JOBS);
+	const char *p[] = {ids, limit};
+	PGresult *r;
+	int rc = db_query(s->db, &r, HEADS_SQL, 2, p);
+	free(ids);
+	if (rc) {
+		PQclear(r);
+		return -1;
+	}
+	int n = PQntuples(r);
+	l->jobs = calloc(n ? (size_t)n : 1, sizeof(*l->jobs));
+	l->job_reason = calloc(n ? (size_t)n : 1, sizeof(*l->job_reason));
+	if (!l->jobs || !l->job_reason) {
+		PQclear(r);
+		return -1;
+	}
+	/* rows come grouped by tenant, in queue order: each tenant's slice of jobs */
+	for (int i = 0; i < n; i++) {
+		admit_job *j = &l->jobs[i];
+		snprintf(j->id, sizeof(j->id), "%s", PQgetvalue(r, i, 1));
+		j->nodes = atoi(PQgetvalue(r, i, 2));
+		j->cpus_per_node = atoi(PQgetvalue(r, i, 3));
+		j->gpus_per_node = atoi(PQgetvalue(r, i, 4));
+		j->devices = j->nodes * (j->gpus_per_node > 0 ? j->gpus_per_node : j->cpus_per_node);
+		snprintf(l->job_reason[i], sizeof(l->job_reason[0]), "%s", PQgetvalue(r, i, 5));
+		admit_tenant *t = tenant_by_id(l, PQgetvalue(r, i, 0));
+		if (t && !t->jobs)
+			t->jobs = j;
+		if (t)
+			t->n_jobs++;
+	}
+	l->n_jobs = n;
+	PQclear(r);
+	return 0;
+}
+
+/*
+ * The room admission may hand out: what Slurm's nodes have free, less
+ * what the jobs we submitted and Slurm still holds pending will take.
+ */
+static int cluster_load(sched *s, admit_cluster *c)
+{
+	char err[SL_ERR_MAX];
+	if (sl_cluster_room(c, err) < 0) {
+		log_printf(LOG_WARN, "%s", err);
+		return -1;
+	}
+	PGresult *r;
+	if (db_query(s->db, &r,
+	             "SELECT a.nodes, (j.spec->'resources'->>'ranks_per_node')::int,"
+	             " (j.spec->'resources'->>'gpus_per_node')::int"
+	             " FROM job_attempts a JOIN jobs j ON j.id = a.job_id"
+	             " WHERE a.followed AND a.started_at IS NULL",
+	             0, NULL)) {
+		PQclear(r);
+		return -1;
+	}
+	for (int i = 0; i < PQntuples(r); i++) {
+		admit_job j = {.nodes = atoi(PQgetvalue(r, i, 0)),
+		               .cpus_per_node = atoi(PQgetvalue(r, i, 1)),
+		               .gpus_per_node = atoi(PQgetvalue(r, i, 2))};
+		admit_cluster_take(c, &j);
+	}
+	PQclear(r);
+	return 0;
+}
+
+/* The fair-share picture and each waiting head job's reason, for GET /v1/jobs/{job}. */
+static int write_picture(sched *s, const cycle_load *l)
+{
+	int rc = db_begin(s->db);
+	if (rc == 0)
+		rc = db_query(s->db, NULL, "DELETE FROM scheduler_tenants", 0, NULL);
+	for (int i = 0; rc == 0 && i < l->n_tenants; i++) {
+		const admit_tenant *t = &l->tenants[i];
+		char usage[32], weight[32], rank[16];
+		snprintf(usage, sizeof(usage), "%.6f", t->usage_hours);
+		snprintf(weight, sizeof(weight), "%.6f", t->weight);
+		snprintf(rank, sizeof(rank), "%d", t->rank);
+		const char *p[] = {t->id, usage, weight, rank, t->reason};
+		rc = db_query(s->db, NULL,
+		              "INSERT INTO scheduler_tenants (tenant_id, usage_hours, weight, rank,"
+		              " reason) VALUES ($1, $2, $3, $4, $5)",
+		              5, p);
+	}
+	for (int i = 0; rc == 0 && i < l->n_jobs; i++) {
+		const admit_job *j = &l->jobs[i];
+		if (j->admitted || !j->reason[0] || strcmp(j->reason, l->job_reason[i]) == 0)
+			continue;
+		const char *p[] = {j->id, j->reason};
+		rc = db_query(s->db, NULL,
+		              "UPDATE jobs SET state_reason = $2 WHERE id = $1 AND state = 'queued'", 2,
+		              p);
+	}
+	if (rc == 0)
+		rc = db_commit(s->db);
+	if (rc)
+		db_rollback(s->db);
+	return rc ? -1 : 0;
+}
+
+int admit_and_dispatch(sched *s)
+{
+	cycle_load l = {0};
+	admit_cluster cluster;
+	int rc = -1, submitted = 0;
+	if (load_tenants(s, &l) < 0 || load_heads(s, &l) < 0)
+		goto out;
+	if (l.n_tenants == 0) {
+		rc = db_query(s->db, NULL, "DELETE FROM scheduler_tenants", 0, NULL) ? -1 : 0;
+		goto out;
+	}
+	if (cluster_load(s, &cluster) < 0)
+		goto out;
+	admit_job **order = calloc((size_t)s->max_admit, sizeof(*order));
+	char(*ids)[37] = calloc((size_t)s->max_admit, sizeof(*ids));
+	if (!order || !ids) {
+		free(order);
+		free(ids);
+		goto out;
+	}
+	int n = admit_cycle(l.tenants, l.n_tenants, &cluster, order, s->max_admit);
+	for (int i = 0; i < n; i++)
+		memcpy(ids[i], order[i]->id, sizeof(ids[i]));
+	free(order);
+	s->stats.admitted += n;
+	rc = write_picture(s, &l);
+	if (rc == 0 && n > 0)
+		submitted = dispatch_jobs(s, ids, n);
+	free(ids);
+	if (submitted < 0)
+		rc = -1;
+out:
+	load_free(&l);
+	return rc < 0 ? -1 : submitted;
+}
+
+int sched_cycle(sched *s)
+{
+	char err[SL_ERR_MAX];
+	free(s->sj);
+	s->sj = NULL;
+	s->n_sj = 0;
+	s->stats.cycles++;
+	/* Slurm first: nothing is submitted before what Slurm holds is known */
+	if (sl_our_jobs(&s->sj, &s->n_sj, err) < 0) {
+		log_printf(LOG_WARN, "%s; this cycle does nothing", err);
+		return -1;
+	}
+	if (accounts_sync(s) < 0)
+		log_printf(LOG_WARN, "some tenants' Slurm accounts are not in step");
+	if (reconcile(s) < 0)
+		return -1;
+	return admit_and_dispatch(s) < 0 ? -1 : 0;
+}

@@ -1,0 +1,436 @@
+/*
+ * dispatch.c - prepare, submit, record (see dispatch.h).
+ */
+#include "dispatch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <openssl/crypto.h>
+#include <slurm/slurm_errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "batch.h"
+#include "db.h"
+#include "jobstate.h"
+#include "leader.h"
+#include "log.h"
+#include "token.h"
+
+#define DISPATCH_BATCH_MAX 64
+
+/* The columns an item is made of, after the attempt row is written. */
+#define ITEM_COLUMNS                                                                        \
+	"a.id, a.number, a.job_id, t.name, a.nodes,"                                          \
+	" (j.spec->'resources'->>'ranks_per_node')::int,"                                     \
+	" (j.spec->'resources'->>'gpus_per_node')::int,"                                      \
+	" (j.spec->'resources'->>'time_limit_minutes')::int,"                                 \
+	" coalesce(j.spec->'resources'->>'partition', ''), (a.config->'overrides')::text"
+
+static double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void item_fill(dispatch_item *it, const PGresult *r, int row)
+{
+	memset(it, 0, sizeof(*it));
+	snprintf(it->attempt_id, sizeof(it->attempt_id), "%s", PQgetvalue(r, row, 0));
+	it->number = atoi(PQgetvalue(r, row, 1));
+	snprintf(it->job_id, sizeof(it->job_id), "%s", PQgetvalue(r, row, 2));
+	snprintf(it->tenant, sizeof(it->tenant), "%s", PQgetvalue(r, row, 3));
+	it->nodes = atoi(PQgetvalue(r, row, 4));
+	it->ranks_per_node = atoi(PQgetvalue(r, row, 5));
+	it->gpus_per_node = atoi(PQgetvalue(r, row, 6));
+	it->time_limit_minutes = atoi(PQgetvalue(r, row, 7));
+	snprintf(it->partition, sizeof(it->partition), "%s", PQgetvalue(r, row, 8));
+	json_t *o = json_loads(PQgetvalue(r, row, 9), 0, NULL);
+	size_t i;
+	json_t *v;
+	json_array_foreach(o, i, v)
+	{
+		if (it->n_overrides < DISPATCH_OVERRIDES_MAX && json_is_string(v))
+			snprintf(it->overrides[it->n_overrides++], sizeof(it->overrides[0]), "%s",
+			         json_string_value(v));
+	}
+	json_decref(o);
+	it->result = 2;
+}
+
+/* A new credential for the attempt: its hash in *hex, the secret in its spool file. */
+static int credential_issue(sched *s, const char *attempt_id, char hex[2 * TOKEN_HASH_LEN + 1])
+{
+	char secret[ATTEMPT_SECRET_LEN + 1], path[PATH_MAX];
+	unsigned char hash[TOKEN_HASH_LEN];
+	if (attempt_credential_generate(secret) < 0)
+		return -1;
+	token_hash(secret, hash);
+	hex_encode(hash, sizeof(hash), hex);
+	batch_credential_path(s, attempt_id, path, sizeof(path));
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int rc = -1;
+	if (fd >= 0) {
+		size_t n = strlen(secret);
+		rc = write(fd, secret, n) == (ssize_t)n && fsync(fd) == 0 ? 0 : -1;
+		close(fd);
+	}
+	OPENSSL_cleanse(secret, sizeof(secret));
+	if (rc < 0)
+		log_printf(LOG_ERROR, "could not write the credential file %s: %s", path,
+		           strerror(errno));
+	return rc;
+}
+
+static void credential_remove(const sched *s, const char *attempt_id)
+{
+	char path[PATH_MAX];
+	batch_credential_path(s, attempt_id, path, sizeof(path));
+	unlink(path);
+}
+
+/*
+ * Step 1 for one job inside the open transaction: dispatching under the
+ * lease, the attempt row. The credential hash is set once the row's id is
+ * known (its file is named after it). RET 0, 1 when the job is no longer
+ * queued, or -ERR_*.
+ */
+static int prepare_one(sched *s, const char *job_id, dispatch_item *it)
+{
+	int rc = jobstate_transition(s->db, job_id, JOB_DISPATCHING, "admitted", NULL, NULL, NULL);
+	if (rc == -ERR_JOB_STATE_CONFLICT || rc == -ERR_JOB_NOT_FOUND)
+		return 1;
+	if (rc)
+		return rc;
+	char lease[16], margin[16], placeholder[2 * TOKEN_HASH_LEN + 1];
+	snprintf(lease, sizeof(lease), "%d", s->lease_s);
+	snprintf(margin, sizeof(margin), "%d", SCHED_CREDENTIAL_MARGIN_MINUTES);
+	/* a random placeholder until the real hash is known: credential is UNIQUE */
+	unsigned char rnd[TOKEN_HASH_LEN];
+	char tmp[ATTEMPT_SECRET_LEN + 1];
+	if (attempt_credential_generate(tmp) < 0)
+		return -ERR_INTERNAL;
+	token_hash(tmp, rnd);
+	hex_encode(rnd, sizeof(rnd), placeholder);
+	const char *p[] = {job_id, s->owner, lease, placeholder, margin};
+	PGresult *r;
+	rc = db_query(
+	    s->db, &r,
+	    "WITH j AS (UPDATE jobs SET attempts = attempts + 1, dispatch_owner = $2,"
+	    "   dispatch_lease_until = now() + $3::int * interval '1 second', not_before = NULL"
+	    "   WHERE id = $1 RETURNING id, tenant_id, attempts, spec, next_nodes, next_overrides),"
+	    " n AS (SELECT j.*, coalesce(j.next_nodes, (spec->'resources'->>'nodes')::int) AS nodes,"
+	    "   (spec->'resources'->>'ranks_per_node')::int AS rpn FROM j),"
+	    " a AS (INSERT INTO job_attempts (job_id, number, credential, expires_at, nodes, devices,"
+	    "   config, followed)"
+	    "   SELECT id, attempts, decode($4, 'hex'), now() +"
+	    "   ((spec->'resources'->>'time_limit_minutes')::int + $5::int) * interval '1 minute',"
+	    "   nodes, nodes * rpn, jsonb_build_object('nodes', nodes, 'ranks_per_node', rpn,"
+	    "   'gpus_per_node', (spec->'resources'->>'gpus_per_node')::int,"
+	    "   'overrides', next_overrides), true FROM n RETURNING *)"
+	    " SELECT a.id, a.number, a.job_id, t.name, a.nodes, n.rpn,"
+	    " (n.spec->'resources'->>'gpus_per_node')::int,"
+	    " (n.spec->'resources'->>'time_limit_minutes')::int,"
+	    " coalesce(n.spec->'resources'->>'partition', ''), (a.config->'overrides')::text"
+	    " FROM a JOIN n ON n.id = a.job_id JOIN tenants t ON t.id = n.tenant_id",
+	    5, p);
+	if (rc == 0 && PQntuples(r) == 1)
+		item_fill(it, r, 0);
+	else if (rc == 0)
+		rc = -ERR_INTERNAL;
+	PQclear(r);
+	if (rc)
+		return rc;
+	char hex[2 * TOKEN_HASH_LEN + 1];
+	if (credential_issue(s, it->attempt_id, hex) < 0)
+		return -ERR_INTERNAL;
+	const char *q[] = {it->attempt_id, hex};
+	return db_query(s->db, NULL,
+	                "UPDATE job_attempts SET credential = decode($2, 'hex') WHERE id = $1", 2, q);
+}
+
+/* Step 2 for one item; sets its result. */
+static void submit_one(sched *s, dispatch_item *it, double leased_at)
+{
+	/* a lease about to run out is left to recovery rather than raced */
+	if (mono_s() - leased_at > s->lease_s / 2.0 || !leader_holds(s)) {
+		it->result = 2;
+		return;
+	}
+	sched_crash_point(s, "before_submit");
+	char err[SL_ERR_MAX];
+	if (batch_submit(s, it, err) == 0) {
+		it->result = 0;
+		s->stats.submitted++;
+	} else {
+		int e = slurm_get_errno();
+		/* the controller could not be reached: try again later */
+		it->result = (e >= 1000 && e < 1100) || (e >= 1800 && e < 1900) ? 1 : -1;
+		snprintf(it->err, sizeof(it->err), "%s", err);
+		log_printf(LOG_WARN, "job %s attempt %d: %s", it->job_id, it->number, err);
+	}
+	sched_crash_point(s, "after_submit");
+}
+
+/*
+ * The end of a dispatch that did not reach Slurm, inside the open
+ * transaction: to (queued or failed) with msg, or cancelled when the job
+ * was cancelled meanwhile.
+ */
+static int dispatch_undone(sched *s, const dispatch_item *it, job_state to, const char *msg)
+{
+	PGresult *r;
+	const char *p[] = {it->job_id};
+	int rc = db_query(s->db, &r, "SELECT state FROM jobs WHERE id = $1 FOR UPDATE", 1, p);
+	bool cancelling = rc == 0 && PQntuples(r) == 1 &&
+	                  strcmp(PQgetvalue(r, 0, 0), job_state_name(JOB_CANCELLING)) == 0;
+	PQclear(r);
+	if (rc)
+		return rc;
+	if (cancelling)
+		return jobstate_transition(s->db, it->job_id, JOB_CANCELLED, "cancelled", NULL, NULL,
+		                           NULL);
+	return jobstate_transition(s->db, it->job_id, to, msg, NULL, NULL, NULL);
+}
+
+/* Step 3 for one item, inside the open transaction. RET 0 or -ERR_*. */
+static int record_one(sched *s, dispatch_item *it, bool cancelling)
+{
+	const char *p[] = {it->job_id, it->attempt_id};
+	char sid[16], msg[SL_ERR_MAX + 64], backoff[16];
+	int rc;
+	if (it->result == 2)
+		return 0; /* not tried: its lease runs out and recovery takes it */
+	if (it->result == 0) {
+		snprintf(sid, sizeof(sid), "%u", it->slurm_id);
+		const char *q[] = {it->attempt_id, sid};
+		snprintf(msg, sizeof(msg), "submitted to Slurm as job %u", it->slurm_id);
+		rc = db_query(s->db, NULL, "UPDATE job_attempts SET slurm_job_id = $2 WHERE id = $1",
+		              2, q);
+		if (rc == 0) {
+			rc = jobstate_transition(s->db, it->job_id, JOB_SCHEDULED, msg, NULL, NULL,
+			                         NULL);
+			if (rc == -ERR_JOB_STATE_CONFLICT)
+				rc = 0; /* cancelled meanwhile: reconciliation ends the Slurm job */
+		}
+	} else if (it->result == 1 && !cancelling) {
+		snprintf(backoff, sizeof(backoff), "%d", s->backoff_s);
+		snprintf(msg, sizeof(msg), "Slurm unreachable, back in the queue: %s", it->err);
+		const char *q[] = {it->job_id, it->attempt_id, backoff};
+		rc = db_query(s->db, NULL, "DELETE FROM job_attempts WHERE id = $2", 2, q);
+		if (rc == 0)
+			rc = db_query(s->db, NULL,
+			              "UPDATE jobs SET attempts = attempts - 1, not_before = now() +"
+			              " $3::int * interval '1 second' WHERE id = $1",
+			              3, q);
+		if (rc == 0)
+			rc = dispatch_undone(s, it, JOB_QUEUED, msg);
+		credential_remove(s, it->attempt_id);
+	} else {
+		/* refused by Slurm, or cancelled before it got there */
+		snprintf(msg, sizeof(msg), "Slurm refused the job: %s", it->err);
+		const char *q[] = {it->attempt_id, cancelling ? "cancelled" : "failed",
+		                   cancelling ? "" : "submit_rejected"};
+		rc = db_query(s->db, NULL,
+		              "UPDATE job_attempts SET state = 'ended', outcome = $2,"
+		              " failure_class = $3, followed = false, ended_at = now()"
+		              " WHERE id = $1",
+		              3, q);
+		if (rc == 0)
+			rc = cancelling ? jobstate_transition(s->db, it->job_id, JOB_CANCELLED,
+			                                      "cancelled", NULL, NULL, NULL)
+			                : dispatch_undone(s, it, JOB_FAILED, msg);
+		credential_remove(s, it->attempt_id);
+	}
+	if (rc == 0)
+		rc = db_query(s->db, NULL,
+		              "UPDATE jobs SET dispatch_owner = '', dispatch_lease_until = NULL"
+		              " WHERE id = $1",
+		              1, p);
+	return rc;
+}
+
+/* Steps 2 and 3 for prepared items. RET the number submitted, or -1. */
+static int submit_and_record(sched *s, dispatch_item *items, int n, double leased_at)
+{
+	int submitted = 0;
+	for (int i = 0; i < n; i++) {
+		submit_one(s, &items[i], leased_at);
+		submitted += items[i].result == 0;
+	}
+	int rc = db_begin(s->db);
+	for (int i = 0; rc == 0 && i < n; i++)
+		rc = record_one(s, &items[i], false);
+	if (rc == 0)
+		rc = db_commit(s->db);
+	if (rc) {
+		db_rollback(s->db);
+		log_printf(LOG_ERROR, "recording %d submissions failed; recovery will find them", n);
+		return -1;
+	}
+	sched_crash_point(s, "after_record");
+	return submitted;
+}
+
+static int dispatch_batch(sched *s, char (*ids)[37], int n)
+{
+	dispatch_item items[DISPATCH_BATCH_MAX];
+	int k = 0, rc = db_begin(s->db);
+	for (int i = 0; rc == 0 && i < n; i++) {
+		int r = prepare_one(s, ids[i], &items[k]);
+		if (r == 0)
+			k++;
+		else if (r < 0)
+			rc = r;
+	}
+	double leased_at = mono_s();
+	if (rc == 0)
+		rc = db_commit(s->db);
+	if (rc) {
+		db_rollback(s->db);
+		for (int i = 0; i < k; i++)
+			credential_remove(s, items[i].attempt_id);
+		log_printf(LOG_ERROR, "preparing %d dispatches failed", n);
+		return -1;
+	}
+	sched_crash_point(s, "after_prepare");
+	return submit_and_record(s, items, k, leased_at);
+}
+
+int dispatch_jobs(sched *s, char (*ids)[37], int n)
+{
+	int batch = s->batch < DISPATCH_BATCH_MAX ? s->batch : DISPATCH_BATCH_MAX;
+	int total = 0;
+	for (int off = 0; off < n; off += batch) {
+		int m = n - off < batch ? n - off : batch;
+		int r = dispatch_batch(s, ids + off, m);
+		if (r < 0)
+			return -1;
+		total += r;
+	}
+	return total;
+}
+
+/* ---- recovery ---------------------------------------------------------- */
+
+/* The Slurm job of an attempt, by the comment that names it; 0 when none. */
+static uint32_t slurm_id_of(const sched *s, const char *job_id, int number)
+{
+	for (int i = 0; i < s->n_sj; i++)
+		if (s->sj[i].attempt == number && strcmp(s->sj[i].job_id, job_id) == 0)
+			return s->sj[i].id;
+	return 0;
+}
+
+/*
+ * An unrecorded dispatch whose lease ran out, not in Slurm: renew its
+ * lease and credential (inside the open transaction). RET 0, 1 when the
+ * job moved on meanwhile, or -ERR_*.
+ */
+static int renew_one(sched *s, dispatch_item *it)
+{
+	char lease[16], hex[2 * TOKEN_HASH_LEN + 1];
+	snprintf(lease, sizeof(lease), "%d", s->lease_s);
+	const char *p[] = {it->job_id, s->owner, lease};
+	PGresult *r;
+	int rc = db_query(s->db, &r,
+	                  "UPDATE jobs SET dispatch_owner = $2,"
+	                  " dispatch_lease_until = now() + $3::int * interval '1 second'"
+	                  " WHERE id = $1 AND state = 'dispatching'"
+	                  " AND dispatch_lease_until < now() RETURNING id",
+	                  3, p);
+	int rows = rc == 0 ? PQntuples(r) : 0;
+	PQclear(r);
+	if (rc || rows == 0)
+		return rc ? rc : 1;
+	if (credential_issue(s, it->attempt_id, hex) < 0)
+		return -ERR_INTERNAL;
+	const char *q[] = {it->attempt_id, hex};
+	return db_query(s->db, NULL,
+	                "UPDATE job_attempts SET credential = decode($2, 'hex') WHERE id = $1", 2, q);
+}
+
+int dispatch_recover(sched *s)
+{
+	PGresult *r;
+	int rc = db_query(s->db, &r,
+	                  "SELECT " ITEM_COLUMNS ", j.state FROM jobs j"
+	                  " JOIN job_attempts a ON a.job_id = j.id AND a.number = j.attempts"
+	                  " JOIN tenants t ON t.id = j.tenant_id"
+	                  " WHERE j.state IN ('dispatching', 'cancelling') AND a.followed"
+	                  " AND a.slurm_job_id IS NULL"
+	                  " AND coalesce(j.dispatch_lease_until, '-infinity') < now()"
+	                  " LIMIT 64",
+	                  0, NULL);
+	if (rc) {
+		PQclear(r);
+		return -1;
+	}
+	int n = PQntuples(r), found = 0, k = 0;
+	dispatch_item items[64];
+	bool cancelling[64];
+	for (int i = 0; i < n; i++) {
+		item_fill(&items[i], r, i);
+		cancelling[i] = strcmp(PQgetvalue(r, i, 10), "cancelling") == 0;
+	}
+	PQclear(r);
+	if (n == 0)
+		return 0;
+	/*
+	 * Slurm's list again, newer than every lease that ran out: a
+	 * submission the lease allowed happened before it was taken.
+	 */
+	char err[SL_ERR_MAX];
+	sl_job *fresh;
+	int n_fresh;
+	if (sl_our_jobs(&fresh, &n_fresh, err) < 0) {
+		log_printf(LOG_WARN, "%s; dispatch recovery waits", err);
+		return -1;
+	}
+	free(s->sj);
+	s->sj = fresh;
+	s->n_sj = n_fresh;
+	/* in Slurm already: record it; not there: submit it again (or drop a cancelled one) */
+	dispatch_item renew[64];
+	rc = db_begin(s->db);
+	for (int i = 0; rc == 0 && i < n; i++) {
+		dispatch_item *it = &items[i];
+		it->slurm_id = slurm_id_of(s, it->job_id, it->number);
+		if (it->slurm_id) {
+			it->result = 0;
+			rc = record_one(s, it, cancelling[i]);
+			found++;
+			log_printf(LOG_INFO, "job %s attempt %d: found in Slurm as %u after a lost lease",
+			           it->job_id, it->number, it->slurm_id);
+		} else if (cancelling[i]) {
+			it->result = -1;
+			rc = record_one(s, it, true);
+		} else {
+			int r2 = renew_one(s, it);
+			if (r2 == 0)
+				renew[k++] = *it;
+			else if (r2 < 0)
+				rc = r2;
+		}
+	}
+	double leased_at = mono_s();
+	if (rc == 0)
+		rc = db_commit(s->db);
+	if (rc) {
+		db_rollback(s->db);
+		return -1;
+	}
+	s->stats.recovered += found + k;
+	if (k > 0) {
+		log_printf(LOG_INFO, "%d dispatches lost their lease before Slurm had them; submitting",
+		           k);
+		if (submit_and_record(s, renew, k, leased_at) < 0)
+			return -1;
+	}
+	return found + k;
+}

@@ -1,0 +1,49 @@
+/*
+ * dispatch.h - handing admitted jobs to Slurm so that a crash at any
+ * point loses none and runs none twice.
+ *
+ *   1. prepare (one transaction for a batch): the job goes queued ->
+ *      dispatching under a lease (dispatch_owner, dispatch_lease_until),
+ *      its next attempt row is written with a fresh credential's hash,
+ *      followed = true and no Slurm id; the credential goes to a 0600
+ *      file in the spool.
+ *   2. submit: libslurm, with "trainyard job=<id> attempt=<n>" as comment.
+ *      Only while this scheduler still leads and the lease has time left.
+ *   3. record (one transaction): the Slurm id into the attempt, the job
+ *      dispatching -> scheduled, the lease cleared.
+ *
+ * A crash after 1 leaves a dispatching job whose attempt has no Slurm id.
+ * Once its lease has run out, whichever scheduler leads looks for the
+ * attempt's comment among Slurm's jobs: found, it records that id (step
+ * 3); not found, it renews the credential and the lease and submits (steps
+ * 2 and 3). The lease is what keeps a leader that lost its lock in the
+ * middle of step 2 from racing its successor.
+ */
+#ifndef TY_SCHED_DISPATCH_H
+#define TY_SCHED_DISPATCH_H
+
+#include "scheduler.h"
+
+#define DISPATCH_OVERRIDES_MAX 4
+
+typedef struct dispatch_item {
+	char job_id[37], attempt_id[37], tenant[64];
+	int number, nodes, ranks_per_node, gpus_per_node, time_limit_minutes;
+	char partition[65];
+	char overrides[DISPATCH_OVERRIDES_MAX][64];
+	int n_overrides;
+	uint32_t slurm_id;
+	int result; /* 0 submitted, 1 Slurm unreachable, -1 Slurm refused, 2 not tried */
+	char err[SL_ERR_MAX];
+} dispatch_item;
+
+/*
+ * Steps 1-3 for the admitted jobs ids[0..n-1], in batches.
+ * RET: the jobs submitted, or -1 when the database failed.
+ */
+int dispatch_jobs(sched *s, char (*ids)[37], int n);
+
+/* Finish dispatches whose lease ran out (see above). RET the number, or -1. */
+int dispatch_recover(sched *s);
+
+#endif

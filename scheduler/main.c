@@ -1,0 +1,203 @@
+/*
+ * main.c - trainyard-scheduler: wait for leadership, then run cycles until
+ * told to stop; losing the database connection (and with it the lock)
+ * goes back to waiting.
+ */
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "batch.h"
+#include "config.h"
+#include "db.h"
+#include "leader.h"
+#include "log.h"
+#include "migrate.h"
+#include "scheduler.h"
+
+static volatile int stopping;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stopping = 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: trainyard-scheduler [--once]\n\n"
+	           "Admits queued jobs under their tenants' quotas and fair share, hands them to\n"
+	           "Slurm and follows them to their end. Several may run: one leads (a\n"
+	           "PostgreSQL advisory lock), the others wait to take over. Settings come from\n"
+	           "TRAINYARD_* environment variables and SLURM_CONF; see scheduler/README.md.\n"
+	           "  --once   take the lead, run one cycle, exit (0, or 1 when it failed)\n");
+}
+
+/* The path of trainyard-worker beside this program. */
+static void worker_beside(char *out, size_t n)
+{
+	char self[PATH_MAX / 2];
+	ssize_t k = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (k <= 0) {
+		snprintf(out, n, "trainyard-worker");
+		return;
+	}
+	self[k] = '\0';
+	char *slash = strrchr(self, '/');
+	if (slash)
+		*slash = '\0';
+	snprintf(out, n, "%s/trainyard-worker", self);
+}
+
+/* An absolute form of a path the settings give relative to the working directory. */
+static void absolute(const char *in, char *out, size_t n)
+{
+	char cwd[PATH_MAX / 2];
+	if (in[0] == '/' || !getcwd(cwd, sizeof(cwd)))
+		snprintf(out, n, "%s", in);
+	else
+		snprintf(out, n, "%s/%s", cwd, in);
+}
+
+static int sched_setup(sched *s, const ty_config *cfg)
+{
+	memset(s, 0, sizeof(*s));
+	s->cfg = cfg;
+	char host[64] = "localhost";
+	gethostname(host, sizeof(host) - 1);
+	snprintf(s->owner, sizeof(s->owner), "%s:%ld", host, (long)getpid());
+	absolute(cfg->sched_spool, s->spool, sizeof(s->spool));
+	absolute(".", s->work_dir, sizeof(s->work_dir));
+	absolute(cfg->storage_root, s->storage_root, sizeof(s->storage_root));
+	if (cfg->sched_worker_bin[0])
+		absolute(cfg->sched_worker_bin, s->worker_bin, sizeof(s->worker_bin));
+	else
+		worker_beside(s->worker_bin, sizeof(s->worker_bin));
+	s->lease_s = cfg->sched_lease_s;
+	s->backoff_s = cfg->retry_backoff_s;
+	s->batch = cfg->sched_batch;
+	s->max_admit = cfg->sched_max_admit;
+	s->halflife_h = cfg->fairshare_halflife_h;
+	s->sync_accounts = cfg->sched_accounts != 0;
+	const char *crash = getenv("TRAINYARD_SCHED_CRASH_AT");
+	s->crash_at = crash && crash[0] ? crash : NULL;
+	if (access(s->worker_bin, X_OK) < 0) {
+		log_printf(LOG_ERROR, "the worker %s is not an executable file", s->worker_bin);
+		return -1;
+	}
+	return batch_spool_prepare(s);
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+/* RET 0 when the schema is exactly what this binary knows. */
+static int schema_ok(sched *s)
+{
+	char err[512];
+	if (migrate_check(s->db, err, sizeof(err)) < 0) {
+		log_printf(LOG_ERROR, "%s", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* Cycles while leading. RET 0 when told to stop, 1 when the lead was lost. */
+static int lead(sched *s, bool once)
+{
+	for (;;) {
+		int rc = sched_cycle(s);
+		if (once)
+			return rc < 0 ? -1 : 0;
+		if (stopping)
+			return 0;
+		if (!leader_holds(s)) {
+			log_printf(LOG_WARN, "lost the database connection, and with it the lead");
+			return 1;
+		}
+		sleep_ms(s->cfg->sched_interval_ms);
+		if (stopping)
+			return 0;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	bool once = false;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--once") == 0) {
+			once = true;
+		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			return 0;
+		} else {
+			usage(stderr);
+			return 2;
+		}
+	}
+	ty_config cfg;
+	char err[256];
+	if (config_load(&cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "trainyard-scheduler: %s\n", err);
+		return 2;
+	}
+	log_level lvl;
+	if (log_level_parse(cfg.log_level, &lvl) < 0) {
+		fprintf(stderr, "trainyard-scheduler: TRAINYARD_LOG_LEVEL: unknown level %s\n",
+		        cfg.log_level);
+		return 2;
+	}
+	log_set_level(lvl);
+	static sched s;
+	if (sched_setup(&s, &cfg) < 0)
+		return 1;
+	struct sigaction sa = {0};
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sl_init();
+	log_printf(LOG_INFO, "scheduler %s: worker %s, spool %s", s.owner, s.worker_bin, s.spool);
+	int rc = 0;
+	while (!stopping) {
+		int w = leader_wait(&s, cfg.sched_interval_ms, &stopping);
+		if (w > 0)
+			break;
+		if (w < 0) {
+			if (once) {
+				rc = 1;
+				break;
+			}
+			sleep_ms(cfg.sched_interval_ms);
+			continue;
+		}
+		if (schema_ok(&s) < 0) {
+			rc = 1;
+			break;
+		}
+		int l = lead(&s, once);
+		if (once) {
+			rc = l < 0 ? 1 : 0;
+			break;
+		}
+		if (l == 0)
+			break;
+		db_close(s.db);
+		s.db = NULL;
+	}
+	leader_release(&s);
+	free(s.sj);
+	sl_fini();
+	log_printf(LOG_INFO, "scheduler %s: %ld cycles, %ld admitted, %ld submitted, %ld ended, "
+	                     "%ld retried, %ld hung, %ld recovered",
+	           s.owner, s.stats.cycles, s.stats.admitted, s.stats.submitted, s.stats.ended,
+	           s.stats.retried, s.stats.hung, s.stats.recovered);
+	return rc;
+}

@@ -1,0 +1,407 @@
+/*
+ * reconcile.c - follow every submitted attempt's Slurm job to its end.
+ *
+ * Each cycle walks the attempts the scheduler follows (followed, with a
+ * Slurm id) against the cycle's snapshot of slurmctld (s->sj):
+ *   pending     the job's state_reason says why Slurm holds it
+ *   running     the attempt's start and nodes are recorded, the job is
+ *               running; a heartbeat silent past the spec's
+ *               fault_tolerance.heartbeat_timeout_s cancels it as a hang
+ *   final       the attempt ends with its failure class, steps done and
+ *               steps lost; the job ends, or goes back to the queue for a
+ *               retry chosen by retry_decide() (retry.h)
+ *   not there   slurmctld forgot it: sacct tells its end; a job neither
+ *               knows after SCHED_LOST_AFTER_S ends as lost
+ * A job being cancelled has its Slurm job cancelled until it ends.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db.h"
+#include "dispatch.h"
+#include "jobspec.h"
+#include "jobstate.h"
+#include "ladder.h"
+#include "log.h"
+#include "retry.h"
+#include "scheduler.h"
+
+/* Attempts one cycle follows at most; the rest wait for the next cycle. */
+#define RECONCILE_MAX 1024
+
+typedef struct followed {
+	char attempt_id[37], job_id[37];
+	int number, nodes, attempts;
+	uint32_t slurm_id;
+	char outcome[16], failure_class[48], slurm_state[24];
+	bool started;
+	int silence_s; /* since the last heartbeat (or the start); -1 before both */
+	int age_s;     /* since the attempt was written */
+	job_state job;
+	char reason[256];
+	int heartbeat_timeout_s;
+	bool recompute_full;
+} followed;
+
+static void followed_fill(followed *f, const PGresult *r, int i)
+{
+	memset(f, 0, sizeof(*f));
+	snprintf(f->attempt_id, sizeof(f->attempt_id), "%s", PQgetvalue(r, i, 0));
+	snprintf(f->job_id, sizeof(f->job_id), "%s", PQgetvalue(r, i, 1));
+	f->number = atoi(PQgetvalue(r, i, 2));
+	f->slurm_id = (uint32_t)strtoul(PQgetvalue(r, i, 3), NULL, 10);
+	snprintf(f->outcome, sizeof(f->outcome), "%s", PQgetvalue(r, i, 4));
+	snprintf(f->failure_class, sizeof(f->failure_class), "%s", PQgetvalue(r, i, 5));
+	f->nodes = atoi(PQgetvalue(r, i, 6));
+	f->started = PQgetvalue(r, i, 7)[0] == 't';
+	f->silence_s = PQgetisnull(r, i, 8) ? -1 : atoi(PQgetvalue(r, i, 8));
+	f->age_s = atoi(PQgetvalue(r, i, 9));
+	int st = job_state_parse(PQgetvalue(r, i, 10));
+	f->job = st < 0 ? JOB_FAILED : (job_state)st;
+	snprintf(f->reason, sizeof(f->reason), "%s", PQgetvalue(r, i, 11));
+	f->heartbeat_timeout_s = atoi(PQgetvalue(r, i, 12));
+	f->attempts = atoi(PQgetvalue(r, i, 13));
+	f->recompute_full = PQgetvalue(r, i, 14)[0] == 't';
+	snprintf(f->slurm_state, sizeof(f->slurm_state), "%s", PQgetvalue(r, i, 15));
+}
+
+/* ---- while it lives ---------------------------------------------------- */
+
+static void set_reason(sched *s, const followed *f, const char *why)
+{
+	if (strcmp(f->reason, why) == 0)
+		return;
+	const char *p[] = {f->job_id, why};
+	db_query(s->db, NULL,
+	         "UPDATE jobs SET state_reason = $2 WHERE id = $1 AND state_reason <> $2", 2, p);
+}
+
+static void on_pending(sched *s, const followed *f, const sl_job *j)
+{
+	char why[256];
+	snprintf(why, sizeof(why), "waiting in Slurm as job %u: %s", f->slurm_id,
+	         j->reason[0] ? j->reason : "pending");
+	set_reason(s, f, why);
+}
+
+static void on_running(sched *s, const followed *f, const sl_job *j)
+{
+	if (!f->started) {
+		char start[24], id[16];
+		snprintf(start, sizeof(start), "%lld", (long long)(j->start ? j->start : time(NULL)));
+		snprintf(id, sizeof(id), "%u", f->slurm_id);
+		const char *p[] = {f->attempt_id, start, j->nodes};
+		char why[320];
+		snprintf(why, sizeof(why), "running as Slurm job %s on %s", id, j->nodes);
+		if (db_begin(s->db) == 0) {
+			int rc = db_query(s->db, NULL,
+			                  "UPDATE job_attempts SET started_at = to_timestamp($2::bigint),"
+			                  " node_list = $3, slurm_state = 'running' WHERE id = $1",
+			                  3, p);
+			/* the worker's first report may have moved it already */
+			if (rc == 0 && f->job == JOB_SCHEDULED) {
+				int t = jobstate_transition(s->db, f->job_id, JOB_RUNNING, why, NULL,
+				                            NULL, NULL);
+				rc = t == -ERR_JOB_STATE_CONFLICT ? 0 : t;
+			}
+			if (rc == 0)
+				db_commit(s->db);
+			else
+				db_rollback(s->db);
+		}
+		return;
+	}
+	if (f->job == JOB_CANCELLING || strcmp(f->failure_class, "hang") == 0)
+		return;
+	if (f->silence_s > f->heartbeat_timeout_s) {
+		char err[SL_ERR_MAX];
+		log_printf(LOG_WARN,
+		           "job %s attempt %d: no heartbeat for %d s (timeout %d s); cancelling "
+		           "Slurm job %u",
+		           f->job_id, f->number, f->silence_s, f->heartbeat_timeout_s, f->slurm_id);
+		const char *p[] = {f->attempt_id};
+		/* the class first: the job's end then reads as a hang, not as a cancel */
+		if (db_query(s->db, NULL, "UPDATE job_attempts SET failure_class = 'hang' WHERE id = $1",
+		             1, p) == 0 &&
+		    sl_cancel(f->slurm_id, err) < 0)
+			log_printf(LOG_WARN, "%s", err);
+		s->stats.hung++;
+	}
+}
+
+/* ---- its end ------------------------------------------------------------ */
+
+/* The class an ended attempt failed with, or "" when it succeeded. */
+static const char *end_class(const followed *f, const sl_job *j)
+{
+	if (strcmp(f->failure_class, "hang") == 0)
+		return "hang";
+	if (j->state == SL_NODE_FAIL)
+		return "node_failure"; /* the worker saw a lost rank; Slurm knows why */
+	if (strcmp(f->outcome, "succeeded") == 0)
+		return "";
+	if (strcmp(f->outcome, "failed") == 0 && f->failure_class[0])
+		return f->failure_class;
+	if (j->state == SL_COMPLETED)
+		return "lost"; /* the batch script ended without the worker's report */
+	return sl_failure_class(j->state);
+}
+
+/* The smallest rung of the job's fallback ladder, in ranks. */
+static int min_rung_ranks(const json_t *spec)
+{
+	jobspec js;
+	verrs v;
+	verrs_init(&v);
+	int rc = jobspec_parse(spec, NULL, &js, NULL, &v);
+	verrs_release(&v);
+	if (rc)
+		return 1 << 30; /* a spec that no longer reads: no smaller retry */
+	jobspec_parallel rungs[LADDER_MAX];
+	int n = ladder_build(&js, rungs), least = ladder_ranks(&rungs[0]);
+	for (int i = 1; i < n; i++)
+		if (ladder_ranks(&rungs[i]) < least)
+			least = ladder_ranks(&rungs[i]);
+	return least;
+}
+
+/* The next attempt: nodes and overrides written to the job, backoff as not_before. */
+static int queue_retry(sched *s, const followed *f, const retry_decision *d)
+{
+	char nodes[16], backoff[16];
+	snprintf(nodes, sizeof(nodes), "%d", d->nodes);
+	snprintf(backoff, sizeof(backoff), "%d", d->backoff_s);
+	const char *p[] = {f->job_id, nodes, backoff, d->set_recompute_full ? "t" : "f"};
+	return db_query(s->db, NULL,
+	                "UPDATE jobs SET next_nodes = $2::int,"
+	                " not_before = now() + $3::int * interval '1 second',"
+	                " next_overrides = CASE WHEN $4::boolean AND NOT next_overrides ?"
+	                "   'training.recompute=full'"
+	                "   THEN next_overrides || '[\"training.recompute=full\"]'::jsonb"
+	                "   ELSE next_overrides END"
+	                " WHERE id = $1",
+	                4, p);
+}
+
+/*
+ * The job after its attempt ended with class c (inside the transaction):
+ * cancelled, succeeded, failed, or queued again. The event's detail is the
+ * story of every attempt so far.
+ */
+static int job_after(sched *s, const followed *f, const char *c, json_t *story)
+{
+	job_state now = f->job;
+	if (job_state_final(now))
+		return 0; /* the worker's finish report ended it already */
+	char why[RETRY_WHY_MAX + 160];
+	if (now == JOB_CANCELLING)
+		return jobstate_transition(s->db, f->job_id, JOB_CANCELLED, "cancelled", NULL, story,
+		                           NULL);
+	if (!c[0])
+		return jobstate_transition(s->db, f->job_id, JOB_SUCCEEDED, "all steps done", NULL,
+		                           story, NULL);
+	const char *p[] = {f->job_id};
+	PGresult *r;
+	int rc = db_query(s->db, &r,
+	                  "SELECT spec, (spec->'fault_tolerance'->>'max_restarts')::int,"
+	                  " (spec->'resources'->>'ranks_per_node')::int FROM jobs WHERE id = $1",
+	                  1, p);
+	if (rc || PQntuples(r) != 1) {
+		PQclear(r);
+		return rc ? rc : -ERR_JOB_NOT_FOUND;
+	}
+	json_t *spec = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
+	retry_input in = {
+	    .failure_class = c,
+	    .attempts = f->attempts,
+	    .max_restarts = atoi(PQgetvalue(r, 0, 1)),
+	    .nodes = f->nodes,
+	    .ranks_per_node = atoi(PQgetvalue(r, 0, 2)),
+	    .min_rung_ranks = min_rung_ranks(spec),
+	    .recompute_full = f->recompute_full,
+	    .backoff_base_s = s->backoff_s,
+	};
+	PQclear(r);
+	json_decref(spec);
+	retry_decision d = retry_decide(&in);
+	json_object_set_new(story, "decision", json_string(d.why));
+	if (!d.retry) {
+		snprintf(why, sizeof(why), "attempt %d failed (%s); %s", f->number, c, d.why);
+		return jobstate_transition(s->db, f->job_id, JOB_FAILED, why, NULL, story, NULL);
+	}
+	json_object_set_new(story, "next",
+	                    json_pack("{s:i, s:b, s:i}", "nodes", d.nodes, "recompute_full",
+	                              d.set_recompute_full || f->recompute_full, "backoff_s",
+	                              d.backoff_s));
+	snprintf(why, sizeof(why), "attempt %d failed (%s); retry %d of %d in %d s: %s", f->number, c,
+	         f->attempts, in.max_restarts, d.backoff_s, d.why);
+	rc = queue_retry(s, f, &d);
+	if (rc == 0)
+		rc = jobstate_transition(s->db, f->job_id, JOB_QUEUED, why, NULL, story, NULL);
+	if (rc == 0)
+		s->stats.retried++;
+	return rc;
+}
+
+/* Every attempt of the job as the events tell it. OUT: a new object. */
+static int story_load(sched *s, const char *job_id, json_t **out)
+{
+	const char *p[] = {job_id};
+	PGresult *r;
+	*out = NULL;
+	int rc = db_query(
+	    s->db, &r,
+	    "SELECT json_build_object('attempts', coalesce(json_agg(json_build_object("
+	    " 'attempt', number, 'slurm_job_id', slurm_job_id, 'slurm_state', slurm_state,"
+	    " 'nodes', nodes, 'devices', devices, 'node_list', node_list, 'config', config,"
+	    " 'started_at', started_at, 'ended_at', ended_at, 'outcome', outcome,"
+	    " 'failure_class', failure_class, 'steps_done', steps_done, 'steps_lost', steps_lost)"
+	    " ORDER BY number), '[]'))::text FROM job_attempts WHERE job_id = $1",
+	    1, p);
+	if (rc == 0 && PQntuples(r) == 1)
+		*out = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
+	PQclear(r);
+	return rc ? rc : *out ? 0 : -ERR_INTERNAL;
+}
+
+static void on_final(sched *s, const followed *f, const sl_job *j)
+{
+	const char *c = end_class(f, j);
+	char end[24];
+	snprintf(end, sizeof(end), "%lld", (long long)(j->end ? j->end : time(NULL)));
+	const char *p[] = {f->attempt_id, f->job_id, c, sl_state_name(j->state), j->nodes, end,
+	                   c[0] ? "failed" : "succeeded"};
+	json_t *story = NULL;
+	int rc = db_begin(s->db);
+	PGresult *r;
+	if (rc == 0)
+		rc = db_query(s->db, &r, "SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE", 1, p + 1);
+	if (rc == 0)
+		PQclear(r);
+	if (rc == 0)
+		rc = db_query(
+		    s->db, NULL,
+		    "UPDATE job_attempts a SET followed = false, state = 'ended',"
+		    " ended_at = coalesce(a.ended_at, to_timestamp($6::bigint)),"
+		    " outcome = CASE WHEN a.outcome = '' THEN $7 ELSE a.outcome END,"
+		    " failure_class = $3, slurm_state = $4,"
+		    " node_list = CASE WHEN $5 = '' THEN a.node_list ELSE $5 END,"
+		    " steps_done = m.s,"
+		    " steps_lost = CASE WHEN $3 = '' THEN 0 ELSE greatest(m.s - c.s, 0) END"
+		    " FROM (SELECT coalesce(max(step), 0) AS s FROM job_metrics WHERE attempt_id = $1) m,"
+		    " (SELECT coalesce(max(step), 0) AS s FROM checkpoints WHERE job_id = $2) c"
+		    " WHERE a.id = $1",
+		    7, p);
+	if (rc == 0)
+		rc = story_load(s, f->job_id, &story);
+	if (rc == 0) {
+		json_object_set_new(story, "ended_attempt", json_integer(f->number));
+		rc = job_after(s, f, c, story);
+	}
+	if (rc == 0)
+		rc = db_commit(s->db);
+	if (rc) {
+		db_rollback(s->db);
+		log_printf(LOG_ERROR, "job %s attempt %d: recording its end failed", f->job_id,
+		           f->number);
+	} else {
+		s->stats.ended++;
+		log_printf(LOG_INFO, "job %s attempt %d: Slurm job %u ended %s%s%s", f->job_id,
+		           f->number, f->slurm_id, sl_state_name(j->state), c[0] ? ", class " : "", c);
+	}
+	json_decref(story);
+}
+
+/* ---- the walk ----------------------------------------------------------- */
+
+/*
+ * The Slurm view of f: the snapshot's, or accounting's for a job
+ * slurmctld forgot. RET 0 with *out, 1 when it is not known (yet).
+ */
+static int slurm_view(sched *s, const followed *f, sl_job *out)
+{
+	const sl_job *j = sl_find(s->sj, s->n_sj, f->slurm_id);
+	if (j) {
+		*out = *j;
+		return 0;
+	}
+	char err[SL_ERR_MAX];
+	int rc = sl_job_from_accounting(f->slurm_id, out, err);
+	if (rc < 0)
+		log_printf(LOG_WARN, "%s", err);
+	if (rc == 0 && out->state != SL_UNKNOWN)
+		return 0;
+	if (f->age_s < SCHED_LOST_AFTER_S)
+		return 1;
+	memset(out, 0, sizeof(*out));
+	out->id = f->slurm_id;
+	out->state = SL_FAILED;
+	return 2; /* lost */
+}
+
+static void follow_one(sched *s, followed *f)
+{
+	sl_job j;
+	int v = slurm_view(s, f, &j);
+	if (v == 1)
+		return;
+	if (v == 2) {
+		log_printf(LOG_WARN, "job %s attempt %d: Slurm job %u is known neither to slurmctld "
+		                     "nor to accounting; it is lost",
+		           f->job_id, f->number, f->slurm_id);
+		snprintf(f->failure_class, sizeof(f->failure_class), "lost");
+		snprintf(f->outcome, sizeof(f->outcome), "failed");
+	}
+	if (sl_final(j.state)) {
+		on_final(s, f, &j);
+		return;
+	}
+	if (f->job == JOB_CANCELLING) {
+		char err[SL_ERR_MAX];
+		if (sl_cancel(f->slurm_id, err) < 0)
+			log_printf(LOG_WARN, "%s", err);
+		return;
+	}
+	if (j.state == SL_PENDING)
+		on_pending(s, f, &j);
+	else if (j.state == SL_RUNNING)
+		on_running(s, f, &j);
+}
+
+int reconcile(sched *s)
+{
+	char limit[16];
+	snprintf(limit, sizeof(limit), "%d", RECONCILE_MAX);
+	const char *p[] = {limit};
+	PGresult *r;
+	int rc = db_query(
+	    s->db, &r,
+	    "SELECT a.id, a.job_id, a.number, a.slurm_job_id, a.outcome, a.failure_class, a.nodes,"
+	    " a.started_at IS NOT NULL,"
+	    " extract(epoch FROM now() - coalesce(a.heartbeat_at, a.started_at))::int,"
+	    " extract(epoch FROM now() - a.created_at)::int, j.state, j.state_reason,"
+	    " coalesce((j.spec->'fault_tolerance'->>'heartbeat_timeout_s')::int, 300), j.attempts,"
+	    " a.config->'overrides' ? 'training.recompute=full', a.slurm_state"
+	    " FROM job_attempts a JOIN jobs j ON j.id = a.job_id"
+	    " WHERE a.followed AND a.slurm_job_id IS NOT NULL ORDER BY a.slurm_job_id LIMIT $1",
+	    1, p);
+	if (rc) {
+		PQclear(r);
+		return -1;
+	}
+	int n = PQntuples(r);
+	followed *fs = calloc(n ? (size_t)n : 1, sizeof(*fs));
+	if (!fs) {
+		PQclear(r);
+		return -1;
+	}
+	for (int i = 0; i < n; i++)
+		followed_fill(&fs[i], r, i);
+	PQclear(r);
+	for (int i = 0; i < n; i++)
+		follow_one(s, &fs[i]);
+	free(fs);
+	return dispatch_recover(s) < 0 ? -1 : 0;
+}

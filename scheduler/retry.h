@@ -1,0 +1,57 @@
+/*
+ * retry.h - what a failed attempt leads to: another attempt (in which
+ * configuration, after how long) or the end of the job.
+ *
+ * Failure classes come from the worker runtime (its launch classes, see
+ * worker/runtime/classify.h, plus node_failure), from Slurm's end state
+ * (node_fail, timeout, out_of_memory, preempted, failed, cancelled) and
+ * from the scheduler itself (hang: no heartbeat within the job's
+ * heartbeat_timeout_s; lost: Slurm no longer knows the job).
+ *
+ *   class                                  next attempt
+ *   node_failure, rank_lost                one node fewer (the smallest
+ *                                          rung of the ladder must fit)
+ *   out_of_memory                          training.recompute=full, once
+ *   comm_failure, hang, timeout, stopped,  the same configuration
+ *   preempted, lost, launch_failed,
+ *   failed, internal
+ *   invalid_config, data_error,            none: retrying cannot help
+ *   numerical_failure, checkpoint_corrupt,
+ *   cancelled
+ *
+ * A job retries at most max_restarts times; the k-th retry waits
+ * base x 2^(k-1) seconds, at most RETRY_BACKOFF_MAX_S.
+ */
+#ifndef TY_SCHED_RETRY_H
+#define TY_SCHED_RETRY_H
+
+#include <stdbool.h>
+
+#define RETRY_BACKOFF_MAX_S 600
+#define RETRY_WHY_MAX       200
+
+typedef struct retry_input {
+	const char *failure_class;
+	int attempts;        /* attempts made so far, the failed one included */
+	int max_restarts;    /* the spec's fault_tolerance.max_restarts */
+	int nodes;           /* nodes of the failed attempt */
+	int ranks_per_node;  /* the spec's */
+	int min_rung_ranks;  /* ranks of the smallest rung of the job's ladder */
+	bool recompute_full; /* the failed attempt already ran with full recompute */
+	int backoff_base_s;
+} retry_input;
+
+typedef struct retry_decision {
+	bool retry;
+	int nodes;                 /* nodes of the next attempt */
+	bool set_recompute_full;   /* the next attempt adds training.recompute=full */
+	int backoff_s;             /* wait before it may be admitted */
+	char why[RETRY_WHY_MAX];   /* for the job's events */
+} retry_decision;
+
+retry_decision retry_decide(const retry_input *in);
+
+/* RET: whether the class names a failure that retrying may cure. */
+bool retry_class_transient(const char *failure_class);
+
+#endif

@@ -1,0 +1,69 @@
+/*
+ * scheduler.h - the scheduler daemon's state and its cycle.
+ *
+ * One cycle, run by the leader only (leader.c):
+ *   1. accounts_sync   tenants and quotas -> Slurm accounts (GrpTRES)
+ *   2. reconcile       every followed Slurm job: pending reason, start,
+ *                      heartbeats, cancels, ends -> retry or final state;
+ *                      dispatches whose lease ran out are finished
+ *   3. admit           fair-share admission under the quotas (admit.c)
+ *   4. dispatch        admitted jobs -> Slurm, crash-safe (dispatch.c)
+ * Every job state change goes through jobstate_transition().
+ */
+#ifndef TY_SCHED_SCHEDULER_H
+#define TY_SCHED_SCHEDULER_H
+
+#include <libpq-fe.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "slurm.h"
+
+/* An attempt's credential stays valid this long past the job's time limit. */
+#define SCHED_CREDENTIAL_MARGIN_MINUTES 60
+/* Jobs per tenant a cycle looks at: the head of each queue. */
+#define SCHED_HEAD_JOBS 16
+/* A submitted job Slurm does not show (yet) is lost only after this long. */
+#define SCHED_LOST_AFTER_S 120
+
+typedef struct sched_stats {
+	long cycles, admitted, submitted, recovered, ended, retried, cancelled, hung;
+} sched_stats;
+
+typedef struct sched {
+	const ty_config *cfg;
+	PGconn *db;
+	char owner[128]; /* host:pid, written as jobs.dispatch_owner */
+	char spool[PATH_MAX / 2]; /* short enough for every path made under it */
+	char worker_bin[PATH_MAX];
+	/* where batch jobs start: relative data paths in specs resolve here */
+	char work_dir[PATH_MAX / 2];
+	char storage_root[PATH_MAX];
+	int lease_s, backoff_s, batch, max_admit;
+	double halflife_h;
+	bool sync_accounts;
+	/* the Slurm jobs of this cycle (sl_our_jobs), sorted by id */
+	sl_job *sj;
+	int n_sj;
+	sched_stats stats;
+	/* test hook: TRAINYARD_SCHED_CRASH_AT=phase kills the process there */
+	const char *crash_at;
+} sched;
+
+/* One cycle. RET 0, or -1 when the database or Slurm failed (logged). */
+int sched_cycle(sched *s);
+
+int accounts_sync(sched *s);
+int reconcile(sched *s);
+/* Admission and dispatch. RET the jobs submitted, or -1. */
+int admit_and_dispatch(sched *s);
+
+/* The Slurm account of a tenant: "ty-" and its name. */
+void sched_account_name(const char *tenant, char out[80]);
+
+/* Dies (SIGKILL itself) when TRAINYARD_SCHED_CRASH_AT names this point. */
+void sched_crash_point(const sched *s, const char *point);
+
+#endif
