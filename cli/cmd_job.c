@@ -239,6 +239,10 @@ static const opt_spec logs_opts[] = {
 
 static int job_logs(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
 {
+	static char follow[] = "--follow";
+	for (int i = 0; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "-f") == 0)
+			argv[i] = follow; /* the short spelling, as tail has it */
 	opt_result o;
 	int rc = args_parse_cmd(ctx, self, logs_opts, 1, 1, argc, argv, &o);
 	if (rc >= 0)
@@ -277,8 +281,8 @@ const cli_command job_commands[] = {
     {"events", "JOB_ID", "list a job's state changes", NULL, job_events, NULL},
     {"metrics", "JOB_ID", "list a job's per-step metrics (the first page)", NULL, job_metrics,
      NULL},
-    {"logs", "JOB_ID [--follow]", "print a job's decrypted log, every attempt in order",
-     "--follow keeps printing lines as the job writes them, until it ends.\n", job_logs, NULL},
+    {"logs", "JOB_ID [--follow|-f]", "print a job's decrypted log, every attempt in order",
+     "--follow (-f) keeps printing lines as the job writes them, until it ends.\n", job_logs, NULL},
     {"attempt", "JOB_ID", "start an attempt of a queued job and print its credential",
      "The credential is shown once: hand it to the attempt's worker runtime only.\n", job_attempt,
      NULL},
