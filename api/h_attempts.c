@@ -413,7 +413,10 @@ int h_attempt_event(api_req *rq)
 /*
  * The end of an attempt: {"outcome": "succeeded" | "failed", "reason": "..."}.
  * The attempt ends (its credential stops working) and the job moves to
- * the outcome; a job being cancelled becomes cancelled instead.
+ * the outcome; a job being cancelled becomes cancelled instead. An attempt
+ * the scheduler follows keeps its failure on the attempt (failure_class)
+ * and leaves the job where it is: the scheduler decides on a retry when
+ * the attempt's Slurm job ends.
  */
 static void finish_check(const json_t *in, verrs *v)
 {
@@ -425,6 +428,37 @@ static void finish_check(const json_t *in, verrs *v)
 	    jsonx_enum_index(outcome, outcomes) < 0)
 		verrs_add(v, "/outcome", ERR_F_INVALID_VALUE, "outcome is succeeded or failed");
 	jsonx_get_str(in, "", "reason", false, 200, &reason, v);
+}
+
+/* A followed attempt's failure class: the reason when it is [a-z_]{1,40}, else "failed". */
+static const char *failure_class(const char *reason)
+{
+	size_t n = strlen(reason);
+	if (n >= 1 && n <= 40 && strspn(reason, "abcdefghijklmnopqrstuvwxyz_") == n)
+		return reason;
+	return "failed";
+}
+
+/*
+ * End the attempt with outcome oc. OUT: *followed, whether the scheduler
+ * follows it (only then is failure_class, fc, kept, unless the scheduler
+ * set one first: a hang it cancelled stays a hang). RET 0 or -ERR_*.
+ */
+static int attempt_end(api_req *rq, const char *oc, const char *fc, bool *followed)
+{
+	const char *p[] = {rq->scope.attempt_id, oc, fc};
+	PGresult *r;
+	int rc = db_query(rq->db, &r,
+	                  "UPDATE job_attempts SET state = 'ended', outcome = $2, ended_at = now(),"
+	                  " failure_class = CASE WHEN followed AND $2 = 'failed'"
+	                  "   AND failure_class = '' THEN $3 ELSE failure_class END"
+	                  " WHERE id = $1 RETURNING followed",
+	                  3, p);
+	if (rc == 0 && PQntuples(r) != 1)
+		rc = -ERR_ATTEMPT_ENDED;
+	*followed = rc == 0 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	PQclear(r);
+	return rc;
 }
 
 int h_attempt_finish(api_req *rq)
@@ -440,19 +474,17 @@ int h_attempt_finish(api_req *rq)
 	snprintf(oc, sizeof(oc), "%s", outcome);
 	snprintf(why, sizeof(why), "%s", reason);
 	json_decref(in);
-	char now_state[16];
+	char now_state[16] = "";
+	bool followed = false;
 	int rc = report_begin(rq, now_state);
-	job_state to = strcmp(now_state, "cancelling") == 0 ? JOB_CANCELLED
-	               : strcmp(oc, "succeeded") == 0       ? JOB_SUCCEEDED
-	                                                    : JOB_FAILED;
-	const char *p[] = {rq->scope.attempt_id, oc};
+	bool cancelling = strcmp(now_state, "cancelling") == 0;
+	bool failed = strcmp(oc, "failed") == 0;
+	job_state to = cancelling ? JOB_CANCELLED : failed ? JOB_FAILED : JOB_SUCCEEDED;
 	if (rc == 0)
-		rc = db_query(
-		    rq->db, NULL,
-		    "UPDATE job_attempts SET state = 'ended', outcome = $2, ended_at = now()"
-		    " WHERE id = $1",
-		    2, p);
-	if (rc == 0)
+		rc = attempt_end(rq, oc, failure_class(why), &followed);
+	/* a followed attempt's failure is the scheduler's to act on */
+	bool keep = followed && failed && !cancelling;
+	if (rc == 0 && !keep)
 		rc = jobstate_transition(rq->db, rq->scope.job_id, to, why[0] ? why : oc, NULL,
 		                         NULL, NULL);
 	if (rc)
@@ -461,5 +493,6 @@ int h_attempt_finish(api_req *rq)
 	attempt_resource(rq, "", res, sizeof(res));
 	if (commit_audited(rq, 200, res, json_pack("{s:s, s:s}", "outcome", oc, "reason", why)) < 0)
 		return 0;
-	return api_reply(rq, 200, json_pack("{s:s}", "job_state", job_state_name(to)));
+	return api_reply(rq, 200,
+	                 json_pack("{s:s}", "job_state", keep ? now_state : job_state_name(to)));
 }

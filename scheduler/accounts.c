@@ -60,8 +60,12 @@ static int sync_one(sched *s, const char *tenant_id, const char *name, const cha
 	snprintf(acc_arg, sizeof(acc_arg), "account=%s", account);
 	snprintf(name_arg, sizeof(name_arg), "name=%s", account);
 	if (!exists) {
-		const char *add[] = {"add", "account", account, "Description=trainyard tenant",
-		                     "Organization=trainyard", NULL};
+		const char *add[] = {"add",
+		                     "account",
+		                     account,
+		                     "Description=trainyard tenant",
+		                     "Organization=trainyard",
+		                     NULL};
 		sacctmgr(add); /* an account that exists already is fine */
 		/* the user the batch jobs run as needs an association in the account */
 		char *login = getlogin();
@@ -72,16 +76,17 @@ static int sync_one(sched *s, const char *tenant_id, const char *name, const cha
 	const char *mod[] = {"modify", "account", name_arg, "set", tres_arg, NULL};
 	int rc = sacctmgr(mod);
 	if (rc != 0 && rc != 1) { /* 1: nothing to change */
-		log_printf(LOG_WARN, "sacctmgr could not set %s on account %s (status %d)", tres_arg,
-		           account, rc);
+		log_printf(LOG_WARN, "sacctmgr could not set %s on account %s (status %d)",
+		           tres_arg, account, rc);
 		return -1;
 	}
 	const char *p[] = {tenant_id, account, tres};
-	return db_query(s->db, NULL,
-	                "INSERT INTO slurm_accounts (tenant_id, account, grp_tres) VALUES ($1, $2, $3)"
-	                " ON CONFLICT (tenant_id) DO UPDATE SET grp_tres = $3,"
-	                " synced_at = clock_timestamp()",
-	                3, p);
+	return db_query(
+	    s->db, NULL,
+	    "INSERT INTO slurm_accounts (tenant_id, account, grp_tres) VALUES ($1, $2, $3)"
+	    " ON CONFLICT (tenant_id) DO UPDATE SET grp_tres = $3,"
+	    " synced_at = clock_timestamp()",
+	    3, p);
 }
 
 int accounts_sync(sched *s)

@@ -91,9 +91,10 @@ int admit_cycle(admit_tenant *ts, int n, admit_cluster *cluster, admit_job **ord
 		if (!quota_allows(t, j, j->reason, sizeof(j->reason))) {
 			t->blocked = true;
 		} else if (!admit_cluster_take(cluster, j)) {
-			snprintf(j->reason, sizeof(j->reason),
-			         "cluster: %d free node(s) with %d cpus and %d gpus are not there now",
-			         j->nodes, j->cpus_per_node, j->gpus_per_node);
+			snprintf(
+			    j->reason, sizeof(j->reason),
+			    "cluster: %d free node(s) with %d cpus and %d gpus are not there now",
+			    j->nodes, j->cpus_per_node, j->gpus_per_node);
 			t->blocked = true;
 		} else {
 			j->admitted = true;

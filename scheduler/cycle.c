@@ -30,41 +30,42 @@ void sched_crash_point(const sched *s, const char *point)
  * half-life), age since its end; attempts older than ten half-lives count
  * for nothing and are not read.
  */
-#define TENANTS_SQL                                                                            \
-	"WITH q AS (SELECT DISTINCT tenant_id FROM jobs WHERE state = 'queued'"                 \
-	"   AND coalesce(not_before, '-infinity') <= now()),"                                    \
-	" u AS (SELECT j.tenant_id, a.devices,"                                                  \
-	"   (j.spec->'resources'->>'gpus_per_node')::int > 0 AS gpu,"                            \
-	"   a.started_at AS s, coalesce(a.ended_at, now()) AS e"                                  \
-	"   FROM job_attempts a JOIN jobs j ON j.id = a.job_id"                                   \
-	"   WHERE a.created_at > now() - 10 * $1::double precision * interval '1 hour'"          \
+#define TENANTS_SQL                                                                                \
+	"WITH q AS (SELECT t.id AS tenant_id FROM tenants t WHERE EXISTS (SELECT 1 FROM jobs j"    \
+	"   WHERE j.tenant_id = t.id AND j.state = 'queued'"                                       \
+	"   AND coalesce(j.not_before, '-infinity') <= now())),"                                   \
+	" u AS (SELECT j.tenant_id, a.devices,"                                                    \
+	"   (j.spec->'resources'->>'gpus_per_node')::int > 0 AS gpu,"                              \
+	"   a.started_at AS s, coalesce(a.ended_at, now()) AS e"                                   \
+	"   FROM job_attempts a JOIN jobs j ON j.id = a.job_id"                                    \
+	"   WHERE a.created_at > now() - 10 * $1::double precision * interval '1 hour'"            \
 	"   AND a.started_at IS NOT NULL AND j.tenant_id IN (SELECT tenant_id FROM q))"            \
-	" SELECT t.id, t.name, k.max_gpus, k.max_running_jobs, k.gpu_hours_per_month, k.weight,"  \
-	" (SELECT count(*) FROM jobs r WHERE r.tenant_id = t.id"                                  \
+	" SELECT t.id, t.name, k.max_gpus, k.max_running_jobs, k.gpu_hours_per_month, k.weight,"   \
+	" (SELECT count(*) FROM jobs r WHERE r.tenant_id = t.id"                                   \
 	"   AND r.state IN ('dispatching', 'scheduled', 'running', 'cancelling')),"                \
-	" (SELECT coalesce(sum(coalesce(a.devices, r.devices)), 0) FROM jobs r"                   \
-	"   LEFT JOIN job_attempts a ON a.job_id = r.id AND a.number = r.attempts"                \
+	" (SELECT coalesce(sum(coalesce(a.devices, r.devices)), 0) FROM jobs r"                    \
+	"   LEFT JOIN job_attempts a ON a.job_id = r.id AND a.number = r.attempts"                 \
 	"   WHERE r.tenant_id = t.id"                                                              \
 	"   AND r.state IN ('dispatching', 'scheduled', 'running', 'cancelling')),"                \
-	" (SELECT coalesce(sum(u.devices * extract(epoch FROM u.e - u.s) / 3600"                  \
-	"   * power(0.5, extract(epoch FROM now() - u.e) / 3600 / $1::double precision)), 0)"     \
+	" (SELECT coalesce(sum(u.devices * extract(epoch FROM u.e - u.s) / 3600"                   \
+	"   * power(0.5, extract(epoch FROM now() - u.e) / 3600 / $1::double precision)), 0)"      \
 	"   FROM u WHERE u.tenant_id = t.id),"                                                     \
-	" (SELECT coalesce(sum(u.devices * extract(epoch FROM u.e"                                \
+	" (SELECT coalesce(sum(u.devices * extract(epoch FROM u.e"                                 \
 	"   - greatest(u.s, date_trunc('month', now()))) / 3600), 0)"                              \
 	"   FROM u WHERE u.tenant_id = t.id AND u.gpu AND u.e > date_trunc('month', now()))"       \
-	" FROM q JOIN tenants t ON t.id = q.tenant_id JOIN quotas k ON k.tenant_id = t.id"        \
+	" FROM q JOIN tenants t ON t.id = q.tenant_id JOIN quotas k ON k.tenant_id = t.id"         \
 	" ORDER BY t.id"
 
 /* The head of each of those tenants' queues, in admission order. */
-#define HEADS_SQL                                                                              \
-	"SELECT h.tenant_id, h.id, h.n, h.rpn, h.gpn, h.state_reason FROM"                     \
-	" unnest($1::uuid[]) AS t(id) CROSS JOIN LATERAL"                                        \
-	" (SELECT j.tenant_id, j.id, j.state_reason,"                                            \
-	"   coalesce(j.next_nodes, (j.spec->'resources'->>'nodes')::int) AS n,"                  \
-	"   (j.spec->'resources'->>'ranks_per_node')::int AS rpn,"                               \
-	"   (j.spec->'resources'->>'gpus_per_node')::int AS gpn"                                 \
-	"   FROM jobs j WHERE j.tenant_id = t.id AND j.state = 'queued'"                          \
-	"   AND coalesce(j.not_before, '-infinity') <= now()"                                    \
+#define HEADS_SQL                                                                                  \
+	"SELECT h.tenant_id, h.id, h.n, h.rpn, h.gpn, h.state_reason FROM"                         \
+	" unnest($1::uuid[]) AS t(id) CROSS JOIN LATERAL"                                          \
+	" (SELECT j.tenant_id, j.id, j.state_reason,"                                              \
+	"   coalesce(j.next_nodes, (j.spec->'resources'->>'nodes')::int) AS n,"                    \
+	"   (j.spec->'resources'->>'ranks_per_node')::int AS rpn,"                                 \
+	"   (j.spec->'resources'->>'gpus_per_node')::int AS gpn"                                   \
+	"   FROM jobs j WHERE j.tenant_id = t.id AND j.state = 'queued'"                           \
+	"   AND coalesce(j.not_before, '-infinity') <= now()"                                      \
 	"   ORDER BY j.priority DESC, j.created_at, j.id LIMIT $2) h"
 
 typedef struct cycle_load {
@@ -159,7 +160,8 @@ static int load_heads(sched *s, cycle_load *l)
 		j->nodes = atoi(PQgetvalue(r, i, 2));
 		j->cpus_per_node = atoi(PQgetvalue(r, i, 3));
 		j->gpus_per_node = atoi(PQgetvalue(r, i, 4));
-		j->devices = j->nodes * (j->gpus_per_node > 0 ? j->gpus_per_node : j->cpus_per_node);
+		j->devices =
+		    j->nodes * (j->gpus_per_node > 0 ? j->gpus_per_node : j->cpus_per_node);
 		snprintf(l->job_reason[i], sizeof(l->job_reason[0]), "%s", PQgetvalue(r, i, 5));
 		admit_tenant *t = tenant_by_id(l, PQgetvalue(r, i, 0));
 		if (t && !t->jobs)
@@ -226,9 +228,9 @@ static int write_picture(sched *s, const cycle_load *l)
 		if (j->admitted || !j->reason[0] || strcmp(j->reason, l->job_reason[i]) == 0)
 			continue;
 		const char *p[] = {j->id, j->reason};
-		rc = db_query(s->db, NULL,
-		              "UPDATE jobs SET state_reason = $2 WHERE id = $1 AND state = 'queued'", 2,
-		              p);
+		rc = db_query(
+		    s->db, NULL,
+		    "UPDATE jobs SET state_reason = $2 WHERE id = $1 AND state = 'queued'", 2, p);
 	}
 	if (rc == 0)
 		rc = db_commit(s->db);

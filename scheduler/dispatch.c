@@ -24,11 +24,11 @@
 #define DISPATCH_BATCH_MAX 64
 
 /* The columns an item is made of, after the attempt row is written. */
-#define ITEM_COLUMNS                                                                        \
-	"a.id, a.number, a.job_id, t.name, a.nodes,"                                          \
-	" (j.spec->'resources'->>'ranks_per_node')::int,"                                     \
-	" (j.spec->'resources'->>'gpus_per_node')::int,"                                      \
-	" (j.spec->'resources'->>'time_limit_minutes')::int,"                                 \
+#define ITEM_COLUMNS                                                                               \
+	"a.id, a.number, a.job_id, t.name, a.nodes,"                                               \
+	" (j.spec->'resources'->>'ranks_per_node')::int,"                                          \
+	" (j.spec->'resources'->>'gpus_per_node')::int,"                                           \
+	" (j.spec->'resources'->>'time_limit_minutes')::int,"                                      \
 	" coalesce(j.spec->'resources'->>'partition', ''), (a.config->'overrides')::text"
 
 static double mono_s(void)
@@ -53,8 +53,7 @@ static void item_fill(dispatch_item *it, const PGresult *r, int row)
 	json_t *o = json_loads(PQgetvalue(r, row, 9), 0, NULL);
 	size_t i;
 	json_t *v;
-	json_array_foreach(o, i, v)
-	{
+	json_array_foreach (o, i, v) {
 		if (it->n_overrides < DISPATCH_OVERRIDES_MAX && json_is_string(v))
 			snprintf(it->overrides[it->n_overrides++], sizeof(it->overrides[0]), "%s",
 			         json_string_value(v));
@@ -124,9 +123,11 @@ static int prepare_one(sched *s, const char *job_id, dispatch_item *it)
 	    "WITH j AS (UPDATE jobs SET attempts = attempts + 1, dispatch_owner = $2,"
 	    "   dispatch_lease_until = now() + $3::int * interval '1 second', not_before = NULL"
 	    "   WHERE id = $1 RETURNING id, tenant_id, attempts, spec, next_nodes, next_overrides),"
-	    " n AS (SELECT j.*, coalesce(j.next_nodes, (spec->'resources'->>'nodes')::int) AS nodes,"
+	    " n AS (SELECT j.*, coalesce(j.next_nodes, (spec->'resources'->>'nodes')::int) AS "
+	    "nodes,"
 	    "   (spec->'resources'->>'ranks_per_node')::int AS rpn FROM j),"
-	    " a AS (INSERT INTO job_attempts (job_id, number, credential, expires_at, nodes, devices,"
+	    " a AS (INSERT INTO job_attempts (job_id, number, credential, expires_at, nodes, "
+	    "devices,"
 	    "   config, followed)"
 	    "   SELECT id, attempts, decode($4, 'hex'), now() +"
 	    "   ((spec->'resources'->>'time_limit_minutes')::int + $5::int) * interval '1 minute',"
@@ -151,7 +152,8 @@ static int prepare_one(sched *s, const char *job_id, dispatch_item *it)
 		return -ERR_INTERNAL;
 	const char *q[] = {it->attempt_id, hex};
 	return db_query(s->db, NULL,
-	                "UPDATE job_attempts SET credential = decode($2, 'hex') WHERE id = $1", 2, q);
+	                "UPDATE job_attempts SET credential = decode($2, 'hex') WHERE id = $1", 2,
+	                q);
 }
 
 /* Step 2 for one item; sets its result. */
@@ -193,8 +195,8 @@ static int dispatch_undone(sched *s, const dispatch_item *it, job_state to, cons
 	if (rc)
 		return rc;
 	if (cancelling)
-		return jobstate_transition(s->db, it->job_id, JOB_CANCELLED, "cancelled", NULL, NULL,
-		                           NULL);
+		return jobstate_transition(s->db, it->job_id, JOB_CANCELLED, "cancelled", NULL,
+		                           NULL, NULL);
 	return jobstate_transition(s->db, it->job_id, to, msg, NULL, NULL, NULL);
 }
 
@@ -210,8 +212,8 @@ static int record_one(sched *s, dispatch_item *it, bool cancelling)
 		snprintf(sid, sizeof(sid), "%u", it->slurm_id);
 		const char *q[] = {it->attempt_id, sid};
 		snprintf(msg, sizeof(msg), "submitted to Slurm as job %u", it->slurm_id);
-		rc = db_query(s->db, NULL, "UPDATE job_attempts SET slurm_job_id = $2 WHERE id = $1",
-		              2, q);
+		rc = db_query(s->db, NULL,
+		              "UPDATE job_attempts SET slurm_job_id = $2 WHERE id = $1", 2, q);
 		if (rc == 0) {
 			rc = jobstate_transition(s->db, it->job_id, JOB_SCHEDULED, msg, NULL, NULL,
 			                         NULL);
@@ -224,10 +226,11 @@ static int record_one(sched *s, dispatch_item *it, bool cancelling)
 		const char *q[] = {it->job_id, it->attempt_id, backoff};
 		rc = db_query(s->db, NULL, "DELETE FROM job_attempts WHERE id = $2", 2, q);
 		if (rc == 0)
-			rc = db_query(s->db, NULL,
-			              "UPDATE jobs SET attempts = attempts - 1, not_before = now() +"
-			              " $3::int * interval '1 second' WHERE id = $1",
-			              3, q);
+			rc =
+			    db_query(s->db, NULL,
+			             "UPDATE jobs SET attempts = attempts - 1, not_before = now() +"
+			             " $3::int * interval '1 second' WHERE id = $1",
+			             3, q);
 		if (rc == 0)
 			rc = dispatch_undone(s, it, JOB_QUEUED, msg);
 		credential_remove(s, it->attempt_id);
@@ -270,7 +273,8 @@ static int submit_and_record(sched *s, dispatch_item *items, int n, double lease
 		rc = db_commit(s->db);
 	if (rc) {
 		db_rollback(s->db);
-		log_printf(LOG_ERROR, "recording %d submissions failed; recovery will find them", n);
+		log_printf(LOG_ERROR, "recording %d submissions failed; recovery will find them",
+		           n);
 		return -1;
 	}
 	sched_crash_point(s, "after_record");
@@ -352,7 +356,8 @@ static int renew_one(sched *s, dispatch_item *it)
 		return -ERR_INTERNAL;
 	const char *q[] = {it->attempt_id, hex};
 	return db_query(s->db, NULL,
-	                "UPDATE job_attempts SET credential = decode($2, 'hex') WHERE id = $1", 2, q);
+	                "UPDATE job_attempts SET credential = decode($2, 'hex') WHERE id = $1", 2,
+	                q);
 }
 
 int dispatch_recover(sched *s)
@@ -405,7 +410,8 @@ int dispatch_recover(sched *s)
 			it->result = 0;
 			rc = record_one(s, it, cancelling[i]);
 			found++;
-			log_printf(LOG_INFO, "job %s attempt %d: found in Slurm as %u after a lost lease",
+			log_printf(LOG_INFO,
+			           "job %s attempt %d: found in Slurm as %u after a lost lease",
 			           it->job_id, it->number, it->slurm_id);
 		} else if (cancelling[i]) {
 			it->result = -1;
@@ -427,8 +433,8 @@ int dispatch_recover(sched *s)
 	}
 	s->stats.recovered += found + k;
 	if (k > 0) {
-		log_printf(LOG_INFO, "%d dispatches lost their lease before Slurm had them; submitting",
-		           k);
+		log_printf(LOG_INFO,
+		           "%d dispatches lost their lease before Slurm had them; submitting", k);
 		if (submit_and_record(s, renew, k, leased_at) < 0)
 			return -1;
 	}

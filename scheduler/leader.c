@@ -23,8 +23,8 @@ static void sleep_ms(int ms)
 static int try_lock(sched *s)
 {
 	PGresult *r;
-	int rc = db_query(s->db, &r, "SELECT pg_try_advisory_lock(" STR(LEADER_LOCK_KEY) ")", 0,
-	                  NULL);
+	int rc =
+	    db_query(s->db, &r, "SELECT pg_try_advisory_lock(" STR(LEADER_LOCK_KEY) ")", 0, NULL);
 	int got = rc == 0 && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
 	PQclear(r);
 	return rc ? -1 : got;
@@ -53,7 +53,8 @@ int leader_wait(sched *s, int poll_ms, volatile int *stop)
 			return 0;
 		}
 		if (!said)
-			log_printf(LOG_INFO, "scheduler %s follows: another scheduler leads", s->owner);
+			log_printf(LOG_INFO, "scheduler %s follows: another scheduler leads",
+			           s->owner);
 		said = true;
 		sleep_ms(poll_ms);
 	}

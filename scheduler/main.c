@@ -195,8 +195,9 @@ int main(int argc, char **argv)
 	leader_release(&s);
 	free(s.sj);
 	sl_fini();
-	log_printf(LOG_INFO, "scheduler %s: %ld cycles, %ld admitted, %ld submitted, %ld ended, "
-	                     "%ld retried, %ld hung, %ld recovered",
+	log_printf(LOG_INFO,
+	           "scheduler %s: %ld cycles, %ld admitted, %ld submitted, %ld ended, "
+	           "%ld retried, %ld hung, %ld recovered",
 	           s.owner, s.stats.cycles, s.stats.admitted, s.stats.submitted, s.stats.ended,
 	           s.stats.retried, s.stats.hung, s.stats.recovered);
 	return rc;

@@ -90,20 +90,22 @@ static void on_running(sched *s, const followed *f, const sl_job *j)
 {
 	if (!f->started) {
 		char start[24], id[16];
-		snprintf(start, sizeof(start), "%lld", (long long)(j->start ? j->start : time(NULL)));
+		snprintf(start, sizeof(start), "%lld",
+		         (long long)(j->start ? j->start : time(NULL)));
 		snprintf(id, sizeof(id), "%u", f->slurm_id);
 		const char *p[] = {f->attempt_id, start, j->nodes};
 		char why[320];
 		snprintf(why, sizeof(why), "running as Slurm job %s on %s", id, j->nodes);
 		if (db_begin(s->db) == 0) {
-			int rc = db_query(s->db, NULL,
-			                  "UPDATE job_attempts SET started_at = to_timestamp($2::bigint),"
-			                  " node_list = $3, slurm_state = 'running' WHERE id = $1",
-			                  3, p);
+			int rc = db_query(
+			    s->db, NULL,
+			    "UPDATE job_attempts SET started_at = to_timestamp($2::bigint),"
+			    " node_list = $3, slurm_state = 'running' WHERE id = $1",
+			    3, p);
 			/* the worker's first report may have moved it already */
 			if (rc == 0 && f->job == JOB_SCHEDULED) {
-				int t = jobstate_transition(s->db, f->job_id, JOB_RUNNING, why, NULL,
-				                            NULL, NULL);
+				int t = jobstate_transition(s->db, f->job_id, JOB_RUNNING, why,
+				                            NULL, NULL, NULL);
 				rc = t == -ERR_JOB_STATE_CONFLICT ? 0 : t;
 			}
 			if (rc == 0)
@@ -123,8 +125,9 @@ static void on_running(sched *s, const followed *f, const sl_job *j)
 		           f->job_id, f->number, f->silence_s, f->heartbeat_timeout_s, f->slurm_id);
 		const char *p[] = {f->attempt_id};
 		/* the class first: the job's end then reads as a hang, not as a cancel */
-		if (db_query(s->db, NULL, "UPDATE job_attempts SET failure_class = 'hang' WHERE id = $1",
-		             1, p) == 0 &&
+		if (db_query(s->db, NULL,
+		             "UPDATE job_attempts SET failure_class = 'hang' WHERE id = $1", 1,
+		             p) == 0 &&
 		    sl_cancel(f->slurm_id, err) < 0)
 			log_printf(LOG_WARN, "%s", err);
 		s->stats.hung++;
@@ -197,8 +200,8 @@ static int job_after(sched *s, const followed *f, const char *c, json_t *story)
 		return 0; /* the worker's finish report ended it already */
 	char why[RETRY_WHY_MAX + 160];
 	if (now == JOB_CANCELLING)
-		return jobstate_transition(s->db, f->job_id, JOB_CANCELLED, "cancelled", NULL, story,
-		                           NULL);
+		return jobstate_transition(s->db, f->job_id, JOB_CANCELLED, "cancelled", NULL,
+		                           story, NULL);
 	if (!c[0])
 		return jobstate_transition(s->db, f->job_id, JOB_SUCCEEDED, "all steps done", NULL,
 		                           story, NULL);
@@ -235,8 +238,8 @@ static int job_after(sched *s, const followed *f, const char *c, json_t *story)
 	                    json_pack("{s:i, s:b, s:i}", "nodes", d.nodes, "recompute_full",
 	                              d.set_recompute_full || f->recompute_full, "backoff_s",
 	                              d.backoff_s));
-	snprintf(why, sizeof(why), "attempt %d failed (%s); retry %d of %d in %d s: %s", f->number, c,
-	         f->attempts, in.max_restarts, d.backoff_s, d.why);
+	snprintf(why, sizeof(why), "attempt %d failed (%s); retry %d of %d in %d s: %s", f->number,
+	         c, f->attempts, in.max_restarts, d.backoff_s, d.why);
 	rc = queue_retry(s, f, &d);
 	if (rc == 0)
 		rc = jobstate_transition(s->db, f->job_id, JOB_QUEUED, why, NULL, story, NULL);
@@ -271,7 +274,12 @@ static void on_final(sched *s, const followed *f, const sl_job *j)
 	const char *c = end_class(f, j);
 	char end[24];
 	snprintf(end, sizeof(end), "%lld", (long long)(j->end ? j->end : time(NULL)));
-	const char *p[] = {f->attempt_id, f->job_id, c, sl_state_name(j->state), j->nodes, end,
+	const char *p[] = {f->attempt_id,
+	                   f->job_id,
+	                   c,
+	                   sl_state_name(j->state),
+	                   j->nodes,
+	                   end,
 	                   c[0] ? "failed" : "succeeded"};
 	json_t *story = NULL;
 	int rc = db_begin(s->db);
@@ -290,7 +298,8 @@ static void on_final(sched *s, const followed *f, const sl_job *j)
 		    " node_list = CASE WHEN $5 = '' THEN a.node_list ELSE $5 END,"
 		    " steps_done = m.s,"
 		    " steps_lost = CASE WHEN $3 = '' THEN 0 ELSE greatest(m.s - c.s, 0) END"
-		    " FROM (SELECT coalesce(max(step), 0) AS s FROM job_metrics WHERE attempt_id = $1) m,"
+		    " FROM (SELECT coalesce(max(step), 0) AS s FROM job_metrics WHERE attempt_id = "
+		    "$1) m,"
 		    " (SELECT coalesce(max(step), 0) AS s FROM checkpoints WHERE job_id = $2) c"
 		    " WHERE a.id = $1",
 		    7, p);
@@ -309,7 +318,8 @@ static void on_final(sched *s, const followed *f, const sl_job *j)
 	} else {
 		s->stats.ended++;
 		log_printf(LOG_INFO, "job %s attempt %d: Slurm job %u ended %s%s%s", f->job_id,
-		           f->number, f->slurm_id, sl_state_name(j->state), c[0] ? ", class " : "", c);
+		           f->number, f->slurm_id, sl_state_name(j->state), c[0] ? ", class " : "",
+		           c);
 	}
 	json_decref(story);
 }
@@ -348,8 +358,9 @@ static void follow_one(sched *s, followed *f)
 	if (v == 1)
 		return;
 	if (v == 2) {
-		log_printf(LOG_WARN, "job %s attempt %d: Slurm job %u is known neither to slurmctld "
-		                     "nor to accounting; it is lost",
+		log_printf(LOG_WARN,
+		           "job %s attempt %d: Slurm job %u is known neither to slurmctld "
+		           "nor to accounting; it is lost",
 		           f->job_id, f->number, f->slurm_id);
 		snprintf(f->failure_class, sizeof(f->failure_class), "lost");
 		snprintf(f->outcome, sizeof(f->outcome), "failed");

@@ -36,7 +36,8 @@ retry_decision retry_decide(const retry_input *in)
 	retry_decision d = {.retry = false, .nodes = in->nodes};
 	const char *c = in->failure_class ? in->failure_class : "";
 	if (!retry_class_transient(c)) {
-		snprintf(d.why, sizeof(d.why), "%s: retrying cannot help", c[0] ? c : "unknown failure");
+		snprintf(d.why, sizeof(d.why), "%s: retrying cannot help",
+		         c[0] ? c : "unknown failure");
 		return d;
 	}
 	int restarts = in->attempts - 1;
@@ -49,8 +50,8 @@ retry_decision retry_decide(const retry_input *in)
 		int fewer = in->nodes - 1;
 		if (fewer < 1 || (long)fewer * in->ranks_per_node < in->min_rung_ranks) {
 			snprintf(d.why, sizeof(d.why),
-			         "%s: no configuration of the job fits on %d node(s) of %d ranks", c,
-			         fewer, in->ranks_per_node);
+			         "%s: no configuration of the job fits on %d node(s) of %d ranks",
+			         c, fewer, in->ranks_per_node);
 			return d;
 		}
 		d.nodes = fewer;
@@ -58,8 +59,9 @@ retry_decision retry_decide(const retry_input *in)
 		         in->nodes);
 	} else if (strcmp(c, "out_of_memory") == 0) {
 		if (in->recompute_full) {
-			snprintf(d.why, sizeof(d.why),
-			         "out_of_memory: already ran with full recomputation and every rung");
+			snprintf(
+			    d.why, sizeof(d.why),
+			    "out_of_memory: already ran with full recomputation and every rung");
 			return d;
 		}
 		d.set_recompute_full = true;

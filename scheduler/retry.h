@@ -43,10 +43,10 @@ typedef struct retry_input {
 
 typedef struct retry_decision {
 	bool retry;
-	int nodes;                 /* nodes of the next attempt */
-	bool set_recompute_full;   /* the next attempt adds training.recompute=full */
-	int backoff_s;             /* wait before it may be admitted */
-	char why[RETRY_WHY_MAX];   /* for the job's events */
+	int nodes;               /* nodes of the next attempt */
+	bool set_recompute_full; /* the next attempt adds training.recompute=full */
+	int backoff_s;           /* wait before it may be admitted */
+	char why[RETRY_WHY_MAX]; /* for the job's events */
 } retry_decision;
 
 retry_decision retry_decide(const retry_input *in);

@@ -35,7 +35,7 @@ typedef struct sched_stats {
 typedef struct sched {
 	const ty_config *cfg;
 	PGconn *db;
-	char owner[128]; /* host:pid, written as jobs.dispatch_owner */
+	char owner[128];          /* host:pid, written as jobs.dispatch_owner */
 	char spool[PATH_MAX / 2]; /* short enough for every path made under it */
 	char worker_bin[PATH_MAX];
 	/* where batch jobs start: relative data paths in specs resolve here */

@@ -19,12 +19,18 @@
 extern char *slurm_job_reason_string(enum job_state_reason inx);
 
 static const char *const state_names[] = {
-    [SL_PENDING] = "pending",     [SL_RUNNING] = "running",
-    [SL_COMPLETED] = "completed", [SL_FAILED] = "failed",
-    [SL_TIMEOUT] = "timeout",     [SL_NODE_FAIL] = "node_fail",
-    [SL_PREEMPTED] = "preempted", [SL_CANCELLED] = "cancelled",
-    [SL_OUT_OF_MEMORY] = "out_of_memory", [SL_BOOT_FAIL] = "boot_fail",
-    [SL_DEADLINE] = "deadline",   [SL_UNKNOWN] = "unknown",
+    [SL_PENDING] = "pending",
+    [SL_RUNNING] = "running",
+    [SL_COMPLETED] = "completed",
+    [SL_FAILED] = "failed",
+    [SL_TIMEOUT] = "timeout",
+    [SL_NODE_FAIL] = "node_fail",
+    [SL_PREEMPTED] = "preempted",
+    [SL_CANCELLED] = "cancelled",
+    [SL_OUT_OF_MEMORY] = "out_of_memory",
+    [SL_BOOT_FAIL] = "boot_fail",
+    [SL_DEADLINE] = "deadline",
+    [SL_UNKNOWN] = "unknown",
 };
 
 const char *sl_state_name(sl_state s)
@@ -179,8 +185,8 @@ static void fill_job(sl_job *o, const slurm_job_info_t *j)
 	snprintf(o->nodes, sizeof(o->nodes), "%s", j->nodes ? j->nodes : "");
 	o->start = j->start_time;
 	o->end = j->end_time;
-	o->exit_code = WIFSIGNALED(j->exit_code) ? 128 + WTERMSIG(j->exit_code)
-	                                         : WEXITSTATUS(j->exit_code);
+	o->exit_code =
+	    WIFSIGNALED(j->exit_code) ? 128 + WTERMSIG(j->exit_code) : WEXITSTATUS(j->exit_code);
 }
 
 static int by_id(const void *a, const void *b)
@@ -230,12 +236,18 @@ static sl_state from_sacct(const char *s)
 		const char *name;
 		sl_state st;
 	} map[] = {
-	    {"PENDING", SL_PENDING},     {"RUNNING", SL_RUNNING},
-	    {"SUSPENDED", SL_RUNNING},   {"COMPLETING", SL_RUNNING},
-	    {"COMPLETED", SL_COMPLETED}, {"CANCELLED", SL_CANCELLED},
-	    {"FAILED", SL_FAILED},       {"TIMEOUT", SL_TIMEOUT},
-	    {"NODE_FAIL", SL_NODE_FAIL}, {"PREEMPTED", SL_PREEMPTED},
-	    {"BOOT_FAIL", SL_BOOT_FAIL}, {"DEADLINE", SL_DEADLINE},
+	    {"PENDING", SL_PENDING},
+	    {"RUNNING", SL_RUNNING},
+	    {"SUSPENDED", SL_RUNNING},
+	    {"COMPLETING", SL_RUNNING},
+	    {"COMPLETED", SL_COMPLETED},
+	    {"CANCELLED", SL_CANCELLED},
+	    {"FAILED", SL_FAILED},
+	    {"TIMEOUT", SL_TIMEOUT},
+	    {"NODE_FAIL", SL_NODE_FAIL},
+	    {"PREEMPTED", SL_PREEMPTED},
+	    {"BOOT_FAIL", SL_BOOT_FAIL},
+	    {"DEADLINE", SL_DEADLINE},
 	    {"OUT_OF_MEMORY", SL_OUT_OF_MEMORY},
 	};
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
@@ -266,8 +278,8 @@ int sl_job_from_accounting(uint32_t id, sl_job *out, char err[SL_ERR_MAX])
 		dup2(fd[1], 1);
 		close(fd[0]);
 		close(fd[1]);
-		execlp("sacct", "sacct", "-X", "-n", "-P", "-j", ids, "-o", "State,ExitCode,NodeList",
-		       (char *)NULL);
+		execlp("sacct", "sacct", "-X", "-n", "-P", "-j", ids, "-o",
+		       "State,ExitCode,NodeList", (char *)NULL);
 		_exit(127);
 	}
 	close(fd[1]);

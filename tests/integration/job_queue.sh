@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# tests/integration/job_queue.sh - the "queue" member of a job: a queued
+# job's position among its tenant's queued jobs in admission order
+# (priority first, then submission time, then id), its tenant's rank in
+# the scheduler's last fair-share cycle (scheduler_tenants) and how many
+# tenants it ranked, why it waits and until when; null for a job that is
+# not queued, and left out of lists.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=SCRIPTDIR/lib.sh disable=SC1091
+. "$HERE/lib.sh"
+
+if [[ -z ${TRAINYARD_URL:-} || -z ${TRAINYARD_DB:-} ]]; then
+	not_ok "environment" "needs TRAINYARD_URL and TRAINYARD_DB"
+	summary
+	exit 1
+fi
+
+q() { psql "$TRAINYARD_DB" -qtAc "$1"; }
+
+ADMIN=$(admin_token)
+SFX=$$
+TA=que-a-$SFX TB=que-b-$SFX
+TA_ID=$(tenant_new "$TA")
+TB_ID=$(tenant_new "$TB")
+ALICE=$(member_new "$TA" "que-alice-$SFX" editor)
+BOB=$(member_new "$TB" "que-bob-$SFX" editor)
+
+JOB='{"name": "que", "model": {"preset": "tiny"}, "data": {"train": "/data/x_*.bin"},
+ "parallel": {"data_parallel": 1, "micro_batch": 4, "global_batch": 8},
+ "resources": {"nodes": 1, "ranks_per_node": 1, "time_limit_minutes": 30},
+ "training": {"steps": 10}}'
+
+# submit DESC TENANT: the current TOKEN submits a job to TENANT; sets J.
+J=''
+submit() {
+	check_status "$1" 201 POST "/v1/tenants/$2/jobs" -H 'Content-Type: application/json' -d "$JOB"
+	J=$(printf '%s' "$BODY" | jq -r .id)
+}
+
+TOKEN=$BOB
+submit "bob submits a job in tenant B first" "$TB"
+B1=$J
+check_eq "and gives it the highest priority" 1 \
+	"$(q "UPDATE jobs SET priority = 100 WHERE id = '$B1' RETURNING 1")"
+TOKEN=$ALICE
+submit "alice submits job 1" "$TA"
+J1=$J
+check_json "its answer shows it first of its tenant's queue" 1 .queue.position
+submit "alice submits job 2" "$TA"
+J2=$J
+submit "alice submits job 3" "$TA"
+J3=$J
+check_json "job 3 is third" 3 .queue.position
+
+# pos JOB: the job's queue position as alice reads it
+pos() { TOKEN=$ALICE api GET "/v1/jobs/$1" && printf '%s' "$BODY" | jq -r .queue.position; }
+
+check_status "alice reads job 1" 200 GET "/v1/jobs/$J1"
+check_json "queued, with a queue object" "object" '.queue | type'
+check_json "position 1: another tenant's queue does not count" 1 .queue.position
+check_json "no scheduler_tenants row: tenant_rank is null" null .queue.tenant_rank
+check_json "tenants_ranked counts scheduler_tenants" "$(q "SELECT count(*) FROM scheduler_tenants")" \
+	.queue.tenants_ranked
+check_json "reason is the job's state_reason (empty)" "" .queue.reason
+check_json "not_before is null" null .queue.not_before
+check_eq "in submission order: job 2 is second" 2 "$(pos "$J2")"
+check_eq "job 3 is third" 3 "$(pos "$J3")"
+
+check_eq "job 2 gets a higher priority" 1 \
+	"$(q "UPDATE jobs SET priority = 5 WHERE id = '$J2' RETURNING 1")"
+check_eq "job 2 goes first" 1 "$(pos "$J2")"
+check_eq "job 1 second" 2 "$(pos "$J1")"
+check_eq "job 3 third" 3 "$(pos "$J3")"
+
+# the same priority and submission time: the smaller id goes first
+check_eq "job 3 gets job 1's submission time" 1 \
+	"$(q "UPDATE jobs SET created_at = (SELECT created_at FROM jobs WHERE id = '$J1') WHERE id = '$J3' RETURNING 1")"
+if [[ $(LC_ALL=C; [[ $J1 < $J3 ]] && echo lt) == lt ]]; then
+	FIRST=$J1 SECOND=$J3
+else
+	FIRST=$J3 SECOND=$J1
+fi
+check_eq "the tie goes to the smaller id" "2 3" "$(pos "$FIRST") $(pos "$SECOND")"
+
+# the scheduler's picture of the tenants
+BEFORE=$(q "SELECT count(*) FROM scheduler_tenants")
+check_eq "the scheduler ranks both tenants" 2 \
+	"$(q "INSERT INTO scheduler_tenants (tenant_id, usage_hours, weight, rank) VALUES ('$TB_ID', 1.5, 1, 1), ('$TA_ID', 7.25, 1, 2) RETURNING 1" | wc -l)"
+check_eq "and says why and until when job 1 waits" 1 \
+	"$(q "UPDATE jobs SET state_reason = 'retry 1 after rank_lost', not_before = '2030-01-02 03:04:05.678+00' WHERE id = '$J1' RETURNING 1")"
+TOKEN=$ALICE
+check_status "alice reads job 1 again" 200 GET "/v1/jobs/$J1"
+check_json "tenant_rank is the tenant's row" 2 .queue.tenant_rank
+check_json "tenants_ranked counts the rows" "$((BEFORE + 2))" .queue.tenants_ranked
+check_json "reason is the state_reason" "retry 1 after rank_lost" .queue.reason
+check_json "not_before is a timestamp like the others" "2030-01-02T03:04:05.678Z" .queue.not_before
+check_json "the job is still queued" queued .state
+TOKEN=$BOB
+check_status "bob reads his job" 200 GET "/v1/jobs/$B1"
+check_json "first of tenant B, ranked first" "1 1" '"\(.queue.position) \(.queue.tenant_rank)"'
+
+# jobs that are not queued
+TOKEN=$ADMIN
+check_status "the admin starts job 2's attempt" 201 POST "/v1/jobs/$J2/attempts"
+TOKEN=$ALICE
+check_status "alice reads job 2" 200 GET "/v1/jobs/$J2"
+check_json "scheduled" scheduled .state
+check_json "its queue is null" null '.queue'
+check_json "and present" true 'has("queue")'
+check_eq "job 1 and job 3 move up" "1 2" "$(pos "$FIRST") $(pos "$SECOND")"
+check_status "alice cancels job 3" 200 POST "/v1/jobs/$J3/cancel"
+check_json "the cancel answer: cancelled, queue null" "cancelled null" '"\(.state) \(.queue)"'
+check_eq "job 1 is alone in the queue" 1 "$(pos "$J1")"
+
+check_status "alice lists her jobs" 200 GET "/v1/tenants/$TA/jobs"
+check_json "lists leave queue out" false '[.items[] | has("queue")] | any'
+q "DELETE FROM scheduler_tenants WHERE tenant_id IN ('$TA_ID', '$TB_ID')" >/dev/null
+summary
