@@ -124,15 +124,28 @@ static int mark_running(api_req *rq, char now_state[16])
 	                  "WITH old AS (SELECT state FROM job_attempts WHERE id = $1 FOR UPDATE)"
 	                  " UPDATE job_attempts a SET heartbeat_at = now(), state = 'running'"
 	                  " FROM old WHERE a.id = $1 AND old.state <> 'ended'"
-	                  " RETURNING old.state, (SELECT state FROM jobs WHERE id = a.job_id)",
+	                  " RETURNING old.state, (SELECT state FROM jobs WHERE id = a.job_id),"
+	                  " a.followed",
 	                  1, p);
 	if (rc == 0 && PQntuples(r) != 1)
 		rc = -ERR_ATTEMPT_ENDED;
-	bool start = rc == 0 && strcmp(PQgetvalue(r, 0, 0), "starting") == 0 &&
-	             strcmp(PQgetvalue(r, 0, 1), "scheduled") == 0;
+	bool first = rc == 0 && strcmp(PQgetvalue(r, 0, 0), "starting") == 0;
+	/*
+	 * A scheduler that died between its submission and recording it
+	 * leaves the job dispatching while Slurm runs it: the worker's first
+	 * report says it is scheduled, and the scheduler that finishes the
+	 * dispatch finds it so.
+	 */
+	bool unrecorded = first && strcmp(PQgetvalue(r, 0, 1), "dispatching") == 0 &&
+	                  PQgetvalue(r, 0, 2)[0] == 't';
+	bool start = first && (unrecorded || strcmp(PQgetvalue(r, 0, 1), "scheduled") == 0);
 	snprintf(now_state, 16, "%s", rc == 0 ? PQgetvalue(r, 0, 1) : "");
 	PQclear(r);
-	if (start) {
+	if (unrecorded)
+		rc = jobstate_transition(rq->db, rq->scope.job_id, JOB_SCHEDULED,
+		                         "running in Slurm before its submission was recorded", NULL,
+		                         NULL, NULL);
+	if (start && rc == 0) {
 		rc = jobstate_transition(rq->db, rq->scope.job_id, JOB_RUNNING, "attempt running",
 		                         NULL, NULL, NULL);
 		snprintf(now_state, 16, "%s", "running");

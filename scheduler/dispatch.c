@@ -367,7 +367,7 @@ int dispatch_recover(sched *s)
 	                  "SELECT " ITEM_COLUMNS ", j.state FROM jobs j"
 	                  " JOIN job_attempts a ON a.job_id = j.id AND a.number = j.attempts"
 	                  " JOIN tenants t ON t.id = j.tenant_id"
-	                  " WHERE j.state IN ('dispatching', 'cancelling') AND a.followed"
+	                  " WHERE a.followed"
 	                  " AND a.slurm_job_id IS NULL"
 	                  " AND coalesce(j.dispatch_lease_until, '-infinity') < now()"
 	                  " LIMIT 64",
@@ -378,10 +378,12 @@ int dispatch_recover(sched *s)
 	}
 	int n = PQntuples(r), found = 0, k = 0;
 	dispatch_item items[64];
-	bool cancelling[64];
+	bool cancelling[64], ended[64];
 	for (int i = 0; i < n; i++) {
 		item_fill(&items[i], r, i);
-		cancelling[i] = strcmp(PQgetvalue(r, i, 10), "cancelling") == 0;
+		int st = job_state_parse(PQgetvalue(r, i, 10));
+		cancelling[i] = st == JOB_CANCELLING;
+		ended[i] = st < 0 || job_state_final((job_state)st);
 	}
 	PQclear(r);
 	if (n == 0)
@@ -413,6 +415,16 @@ int dispatch_recover(sched *s)
 			log_printf(LOG_INFO,
 			           "job %s attempt %d: found in Slurm as %u after a lost lease",
 			           it->job_id, it->number, it->slurm_id);
+		} else if (ended[i]) {
+			/* cancelled (or failed) before anything reached Slurm */
+			const char *q[] = {it->attempt_id};
+			rc = db_query(s->db, NULL,
+			              "UPDATE job_attempts SET state = 'ended', followed = false,"
+			              " ended_at = coalesce(ended_at, now()),"
+			              " outcome = CASE WHEN outcome = '' THEN 'failed' ELSE outcome END"
+			              " WHERE id = $1",
+			              1, q);
+			credential_remove(s, it->attempt_id);
 		} else if (cancelling[i]) {
 			it->result = -1;
 			rc = record_one(s, it, true);

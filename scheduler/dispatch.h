@@ -12,8 +12,11 @@
  *   3. record (one transaction): the Slurm id into the attempt, the job
  *      dispatching -> scheduled, the lease cleared.
  *
- * A crash after 1 leaves a dispatching job whose attempt has no Slurm id.
- * Once its lease has run out, whichever scheduler leads looks for the
+ * A crash after 1 leaves a dispatching job whose attempt has no Slurm id
+ * (if the crash came after 2, its worker may run and make it running
+ * meanwhile: the API lets the first report of a followed attempt do so).
+ * Slurm keeps ended jobs for MinJobAge (deploy/slurm: an hour), far longer
+ * than a lease. Once its lease has run out, whichever scheduler leads looks for the
  * attempt's comment among Slurm's jobs: found, it records that id (step
  * 3); not found, it renews the credential and the lease and submits (steps
  * 2 and 3). The lease is what keeps a leader that lost its lock in the
