@@ -87,11 +87,13 @@ wait_steps() {
 	done
 }
 
-# slurm_ids JOB: the Slurm jobs accounting holds for JOB (by their name), sorted.
+# slurm_ids JOB: the Slurm jobs accounting holds for JOB (by their name),
+# sorted. slurmdbd learns of jobs a moment after slurmctld: wait for the
+# one the database recorded before comparing (acct_caught_up).
 slurm_ids() {
-	sacct -X -n -P -a -S now-1days -o JobID,JobName%60 2>/dev/null |
-		awk -F'|' -v n="ty-$1" '$2 == n { print $1 }' | sort -n | xargs
+	sacct -X -n -P -a --name "ty-$1" -S 2020-01-01 -o JobID 2>/dev/null | sort -n | xargs
 }
+acct_caught_up() { [[ -n $(slurm_ids "$1") && $(slurm_ids "$1") == *"$(db_slurm_ids "$1" | awk '{ print $NF }')"* ]]; }
 
 # db_slurm_ids JOB: the Slurm ids the database recorded for JOB's attempts, sorted.
 db_slurm_ids() {

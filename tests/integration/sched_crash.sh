@@ -77,6 +77,7 @@ for j in "${JOBS[@]}"; do
 	n=$(sq "SELECT count(*) FROM job_attempts WHERE job_id = '$j'")
 	((n == 1)) || twice=$((twice + 1))
 	wait_until 20 test -z "$(sq "SELECT 1 FROM job_attempts WHERE job_id = '$j' AND followed")"
+	wait_until 20 acct_caught_up "$j"
 	acct=$(slurm_ids "$j") db=$(db_slurm_ids "$j")
 	[[ -n $db ]] || lost=$((lost + 1))
 	[[ $acct == "$db" && $acct != *" "* ]] || {
@@ -108,6 +109,7 @@ check "the job succeeds" wait_state "$J" 120 succeeded
 check "the follower finished the dispatch" wait_until 20 grep -q "found in Slurm as" "$TY_TMP/follower.log"
 check_eq "one attempt" 1 "$(sq "SELECT count(*) FROM job_attempts WHERE job_id = '$J'")"
 wait_until 20 test -z "$(sq "SELECT 1 FROM job_attempts WHERE job_id = '$J' AND followed")"
+wait_until 20 acct_caught_up "$J"
 check_eq "one Slurm job, the recorded one" "$(db_slurm_ids "$J")" "$(slurm_ids "$J")"
 kill -TERM "$FOLLOWER" 2>/dev/null
 waits 20 "$FOLLOWER"

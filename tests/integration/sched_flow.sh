@@ -27,6 +27,8 @@ if [[ -z ${SLURM_CONF:-} || ! -x $SCHED_BIN ]]; then
 	summary
 	exit 1
 fi
+# attempts_done JOB: the scheduler follows none of JOB's attempts any more
+attempts_done() { [[ $(sq "SELECT count(*) FROM job_attempts WHERE job_id = '$1' AND followed") == 0 ]]; }
 make_corpus
 sched_quiet
 ADMIN=$(admin_token)
@@ -40,11 +42,11 @@ trap 'sched_stop' EXIT
 J=$(submit "$T" "$ALICE" demo .)
 check "a 2-node job is admitted, runs and succeeds" wait_state "$J" 120 succeeded failed
 check_eq "it succeeded" succeeded "$(job_state "$J")"
+check "the scheduler follows the attempt to its end in Slurm" wait_until 30 attempts_done "$J"
 check_eq "one attempt, on both nodes, every step done, none lost" "1|2|n[1-2]|20|0||completed" \
 	"$(sq "SELECT number, nodes, node_list, steps_done, steps_lost, failure_class, slurm_state
 	       FROM job_attempts WHERE job_id = '$J'")"
-attempts_done() { [[ $(sq "SELECT count(*) FROM job_attempts WHERE job_id = '$1' AND followed") == 0 ]]; }
-check "the scheduler follows the attempt to its end in Slurm" wait_until 30 attempts_done "$J"
+wait_until 20 acct_caught_up "$J"
 check_eq "the attempt's Slurm job is the one accounting holds under the job's name" \
 	"$(slurm_ids "$J")" "$(db_slurm_ids "$J")"
 SID=$(db_slurm_ids "$J")
@@ -84,7 +86,8 @@ check_json "it is cancelling" cancelling .state
 check "it ends cancelled" wait_state "$LONG" 60 cancelled
 LSID=$(db_slurm_ids "$LONG")
 check "Slurm ended its job" wait_until 30 bash -c "sacct -X -n -P -j $LSID -o State | grep -q CANCELLED"
-check_eq "no step of it runs any more" "" "$(squeue -h -j "$LSID" -o %i 2>/dev/null)"
+gone() { [[ -z $(squeue -h -j "$1" -o %i 2>/dev/null) ]]; }
+check "nothing of it runs in Slurm any more" wait_until 30 gone "$LSID"
 TOKEN=$ADMIN api PUT "/v1/tenants/$T/quota" -H 'Content-Type: application/json' \
 	-d '{"max_gpus": 64, "max_running_jobs": 4, "gpu_hours_per_month": 1000,
 	     "max_storage_bytes": 1000000000, "weight": 1}'
@@ -98,6 +101,7 @@ stack_slurm() { TRAINYARD_VAR=$TRAINYARD_VAR "$TY_ROOT/deploy/slurm" "$@"; }
 stack_slurm kill-node n2 >/dev/null
 check "it fails over and succeeds" wait_state "$NF" 180 succeeded failed
 check_eq "it succeeded" succeeded "$(job_state "$NF")"
+check "the scheduler follows both attempts to their end" wait_until 30 attempts_done "$NF"
 check_match "attempt 1 on 2 nodes ended by the node's failure, attempt 2 on 1 node completed" \
 	'^1\|2\|node_failure\|(node_fail|failed)\|[0-9]+\|[0-9]+;2\|1\|\|completed\|400\|0$' \
 	"$(sq "SELECT string_agg(concat_ws('|', number, nodes, failure_class, slurm_state, steps_done,
