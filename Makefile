@@ -88,7 +88,7 @@ help:
 	@echo "make unit         unit tests only (no services)"
 	@echo "make SANITIZE=address,undefined test   the same under ASan/UBSan (build/san)"
 	@echo "make fuzz         libFuzzer targets, FUZZ_SECONDS each (default 20)"
-	@echo "make bench        API throughput and latency benchmarks"
+	@echo "make bench        API, trainer, crypto and scheduler benchmarks"
 	@echo "make demo         bring up the local stack and submit a job"
 	@echo "make deps         install the Debian packages when missing"
 	@echo "make docs         regenerate docs/errors.md from lib/errors.def"
@@ -235,7 +235,19 @@ $(BUILD)/bench/crypto: $(call obj,bench/crypto.c) $(LIB_A)
 	@echo "  LINK    $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-bench: $(BINS) $(BUILD)/bench/sgemm $(BUILD)/bench/crypto
+# The scheduler bench times the scheduler's own calls: --wrap puts its
+# timers in front of every database and libslurm call the scheduler makes.
+BENCH_SCHED_WRAP := -Wl,--wrap=db_query,--wrap=db_begin,--wrap=db_commit,--wrap=fsync \
+                    -Wl,--wrap=sl_submit_batch,--wrap=sl_our_jobs,--wrap=sl_cluster_room
+
+$(BUILD)/obj/bench/sched.o: CFLAGS += -Ischeduler -Iworker/runtime
+
+$(BUILD)/bench/sched: $(call obj,bench/sched.c) $(SCHED_A) $(LIB_A)
+	@mkdir -p $(@D)
+	@echo "  LINK    $@"
+	$(Q)$(CC) $(LDFLAGS) $(BENCH_SCHED_WRAP) -o $@ $^ $(SLURM_LIBS) $(LDLIBS)
+
+bench: $(BINS) $(BUILD)/bench/sgemm $(BUILD)/bench/crypto $(BUILD)/bench/sched
 	@BUILD=$(BUILD) bench/run
 	@echo
 	@BUILD=$(BUILD) bench/train
@@ -243,6 +255,8 @@ bench: $(BINS) $(BUILD)/bench/sgemm $(BUILD)/bench/crypto
 	@BUILD=$(BUILD) bench/parallel
 	@echo
 	@BUILD=$(BUILD) bench/crypto
+	@echo
+	@BUILD=$(BUILD) bench/sched
 
 demo:
 	@deploy/demo

@@ -143,8 +143,8 @@ static int mark_running(api_req *rq, char now_state[16])
 	PQclear(r);
 	if (unrecorded)
 		rc = jobstate_transition(rq->db, rq->scope.job_id, JOB_SCHEDULED,
-		                         "running in Slurm before its submission was recorded", NULL,
-		                         NULL, NULL);
+		                         "running in Slurm before its submission was recorded",
+		                         NULL, NULL, NULL);
 	if (start && rc == 0) {
 		rc = jobstate_transition(rq->db, rq->scope.job_id, JOB_RUNNING, "attempt running",
 		                         NULL, NULL, NULL);

@@ -368,3 +368,28 @@ const char *db_get(const PGresult *res, int r, const char *col)
 		return NULL;
 	return PQgetvalue(res, r, f);
 }
+
+char *db_array_literal(const char *const *items, int n)
+{
+	size_t cap = 3;
+	for (int i = 0; i < n; i++)
+		cap += 2 * strlen(items[i]) + 3;
+	char *out = malloc(cap), *w = out;
+	if (!out)
+		return NULL;
+	*w++ = '{';
+	for (int i = 0; i < n; i++) {
+		if (i)
+			*w++ = ',';
+		*w++ = '"';
+		for (const char *c = items[i]; *c; c++) {
+			if (*c == '"' || *c == '\\')
+				*w++ = '\\';
+			*w++ = *c;
+		}
+		*w++ = '"';
+	}
+	*w++ = '}';
+	*w = '\0';
+	return out;
+}

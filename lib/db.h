@@ -54,6 +54,14 @@ int db_commit(PGconn *c);
 /* Roll back if a transaction is open; never fails loudly. */
 void db_rollback(PGconn *c);
 
+/*
+ * items[0..n-1] as one PostgreSQL array literal ({"a","b"}), each element
+ * quoted, for a parameter such as $1::uuid[] or $2::text[] (with unnest()
+ * one statement serves a whole batch). RET: a malloc()ed string, or NULL
+ * when memory ran out.
+ */
+char *db_array_literal(const char *const *items, int n);
+
 /* Value of row r, column name col, or NULL when SQL NULL. */
 const char *db_get(const PGresult *res, int r, const char *col);
 

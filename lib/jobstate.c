@@ -98,6 +98,52 @@ int jobstate_transition(PGconn *c, const char *job_id, job_state to, const char 
 	return rc;
 }
 
+int jobstate_transition_many(PGconn *c, const char *const *ids, const char *const *reasons, int n,
+                             job_state from, job_state to, bool *moved)
+{
+	if (!job_transition_allowed(from, to))
+		return -ERR_JOB_STATE_CONFLICT;
+	if (moved)
+		memset(moved, 0, sizeof(*moved) * (size_t)(n > 0 ? n : 0));
+	if (n <= 0)
+		return 0;
+	char *id_arr = db_array_literal(ids, n), *why_arr = db_array_literal(reasons, n);
+	int rc = id_arr && why_arr ? 0 : -ERR_INTERNAL;
+	PGresult *r = NULL;
+	if (rc == 0) {
+		const char *p[] = {id_arr, why_arr, names[from], names[to],
+		                   job_state_final(to) ? "t" : "f"};
+		rc = db_query(
+		    c, &r,
+		    "WITH v AS (SELECT * FROM unnest($1::uuid[], $2::text[]) WITH ORDINALITY"
+		    "   AS v(id, reason, ord)),"
+		    " u AS (UPDATE jobs j SET state = $4, state_reason = v.reason, updated_at = "
+		    "now(),"
+		    "   started_at = CASE WHEN $4 = 'running' THEN coalesce(j.started_at, now())"
+		    "     ELSE j.started_at END,"
+		    "   finished_at = CASE WHEN $5::boolean THEN now() ELSE NULL END"
+		    "   FROM v WHERE j.id = v.id AND j.state = $3 RETURNING j.id, v.reason, v.ord),"
+		    " e AS (INSERT INTO job_events (job_id, from_state, to_state, reason)"
+		    "   SELECT id, $3, $4, reason FROM u ORDER BY ord)"
+		    " SELECT ord FROM u",
+		    5, p);
+	}
+	free(id_arr);
+	free(why_arr);
+	if (rc) {
+		PQclear(r);
+		return rc;
+	}
+	int k = PQntuples(r);
+	for (int i = 0; moved && i < k; i++) {
+		long ord = strtol(PQgetvalue(r, i, 0), NULL, 10);
+		if (ord >= 1 && ord <= n)
+			moved[ord - 1] = true;
+	}
+	PQclear(r);
+	return k;
+}
+
 int jobstate_record_created(PGconn *c, const char *job_id, const char *actor_id)
 {
 	const char *p[] = {job_id, actor_id};

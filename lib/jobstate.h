@@ -46,6 +46,18 @@ bool job_transition_allowed(job_state from, job_state to);
 int jobstate_transition(PGconn *c, const char *job_id, job_state to, const char *reason,
                         const char *actor_id, const json_t *detail, job_state *from);
 
+/*
+ * The move from -> to for the jobs ids[0..n-1] in one statement, each
+ * with its reason (a batch of the scheduler's). Only jobs in state from
+ * move; the others (cancelled meanwhile, say) are left as they are. Each
+ * move is a job_events row, as with jobstate_transition().
+ * OUT: moved[i], whether ids[i] moved (moved may be NULL).
+ * RET: the number moved; -ERR_JOB_STATE_CONFLICT when from -> to is not in
+ * the table; -ERR_DB_UNAVAILABLE / -ERR_INTERNAL.
+ */
+int jobstate_transition_many(PGconn *c, const char *const *ids, const char *const *reasons, int n,
+                             job_state from, job_state to, bool *moved);
+
 /* Record the creation event (no previous state -> queued) of a new job. */
 int jobstate_record_created(PGconn *c, const char *job_id, const char *actor_id);
 

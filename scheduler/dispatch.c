@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <openssl/crypto.h>
+#include <pthread.h>
 #include <slurm/slurm_errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,24 +63,35 @@ static void item_fill(dispatch_item *it, const PGresult *r, int row)
 	it->result = 2;
 }
 
-/* A new credential for the attempt: its hash in *hex, the secret in its spool file. */
-static int credential_issue(sched *s, const char *attempt_id, char hex[2 * TOKEN_HASH_LEN + 1])
+/* A new attempt credential: the secret, and its hash in hex. RET 0 or -1. */
+static int credential_new(char secret[ATTEMPT_SECRET_LEN + 1], char hex[2 * TOKEN_HASH_LEN + 1])
 {
-	char secret[ATTEMPT_SECRET_LEN + 1], path[PATH_MAX];
 	unsigned char hash[TOKEN_HASH_LEN];
 	if (attempt_credential_generate(secret) < 0)
 		return -1;
 	token_hash(secret, hash);
 	hex_encode(hash, sizeof(hash), hex);
+	return 0;
+}
+
+/*
+ * The secret into the attempt's 0600 spool file. Not synced: the database
+ * is what must survive a crash. A file a crash of the machine took away
+ * leaves its worker without a credential; the attempt fails, and the
+ * scheduler retries it with a new one. RET 0 or -1 (logged).
+ */
+static int credential_write(const sched *s, const char *attempt_id, const char *secret)
+{
+	char path[PATH_MAX];
 	batch_credential_path(s, attempt_id, path, sizeof(path));
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	int rc = -1;
 	if (fd >= 0) {
 		size_t n = strlen(secret);
-		rc = write(fd, secret, n) == (ssize_t)n && fsync(fd) == 0 ? 0 : -1;
-		close(fd);
+		rc = write(fd, secret, n) == (ssize_t)n ? 0 : -1;
+		if (close(fd) < 0)
+			rc = -1;
 	}
-	OPENSSL_cleanse(secret, sizeof(secret));
 	if (rc < 0)
 		log_printf(LOG_ERROR, "could not write the credential file %s: %s", path,
 		           strerror(errno));
@@ -94,73 +106,97 @@ static void credential_remove(const sched *s, const char *attempt_id)
 }
 
 /*
- * Step 1 for one job inside the open transaction: dispatching under the
- * lease, the attempt row. The credential hash is set once the row's id is
- * known (its file is named after it). RET 0, 1 when the job is no longer
- * queued, or -ERR_*.
+ * Step 1 for a batch, inside the open transaction: the jobs still queued
+ * go to dispatching (one statement, jobstate_transition_many), then one
+ * statement leases them and writes their attempt rows with their
+ * credentials' hashes; then the credential files. OUT: items[0..RET-1].
+ * RET: the jobs prepared (jobs no longer queued are left out), or -ERR_*.
  */
-static int prepare_one(sched *s, const char *job_id, dispatch_item *it)
+static int prepare_batch(sched *s, char (*ids)[37], int n, dispatch_item *items)
 {
-	int rc = jobstate_transition(s->db, job_id, JOB_DISPATCHING, "admitted", NULL, NULL, NULL);
-	if (rc == -ERR_JOB_STATE_CONFLICT || rc == -ERR_JOB_NOT_FOUND)
-		return 1;
-	if (rc)
+	const char *id[DISPATCH_BATCH_MAX] = {0}, *why[DISPATCH_BATCH_MAX] = {0},
+	           *hash[DISPATCH_BATCH_MAX] = {0};
+	bool moved[DISPATCH_BATCH_MAX];
+	char secrets[DISPATCH_BATCH_MAX][ATTEMPT_SECRET_LEN + 1];
+	char hexes[DISPATCH_BATCH_MAX][2 * TOKEN_HASH_LEN + 1];
+	for (int i = 0; i < n; i++) {
+		id[i] = ids[i];
+		why[i] = "admitted";
+	}
+	int rc = jobstate_transition_many(s->db, id, why, n, JOB_QUEUED, JOB_DISPATCHING, moved);
+	if (rc <= 0)
 		return rc;
-	char lease[16], margin[16], placeholder[2 * TOKEN_HASH_LEN + 1];
+	int k = 0;
+	for (int i = 0; i < n; i++) {
+		if (!moved[i])
+			continue;
+		if (credential_new(secrets[k], hexes[k]) < 0)
+			return -ERR_INTERNAL;
+		id[k] = ids[i];
+		hash[k] = hexes[k];
+		k++;
+	}
+	char *id_arr = db_array_literal(id, k), *hash_arr = db_array_literal(hash, k);
+	char lease[16], margin[16];
 	snprintf(lease, sizeof(lease), "%d", s->lease_s);
 	snprintf(margin, sizeof(margin), "%d", SCHED_CREDENTIAL_MARGIN_MINUTES);
-	/* a random placeholder until the real hash is known: credential is UNIQUE */
-	unsigned char rnd[TOKEN_HASH_LEN];
-	char tmp[ATTEMPT_SECRET_LEN + 1];
-	if (attempt_credential_generate(tmp) < 0)
-		return -ERR_INTERNAL;
-	token_hash(tmp, rnd);
-	hex_encode(rnd, sizeof(rnd), placeholder);
-	const char *p[] = {job_id, s->owner, lease, placeholder, margin};
-	PGresult *r;
-	rc = db_query(
-	    s->db, &r,
-	    "WITH j AS (UPDATE jobs SET attempts = attempts + 1, dispatch_owner = $2,"
-	    "   dispatch_lease_until = now() + $3::int * interval '1 second', not_before = NULL"
-	    "   WHERE id = $1 RETURNING id, tenant_id, attempts, spec, next_nodes, next_overrides),"
-	    " n AS (SELECT j.*, coalesce(j.next_nodes, (spec->'resources'->>'nodes')::int) AS "
-	    "nodes,"
-	    "   (spec->'resources'->>'ranks_per_node')::int AS rpn FROM j),"
-	    " a AS (INSERT INTO job_attempts (job_id, number, credential, expires_at, nodes, "
-	    "devices,"
-	    "   config, followed)"
-	    "   SELECT id, attempts, decode($4, 'hex'), now() +"
-	    "   ((spec->'resources'->>'time_limit_minutes')::int + $5::int) * interval '1 minute',"
-	    "   nodes, nodes * rpn, jsonb_build_object('nodes', nodes, 'ranks_per_node', rpn,"
-	    "   'gpus_per_node', (spec->'resources'->>'gpus_per_node')::int,"
-	    "   'overrides', next_overrides), true FROM n RETURNING *)"
-	    " SELECT a.id, a.number, a.job_id, t.name, a.nodes, n.rpn,"
-	    " (n.spec->'resources'->>'gpus_per_node')::int,"
-	    " (n.spec->'resources'->>'time_limit_minutes')::int,"
-	    " coalesce(n.spec->'resources'->>'partition', ''), (a.config->'overrides')::text"
-	    " FROM a JOIN n ON n.id = a.job_id JOIN tenants t ON t.id = n.tenant_id",
-	    5, p);
-	if (rc == 0 && PQntuples(r) == 1)
-		item_fill(it, r, 0);
-	else if (rc == 0)
+	const char *p[] = {id_arr, hash_arr, s->owner, lease, margin};
+	PGresult *r = NULL;
+	rc = id_arr && hash_arr ? 0 : -ERR_INTERNAL;
+	if (rc == 0)
+		rc = db_query(
+		    s->db, &r,
+		    "WITH v AS (SELECT * FROM unnest($1::uuid[], $2::text[]) WITH ORDINALITY"
+		    "   AS v(id, cred, ord)),"
+		    " j AS (UPDATE jobs SET attempts = attempts + 1, dispatch_owner = $3,"
+		    "   dispatch_lease_until = now() + $4::int * interval '1 second', not_before = "
+		    "NULL"
+		    "   FROM v WHERE jobs.id = v.id"
+		    "   RETURNING jobs.id, tenant_id, attempts, spec, next_nodes, next_overrides,"
+		    "   v.cred, v.ord),"
+		    " n AS (SELECT j.*, coalesce(next_nodes, (spec->'resources'->>'nodes')::int) "
+		    "AS nodes,"
+		    "   (spec->'resources'->>'ranks_per_node')::int AS rpn FROM j),"
+		    " a AS (INSERT INTO job_attempts (job_id, number, credential, expires_at, "
+		    "nodes,"
+		    "   devices, config, followed)"
+		    "   SELECT id, attempts, decode(cred, 'hex'), now() +"
+		    "   ((spec->'resources'->>'time_limit_minutes')::int + $5::int) * interval '1 "
+		    "minute',"
+		    "   nodes, nodes * rpn, jsonb_build_object('nodes', nodes, 'ranks_per_node', "
+		    "rpn,"
+		    "   'gpus_per_node', (spec->'resources'->>'gpus_per_node')::int,"
+		    "   'overrides', next_overrides), true FROM n RETURNING *)"
+		    " SELECT a.id, a.number, a.job_id, t.name, a.nodes, n.rpn,"
+		    " (n.spec->'resources'->>'gpus_per_node')::int,"
+		    " (n.spec->'resources'->>'time_limit_minutes')::int,"
+		    " coalesce(n.spec->'resources'->>'partition', ''), "
+		    "(a.config->'overrides')::text,"
+		    " n.ord FROM a JOIN n ON n.id = a.job_id JOIN tenants t ON t.id = n.tenant_id"
+		    " ORDER BY n.ord",
+		    5, p);
+	free(id_arr);
+	free(hash_arr);
+	if (rc == 0 && PQntuples(r) != k)
 		rc = -ERR_INTERNAL;
+	for (int i = 0; rc == 0 && i < k; i++) {
+		item_fill(&items[i], r, i);
+		int ord = atoi(PQgetvalue(r, i, 10));
+		if (ord < 1 || ord > k ||
+		    credential_write(s, items[i].attempt_id, secrets[ord - 1]) < 0)
+			rc = -ERR_INTERNAL;
+	}
 	PQclear(r);
-	if (rc)
-		return rc;
-	char hex[2 * TOKEN_HASH_LEN + 1];
-	if (credential_issue(s, it->attempt_id, hex) < 0)
-		return -ERR_INTERNAL;
-	const char *q[] = {it->attempt_id, hex};
-	return db_query(s->db, NULL,
-	                "UPDATE job_attempts SET credential = decode($2, 'hex') WHERE id = $1", 2,
-	                q);
+	for (int i = 0; i < k; i++)
+		OPENSSL_cleanse(secrets[i], sizeof(secrets[i]));
+	return rc ? rc : k;
 }
 
 /* Step 2 for one item; sets its result. */
 static void submit_one(sched *s, dispatch_item *it, double leased_at)
 {
 	/* a lease about to run out is left to recovery rather than raced */
-	if (mono_s() - leased_at > s->lease_s / 2.0 || !leader_holds(s)) {
+	if (mono_s() - leased_at > s->lease_s / 2.0) {
 		it->result = 2;
 		return;
 	}
@@ -168,7 +204,6 @@ static void submit_one(sched *s, dispatch_item *it, double leased_at)
 	char err[SL_ERR_MAX];
 	if (batch_submit(s, it, err) == 0) {
 		it->result = 0;
-		s->stats.submitted++;
 	} else {
 		int e = slurm_get_errno();
 		/* the controller could not be reached: try again later */
@@ -258,17 +293,78 @@ static int record_one(sched *s, dispatch_item *it, bool cancelling)
 	return rc;
 }
 
-/* Steps 2 and 3 for prepared items. RET the number submitted, or -1. */
-static int submit_and_record(sched *s, dispatch_item *items, int n, double leased_at)
+/*
+ * Step 3 for the submitted items of a batch, inside the open transaction:
+ * their Slurm ids, dispatching -> scheduled (jobs cancelled meanwhile stay
+ * cancelling: reconciliation ends their Slurm job). Two statements for
+ * the whole batch. RET 0 or -ERR_*.
+ */
+static int record_submitted(sched *s, const dispatch_item *items, int n)
+{
+	const char *job[DISPATCH_BATCH_MAX], *att[DISPATCH_BATCH_MAX], *sid[DISPATCH_BATCH_MAX],
+	    *why[DISPATCH_BATCH_MAX];
+	char sids[DISPATCH_BATCH_MAX][16], whys[DISPATCH_BATCH_MAX][48];
+	int k = 0;
+	for (int i = 0; i < n; i++) {
+		if (items[i].result != 0)
+			continue;
+		snprintf(sids[k], sizeof(sids[k]), "%u", items[i].slurm_id);
+		snprintf(whys[k], sizeof(whys[k]), "submitted to Slurm as job %u",
+		         items[i].slurm_id);
+		job[k] = items[i].job_id;
+		att[k] = items[i].attempt_id;
+		sid[k] = sids[k];
+		why[k] = whys[k];
+		k++;
+	}
+	if (k == 0)
+		return 0;
+	char *job_arr = db_array_literal(job, k), *att_arr = db_array_literal(att, k),
+	     *sid_arr = db_array_literal(sid, k);
+	int rc = job_arr && att_arr && sid_arr ? 0 : -ERR_INTERNAL;
+	const char *p[] = {att_arr, sid_arr};
+	if (rc == 0)
+		rc = db_query(
+		    s->db, NULL,
+		    "UPDATE job_attempts a SET slurm_job_id = v.sid"
+		    " FROM unnest($1::uuid[], $2::bigint[]) AS v(id, sid) WHERE a.id = v.id",
+		    2, p);
+	if (rc == 0) {
+		int moved = jobstate_transition_many(s->db, job, why, k, JOB_DISPATCHING,
+		                                     JOB_SCHEDULED, NULL);
+		rc = moved < 0 ? moved : 0;
+	}
+	/*
+	 * The lease is left to expire: recovery only looks at attempts without
+	 * a Slurm id, and dispatch_owner keeps telling who dispatched the job.
+	 */
+	free(job_arr);
+	free(att_arr);
+	free(sid_arr);
+	return rc;
+}
+
+/* Step 2 for prepared items. RET the number submitted. */
+static int submit_items(sched *s, dispatch_item *items, int n, double leased_at)
 {
 	int submitted = 0;
 	for (int i = 0; i < n; i++) {
 		submit_one(s, &items[i], leased_at);
 		submitted += items[i].result == 0;
 	}
+	s->stats.submitted += submitted;
+	return submitted;
+}
+
+/* Step 3 for items that went through step 2, in one transaction. RET 0 or -1. */
+static int record_items(sched *s, dispatch_item *items, int n)
+{
 	int rc = db_begin(s->db);
+	if (rc == 0)
+		rc = record_submitted(s, items, n);
 	for (int i = 0; rc == 0 && i < n; i++)
-		rc = record_one(s, &items[i], false);
+		if (items[i].result != 0)
+			rc = record_one(s, &items[i], false);
 	if (rc == 0)
 		rc = db_commit(s->db);
 	if (rc) {
@@ -278,46 +374,97 @@ static int submit_and_record(sched *s, dispatch_item *items, int n, double lease
 		return -1;
 	}
 	sched_crash_point(s, "after_record");
-	return submitted;
+	return 0;
 }
 
-static int dispatch_batch(sched *s, char (*ids)[37], int n)
-{
+/* One batch from its prepare to its record. */
+typedef struct batch_run {
+	sched *s;
+	char (*ids)[37];
+	int n, k, rc;
+	double leased_at;
 	dispatch_item items[DISPATCH_BATCH_MAX];
-	int k = 0, rc = db_begin(s->db);
-	for (int i = 0; rc == 0 && i < n; i++) {
-		int r = prepare_one(s, ids[i], &items[k]);
-		if (r == 0)
-			k++;
-		else if (r < 0)
-			rc = r;
-	}
-	double leased_at = mono_s();
-	if (rc == 0)
-		rc = db_commit(s->db);
+} batch_run;
+
+/* Step 1 for b, committed. RET 0, or -1 (nothing of it is left). */
+static int prepare_commit(batch_run *b)
+{
+	sched *s = b->s;
+	int rc = db_begin(s->db);
+	b->k = rc == 0 ? prepare_batch(s, b->ids, b->n, b->items) : rc;
+	b->leased_at = mono_s();
+	rc = b->k < 0 ? b->k : db_commit(s->db);
 	if (rc) {
 		db_rollback(s->db);
-		for (int i = 0; i < k; i++)
-			credential_remove(s, items[i].attempt_id);
-		log_printf(LOG_ERROR, "preparing %d dispatches failed", n);
-		return -1;
+		for (int i = 0; i < (b->k > 0 ? b->k : 0); i++)
+			credential_remove(s, b->items[i].attempt_id);
+		log_printf(LOG_ERROR, "preparing %d dispatches failed", b->n);
+		b->k = 0;
+		return b->rc = -1;
 	}
 	sched_crash_point(s, "after_prepare");
-	return submit_and_record(s, items, k, leased_at);
+	return b->rc = 0;
 }
 
+static void *prepare_thread(void *arg)
+{
+	prepare_commit(arg);
+	return NULL;
+}
+
+static int min_int(int a, int b)
+{
+	return a < b ? a : b;
+}
+
+/*
+ * Batches in a pipeline: while batch k is submitted (libslurm, no
+ * database), a thread prepares batch k+1 on the database connection; then
+ * batch k is recorded. The connection is used by one thread at a time, and
+ * every batch keeps the order prepare, submit, record of dispatch.h.
+ */
 int dispatch_jobs(sched *s, char (*ids)[37], int n)
 {
-	int batch = s->batch < DISPATCH_BATCH_MAX ? s->batch : DISPATCH_BATCH_MAX;
-	int total = 0;
-	for (int off = 0; off < n; off += batch) {
-		int m = n - off < batch ? n - off : batch;
-		int r = dispatch_batch(s, ids + off, m);
-		if (r < 0)
+	static batch_run runs[2];
+	batch_run *cur = &runs[0], *next = &runs[1];
+	int batch = min_int(s->batch, DISPATCH_BATCH_MAX), off = 0, total = 0;
+	if (n <= 0)
+		return 0;
+	cur->s = s;
+	cur->ids = ids;
+	cur->n = min_int(batch, n);
+	off = cur->n;
+	if (prepare_commit(cur) < 0)
+		return -1;
+	for (;;) {
+		/* leadership once a batch; the lease guards each submission */
+		if (!leader_holds(s))
+			return total; /* the new leader's recovery takes what is prepared */
+		bool more = off < n, threaded = false;
+		pthread_t t;
+		if (more) {
+			next->s = s;
+			next->ids = ids + off;
+			next->n = min_int(batch, n - off);
+			off += next->n;
+			threaded = pthread_create(&t, NULL, prepare_thread, next) == 0;
+		}
+		int submitted = submit_items(s, cur->items, cur->k, cur->leased_at);
+		if (threaded)
+			pthread_join(t, NULL);
+		else if (more)
+			prepare_commit(next);
+		if (record_items(s, cur->items, cur->k) < 0)
 			return -1;
-		total += r;
+		total += submitted;
+		if (!more)
+			return total;
+		if (next->rc < 0)
+			return -1;
+		batch_run *done = cur;
+		cur = next;
+		next = done;
 	}
-	return total;
 }
 
 /* ---- recovery ---------------------------------------------------------- */
@@ -352,7 +499,10 @@ static int renew_one(sched *s, dispatch_item *it)
 	PQclear(r);
 	if (rc || rows == 0)
 		return rc ? rc : 1;
-	if (credential_issue(s, it->attempt_id, hex) < 0)
+	char secret[ATTEMPT_SECRET_LEN + 1];
+	int w = credential_new(secret, hex) == 0 ? credential_write(s, it->attempt_id, secret) : -1;
+	OPENSSL_cleanse(secret, sizeof(secret));
+	if (w < 0)
 		return -ERR_INTERNAL;
 	const char *q[] = {it->attempt_id, hex};
 	return db_query(s->db, NULL,
@@ -418,12 +568,13 @@ int dispatch_recover(sched *s)
 		} else if (ended[i]) {
 			/* cancelled (or failed) before anything reached Slurm */
 			const char *q[] = {it->attempt_id};
-			rc = db_query(s->db, NULL,
-			              "UPDATE job_attempts SET state = 'ended', followed = false,"
-			              " ended_at = coalesce(ended_at, now()),"
-			              " outcome = CASE WHEN outcome = '' THEN 'failed' ELSE outcome END"
-			              " WHERE id = $1",
-			              1, q);
+			rc = db_query(
+			    s->db, NULL,
+			    "UPDATE job_attempts SET state = 'ended', followed = false,"
+			    " ended_at = coalesce(ended_at, now()),"
+			    " outcome = CASE WHEN outcome = '' THEN 'failed' ELSE outcome END"
+			    " WHERE id = $1",
+			    1, q);
 			credential_remove(s, it->attempt_id);
 		} else if (cancelling[i]) {
 			it->result = -1;
@@ -447,7 +598,8 @@ int dispatch_recover(sched *s)
 	if (k > 0) {
 		log_printf(LOG_INFO,
 		           "%d dispatches lost their lease before Slurm had them; submitting", k);
-		if (submit_and_record(s, renew, k, leased_at) < 0)
+		submit_items(s, renew, k, leased_at);
+		if (record_items(s, renew, k) < 0)
 			return -1;
 	}
 	return found + k;

@@ -52,6 +52,13 @@ typedef struct sched {
 	const char *crash_at;
 } sched;
 
+/*
+ * Fill *s from the settings (relative paths made absolute; the worker, when
+ * not set, beside this program) and prepare the spool. No database yet.
+ * RET 0, or -1 (logged).
+ */
+int sched_setup(sched *s, const ty_config *cfg);
+
 /* One cycle. RET 0, or -1 when the database or Slurm failed (logged). */
 int sched_cycle(sched *s);
 
