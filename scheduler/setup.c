@@ -66,4 +66,3 @@ int sched_setup(sched *s, const ty_config *cfg)
 	}
 	return batch_spool_prepare(s);
 }
-

@@ -13,7 +13,6 @@ export TRAINYARD_RETRY_BACKOFF_S=${TRAINYARD_RETRY_BACKOFF_S:-1}
 export TRAINYARD_HEARTBEAT_S=${TRAINYARD_HEARTBEAT_S:-2}
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 SCHED_BIN=$(dirname "$TRAIN_BIN")/trainyard-scheduler
-SCHED_LOG=$TRAINYARD_VAR/scheduler.log
 
 sq() { psql -X -Atq -v ON_ERROR_STOP=1 -c "$1"; } # sq SQL: one query, unaligned
 
@@ -35,6 +34,7 @@ sched_run() {
 	shift
 	env "$@" TRAINYARD_SCHED_SPOOL="$TRAINYARD_VAR/spool" "$SCHED_BIN" \
 		>"$TY_TMP/$name.log" 2>&1 &
+	# shellcheck disable=SC2034 # read by the scripts
 	SCHED_PID=$!
 }
 

@@ -33,7 +33,7 @@ make_corpus
 sched_quiet
 ADMIN=$(admin_token)
 T=sch-$$
-T_ID=$(tenant_new "$T")
+tenant_new "$T" >/dev/null
 ALICE=$(member_new "$T" "alice-$$" editor)
 sched_start
 trap 'sched_stop' EXIT
