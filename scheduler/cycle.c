@@ -287,6 +287,8 @@ int sched_cycle(sched *s)
 		log_printf(LOG_WARN, "%s; this cycle does nothing", err);
 		return -1;
 	}
+	if (s->node_grace_s <= 0)
+		s->node_grace_s = sl_node_timeout_s(err);
 	if (accounts_sync(s) < 0)
 		log_printf(LOG_WARN, "some tenants' Slurm accounts are not in step");
 	if (reconcile(s) < 0)

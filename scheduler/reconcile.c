@@ -115,14 +115,22 @@ static void on_running(sched *s, const followed *f, const sl_job *j)
 		}
 		return;
 	}
-	if (f->job == JOB_CANCELLING || strcmp(f->failure_class, "hang") == 0)
+	if (f->job == JOB_CANCELLING)
 		return;
-	if (f->silence_s > f->heartbeat_timeout_s) {
-		char err[SL_ERR_MAX];
+	char err[SL_ERR_MAX];
+	if (strcmp(f->failure_class, "hang") == 0) {
+		if (sl_cancel(f->slurm_id, err) < 0) /* again, until Slurm ends it */
+			log_printf(LOG_WARN, "%s", err);
+		return;
+	}
+	/* never shorter than three of the worker's heartbeat intervals */
+	int timeout = f->heartbeat_timeout_s > 3 * s->cfg->heartbeat_s ? f->heartbeat_timeout_s
+	                                                               : 3 * s->cfg->heartbeat_s;
+	if (f->silence_s > timeout) {
 		log_printf(LOG_WARN,
 		           "job %s attempt %d: no heartbeat for %d s (timeout %d s); cancelling "
 		           "Slurm job %u",
-		           f->job_id, f->number, f->silence_s, f->heartbeat_timeout_s, f->slurm_id);
+		           f->job_id, f->number, f->silence_s, timeout, f->slurm_id);
 		const char *p[] = {f->attempt_id};
 		/* the class first: the job's end then reads as a hang, not as a cancel */
 		if (db_query(s->db, NULL,
@@ -225,6 +233,7 @@ static int job_after(sched *s, const followed *f, const char *c, json_t *story)
 	    .min_rung_ranks = min_rung_ranks(spec),
 	    .recompute_full = f->recompute_full,
 	    .backoff_base_s = s->backoff_s,
+	    .node_grace_s = s->node_grace_s,
 	};
 	PQclear(r);
 	json_decref(spec);
@@ -269,8 +278,42 @@ static int story_load(sched *s, const char *job_id, json_t **out)
 	return rc ? rc : *out ? 0 : -ERR_INTERNAL;
 }
 
-static void on_final(sched *s, const followed *f, const sl_job *j)
+/*
+ * The job's state and the attempt's report again, under the job's row
+ * lock: the API may have moved either since the cycle read them (the
+ * worker's finish, a cancel). RET 0 or -ERR_*.
+ */
+static int refresh_locked(sched *s, followed *f)
 {
+	const char *p[] = {f->job_id, f->attempt_id};
+	PGresult *r;
+	int rc = db_query(s->db, &r,
+	                  "SELECT j.state, a.outcome, a.failure_class FROM jobs j"
+	                  " JOIN job_attempts a ON a.job_id = j.id"
+	                  " WHERE j.id = $1 AND a.id = $2 FOR UPDATE OF j",
+	                  2, p);
+	if (rc == 0 && PQntuples(r) == 1) {
+		int st = job_state_parse(PQgetvalue(r, 0, 0));
+		f->job = st < 0 ? JOB_FAILED : (job_state)st;
+		/* a job Slurm lost keeps what follow_one() decided */
+		if (strcmp(f->failure_class, "lost") != 0) {
+			snprintf(f->outcome, sizeof(f->outcome), "%s", PQgetvalue(r, 0, 1));
+			snprintf(f->failure_class, sizeof(f->failure_class), "%s",
+			         PQgetvalue(r, 0, 2));
+		}
+	} else if (rc == 0) {
+		rc = -ERR_JOB_NOT_FOUND;
+	}
+	PQclear(r);
+	return rc;
+}
+
+static void on_final(sched *s, followed *f, const sl_job *j)
+{
+	json_t *story = NULL;
+	int rc = db_begin(s->db);
+	if (rc == 0)
+		rc = refresh_locked(s, f);
 	const char *c = end_class(f, j);
 	char end[24];
 	snprintf(end, sizeof(end), "%lld", (long long)(j->end ? j->end : time(NULL)));
@@ -281,13 +324,6 @@ static void on_final(sched *s, const followed *f, const sl_job *j)
 	                   j->nodes,
 	                   end,
 	                   c[0] ? "failed" : "succeeded"};
-	json_t *story = NULL;
-	int rc = db_begin(s->db);
-	PGresult *r;
-	if (rc == 0)
-		rc = db_query(s->db, &r, "SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE", 1, p + 1);
-	if (rc == 0)
-		PQclear(r);
 	if (rc == 0)
 		rc = db_query(
 		    s->db, NULL,

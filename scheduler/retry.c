@@ -71,5 +71,7 @@ retry_decision retry_decide(const retry_input *in)
 	}
 	d.retry = true;
 	d.backoff_s = backoff(in->backoff_base_s, restarts + 1);
+	if (d.nodes < in->nodes && d.backoff_s < in->node_grace_s)
+		d.backoff_s = in->node_grace_s;
 	return d;
 }

@@ -20,7 +20,9 @@
  *   cancelled
  *
  * A job retries at most max_restarts times; the k-th retry waits
- * base x 2^(k-1) seconds, at most RETRY_BACKOFF_MAX_S.
+ * base x 2^(k-1) seconds, at most RETRY_BACKOFF_MAX_S (after a lost node,
+ * at least node_grace_s). Class names not in the table retry in the same
+ * configuration, like failed.
  */
 #ifndef TY_SCHED_RETRY_H
 #define TY_SCHED_RETRY_H
@@ -39,6 +41,12 @@ typedef struct retry_input {
 	int min_rung_ranks;  /* ranks of the smallest rung of the job's ladder */
 	bool recompute_full; /* the failed attempt already ran with full recompute */
 	int backoff_base_s;
+	/*
+	 * A retry after node_failure or rank_lost waits at least this long:
+	 * Slurm's SlurmdTimeout, after which slurmctld has marked a dead node
+	 * down, so the smaller attempt is not placed on it.
+	 */
+	int node_grace_s;
 } retry_input;
 
 typedef struct retry_decision {

@@ -42,6 +42,7 @@ typedef struct sched {
 	char work_dir[PATH_MAX / 2];
 	char storage_root[PATH_MAX];
 	int lease_s, backoff_s, batch, max_admit;
+	int node_grace_s; /* Slurm's SlurmdTimeout, read at the first cycle (retry.h) */
 	double halflife_h;
 	bool sync_accounts;
 	/* the Slurm jobs of this cycle (sl_our_jobs), sorted by id */

@@ -369,3 +369,15 @@ int sl_cluster_room(admit_cluster *c, char err[SL_ERR_MAX])
 	slurm_free_node_info_msg(msg);
 	return 0;
 }
+
+int sl_node_timeout_s(char err[SL_ERR_MAX])
+{
+	slurm_conf_t *conf = NULL;
+	if (slurm_load_ctl_conf(0, &conf) != SLURM_SUCCESS) {
+		slurm_err(err, "slurm_load_ctl_conf");
+		return -1;
+	}
+	int t = conf->slurmd_timeout;
+	slurm_free_ctl_conf(conf);
+	return t;
+}

@@ -93,6 +93,12 @@ int sl_cancel(uint32_t id, char err[SL_ERR_MAX]);
  */
 int sl_cluster_room(admit_cluster *c, char err[SL_ERR_MAX]);
 
+/*
+ * Slurm's SlurmdTimeout: how long slurmctld waits for a silent slurmd
+ * before it marks the node down. RET seconds, or -1 when it cannot be read.
+ */
+int sl_node_timeout_s(char err[SL_ERR_MAX]);
+
 /* Parse "trainyard job=<uuid> attempt=<n>". RET 0, or -1 when it is not ours. */
 int sl_comment_parse(const char *comment, char job_id[37], int *attempt);
 

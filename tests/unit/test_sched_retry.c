@@ -226,6 +226,31 @@ START_TEST(backoff_zero_base_stays_zero)
 }
 END_TEST
 
+/*
+ * After a lost node the retry waits at least node_grace_s (Slurm's
+ * SlurmdTimeout: 30 here), above a base of 10; a longer backoff stays as it
+ * is; other classes ignore the grace.
+ */
+START_TEST(lost_node_waits_for_slurm_to_mark_it_down)
+{
+	retry_input in = input("node_failure");
+	in.node_grace_s = 30;
+	retry_decision d = retry_decide(&in);
+	ck_assert(d.retry);
+	ck_assert_int_eq(d.nodes, 3);
+	ck_assert_int_eq(d.backoff_s, 30);
+	in.failure_class = "rank_lost";
+	ck_assert_int_eq(retry_decide(&in).backoff_s, 30);
+	in.backoff_base_s = 45;
+	ck_assert_int_eq(retry_decide(&in).backoff_s, 45);
+	in.backoff_base_s = 10;
+	in.failure_class = "timeout";
+	ck_assert_int_eq(retry_decide(&in).backoff_s, 10);
+	in.failure_class = "out_of_memory";
+	ck_assert_int_eq(retry_decide(&in).backoff_s, 10);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("sched_retry");
@@ -240,6 +265,7 @@ static Suite *make_suite(void)
 	tcase_add_test(r, max_restarts_exhausted);
 	tcase_add_test(r, backoff_doubles_to_cap);
 	tcase_add_test(r, backoff_zero_base_stays_zero);
+	tcase_add_test(r, lost_node_waits_for_slurm_to_mark_it_down);
 	suite_add_tcase(s, r);
 	return s;
 }
