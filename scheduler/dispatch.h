@@ -2,25 +2,29 @@
  * dispatch.h - handing admitted jobs to Slurm so that a crash at any
  * point loses none and runs none twice.
  *
- *   1. prepare (one transaction for a batch): the job goes queued ->
- *      dispatching under a lease (dispatch_owner, dispatch_lease_until),
- *      its next attempt row is written with a fresh credential's hash,
- *      followed = true and no Slurm id; the credential goes to a 0600
- *      file in the spool.
+ *   1. prepare (one transaction for a batch of up to 64): the jobs go
+ *      queued -> dispatching (jobstate_transition_many), each under a lease
+ *      (dispatch_owner, dispatch_lease_until), with its next attempt row
+ *      (a fresh credential's hash, followed = true, no Slurm id); then each
+ *      credential goes to a 0600 file in the spool.
  *   2. submit: libslurm, with "trainyard job=<id> attempt=<n>" as comment.
- *      Only while this scheduler still leads and the lease has time left.
- *   3. record (one transaction): the Slurm id into the attempt, the job
- *      dispatching -> scheduled, the lease cleared.
+ *      Only while this scheduler still leads (checked once a batch) and
+ *      less than half of the lease has passed.
+ *   3. record (one transaction): the Slurm ids into the attempts, the jobs
+ *      dispatching -> scheduled. The lease is left to run out.
+ * While batch k is in step 2, a thread runs step 1 of batch k+1 on the
+ * database connection; step 3 of batch k follows. Each batch keeps the
+ * order 1, 2, 3.
  *
  * A crash after 1 leaves a dispatching job whose attempt has no Slurm id
  * (if the crash came after 2, its worker may run and make it running
  * meanwhile: the API lets the first report of a followed attempt do so).
- * Slurm keeps ended jobs for MinJobAge (deploy/slurm: an hour), far longer
- * than a lease. Once its lease has run out, whichever scheduler leads looks for the
- * attempt's comment among Slurm's jobs: found, it records that id (step
- * 3); not found, it renews the credential and the lease and submits (steps
- * 2 and 3). The lease is what keeps a leader that lost its lock in the
- * middle of step 2 from racing its successor.
+ * Once its lease has run out, whichever scheduler leads lists Slurm's jobs
+ * again and looks for the attempt's comment: found, it records that id
+ * (step 3); not found, it renews the credential and the lease and submits
+ * (steps 2 and 3). Slurm keeps ended jobs for MinJobAge (deploy/slurm: an
+ * hour), far longer than a lease. The lease is what keeps a leader that
+ * lost its lock in the middle of step 2 from racing its successor.
  */
 #ifndef TY_SCHED_DISPATCH_H
 #define TY_SCHED_DISPATCH_H
