@@ -406,28 +406,39 @@ static int prepare_commit(batch_run *b)
 	return b->rc = 0;
 }
 
-static void *prepare_thread(void *arg)
-{
-	prepare_commit(arg);
-	return NULL;
-}
-
 static int min_int(int a, int b)
 {
 	return a < b ? a : b;
 }
 
+/* The database's part of one pipeline step: record one batch, prepare another. */
+typedef struct db_step {
+	batch_run *record, *prepare; /* either may be NULL */
+	int rc;
+} db_step;
+
+static void *db_step_run(void *arg)
+{
+	db_step *st = arg;
+	st->rc = 0;
+	if (st->record && record_items(st->record->s, st->record->items, st->record->k) < 0)
+		st->rc = -1;
+	if (st->rc == 0 && st->prepare && prepare_commit(st->prepare) < 0)
+		st->rc = -1;
+	return NULL;
+}
+
 /*
  * Batches in a pipeline: while batch k is submitted (libslurm, no
- * database), a thread prepares batch k+1 on the database connection; then
- * batch k is recorded. The connection is used by one thread at a time, and
- * every batch keeps the order prepare, submit, record of dispatch.h.
+ * database), a thread records batch k-1 and prepares batch k+1 on the
+ * database connection. The connection is used by one thread at a time,
+ * and every batch keeps the order prepare, submit, record of dispatch.h.
  */
 int dispatch_jobs(sched *s, char (*ids)[37], int n)
 {
-	static batch_run runs[2];
-	batch_run *cur = &runs[0], *next = &runs[1];
-	int batch = min_int(s->batch, DISPATCH_BATCH_MAX), off = 0, total = 0;
+	static batch_run runs[3];
+	batch_run *prev = NULL, *cur = &runs[0];
+	int batch = min_int(s->batch, DISPATCH_BATCH_MAX), off = 0, total = 0, turn = 0;
 	if (n <= 0)
 		return 0;
 	cur->s = s;
@@ -436,35 +447,32 @@ int dispatch_jobs(sched *s, char (*ids)[37], int n)
 	off = cur->n;
 	if (prepare_commit(cur) < 0)
 		return -1;
-	for (;;) {
+	while (cur) {
 		/* leadership once a batch; the lease guards each submission */
 		if (!leader_holds(s))
-			return total; /* the new leader's recovery takes what is prepared */
-		bool more = off < n, threaded = false;
-		pthread_t t;
-		if (more) {
+			return total; /* the new leader's recovery takes the rest */
+		batch_run *next = NULL;
+		if (off < n) {
+			next = &runs[++turn % 3];
 			next->s = s;
 			next->ids = ids + off;
 			next->n = min_int(batch, n - off);
 			off += next->n;
-			threaded = pthread_create(&t, NULL, prepare_thread, next) == 0;
 		}
-		int submitted = submit_items(s, cur->items, cur->k, cur->leased_at);
+		db_step st = {prev, next, 0};
+		pthread_t t;
+		bool threaded = (prev || next) && pthread_create(&t, NULL, db_step_run, &st) == 0;
+		total += submit_items(s, cur->items, cur->k, cur->leased_at);
 		if (threaded)
 			pthread_join(t, NULL);
-		else if (more)
-			prepare_commit(next);
-		if (record_items(s, cur->items, cur->k) < 0)
+		else
+			db_step_run(&st);
+		if (st.rc < 0)
 			return -1;
-		total += submitted;
-		if (!more)
-			return total;
-		if (next->rc < 0)
-			return -1;
-		batch_run *done = cur;
+		prev = cur;
 		cur = next;
-		next = done;
 	}
+	return record_items(s, prev->items, prev->k) < 0 ? -1 : total;
 }
 
 /* ---- recovery ---------------------------------------------------------- */

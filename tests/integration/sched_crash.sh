@@ -4,8 +4,9 @@
 #
 #   1. 20 rounds: a scheduler that SIGKILLs itself at a dispatch point
 #      picked at random (after the prepare transaction, before or after the
-#      submission, after the record transaction) meets one new job and
-#      whatever earlier rounds left half done; then a scheduler without
+#      submission, after the record transaction) meets two new jobs (in
+#      batches of one, so through the dispatch pipeline) and whatever
+#      earlier rounds left half done; then a scheduler without
 #      crash points finishes everything. Every job succeeds with exactly one
 #      attempt, and the one Slurm job the database recorded for it is the
 #      only one accounting holds under its name: nothing lost, nothing run
@@ -51,7 +52,7 @@ waits() {
 		fi
 		sleep 0.1
 	done
-	wait "$2"
+	wait "$2" 2>/dev/null # (bash would report the SIGKILL on stderr)
 	WAITED=$?
 }
 
@@ -60,8 +61,10 @@ JOBS=()
 killed=0
 for ((i = 1; i <= 20; i++)); do
 	point=${POINTS[RANDOM % ${#POINTS[@]}]}
-	JOBS+=("$(submit "$T" "$U" "crash$i" "$SMALL")")
-	sched_run "crash$i" TRAINYARD_SCHED_CRASH_AT="$point"
+	JOBS+=("$(submit "$T" "$U" "crash$i-a" "$SMALL")" "$(submit "$T" "$U" "crash$i-b" "$SMALL")")
+	# batches of one: the two jobs go through the dispatch pipeline
+	# (the second is prepared while the first is submitted)
+	sched_run "crash$i" TRAINYARD_SCHED_CRASH_AT="$point" TRAINYARD_SCHED_BATCH=1
 	waits 20 "$SCHED_PID"
 	[[ $WAITED == 137 ]] && killed=$((killed + 1))
 	echo "# round $i: killed at $point (exit $WAITED)"
@@ -85,7 +88,7 @@ for j in "${JOBS[@]}"; do
 		echo "# job $j: accounting has [$acct], the database [$db]"
 	}
 done
-check_eq "all 20 jobs succeeded" "$(printf 'succeeded %.0s' {1..20})" "$states"
+check_eq "all 40 jobs succeeded" "$(printf 'succeeded %.0s' {1..40})" "$states"
 check_eq "each has exactly one attempt" 0 "$twice"
 check_eq "each has a recorded Slurm job" 0 "$lost"
 check_eq "accounting holds exactly that one Slurm job for each" 0 "$mismatch"
