@@ -4,6 +4,7 @@
  */
 #include "jobstate.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,7 +100,8 @@ int jobstate_transition(PGconn *c, const char *job_id, job_state to, const char 
 }
 
 int jobstate_transition_many(PGconn *c, const char *const *ids, const char *const *reasons, int n,
-                             job_state from, job_state to, bool *moved)
+                             job_state from, job_state to, const char *lease_owner, int lease_s,
+                             bool *moved)
 {
 	if (!job_transition_allowed(from, to))
 		return -ERR_JOB_STATE_CONFLICT;
@@ -108,25 +110,35 @@ int jobstate_transition_many(PGconn *c, const char *const *ids, const char *cons
 	if (n <= 0)
 		return 0;
 	char *id_arr = db_array_literal(ids, n), *why_arr = db_array_literal(reasons, n);
+	char lease[16];
+	snprintf(lease, sizeof(lease), "%d", lease_s);
 	int rc = id_arr && why_arr ? 0 : -ERR_INTERNAL;
 	PGresult *r = NULL;
 	if (rc == 0) {
-		const char *p[] = {id_arr, why_arr, names[from], names[to],
-		                   job_state_final(to) ? "t" : "f"};
+		const char *p[] = {
+		    id_arr,      why_arr, names[from], names[to], job_state_final(to) ? "t" : "f",
+		    lease_owner, lease};
 		rc = db_query(
 		    c, &r,
-		    "WITH v AS (SELECT * FROM unnest($1::uuid[], $2::text[]) WITH ORDINALITY"
-		    "   AS v(id, reason, ord)),"
-		    " u AS (UPDATE jobs j SET state = $4, state_reason = v.reason, updated_at = "
-		    "now(),"
-		    "   started_at = CASE WHEN $4 = 'running' THEN coalesce(j.started_at, now())"
-		    "     ELSE j.started_at END,"
-		    "   finished_at = CASE WHEN $5::boolean THEN now() ELSE NULL END"
-		    "   FROM v WHERE j.id = v.id AND j.state = $3 RETURNING j.id, v.reason, v.ord),"
+		    "WITH v AS (SELECT * FROM unnest($1::uuid[], $2::text[])"
+		    "   WITH ORDINALITY AS v(id, reason, ord)),"
+		    " u AS (UPDATE jobs j SET state = $4, state_reason = v.reason,"
+		    "   updated_at = now(),"
+		    "   started_at = CASE WHEN $4 = 'running'"
+		    "     THEN coalesce(j.started_at, now()) ELSE j.started_at END,"
+		    "   finished_at = CASE WHEN $5::boolean THEN now() ELSE NULL END,"
+		    "   attempts = j.attempts + CASE WHEN $6::text IS NULL THEN 0 ELSE 1 END,"
+		    "   dispatch_owner = coalesce($6, j.dispatch_owner),"
+		    "   dispatch_lease_until = CASE WHEN $6::text IS NULL"
+		    "     THEN j.dispatch_lease_until"
+		    "     ELSE now() + $7::int * interval '1 second' END,"
+		    "   not_before = CASE WHEN $6::text IS NULL THEN j.not_before END"
+		    "   FROM v WHERE j.id = v.id AND j.state = $3"
+		    "   RETURNING j.id, v.reason, v.ord),"
 		    " e AS (INSERT INTO job_events (job_id, from_state, to_state, reason)"
 		    "   SELECT id, $3, $4, reason FROM u ORDER BY ord)"
 		    " SELECT ord FROM u",
-		    5, p);
+		    7, p);
 	}
 	free(id_arr);
 	free(why_arr);

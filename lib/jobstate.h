@@ -51,12 +51,17 @@ int jobstate_transition(PGconn *c, const char *job_id, job_state to, const char 
  * with its reason (a batch of the scheduler's). Only jobs in state from
  * move; the others (cancelled meanwhile, say) are left as they are. Each
  * move is a job_events row, as with jobstate_transition().
+ * IN:  lease_owner, for the move to dispatching: each job moved starts its
+ *      next attempt (attempts + 1) leased to lease_owner for lease_s
+ *      seconds (dispatch_owner, dispatch_lease_until), its retry wait
+ *      (not_before) over; NULL for any other move.
  * OUT: moved[i], whether ids[i] moved (moved may be NULL).
  * RET: the number moved; -ERR_JOB_STATE_CONFLICT when from -> to is not in
  * the table; -ERR_DB_UNAVAILABLE / -ERR_INTERNAL.
  */
 int jobstate_transition_many(PGconn *c, const char *const *ids, const char *const *reasons, int n,
-                             job_state from, job_state to, bool *moved);
+                             job_state from, job_state to, const char *lease_owner, int lease_s,
+                             bool *moved);
 
 /* Record the creation event (no previous state -> queued) of a new job. */
 int jobstate_record_created(PGconn *c, const char *job_id, const char *actor_id);

@@ -22,7 +22,8 @@
 #include "log.h"
 #include "token.h"
 
-#define DISPATCH_BATCH_MAX 64
+#define DISPATCH_BATCH_MAX   64
+#define DISPATCH_FIRST_BATCH 8
 
 /* The columns an item is made of, after the attempt row is written. */
 #define ITEM_COLUMNS                                                                               \
@@ -107,9 +108,10 @@ static void credential_remove(const sched *s, const char *attempt_id)
 
 /*
  * Step 1 for a batch, inside the open transaction: the jobs still queued
- * go to dispatching (one statement, jobstate_transition_many), then one
- * statement leases them and writes their attempt rows with their
- * credentials' hashes; then the credential files. OUT: items[0..RET-1].
+ * go to dispatching under their lease, each counting its next attempt (one
+ * statement, jobstate_transition_many), then one statement writes their
+ * attempt rows with their credentials' hashes; then the credential files.
+ * OUT: items[0..RET-1].
  * RET: the jobs prepared (jobs no longer queued are left out), or -ERR_*.
  */
 static int prepare_batch(sched *s, char (*ids)[37], int n, dispatch_item *items)
@@ -123,7 +125,8 @@ static int prepare_batch(sched *s, char (*ids)[37], int n, dispatch_item *items)
 		id[i] = ids[i];
 		why[i] = "admitted";
 	}
-	int rc = jobstate_transition_many(s->db, id, why, n, JOB_QUEUED, JOB_DISPATCHING, moved);
+	int rc = jobstate_transition_many(s->db, id, why, n, JOB_QUEUED, JOB_DISPATCHING, s->owner,
+	                                  s->lease_s, moved);
 	if (rc <= 0)
 		return rc;
 	int k = 0;
@@ -137,44 +140,37 @@ static int prepare_batch(sched *s, char (*ids)[37], int n, dispatch_item *items)
 		k++;
 	}
 	char *id_arr = db_array_literal(id, k), *hash_arr = db_array_literal(hash, k);
-	char lease[16], margin[16];
-	snprintf(lease, sizeof(lease), "%d", s->lease_s);
+	char margin[16];
 	snprintf(margin, sizeof(margin), "%d", SCHED_CREDENTIAL_MARGIN_MINUTES);
-	const char *p[] = {id_arr, hash_arr, s->owner, lease, margin};
+	const char *p[] = {id_arr, hash_arr, margin};
 	PGresult *r = NULL;
 	rc = id_arr && hash_arr ? 0 : -ERR_INTERNAL;
+	/* the jobs' new attempt numbers come from the move just made */
 	if (rc == 0)
 		rc = db_query(
 		    s->db, &r,
-		    "WITH v AS (SELECT * FROM unnest($1::uuid[], $2::text[]) WITH ORDINALITY"
-		    "   AS v(id, cred, ord)),"
-		    " j AS (UPDATE jobs SET attempts = attempts + 1, dispatch_owner = $3,"
-		    "   dispatch_lease_until = now() + $4::int * interval '1 second', not_before = "
-		    "NULL"
-		    "   FROM v WHERE jobs.id = v.id"
-		    "   RETURNING jobs.id, tenant_id, attempts, spec, next_nodes, next_overrides,"
-		    "   v.cred, v.ord),"
-		    " n AS (SELECT j.*, coalesce(next_nodes, (spec->'resources'->>'nodes')::int) "
-		    "AS nodes,"
-		    "   (spec->'resources'->>'ranks_per_node')::int AS rpn FROM j),"
-		    " a AS (INSERT INTO job_attempts (job_id, number, credential, expires_at, "
-		    "nodes,"
-		    "   devices, config, followed)"
-		    "   SELECT id, attempts, decode(cred, 'hex'), now() +"
-		    "   ((spec->'resources'->>'time_limit_minutes')::int + $5::int) * interval '1 "
-		    "minute',"
-		    "   nodes, nodes * rpn, jsonb_build_object('nodes', nodes, 'ranks_per_node', "
-		    "rpn,"
+		    "WITH v AS (SELECT * FROM unnest($1::uuid[], $2::text[])"
+		    "   WITH ORDINALITY AS v(id, cred, ord)),"
+		    " n AS (SELECT j.id, j.tenant_id, j.attempts, j.spec, j.next_overrides,"
+		    "   v.cred, v.ord, (j.spec->'resources'->>'ranks_per_node')::int AS rpn,"
+		    "   coalesce(j.next_nodes, (j.spec->'resources'->>'nodes')::int) AS nodes"
+		    "   FROM jobs j JOIN v ON v.id = j.id),"
+		    " a AS (INSERT INTO job_attempts (job_id, number, credential, expires_at,"
+		    "   nodes, devices, config, followed)"
+		    "   SELECT id, attempts, decode(cred, 'hex'), now() + interval '1 minute'"
+		    "   * ((spec->'resources'->>'time_limit_minutes')::int + $3::int),"
+		    "   nodes, nodes * rpn, jsonb_build_object('nodes', nodes,"
+		    "   'ranks_per_node', rpn,"
 		    "   'gpus_per_node', (spec->'resources'->>'gpus_per_node')::int,"
 		    "   'overrides', next_overrides), true FROM n RETURNING *)"
 		    " SELECT a.id, a.number, a.job_id, t.name, a.nodes, n.rpn,"
 		    " (n.spec->'resources'->>'gpus_per_node')::int,"
 		    " (n.spec->'resources'->>'time_limit_minutes')::int,"
-		    " coalesce(n.spec->'resources'->>'partition', ''), "
-		    "(a.config->'overrides')::text,"
-		    " n.ord FROM a JOIN n ON n.id = a.job_id JOIN tenants t ON t.id = n.tenant_id"
+		    " coalesce(n.spec->'resources'->>'partition', ''),"
+		    " (a.config->'overrides')::text, n.ord"
+		    " FROM a JOIN n ON n.id = a.job_id JOIN tenants t ON t.id = n.tenant_id"
 		    " ORDER BY n.ord",
-		    5, p);
+		    3, p);
 	free(id_arr);
 	free(hash_arr);
 	if (rc == 0 && PQntuples(r) != k)
@@ -331,7 +327,7 @@ static int record_submitted(sched *s, const dispatch_item *items, int n)
 		    2, p);
 	if (rc == 0) {
 		int moved = jobstate_transition_many(s->db, job, why, k, JOB_DISPATCHING,
-		                                     JOB_SCHEDULED, NULL);
+		                                     JOB_SCHEDULED, NULL, 0, NULL);
 		rc = moved < 0 ? moved : 0;
 	}
 	/*
@@ -443,7 +439,9 @@ int dispatch_jobs(sched *s, char (*ids)[37], int n)
 		return 0;
 	cur->s = s;
 	cur->ids = ids;
-	cur->n = min_int(batch, n);
+	/* a small first batch: the first submissions start sooner, and the
+	 * pipeline's thread has its next batch ready by the time they end */
+	cur->n = min_int(min_int(batch, DISPATCH_FIRST_BATCH), n);
 	off = cur->n;
 	if (prepare_commit(cur) < 0)
 		return -1;

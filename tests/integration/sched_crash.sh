@@ -52,7 +52,7 @@ waits() {
 		fi
 		sleep 0.1
 	done
-	wait "$2" 2>/dev/null # (bash would report the SIGKILL on stderr)
+	wait "$2"
 	WAITED=$?
 }
 
@@ -65,7 +65,7 @@ for ((i = 1; i <= 20; i++)); do
 	# batches of one: the two jobs go through the dispatch pipeline
 	# (the second is prepared while the first is submitted)
 	sched_run "crash$i" TRAINYARD_SCHED_CRASH_AT="$point" TRAINYARD_SCHED_BATCH=1
-	waits 20 "$SCHED_PID"
+	waits 20 "$SCHED_PID" 2>/dev/null # (bash would report the SIGKILL on stderr)
 	[[ $WAITED == 137 ]] && killed=$((killed + 1))
 	echo "# round $i: killed at $point (exit $WAITED)"
 done
@@ -105,7 +105,7 @@ FOLLOWER=$SCHED_PID
 follows() { grep -q 'follows: another scheduler leads' "$TY_TMP/follower.log"; }
 check "the second one follows" wait_until 10 follows
 J=$(submit "$T" "$U" leader-dies "$SMALL")
-waits 20 "$LEADER"
+waits 20 "$LEADER" 2>/dev/null
 check_eq "the leader was killed right after submitting" 137 "$WAITED"
 check "the follower takes the lead" wait_until 15 leads follower
 check "the job succeeds" wait_state "$J" 120 succeeded
