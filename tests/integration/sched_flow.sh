@@ -77,6 +77,8 @@ check_json "it is queued" queued .state
 check_match "it waits on max_running_jobs" 'max_running_jobs' "$(printf '%s' "$BODY" | jq -r .queue.reason)"
 check_json "first in its tenant's queue" 1 .queue.position
 check_json "its tenant is ranked by fair share" true '.queue.tenant_rank >= 1'
+y "$ALICE" job show "$WAIT"
+check_match "yardctl job show tells its place in the queue" 'queue_position +1' "$OUT"
 check_status "alice cancels it" 200 POST "/v1/jobs/$WAIT/cancel"
 check_json "cancelled at once" cancelled .state
 check_eq "it never reached Slurm" "" "$(slurm_ids "$WAIT")"
