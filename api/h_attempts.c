@@ -355,9 +355,25 @@ int h_attempt_checkpoint(api_req *rq)
 		    " SELECT row_to_json(c) FROM c",
 		    6, p, &c);
 	}
+	/*
+	 * The trainer keeps the newest checkpoint.keep checkpoints on disk and
+	 * removes the rest before it reports a new one: their records go too,
+	 * so that the list holds only what can be downloaded and resumed.
+	 */
+	const char *pj[] = {rq->scope.job_id};
+	if (rc == 0)
+		rc = db_query(
+		    rq->db, NULL,
+		    "DELETE FROM checkpoints c USING jobs j WHERE c.job_id = $1"
+		    " AND j.id = c.job_id AND c.step NOT IN (SELECT step FROM checkpoints"
+		    "   WHERE job_id = $1 ORDER BY step DESC"
+		    "   LIMIT greatest(coalesce((j.spec->'checkpoint'->>'keep')::int, 1), 1))",
+		    1, pj);
 	free(shards);
-	if (rc)
+	if (rc) {
+		json_decref(c);
 		return report_failed(rq, rc);
+	}
 	char res[200];
 	snprintf(res, sizeof(res), "job/%s/checkpoint/%s", rq->scope.job_id,
 	         json_string_value(json_object_get(c, "id")));
