@@ -108,5 +108,14 @@ int admit_cycle(admit_tenant *ts, int n, admit_cluster *cluster, admit_job **ord
 		}
 		snprintf(t->reason, sizeof(t->reason), "%s", j->reason);
 	}
+	/* the cap ended the cycle: whoever still has work waits for the next one */
+	for (int k = 0; admitted >= cap && k < n; k++) {
+		admit_tenant *t = &ts[k];
+		if (t->blocked || t->next >= t->n_jobs)
+			continue;
+		snprintf(t->reason, sizeof(t->reason),
+		         "this cycle admitted its most jobs (%d); the next one goes on", cap);
+		snprintf(t->jobs[t->next].reason, sizeof(t->jobs[0].reason), "%s", t->reason);
+	}
 	return admitted;
 }

@@ -477,6 +477,13 @@ START_TEST(cap_limits_admissions)
 	assert_order(order, n, want, 3);
 	ck_assert(!ja[2].admitted && !jb[1].admitted && !jb[2].admitted);
 	ck_assert_int_eq(c.free_gpus[0], 8 - 3);
+	/* both still have work: each says that the cap ended the cycle, and so
+	 * does its next job */
+	ck_assert_ptr_nonnull(strstr(t[0].reason, "most jobs (3)"));
+	ck_assert_ptr_nonnull(strstr(t[1].reason, "most jobs (3)"));
+	ck_assert_ptr_nonnull(strstr(ja[2].reason, "most jobs (3)"));
+	ck_assert_ptr_nonnull(strstr(jb[1].reason, "most jobs (3)"));
+	ck_assert_str_eq(jb[2].reason, "");
 
 	/* cap 0 admits nothing and takes no room */
 	for (int i = 0; i < 3; i++) {
