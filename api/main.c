@@ -53,18 +53,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	ty_config cfg;
-	char err[256];
-	if (config_load(&cfg, err, sizeof(err)) < 0) {
-		fprintf(stderr, "trainyard-api: %s\n", err);
+	if (config_load_daemon(&cfg, "trainyard-api") < 0)
 		return 2;
-	}
-	log_level lvl;
-	if (log_level_parse(cfg.log_level, &lvl) < 0) {
-		fprintf(stderr, "trainyard-api: invalid TRAINYARD_LOG_LEVEL \"%s\"\n",
-		        cfg.log_level);
-		return 2;
-	}
-	log_set_level(lvl);
 	if (schema_ready(&cfg) < 0)
 		return 1;
 	api_server srv = {0};

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "log.h"
+
 static const cfg_option options[] = {
 #define STR                                       0
 #define INT                                       1
@@ -56,5 +58,21 @@ int config_load(ty_config *cfg, char *err, size_t errlen)
 #undef CFG
 #undef STR_SET
 #undef INT_SET
+	return 0;
+}
+
+int config_load_daemon(ty_config *cfg, const char *prog)
+{
+	char err[256];
+	if (config_load(cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, err);
+		return -1;
+	}
+	log_level lvl;
+	if (log_level_parse(cfg->log_level, &lvl) < 0) {
+		fprintf(stderr, "%s: invalid TRAINYARD_LOG_LEVEL \"%s\"\n", prog, cfg->log_level);
+		return -1;
+	}
+	log_set_level(lvl);
 	return 0;
 }

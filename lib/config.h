@@ -37,4 +37,10 @@ const cfg_option *config_options(size_t *n);
  */
 int config_load(ty_config *cfg, char *err, size_t errlen);
 
+/*
+ * A daemon's start: config_load(), then TRAINYARD_LOG_LEVEL as the log's
+ * level. A failure is printed on stderr after "prog: ". RET 0, or -1.
+ */
+int config_load_daemon(ty_config *cfg, const char *prog);
+
 #endif

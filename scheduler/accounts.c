@@ -5,16 +5,13 @@
  * A tenant may hold max_gpus devices: GPUs, or CPU ranks for CPU jobs.
  * Every task of a batch job takes one CPU and, on GPU nodes, one GPU, so
  * the account's limit is GrpTRES=cpu=<max_gpus>,gres/gpu=<max_gpus>.
- * sacctmgr runs with an argv array (tenant names match
+ * sacctmgr runs through sl_tool() with an argv array (tenant names match
  * ^[a-z][a-z0-9-]*$ and no shell sees them); it is called only when a
  * tenant is new or its quota changed, which slurm_accounts remembers.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "db.h"
@@ -26,7 +23,7 @@ void sched_account_name(const char *tenant, char out[80])
 	snprintf(out, 80, "ty-%s", tenant);
 }
 
-/* Run sacctmgr -i with argv. RET its exit status, or -1 when it could not run. */
+/* sacctmgr -i -Q with args. RET its exit status, or -1 when it could not run. */
 static int sacctmgr(const char *const *args)
 {
 	const char *argv[16] = {"sacctmgr", "-i", "-Q"};
@@ -34,21 +31,7 @@ static int sacctmgr(const char *const *args)
 	for (int i = 0; args[i] && k < 15; i++)
 		argv[k++] = args[i];
 	argv[k] = NULL;
-	pid_t pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-		if (null >= 0)
-			dup2(null, 1);
-		execvp("sacctmgr", (char *const *)argv);
-		_exit(127);
-	}
-	int status;
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	return sl_tool(argv, NULL, 0);
 }
 
 static int sync_one(sched *s, const char *tenant_id, const char *name, const char *tres,

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "storage.h"
 
 void batch_credential_path(const sched *s, const char *attempt_id, char *out, size_t n)
 {
@@ -114,14 +115,16 @@ int batch_submit(sched *s, dispatch_item *it, char err[SL_ERR_MAX])
 	return rc;
 }
 
+/* Create path 0700 if missing; either way it must pass the storage's check. */
 static int mkdir_private(const char *path)
 {
+	char err[512];
 	if (mkdir(path, 0700) < 0 && errno != EEXIST) {
 		log_printf(LOG_ERROR, "could not create %s: %s", path, strerror(errno));
 		return -1;
 	}
-	if (chmod(path, 0700) < 0) {
-		log_printf(LOG_ERROR, "could not chmod %s: %s", path, strerror(errno));
+	if (storage_dir_check(path, err, sizeof(err)) != 0) {
+		log_printf(LOG_ERROR, "the spool is not private: %s", err);
 		return -1;
 	}
 	return 0;

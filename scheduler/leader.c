@@ -13,12 +13,6 @@
 #define STR_(x) #x
 #define STR(x)  STR_(x)
 
-static void sleep_ms(int ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-	nanosleep(&ts, NULL);
-}
-
 /* RET 1 when the lock is ours now, 0 when another session holds it, -1 on failure. */
 static int try_lock(sched *s)
 {
@@ -56,7 +50,7 @@ int leader_wait(sched *s, int poll_ms, volatile int *stop)
 			log_printf(LOG_INFO, "scheduler %s follows: another scheduler leads",
 			           s->owner);
 		said = true;
-		sleep_ms(poll_ms);
+		sched_sleep_ms(poll_ms);
 	}
 	return 1;
 }

@@ -37,12 +37,6 @@ static void usage(FILE *f)
 	           "  --once   take the lead, run one cycle, exit (0, or 1 when it failed)\n");
 }
 
-static void sleep_ms(int ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-	nanosleep(&ts, NULL);
-}
-
 /* RET 0 when the schema is exactly what this binary knows. */
 static int schema_ok(sched *s)
 {
@@ -67,7 +61,7 @@ static int lead(sched *s, bool once)
 			log_printf(LOG_WARN, "lost the database connection, and with it the lead");
 			return 1;
 		}
-		sleep_ms(s->cfg->sched_interval_ms);
+		sched_sleep_ms(s->cfg->sched_interval_ms);
 		if (stopping)
 			return 0;
 	}
@@ -88,18 +82,8 @@ int main(int argc, char **argv)
 		}
 	}
 	ty_config cfg;
-	char err[256];
-	if (config_load(&cfg, err, sizeof(err)) < 0) {
-		fprintf(stderr, "trainyard-scheduler: %s\n", err);
+	if (config_load_daemon(&cfg, "trainyard-scheduler") < 0)
 		return 2;
-	}
-	log_level lvl;
-	if (log_level_parse(cfg.log_level, &lvl) < 0) {
-		fprintf(stderr, "trainyard-scheduler: TRAINYARD_LOG_LEVEL: unknown level %s\n",
-		        cfg.log_level);
-		return 2;
-	}
-	log_set_level(lvl);
 	static sched s;
 	if (sched_setup(&s, &cfg) < 0)
 		return 1;
@@ -120,7 +104,7 @@ int main(int argc, char **argv)
 				rc = 1;
 				break;
 			}
-			sleep_ms(cfg.sched_interval_ms);
+			sched_sleep_ms(cfg.sched_interval_ms);
 			continue;
 		}
 		if (schema_ok(&s) < 0) {

@@ -60,6 +60,9 @@ typedef struct sched {
  */
 int sched_setup(sched *s, const ty_config *cfg);
 
+/* Sleep ms milliseconds (between cycles, between tries for the lead). */
+void sched_sleep_ms(int ms);
+
 /* One cycle. RET 0, or -1 when the database or Slurm failed (logged). */
 int sched_cycle(sched *s);
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "batch.h"
@@ -65,4 +66,10 @@ int sched_setup(sched *s, const ty_config *cfg)
 		return -1;
 	}
 	return batch_spool_prepare(s);
+}
+
+void sched_sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
 }

@@ -1,7 +1,8 @@
 /*
  * slurm.c - submissions, job states, cancellation and room, through
- * libslurm (see slurm.h). sacct is run only for jobs slurmctld has
- * forgotten, as an argv array: no shell ever sees a value.
+ * libslurm (see slurm.h). Slurm's command-line tools (sacct for jobs
+ * slurmctld has forgotten, sacctmgr for accounts) run through sl_tool(),
+ * from an argv array: no shell ever sees a value.
  */
 #include "slurm.h"
 
@@ -258,42 +259,58 @@ static sl_state from_sacct(const char *s)
 	return SL_UNKNOWN;
 }
 
-int sl_job_from_accounting(uint32_t id, sl_job *out, char err[SL_ERR_MAX])
+int sl_tool(const char *const *argv, char *out, size_t n)
 {
-	char ids[16];
-	snprintf(ids, sizeof(ids), "%u", id);
 	int fd[2];
-	if (pipe(fd) < 0) {
-		snprintf(err, SL_ERR_MAX, "pipe: %s", strerror(errno));
+	if (pipe(fd) < 0)
 		return -1;
-	}
 	pid_t pid = fork();
 	if (pid < 0) {
 		close(fd[0]);
 		close(fd[1]);
-		snprintf(err, SL_ERR_MAX, "fork: %s", strerror(errno));
 		return -1;
 	}
 	if (pid == 0) {
 		dup2(fd[1], 1);
 		close(fd[0]);
 		close(fd[1]);
-		execlp("sacct", "sacct", "-X", "-n", "-P", "-j", ids, "-o",
-		       "State,ExitCode,NodeList", (char *)NULL);
+		execvp(argv[0], (char *const *)argv);
 		_exit(127);
 	}
 	close(fd[1]);
-	char buf[1024];
+	/* read to the end, keeping what fits: a full pipe must not stall the tool */
+	char chunk[1024];
 	size_t got = 0;
 	ssize_t r;
-	while (got < sizeof(buf) - 1 && (r = read(fd[0], buf + got, sizeof(buf) - 1 - got)) > 0)
-		got += (size_t)r;
-	buf[got] = '\0';
+	while ((r = read(fd[0], chunk, sizeof(chunk))) != 0) {
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		size_t take = out && got + 1 < n ? n - 1 - got : 0;
+		take = take < (size_t)r ? take : (size_t)r;
+		if (take)
+			memcpy(out + got, chunk, take);
+		got += take;
+	}
+	if (out && n)
+		out[got] = '\0';
 	close(fd[0]);
 	int status;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-	}
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+int sl_job_from_accounting(uint32_t id, sl_job *out, char err[SL_ERR_MAX])
+{
+	char ids[16], buf[1024];
+	snprintf(ids, sizeof(ids), "%u", id);
+	const char *argv[] = {"sacct", "-X", "-n", "-P", "-j", ids, "-o", "State,ExitCode,NodeList",
+	                      NULL};
+	if (sl_tool(argv, buf, sizeof(buf)) != 0) {
 		snprintf(err, SL_ERR_MAX, "sacct -j %u failed", id);
 		return -1;
 	}

@@ -99,6 +99,14 @@ int sl_cluster_room(admit_cluster *c, char err[SL_ERR_MAX]);
  */
 int sl_node_timeout_s(char err[SL_ERR_MAX]);
 
+/*
+ * Run one of Slurm's command-line tools (sacct, sacctmgr) from argv
+ * (NULL-terminated; no shell). OUT: its standard output in out, cut to
+ * n-1 bytes (out may be NULL: discarded). RET: its exit status, or -1 when
+ * it could not run or was killed.
+ */
+int sl_tool(const char *const *argv, char *out, size_t n);
+
 /* Parse "trainyard job=<uuid> attempt=<n>". RET 0, or -1 when it is not ours. */
 int sl_comment_parse(const char *comment, char job_id[37], int *attempt);
 

@@ -124,7 +124,6 @@ check_status "another tenant's owner does not see it" 404 POST "/v1/tenants/$TA/
 TOKEN=$ADMIN
 check_status "the admin rotates tenant A's key" 200 POST "/v1/tenants/$TA/keys/rotate"
 check_json "to version 2, re-wrapping both data keys" "2 2" '"\(.version) \(.rewrapped)"'
-q() { psql "$TRAINYARD_DB" -tAc "$1"; }
 check_eq "only version 2 of the tenant's key remains" 2 \
 	"$(q "SELECT string_agg(version::text, ',') FROM tenant_keys WHERE tenant_id = '$TA_ID'")"
 check_eq "the data keys are wrapped by it" "2 2" \

@@ -18,8 +18,6 @@ if [[ -z ${TRAINYARD_URL:-} || -z ${TRAINYARD_DB:-} ]]; then
 	exit 1
 fi
 
-q() { psql "$TRAINYARD_DB" -qtAc "$1"; }
-
 ADMIN=$(admin_token)
 SFX=$$
 T=fol-$SFX

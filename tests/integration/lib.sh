@@ -223,6 +223,10 @@ expect_rc() {
 # jq_out FILTER: FILTER applied to the last y's stdout (jq -r).
 jq_out() { printf '%s' "$OUT" | jq -r "$1" 2>&1; }
 
+# q SQL: one statement against the stack's database (TRAINYARD_DB); rows
+# unaligned, columns split by '|'; fails on an SQL error.
+q() { psql "$TRAINYARD_DB" -X -qtA -v ON_ERROR_STOP=1 -c "$1"; }
+
 summary() { # the last call of a script: prints the tally, false on failures
 	rm -rf "$TY_TMP"
 	echo "$TY_PASSED passed, $TY_FAILED failed"

@@ -14,12 +14,11 @@ export TRAINYARD_HEARTBEAT_S=${TRAINYARD_HEARTBEAT_S:-2}
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 SCHED_BIN=$(dirname "$TRAIN_BIN")/trainyard-scheduler
 
-sq() { psql -X -Atq -v ON_ERROR_STOP=1 -c "$1"; } # sq SQL: one query, unaligned
 
 # sched_quiet: no queued job of an earlier test is left for the scheduler
 # to admit (their tests drive their jobs by hand), and Slurm runs nothing.
 sched_quiet() {
-	sq "UPDATE jobs SET state = 'cancelled', state_reason = 'left by an earlier test'
+	q "UPDATE jobs SET state = 'cancelled', state_reason = 'left by an earlier test'
 	    WHERE state = 'queued'" >/dev/null
 	scancel --full --quiet --user "$(id -un)" 2>/dev/null || true
 }
@@ -62,7 +61,7 @@ submit() {
 	printf '%s' "$BODY" | jq -r .id
 }
 
-job_state() { sq "SELECT state FROM jobs WHERE id = '$1'"; }
+job_state() { q "SELECT state FROM jobs WHERE id = '$1'"; }
 
 # wait_state JOB SECONDS STATE...: until JOB is in one of the STATEs.
 wait_state() {
@@ -81,7 +80,7 @@ wait_state() {
 # wait_steps JOB N SECONDS: until JOB has reported N steps' metrics.
 wait_steps() {
 	local deadline=$((SECONDS + $3))
-	until (($(sq "SELECT count(*) FROM job_metrics WHERE job_id = '$1'") >= $2)); do
+	until (($(q "SELECT count(*) FROM job_metrics WHERE job_id = '$1'") >= $2)); do
 		((SECONDS < deadline)) || return 1
 		sleep 0.3
 	done
@@ -97,7 +96,7 @@ acct_caught_up() { [[ -n $(slurm_ids "$1") && $(slurm_ids "$1") == *"$(db_slurm_
 
 # db_slurm_ids JOB: the Slurm ids the database recorded for JOB's attempts, sorted.
 db_slurm_ids() {
-	sq "SELECT slurm_job_id FROM job_attempts WHERE job_id = '$1' AND slurm_job_id IS NOT NULL
+	q "SELECT slurm_job_id FROM job_attempts WHERE job_id = '$1' AND slurm_job_id IS NOT NULL
 	    ORDER BY slurm_job_id" | xargs
 }
 

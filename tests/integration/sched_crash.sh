@@ -77,9 +77,9 @@ done
 lost=0 twice=0 mismatch=0 states=
 for j in "${JOBS[@]}"; do
 	states+="$(job_state "$j") "
-	n=$(sq "SELECT count(*) FROM job_attempts WHERE job_id = '$j'")
+	n=$(q "SELECT count(*) FROM job_attempts WHERE job_id = '$j'")
 	((n == 1)) || twice=$((twice + 1))
-	wait_until 20 test -z "$(sq "SELECT 1 FROM job_attempts WHERE job_id = '$j' AND followed")"
+	wait_until 20 test -z "$(q "SELECT 1 FROM job_attempts WHERE job_id = '$j' AND followed")"
 	wait_until 20 acct_caught_up "$j"
 	acct=$(slurm_ids "$j") db=$(db_slurm_ids "$j")
 	[[ -n $db ]] || lost=$((lost + 1))
@@ -110,8 +110,8 @@ check_eq "the leader was killed right after submitting" 137 "$WAITED"
 check "the follower takes the lead" wait_until 15 leads follower
 check "the job succeeds" wait_state "$J" 120 succeeded
 check "the follower finished the dispatch" wait_until 20 grep -q "found in Slurm as" "$TY_TMP/follower.log"
-check_eq "one attempt" 1 "$(sq "SELECT count(*) FROM job_attempts WHERE job_id = '$J'")"
-wait_until 20 test -z "$(sq "SELECT 1 FROM job_attempts WHERE job_id = '$J' AND followed")"
+check_eq "one attempt" 1 "$(q "SELECT count(*) FROM job_attempts WHERE job_id = '$J'")"
+wait_until 20 test -z "$(q "SELECT 1 FROM job_attempts WHERE job_id = '$J' AND followed")"
 wait_until 20 acct_caught_up "$J"
 check_eq "one Slurm job, the recorded one" "$(db_slurm_ids "$J")" "$(slurm_ids "$J")"
 kill -TERM "$FOLLOWER" 2>/dev/null

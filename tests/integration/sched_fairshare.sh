@@ -37,7 +37,7 @@ quota "$B" 2
 UA=$(member_new "$A" "ua-$$" editor)
 UB=$(member_new "$B" "ub-$$" editor)
 # A's past: one finished job that held 10 GPUs for the last hour
-sq "WITH j AS (INSERT INTO jobs (tenant_id, name, state, spec, devices)
+q "WITH j AS (INSERT INTO jobs (tenant_id, name, state, spec, devices)
       VALUES ('$A_ID', 'history', 'succeeded', '{}', 10) RETURNING id)
     INSERT INTO job_attempts (job_id, number, credential, expires_at, state, devices, nodes,
       started_at, ended_at)
@@ -57,7 +57,7 @@ trap 'sched_stop' EXIT
 dispatched() { # the jobs that went to dispatching, in the order they did
 	local ids=("${ID[@]}") list
 	list=$(printf "'%s'," "${ids[@]}")
-	sq "SELECT job_id FROM job_events WHERE to_state = 'dispatching'
+	q "SELECT job_id FROM job_events WHERE to_state = 'dispatching'
 	    AND job_id IN (${list%,}) ORDER BY id" |
 		while read -r j; do
 			for k in "${!ID[@]}"; do [[ ${ID[$k]} == "$j" ]] && printf '%s ' "$k"; done
@@ -68,10 +68,10 @@ check "the first cycle dispatches three jobs" wait_until 30 three
 check_eq "in fair-share order within the quotas: B1, then A1 and A2" "B1 A1 A2" \
 	"$(dispatched | cut -d' ' -f1-3)"
 check_eq "fair-share ranks: B first, A second" "1 2" \
-	"$(sq "SELECT (SELECT rank FROM scheduler_tenants WHERE tenant_id = '$B_ID'),
+	"$(q "SELECT (SELECT rank FROM scheduler_tenants WHERE tenant_id = '$B_ID'),
 	              (SELECT rank FROM scheduler_tenants WHERE tenant_id = '$A_ID')" | tr '|' ' ')"
 check_match "B2 waits on B's max_gpus" 'quota: max_gpus' \
-	"$(sq "SELECT state_reason FROM jobs WHERE id = '${ID[B2]}'")"
+	"$(q "SELECT state_reason FROM jobs WHERE id = '${ID[B2]}'")"
 check_match "B's Slurm account carries its quota" 'gres/gpu=2' \
 	"$(sacctmgr -n -P show assoc account="ty-$B" format=GrpTRES 2>/dev/null | head -n 1)"
 for k in A1 A2 A3 B1 B2 B3; do
@@ -82,7 +82,7 @@ done
 # the dispatch (created_at) to the end (Slurm's start times have whole
 # seconds only)
 overlap() {
-	sq "SELECT coalesce(max(c), 0) FROM (SELECT (SELECT count(*) FROM job_attempts b
+	q "SELECT coalesce(max(c), 0) FROM (SELECT (SELECT count(*) FROM job_attempts b
 	      JOIN jobs jb ON jb.id = b.job_id WHERE jb.tenant_id = '$1' AND jb.name <> 'history'
 	      AND b.created_at <= a.created_at AND b.ended_at > a.created_at) AS c
 	    FROM job_attempts a JOIN jobs j ON j.id = a.job_id
@@ -91,7 +91,7 @@ overlap() {
 check_eq "B never ran two jobs at once (max_gpus 2)" 1 "$(overlap "$B_ID")"
 check_match "A ran at most two at once (max_gpus 4)" '^[12]$' "$(overlap "$A_ID")"
 order() { # the tenant's jobs by the start of their attempt
-	sq "SELECT j.name FROM jobs j JOIN job_attempts a ON a.job_id = j.id
+	q "SELECT j.name FROM jobs j JOIN job_attempts a ON a.job_id = j.id
 	    WHERE j.tenant_id = '$1' AND j.name <> 'history' ORDER BY a.started_at, a.created_at" | xargs
 }
 check_eq "A's jobs started in submit order" "a1 a2 a3" "$(order "$A_ID")"

@@ -28,7 +28,7 @@ if [[ -z ${SLURM_CONF:-} || ! -x $SCHED_BIN ]]; then
 	exit 1
 fi
 # attempts_done JOB: the scheduler follows none of JOB's attempts any more
-attempts_done() { [[ $(sq "SELECT count(*) FROM job_attempts WHERE job_id = '$1' AND followed") == 0 ]]; }
+attempts_done() { [[ $(q "SELECT count(*) FROM job_attempts WHERE job_id = '$1' AND followed") == 0 ]]; }
 make_corpus
 sched_quiet
 ADMIN=$(admin_token)
@@ -44,7 +44,7 @@ check "a 2-node job is admitted, runs and succeeds" wait_state "$J" 120 succeede
 check_eq "it succeeded" succeeded "$(job_state "$J")"
 check "the scheduler follows the attempt to its end in Slurm" wait_until 30 attempts_done "$J"
 check_eq "one attempt, on both nodes, every step done, none lost" "1|2|n[1-2]|20|0||completed" \
-	"$(sq "SELECT number, nodes, node_list, steps_done, steps_lost, failure_class, slurm_state
+	"$(q "SELECT number, nodes, node_list, steps_done, steps_lost, failure_class, slurm_state
 	       FROM job_attempts WHERE job_id = '$J'")"
 wait_until 20 acct_caught_up "$J"
 check_eq "the attempt's Slurm job is the one accounting holds under the job's name" \
@@ -56,12 +56,12 @@ check_eq "in the tenant's Slurm account" "ty-$T" \
 check_match "the account's GrpTRES mirrors the quota (64 devices)" 'cpu=64.*gres/gpu=64' \
 	"$(sacctmgr -n -P show assoc account="ty-$T" format=GrpTRES 2>/dev/null | head -n 1)"
 check_match "its events tell the Slurm job" "submitted to Slurm as job $SID" \
-	"$(sq "SELECT string_agg(reason, ';') FROM job_events WHERE job_id = '$J'")"
+	"$(q "SELECT string_agg(reason, ';') FROM job_events WHERE job_id = '$J'")"
 TOKEN=$ALICE
 check_status "alice lists its checkpoints" 200 GET "/v1/jobs/$J/checkpoints"
 check_json "the newest 3 (checkpoint.keep) are listed, all of world 2" "10 15 20 [2]" \
 	'"\([.items[].step] | sort | map(tostring) | join(" ")) \([.items[].world] | unique | tojson)"'
-T_ID=$(sq "SELECT tenant_id FROM jobs WHERE id = '$J'")
+T_ID=$(q "SELECT tenant_id FROM jobs WHERE id = '$J'")
 check_eq "the same three are on disk" "step_00000010 step_00000015 step_00000020" \
 	"$(find "$TRAINYARD_STORAGE_ROOT/tenants/$T_ID/jobs/$J/checkpoints" -mindepth 1 -maxdepth 1 \
 		-name 'step_*' -printf '%f\n' | sort | xargs)"
@@ -73,7 +73,7 @@ TOKEN=$ADMIN api PUT "/v1/tenants/$T/quota" -H 'Content-Type: application/json' 
 LONG=$(submit "$T" "$ALICE" long '.training.steps = 5000')
 check "a long job runs" wait_state "$LONG" 60 running
 WAIT=$(submit "$T" "$ALICE" waiting .)
-has_reason() { [[ -n $(sq "SELECT state_reason FROM jobs WHERE id = '$1'") ]]; }
+has_reason() { [[ -n $(q "SELECT state_reason FROM jobs WHERE id = '$1'") ]]; }
 check "the scheduler gives the waiting job a reason" wait_until 10 has_reason "$WAIT"
 TOKEN=$ALICE
 check_status "alice reads the waiting job" 200 GET "/v1/jobs/$WAIT"
@@ -101,7 +101,7 @@ TOKEN=$ADMIN api PUT "/v1/tenants/$T/quota" -H 'Content-Type: application/json' 
 # ---- 3. a node fails mid-training --------------------------------------
 NF=$(submit "$T" "$ALICE" nodefail '.training.steps = 400 | .checkpoint.every_steps = 10')
 check "the job runs on both nodes" wait_state "$NF" 60 running
-ckpt_at() { (($(sq "SELECT count(*) FROM checkpoints WHERE job_id = '$1' AND step >= $2") > 0)); }
+ckpt_at() { (($(q "SELECT count(*) FROM checkpoints WHERE job_id = '$1' AND step >= $2") > 0)); }
 check "it passes its checkpoint of step 20" wait_until 90 ckpt_at "$NF" 20
 stack_slurm() { TRAINYARD_VAR=$TRAINYARD_VAR "$TY_ROOT/deploy/slurm" "$@"; }
 stack_slurm kill-node n2 >/dev/null
@@ -112,20 +112,20 @@ check "the scheduler follows both attempts to their end" wait_until 30 attempts_
 # report of the lost rank (rank_lost) ends the batch script first.
 check_match "attempt 1 on 2 nodes ended by the node's loss, attempt 2 on 1 node completed" \
 	'^1\|2\|(node_failure\|node_fail|rank_lost\|failed)\|[0-9]+\|[0-9]+;2\|1\|\|completed\|400\|0$' \
-	"$(sq "SELECT string_agg(concat_ws('|', number, nodes, failure_class, slurm_state, steps_done,
+	"$(q "SELECT string_agg(concat_ws('|', number, nodes, failure_class, slurm_state, steps_done,
 	       steps_lost), ';' ORDER BY number) FROM job_attempts WHERE job_id = '$NF'")"
 check_eq "the retry ran on the node still alive" n1 \
-	"$(sq "SELECT node_list FROM job_attempts WHERE job_id = '$NF' AND number = 2")"
-RESUME=$(sq "SELECT min(m.step) FROM job_metrics m JOIN job_attempts a ON a.id = m.attempt_id
+	"$(q "SELECT node_list FROM job_attempts WHERE job_id = '$NF' AND number = 2")"
+RESUME=$(q "SELECT min(m.step) FROM job_metrics m JOIN job_attempts a ON a.id = m.attempt_id
              WHERE a.job_id = '$NF' AND a.number = 2")
 # attempt 1's last checkpoint: its steps done less its steps lost (its own
 # checkpoint records are gone by now: attempt 2's newer ones replaced them)
-CKPT=$(sq "SELECT steps_done - steps_lost FROM job_attempts WHERE job_id = '$NF' AND number = 1")
+CKPT=$(q "SELECT steps_done - steps_lost FROM job_attempts WHERE job_id = '$NF' AND number = 1")
 check "attempt 1 ended past its checkpoint of step 20 or later (every 10 steps)" \
 	test "$CKPT" -ge 20 -a "$((CKPT % 10))" -eq 0
 check_eq "the retry resumed after attempt 1's last checkpoint" "$((CKPT + 1))" "$RESUME"
 check_match "the retry's event tells why it is smaller" 'retry on 1 node' \
-	"$(sq "SELECT string_agg(reason, ';') FROM job_events WHERE job_id = '$NF'")"
+	"$(q "SELECT string_agg(reason, ';') FROM job_events WHERE job_id = '$NF'")"
 stack_slurm start-node n2 >/dev/null
 
 # ---- 4. a hang ---------------------------------------------------------
@@ -133,15 +133,15 @@ H=$(submit "$T" "$ALICE" hang '.training.steps = 5000 | .resources.nodes = 1 |
 	.parallel.data_parallel = 1 | .parallel.global_batch = 4 |
 	.fault_tolerance = {"max_restarts": 0, "heartbeat_timeout_s": 10}')
 check "the job runs" wait_steps "$H" 2 90
-HA=$(sq "SELECT id FROM job_attempts WHERE job_id = '$H'")
+HA=$(q "SELECT id FROM job_attempts WHERE job_id = '$H'")
 WPID=$(pgrep -f -o "trainyard-worker attempt" || true)
 check "its worker is found" test -n "$WPID"
 [[ -n $WPID ]] && kill -STOP "$WPID"
 check "the scheduler detects the hang; the job fails" wait_state "$H" 60 failed
 check_eq "the attempt ended as a hang" "hang|ended" \
-	"$(sq "SELECT failure_class, state FROM job_attempts WHERE id = '$HA'")"
+	"$(q "SELECT failure_class, state FROM job_attempts WHERE id = '$HA'")"
 check_match "the job's last event tells the story" 'hang.*no restarts left' \
-	"$(sq "SELECT reason || ' ' || (detail->'attempts'->0->>'failure_class') FROM job_events
+	"$(q "SELECT reason || ' ' || (detail->'attempts'->0->>'failure_class') FROM job_events
 	       WHERE job_id = '$H' ORDER BY id DESC LIMIT 1")"
 [[ -n $WPID ]] && kill -CONT "$WPID" 2>/dev/null
 check "Slurm ended the hung job" wait_until 30 \

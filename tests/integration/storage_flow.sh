@@ -38,7 +38,6 @@ JOB='{"name": "sto", "model": {"preset": "tiny"}, "data": {"train": "/data/x_*.b
  "resources": {"nodes": 1, "ranks_per_node": 1, "time_limit_minutes": 30},
  "training": {"steps": 10}}'
 I=/internal/v1/attempts
-q() { psql "$TRAINYARD_DB" -tAc "$1"; }
 seal() { printf '%s\n' "$KEY" | "$SEAL" "$1" "$TRAINYARD_STORAGE_ROOT" "$TA_ID" "$J" "${@:2}"; }
 lines() { [[ -f $1 ]] && wc -l <"$1" | tr -d ' ' || echo 0; }
 has_lines() { [[ $(lines "$1") == "$2" ]]; }
