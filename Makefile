@@ -79,7 +79,7 @@ TOOL_BINS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(TOOL_SRC))
 Q ?= @
 EMBEDDED := $(sort $(wildcard migrations/*.sql)) api/openapi.json
 
-.PHONY: all test unit itest bench demo deps fuzz format format-check clean help docs
+.PHONY: all test unit itest bench demo deps fuzz format format-check clean help docs chaos
 all: $(BINS)
 
 help:
@@ -88,6 +88,7 @@ help:
 	@echo "make unit         unit tests only (no services)"
 	@echo "make SANITIZE=address,undefined test   the same under ASan/UBSan (build/san)"
 	@echo "make fuzz         libFuzzer targets, FUZZ_SECONDS each (default 20)"
+	@echo "make chaos        the chaos test alone, CHAOS_SECONDS long (default 600)"
 	@echo "make bench        API, trainer, crypto and scheduler benchmarks"
 	@echo "make demo         bring up the local stack and submit a job"
 	@echo "make deps         install the Debian packages when missing"
@@ -154,7 +155,7 @@ $(BUILD)/bin/trainyard-worker: $(call runtime_obj,worker/runtime/main.c) $(RUNTI
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/obj/scheduler/%.o $(BUILD)/obj/tests/unit/test_sched_%.o: \
-	CFLAGS += -Ischeduler -Iworker/runtime
+	CFLAGS += -Ischeduler -Iworker/runtime -Iworker
 
 SCHED_LADDER := $(call runtime_obj,worker/runtime/ladder.c)
 
@@ -220,6 +221,11 @@ unit: $(UNIT_BINS)
 
 test: $(BINS) $(UNIT_BINS) $(ITEST_BINS) $(TOOL_BINS) $(MPI_TEST_BINS)
 	@BUILD=$(BUILD) tests/run
+
+# The chaos test of make test, longer: every service killed again and again.
+CHAOS_SECONDS ?= 600
+chaos: $(BINS) $(UNIT_BINS) $(ITEST_BINS) $(TOOL_BINS) $(MPI_TEST_BINS)
+	@BUILD=$(BUILD) CHAOS_SECONDS=$(CHAOS_SECONDS) SETTLE_SECONDS=600 TEST_FILTER=sched_chaos tests/run
 
 FUZZ_SECONDS ?= 20
 fuzz:

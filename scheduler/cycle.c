@@ -4,6 +4,7 @@
  * Slurm, and what it decided, written back.
  */
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,27 @@
 #include "dispatch.h"
 #include "log.h"
 #include "scheduler.h"
+
+void sched_job_trouble(sched *s, const char *job_id, const char *fmt, ...)
+{
+	char what[200], why[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	log_printf(LOG_ERROR, "job %s: %s; trying again next cycle", job_id, what);
+	if (sched_db_lost(s))
+		return;
+	snprintf(why, sizeof(why), "scheduler: %s; trying again", what);
+	const char *p[] = {job_id, why};
+	db_query(s->db, NULL,
+	         "UPDATE jobs SET state_reason = $2 WHERE id = $1 AND state_reason <> $2", 2, p);
+}
+
+bool sched_db_lost(const sched *s)
+{
+	return !s->db || PQstatus(s->db) != CONNECTION_OK;
+}
 
 void sched_crash_point(const sched *s, const char *point)
 {

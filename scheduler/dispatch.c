@@ -352,7 +352,35 @@ static int submit_items(sched *s, dispatch_item *items, int n, double leased_at)
 	return submitted;
 }
 
-/* Step 3 for items that went through step 2, in one transaction. RET 0 or -1. */
+/* Step 3 for one item in a transaction of its own. RET 0 or -1 (noted on the job). */
+static int record_alone(sched *s, dispatch_item *it)
+{
+	int rc = db_begin(s->db);
+	if (rc == 0)
+		rc = it->result == 0 ? record_submitted(s, it, 1) : record_one(s, it, false);
+	if (rc == 0)
+		rc = db_commit(s->db);
+	if (rc == 0)
+		return 0;
+	db_rollback(s->db);
+	if (it->result == 0)
+		sched_job_trouble(s, it->job_id,
+		                  "Slurm job %u of attempt %d could not be recorded; recovery will "
+		                  "find it by its comment",
+		                  it->slurm_id, it->number);
+	else
+		sched_job_trouble(s, it->job_id,
+		                  "the failed submission of attempt %d could not "
+		                  "be recorded",
+		                  it->number);
+	return -1;
+}
+
+/*
+ * Step 3 for items that went through step 2: one transaction for the
+ * batch; when that fails, one for each item, so that one job's trouble
+ * leaves the others recorded. RET 0, or -1 when the database is lost.
+ */
 static int record_items(sched *s, dispatch_item *items, int n)
 {
 	int rc = db_begin(s->db);
@@ -365,9 +393,17 @@ static int record_items(sched *s, dispatch_item *items, int n)
 		rc = db_commit(s->db);
 	if (rc) {
 		db_rollback(s->db);
-		log_printf(LOG_ERROR, "recording %d submissions failed; recovery will find them",
-		           n);
-		return -1;
+		if (sched_db_lost(s)) {
+			log_printf(LOG_ERROR,
+			           "recording %d submissions failed; recovery will find them", n);
+			return -1;
+		}
+		log_printf(LOG_WARN, "recording %d submissions together failed; one by one", n);
+		for (int i = 0; i < n && !sched_db_lost(s); i++)
+			if (items[i].result != 2)
+				record_alone(s, &items[i]);
+		if (sched_db_lost(s))
+			return -1;
 	}
 	sched_crash_point(s, "after_record");
 	return 0;
@@ -516,30 +552,84 @@ static int renew_one(sched *s, dispatch_item *it)
 	                q);
 }
 
+/*
+ * Recovery of one item, in a transaction of its own: in Slurm already,
+ * record it; cancelled or ended meanwhile, drop it; started (its worker
+ * ran before the record) but not in Slurm, it is lost: that is
+ * reconcile's to end and retry; else renew it for a new submission
+ * (*renew). RET 0 or -1 (noted on the job).
+ */
+static int recover_one(sched *s, dispatch_item *it, job_state st, bool started, bool *renew)
+{
+	bool cancelling = st == JOB_CANCELLING, ended = job_state_final(st);
+	*renew = false;
+	it->slurm_id = slurm_id_of(s, it->job_id, it->number);
+	if (!it->slurm_id && started && !ended) {
+		log_printf(LOG_WARN,
+		           "job %s attempt %d: its worker ran, but Slurm holds no job of it",
+		           it->job_id, it->number);
+		return reconcile_attempt_lost(s, it->attempt_id);
+	}
+	int rc = db_begin(s->db);
+	if (rc == 0 && it->slurm_id) {
+		it->result = 0;
+		rc = record_one(s, it, cancelling);
+		log_printf(LOG_INFO, "job %s attempt %d: found in Slurm as %u after a lost lease",
+		           it->job_id, it->number, it->slurm_id);
+	} else if (rc == 0 && ended) {
+		/* cancelled (or failed) before anything reached Slurm */
+		const char *q[] = {it->attempt_id};
+		rc = db_query(s->db, NULL,
+		              "UPDATE job_attempts SET state = 'ended', followed = false,"
+		              " ended_at = coalesce(ended_at, now()),"
+		              " outcome = CASE WHEN outcome = '' THEN 'failed' ELSE outcome END"
+		              " WHERE id = $1",
+		              1, q);
+		credential_remove(s, it->attempt_id);
+	} else if (rc == 0 && cancelling) {
+		it->result = -1;
+		rc = record_one(s, it, true);
+	} else if (rc == 0) {
+		int r2 = renew_one(s, it);
+		*renew = r2 == 0;
+		rc = r2 < 0 ? r2 : 0;
+	}
+	if (rc == 0)
+		rc = db_commit(s->db);
+	if (rc == 0)
+		return 0;
+	db_rollback(s->db);
+	*renew = false;
+	sched_job_trouble(s, it->job_id, "the dispatch of attempt %d could not be recovered",
+	                  it->number);
+	return -1;
+}
+
 int dispatch_recover(sched *s)
 {
 	PGresult *r;
 	int rc = db_query(s->db, &r,
-	                  "SELECT " ITEM_COLUMNS ", j.state FROM jobs j"
+	                  "SELECT " ITEM_COLUMNS ", j.state, a.state <> 'starting' FROM jobs j"
 	                  " JOIN job_attempts a ON a.job_id = j.id AND a.number = j.attempts"
 	                  " JOIN tenants t ON t.id = j.tenant_id"
 	                  " WHERE a.followed"
 	                  " AND a.slurm_job_id IS NULL"
 	                  " AND coalesce(j.dispatch_lease_until, '-infinity') < now()"
-	                  " LIMIT 64",
+	                  " ORDER BY j.dispatch_lease_until NULLS FIRST LIMIT 64",
 	                  0, NULL);
 	if (rc) {
 		PQclear(r);
 		return -1;
 	}
-	int n = PQntuples(r), found = 0, k = 0;
+	int n = PQntuples(r), k = 0, failed = 0;
 	dispatch_item items[64];
-	bool cancelling[64], ended[64];
+	job_state state[64];
+	bool started[64];
 	for (int i = 0; i < n; i++) {
 		item_fill(&items[i], r, i);
 		int st = job_state_parse(PQgetvalue(r, i, 10));
-		cancelling[i] = st == JOB_CANCELLING;
-		ended[i] = st < 0 || job_state_final((job_state)st);
+		state[i] = st < 0 ? JOB_FAILED : (job_state)st;
+		started[i] = PQgetvalue(r, i, 11)[0] == 't';
 	}
 	PQclear(r);
 	if (n == 0)
@@ -558,55 +648,24 @@ int dispatch_recover(sched *s)
 	free(s->sj);
 	s->sj = fresh;
 	s->n_sj = n_fresh;
-	/* in Slurm already: record it; not there: submit it again (or drop a cancelled one) */
+	/* each job on its own: one that fails is noted on it and blocks no other */
 	dispatch_item renew[64];
-	rc = db_begin(s->db);
-	for (int i = 0; rc == 0 && i < n; i++) {
-		dispatch_item *it = &items[i];
-		it->slurm_id = slurm_id_of(s, it->job_id, it->number);
-		if (it->slurm_id) {
-			it->result = 0;
-			rc = record_one(s, it, cancelling[i]);
-			found++;
-			log_printf(LOG_INFO,
-			           "job %s attempt %d: found in Slurm as %u after a lost lease",
-			           it->job_id, it->number, it->slurm_id);
-		} else if (ended[i]) {
-			/* cancelled (or failed) before anything reached Slurm */
-			const char *q[] = {it->attempt_id};
-			rc = db_query(
-			    s->db, NULL,
-			    "UPDATE job_attempts SET state = 'ended', followed = false,"
-			    " ended_at = coalesce(ended_at, now()),"
-			    " outcome = CASE WHEN outcome = '' THEN 'failed' ELSE outcome END"
-			    " WHERE id = $1",
-			    1, q);
-			credential_remove(s, it->attempt_id);
-		} else if (cancelling[i]) {
-			it->result = -1;
-			rc = record_one(s, it, true);
-		} else {
-			int r2 = renew_one(s, it);
-			if (r2 == 0)
-				renew[k++] = *it;
-			else if (r2 < 0)
-				rc = r2;
-		}
+	double leased_at = mono_s(); /* no later than any lease renewed below */
+	for (int i = 0; i < n && !sched_db_lost(s); i++) {
+		bool again;
+		if (recover_one(s, &items[i], state[i], started[i], &again) < 0)
+			failed++;
+		else if (again)
+			renew[k++] = items[i];
 	}
-	double leased_at = mono_s();
-	if (rc == 0)
-		rc = db_commit(s->db);
-	if (rc) {
-		db_rollback(s->db);
-		return -1;
-	}
-	s->stats.recovered += found + k;
+	s->stats.recovered += n - failed - k;
 	if (k > 0) {
 		log_printf(LOG_INFO,
 		           "%d dispatches lost their lease before Slurm had them; submitting", k);
+		s->stats.recovered += k;
 		submit_items(s, renew, k, leased_at);
 		if (record_items(s, renew, k) < 0)
 			return -1;
 	}
-	return found + k;
+	return sched_db_lost(s) ? -1 : n - failed;
 }

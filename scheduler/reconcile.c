@@ -10,8 +10,10 @@
  *   final       the attempt ends with its failure class, steps done and
  *               steps lost; the job ends, or goes back to the queue for a
  *               retry chosen by retry_decide() (retry.h)
- *   not there   slurmctld forgot it: sacct tells its end; a job neither
- *               knows after SCHED_LOST_AFTER_S ends as lost
+ *   not there   slurmctld no longer holds it: sacct tells its end; one
+ *               that accounting does not show ended is lost once the
+ *               attempt is TRAINYARD_SCHED_LOST_S old
+ * Slurm jobs are matched by id and comment together: ids repeat.
  * A job being cancelled has its Slurm job cancelled until it ends.
  */
 #include <jansson.h>
@@ -20,6 +22,7 @@
 #include <string.h>
 
 #include "db.h"
+#include "exitcode.h"
 #include "dispatch.h"
 #include "jobspec.h"
 #include "jobstate.h"
@@ -155,7 +158,7 @@ static const char *end_class(const followed *f, const sl_job *j)
 		return "";
 	if (strcmp(f->outcome, "failed") == 0 && f->failure_class[0])
 		return f->failure_class;
-	if (j->state == SL_COMPLETED)
+	if (j->state == SL_COMPLETED || j->exit_code == TRAIN_ATTEMPT_OVER)
 		return "lost"; /* the batch script ended without the worker's report */
 	return sl_failure_class(j->state);
 }
@@ -308,7 +311,8 @@ static int refresh_locked(sched *s, followed *f)
 	return rc;
 }
 
-static void on_final(sched *s, followed *f, const sl_job *j)
+/* RET 0, or -1 when its end could not be recorded (logged, and noted on the job). */
+static int on_final(sched *s, followed *f, const sl_job *j)
 {
 	json_t *story = NULL;
 	int rc = db_begin(s->db);
@@ -349,8 +353,8 @@ static void on_final(sched *s, followed *f, const sl_job *j)
 		rc = db_commit(s->db);
 	if (rc) {
 		db_rollback(s->db);
-		log_printf(LOG_ERROR, "job %s attempt %d: recording its end failed", f->job_id,
-		           f->number);
+		sched_job_trouble(s, f->job_id, "the end of attempt %d could not be recorded",
+		                  f->number);
 	} else {
 		s->stats.ended++;
 		log_printf(LOG_INFO, "job %s attempt %d: Slurm job %u ended %s%s%s", f->job_id,
@@ -358,33 +362,53 @@ static void on_final(sched *s, followed *f, const sl_job *j)
 		           c);
 	}
 	json_decref(story);
+	return rc ? -1 : 0;
 }
 
-/* ---- the walk ----------------------------------------------------------- */
+/* ---- following -------------------------------------------------------- */
 
 /*
  * The Slurm view of f: the snapshot's, or accounting's for a job
- * slurmctld forgot. RET 0 with *out, 1 when it is not known (yet).
+ * slurmctld no longer holds. Both are matched by the attempt's comment,
+ * not by the bare id (slurm.h). slurmctld holds every live job, so one it
+ * does not hold is over: accounting tells how; when it cannot (it does not
+ * know the job, it still has it pending or running because slurmctld lost
+ * it in a crash, or it cannot be reached), the attempt is lost once it is
+ * s->lost_s (TRAINYARD_SCHED_LOST_S) old. RET 0 with *out, 1 when it is not known yet,
+ * 2 when it is lost.
  */
 static int slurm_view(sched *s, const followed *f, sl_job *out)
 {
-	const sl_job *j = sl_find(s->sj, s->n_sj, f->slurm_id);
+	const sl_job *j = sl_find(s->sj, s->n_sj, f->slurm_id, f->job_id, f->number);
 	if (j) {
 		*out = *j;
 		return 0;
 	}
 	char err[SL_ERR_MAX];
-	int rc = sl_job_from_accounting(f->slurm_id, out, err);
+	int rc = sl_job_from_accounting(f->slurm_id, f->job_id, f->number, out, err);
 	if (rc < 0)
 		log_printf(LOG_WARN, "%s", err);
-	if (rc == 0 && out->state != SL_UNKNOWN)
+	if (rc == 0 && sl_final(out->state))
 		return 0;
-	if (f->age_s < SCHED_LOST_AFTER_S)
+	if (f->age_s < s->lost_s)
 		return 1;
 	memset(out, 0, sizeof(*out));
 	out->id = f->slurm_id;
 	out->state = SL_FAILED;
 	return 2; /* lost */
+}
+
+/* f's Slurm job is gone with no end known: the attempt ends as lost. */
+static int end_lost(sched *s, followed *f)
+{
+	log_printf(LOG_WARN,
+	           "job %s attempt %d: Slurm job %u is known neither to slurmctld nor to "
+	           "accounting; it is lost",
+	           f->job_id, f->number, f->slurm_id);
+	snprintf(f->failure_class, sizeof(f->failure_class), "lost");
+	snprintf(f->outcome, sizeof(f->outcome), "failed");
+	sl_job j = {.id = f->slurm_id, .state = SL_FAILED};
+	return on_final(s, f, &j);
 }
 
 static void follow_one(sched *s, followed *f)
@@ -394,12 +418,8 @@ static void follow_one(sched *s, followed *f)
 	if (v == 1)
 		return;
 	if (v == 2) {
-		log_printf(LOG_WARN,
-		           "job %s attempt %d: Slurm job %u is known neither to slurmctld "
-		           "nor to accounting; it is lost",
-		           f->job_id, f->number, f->slurm_id);
-		snprintf(f->failure_class, sizeof(f->failure_class), "lost");
-		snprintf(f->outcome, sizeof(f->outcome), "failed");
+		end_lost(s, f);
+		return;
 	}
 	if (sl_final(j.state)) {
 		on_final(s, f, &j);
@@ -417,38 +437,130 @@ static void follow_one(sched *s, followed *f)
 		on_running(s, f, &j);
 }
 
+#define FOLLOWED_SQL                                                                               \
+	"SELECT a.id, a.job_id, a.number, coalesce(a.slurm_job_id, 0), a.outcome,"                 \
+	" a.failure_class, a.nodes, a.started_at IS NOT NULL,"                                     \
+	" extract(epoch FROM now() - coalesce(a.heartbeat_at, a.started_at))::int,"                \
+	" extract(epoch FROM now() - a.created_at)::int, j.state, j.state_reason,"                 \
+	" coalesce((j.spec->'fault_tolerance'->>'heartbeat_timeout_s')::int, 300), j.attempts,"    \
+	" a.config->'overrides' ? 'training.recompute=full', a.slurm_state"                        \
+	" FROM job_attempts a JOIN jobs j ON j.id = a.job_id"
+
+/* OUT: *out (free()), *n: the attempts the query (FOLLOWED_SQL and a condition) names. */
+static int followed_load(sched *s, const char *sql, int np, const char *const *p, followed **out,
+                         int *n)
+{
+	PGresult *r;
+	*out = NULL;
+	*n = 0;
+	if (db_query(s->db, &r, sql, np, p)) {
+		PQclear(r);
+		return -1;
+	}
+	int k = PQntuples(r);
+	followed *fs = calloc(k ? (size_t)k : 1, sizeof(*fs));
+	if (!fs) {
+		PQclear(r);
+		return -1;
+	}
+	for (int i = 0; i < k; i++)
+		followed_fill(&fs[i], r, i);
+	PQclear(r);
+	*out = fs;
+	*n = k;
+	return 0;
+}
+
+int reconcile_attempt_lost(sched *s, const char *attempt_id)
+{
+	const char *p[] = {attempt_id};
+	followed *f;
+	int n;
+	if (followed_load(s, FOLLOWED_SQL " WHERE a.id = $1 AND a.followed", 1, p, &f, &n) < 0)
+		return -1;
+	int rc = n == 1 ? end_lost(s, f) : 0;
+	free(f);
+	return rc;
+}
+
+/* ---- the sweep ---------------------------------------------------------- */
+
+/*
+ * Jobs the scheduler dispatched that hold devices (dispatching, scheduled,
+ * running, cancelling) with no attempt it still follows, for longer than
+ * TRAINYARD_SCHED_LOST_S: nothing would move them again. Each ends as its
+ * last attempt did (a cancel, a retry or a failure by the normal rules),
+ * or as lost. Jobs whose attempts an admin started (no nodes: the worker
+ * and the API drive those) are left to them.
+ */
+static void sweep(sched *s)
+{
+	char grace[16];
+	snprintf(grace, sizeof(grace), "%d", s->lost_s);
+	const char *p[] = {grace};
+	followed *fs;
+	int n;
+	if (followed_load(s,
+	                  FOLLOWED_SQL " WHERE a.number = j.attempts AND a.nodes IS NOT NULL"
+	                               " AND NOT a.followed"
+	                               " AND j.state IN ('dispatching', 'scheduled', 'running',"
+	                               " 'cancelling')"
+	                               " AND j.updated_at < now() - $1::int * interval '1 second'"
+	                               " LIMIT 64",
+	                  1, p, &fs, &n) < 0)
+		return;
+	for (int i = 0; i < n; i++) {
+		followed *f = &fs[i];
+		json_t *story = NULL;
+		int rc = db_begin(s->db);
+		if (rc == 0)
+			rc = refresh_locked(s, f);
+		const char *c = f->failure_class[0] ? f->failure_class : "lost";
+		if (strcmp(f->outcome, "succeeded") == 0)
+			c = "";
+		if (rc == 0)
+			rc = story_load(s, f->job_id, &story);
+		if (rc == 0) {
+			json_object_set_new(story, "ended_attempt", json_integer(f->number));
+			rc = job_after(s, f, c, story);
+		}
+		if (rc == 0)
+			rc = db_commit(s->db);
+		if (rc) {
+			db_rollback(s->db);
+			sched_job_trouble(s, f->job_id, "its ended attempt %d could not be settled",
+			                  f->number);
+		} else {
+			log_printf(
+			    LOG_WARN,
+			    "job %s: attempt %d had ended without moving the job; settled (%s)",
+			    f->job_id, f->number, c[0] ? c : "succeeded");
+		}
+		json_decref(story);
+	}
+	free(fs);
+}
+
+/* ---- the walk ----------------------------------------------------------- */
+
 int reconcile(sched *s)
 {
 	char limit[16];
 	snprintf(limit, sizeof(limit), "%d", RECONCILE_MAX);
 	const char *p[] = {limit};
-	PGresult *r;
-	int rc = db_query(
-	    s->db, &r,
-	    "SELECT a.id, a.job_id, a.number, a.slurm_job_id, a.outcome, a.failure_class, a.nodes,"
-	    " a.started_at IS NOT NULL,"
-	    " extract(epoch FROM now() - coalesce(a.heartbeat_at, a.started_at))::int,"
-	    " extract(epoch FROM now() - a.created_at)::int, j.state, j.state_reason,"
-	    " coalesce((j.spec->'fault_tolerance'->>'heartbeat_timeout_s')::int, 300), j.attempts,"
-	    " a.config->'overrides' ? 'training.recompute=full', a.slurm_state"
-	    " FROM job_attempts a JOIN jobs j ON j.id = a.job_id"
-	    " WHERE a.followed AND a.slurm_job_id IS NOT NULL ORDER BY a.slurm_job_id LIMIT $1",
-	    1, p);
-	if (rc) {
-		PQclear(r);
+	followed *fs;
+	int n;
+	if (followed_load(s,
+	                  FOLLOWED_SQL " WHERE a.followed AND a.slurm_job_id IS NOT NULL"
+	                               " ORDER BY a.slurm_job_id LIMIT $1",
+	                  1, p, &fs, &n) < 0)
 		return -1;
-	}
-	int n = PQntuples(r);
-	followed *fs = calloc(n ? (size_t)n : 1, sizeof(*fs));
-	if (!fs) {
-		PQclear(r);
-		return -1;
-	}
-	for (int i = 0; i < n; i++)
-		followed_fill(&fs[i], r, i);
-	PQclear(r);
 	for (int i = 0; i < n; i++)
 		follow_one(s, &fs[i]);
 	free(fs);
-	return dispatch_recover(s) < 0 ? -1 : 0;
+	/* a job that could not be recovered is noted on it; it blocks no other */
+	if (dispatch_recover(s) < 0 && sched_db_lost(s))
+		return -1;
+	sweep(s);
+	return sched_db_lost(s) ? -1 : 0;
 }

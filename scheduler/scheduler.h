@@ -25,8 +25,6 @@
 #define SCHED_CREDENTIAL_MARGIN_MINUTES 60
 /* Jobs per tenant a cycle looks at: the head of each queue. */
 #define SCHED_HEAD_JOBS 16
-/* A submitted job Slurm does not show (yet) is lost only after this long. */
-#define SCHED_LOST_AFTER_S 120
 
 typedef struct sched_stats {
 	long cycles, admitted, submitted, recovered, ended, retried, cancelled, hung;
@@ -42,6 +40,7 @@ typedef struct sched {
 	char work_dir[PATH_MAX / 2];
 	char storage_root[PATH_MAX];
 	int lease_s, backoff_s, batch, max_admit;
+	int lost_s; /* TRAINYARD_SCHED_LOST_S: an attempt Slurm shows nothing of is lost after it */
 	int node_grace_s; /* Slurm's SlurmdTimeout, read at the first cycle (retry.h) */
 	double halflife_h;
 	bool sync_accounts;
@@ -67,12 +66,31 @@ void sched_sleep_ms(int ms);
 int sched_cycle(sched *s);
 
 int accounts_sync(sched *s);
+/*
+ * Follow every attempt (reconcile.c), finish lost dispatches
+ * (dispatch_recover), settle jobs left without a followed attempt. One
+ * job's failure is noted on that job and blocks no other.
+ * RET 0, or -1 when the database connection is lost.
+ */
 int reconcile(sched *s);
+/* End a followed attempt whose Slurm job is gone as lost (retry rules apply). RET 0 or -1. */
+int reconcile_attempt_lost(sched *s, const char *attempt_id);
 /* Admission and dispatch. RET the jobs submitted, or -1. */
 int admit_and_dispatch(sched *s);
 
 /* The Slurm account of a tenant: "ty-" and its name. */
 void sched_account_name(const char *tenant, char out[80]);
+
+/*
+ * A job the scheduler could not move: logged, and said in the job's
+ * state_reason (with no detail of the database's error), so that it shows
+ * why it waits. The next cycle tries again.
+ */
+void sched_job_trouble(sched *s, const char *job_id, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* RET: whether the database connection is gone (then the cycle stops). */
+bool sched_db_lost(const sched *s);
 
 /* Dies (SIGKILL itself) when TRAINYARD_SCHED_CRASH_AT names this point. */
 void sched_crash_point(const sched *s, const char *point);

@@ -54,6 +54,7 @@ int sched_setup(sched *s, const ty_config *cfg)
 	else
 		worker_beside(s->worker_bin, sizeof(s->worker_bin));
 	s->lease_s = cfg->sched_lease_s;
+	s->lost_s = cfg->sched_lost_s;
 	s->backoff_s = cfg->retry_backoff_s;
 	s->batch = cfg->sched_batch;
 	s->max_admit = cfg->sched_max_admit;

@@ -142,6 +142,8 @@ int sl_submit_batch(const sl_submit *s, uint32_t *job_id, char err[SL_ERR_MAX])
 	d.work_dir = (char *)s->work_dir;
 	d.std_out = (char *)s->std_out;
 	d.std_err = (char *)s->std_out;
+	/* a batch job Slurm runs again adds to its output, never truncates it */
+	d.open_mode = OPEN_MODE_APPEND;
 	int n_env = 0;
 	while (s->env[n_env])
 		n_env++;
@@ -224,10 +226,13 @@ int sl_our_jobs(sl_job **jobs, int *n, char err[SL_ERR_MAX])
 	return 0;
 }
 
-const sl_job *sl_find(const sl_job *jobs, int n, uint32_t id)
+const sl_job *sl_find(const sl_job *jobs, int n, uint32_t id, const char *job_id, int attempt)
 {
 	sl_job key = {.id = id};
-	return bsearch(&key, jobs, (size_t)n, sizeof(*jobs), by_id);
+	const sl_job *j = bsearch(&key, jobs, (size_t)n, sizeof(*jobs), by_id);
+	if (!j || j->attempt != attempt || strcmp(j->job_id, job_id) != 0)
+		return NULL;
+	return j;
 }
 
 /* sacct's State column ("CANCELLED by 0", "NODE_FAIL") as ours. */
@@ -304,31 +309,43 @@ int sl_tool(const char *const *argv, char *out, size_t n)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-int sl_job_from_accounting(uint32_t id, sl_job *out, char err[SL_ERR_MAX])
+int sl_job_from_accounting(uint32_t id, const char *job_id, int attempt, sl_job *out,
+                           char err[SL_ERR_MAX])
 {
-	char ids[16], buf[1024];
+	char ids[16], buf[8192];
 	snprintf(ids, sizeof(ids), "%u", id);
-	const char *argv[] = {"sacct", "-X", "-n", "-P", "-j", ids, "-o", "State,ExitCode,NodeList",
-	                      NULL};
+	/* the comment last: it is the only column that may hold a '|' */
+	const char *argv[] = {
+	    "sacct", "-X", "-n", "-P", "-D", "-j", ids, "-o", "State,ExitCode,NodeList,Comment",
+	    NULL};
 	if (sl_tool(argv, buf, sizeof(buf)) != 0) {
 		snprintf(err, SL_ERR_MAX, "sacct -j %u failed", id);
 		return -1;
 	}
-	char *line = strtok(buf, "\n");
-	if (!line)
-		return 1;
-	char *state = line, *exit_s = strchr(line, '|');
-	char *nodes = exit_s ? strchr(exit_s + 1, '|') : NULL;
-	if (!exit_s || !nodes)
-		return 1;
-	*exit_s++ = '\0';
-	*nodes++ = '\0';
-	memset(out, 0, sizeof(*out));
-	out->id = id;
-	out->state = from_sacct(state);
-	out->exit_code = atoi(exit_s);
-	snprintf(out->nodes, sizeof(out->nodes), "%s", nodes);
-	return 0;
+	char *save = NULL;
+	for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *f[4] = {line, NULL, NULL, NULL};
+		for (int i = 1; i < 4; i++) {
+			f[i] = strchr(f[i - 1], '|');
+			if (!f[i])
+				break;
+			*f[i]++ = '\0';
+		}
+		char their_job[37];
+		int their_attempt;
+		if (!f[3] || sl_comment_parse(f[3], their_job, &their_attempt) < 0 ||
+		    their_attempt != attempt || strcmp(their_job, job_id) != 0)
+			continue; /* another job that had the same id */
+		memset(out, 0, sizeof(*out));
+		out->id = id;
+		out->state = from_sacct(f[0]);
+		out->exit_code = atoi(f[1]);
+		snprintf(out->nodes, sizeof(out->nodes), "%s", f[2]);
+		snprintf(out->job_id, sizeof(out->job_id), "%s", their_job);
+		out->attempt = their_attempt;
+		return 0;
+	}
+	return 1;
 }
 
 int sl_cancel(uint32_t id, char err[SL_ERR_MAX])

@@ -75,14 +75,25 @@ int sl_submit_batch(const sl_submit *s, uint32_t *job_id, char err[SL_ERR_MAX]);
  */
 int sl_our_jobs(sl_job **jobs, int *n, char err[SL_ERR_MAX]);
 
-/* RET: the job with that id in a sorted list, or NULL. */
-const sl_job *sl_find(const sl_job *jobs, int n, uint32_t id);
+/*
+ * A Slurm job id is no identity: ids repeat after slurmctld restarts from
+ * an older saved state, and wrap at MaxJobId. A job is ours only when its
+ * comment names the same trainyard job and attempt.
+ * RET: the job with that id in a sorted list whose comment names job_id
+ * and attempt, or NULL (none has that id, or the id now belongs to
+ * another job).
+ */
+const sl_job *sl_find(const sl_job *jobs, int n, uint32_t id, const char *job_id, int attempt);
 
 /*
- * A job slurmctld has forgotten, from accounting (sacct). RET 0 with *out
- * filled, 1 when accounting does not know it either, -1 on failure.
+ * The attempt's Slurm job id from accounting (sacct), for a job slurmctld
+ * has forgotten: among the records with that id (sacct --duplicates),
+ * the one whose comment names job_id and attempt (deploy/slurm stores
+ * comments: AccountingStoreFlags=job_comment). RET 0 with *out filled, 1
+ * when accounting knows no such job, -1 on failure.
  */
-int sl_job_from_accounting(uint32_t id, sl_job *out, char err[SL_ERR_MAX]);
+int sl_job_from_accounting(uint32_t id, const char *job_id, int attempt, sl_job *out,
+                           char err[SL_ERR_MAX]);
 
 /* End a job (the TERM, KillWait, KILL sequence of scancel). RET 0 or -1. */
 int sl_cancel(uint32_t id, char err[SL_ERR_MAX]);

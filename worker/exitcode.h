@@ -25,7 +25,10 @@
 	X(TRAIN_CKPT_CORRUPT, 15, "checkpoint_corrupt",                                            \
 	  "no checkpoint to resume from verifies (hash mismatch or truncation)")                   \
 	X(TRAIN_STOPPED, 16, "stopped",                                                            \
-	  "stopped by SIGTERM or SIGUSR1 after writing a final checkpoint")
+	  "stopped by SIGTERM or SIGUSR1 after writing a final checkpoint")                        \
+	X(TRAIN_ATTEMPT_OVER, 17, "attempt_over",                                                  \
+	  "trainyard-worker only: the attempt already started once (Slurm ran its batch job "      \
+	  "again); nothing was done")
 
 typedef enum train_exit {
 #define X(e, status, name, doc) e = status,

@@ -11,6 +11,7 @@ export TRAINYARD_SCHED_INTERVAL_MS=${TRAINYARD_SCHED_INTERVAL_MS:-300}
 export TRAINYARD_SCHED_LEASE_S=${TRAINYARD_SCHED_LEASE_S:-3}
 export TRAINYARD_RETRY_BACKOFF_S=${TRAINYARD_RETRY_BACKOFF_S:-1}
 export TRAINYARD_HEARTBEAT_S=${TRAINYARD_HEARTBEAT_S:-2}
+export TRAINYARD_SCHED_LOST_S=${TRAINYARD_SCHED_LOST_S:-20}
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 SCHED_BIN=$(dirname "$TRAIN_BIN")/trainyard-scheduler
 
@@ -24,6 +25,8 @@ sched_quiet() {
 }
 
 sched_start() { stack sched-start >/dev/null; }
+# stack_slurm COMMAND...: deploy/slurm on the test stack's cluster
+stack_slurm() { TRAINYARD_VAR=$TRAINYARD_VAR "$TY_ROOT/deploy/slurm" "$@"; }
 sched_stop() { stack sched-stop >/dev/null; }
 
 # sched_run NAME [ENV=VALUE...]: a scheduler of our own in the background,

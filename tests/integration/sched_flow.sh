@@ -103,7 +103,6 @@ NF=$(submit "$T" "$ALICE" nodefail '.training.steps = 400 | .checkpoint.every_st
 check "the job runs on both nodes" wait_state "$NF" 60 running
 ckpt_at() { (($(q "SELECT count(*) FROM checkpoints WHERE job_id = '$1' AND step >= $2") > 0)); }
 check "it passes its checkpoint of step 20" wait_until 90 ckpt_at "$NF" 20
-stack_slurm() { TRAINYARD_VAR=$TRAINYARD_VAR "$TY_ROOT/deploy/slurm" "$@"; }
 stack_slurm kill-node n2 >/dev/null
 check "it fails over and succeeds" wait_state "$NF" 180 succeeded failed
 check_eq "it succeeded" succeeded "$(job_state "$NF")"

@@ -24,7 +24,7 @@ START_TEST(statuses_documented)
 #undef X
 	};
 	size_t n = sizeof(rows) / sizeof(rows[0]);
-	ck_assert_uint_eq(n, 10);
+	ck_assert_uint_eq(n, 11);
 	for (size_t i = 0; i < n; i++) {
 		char line[512];
 		snprintf(line, sizeof(line), "| %d | %s | %s |", rows[i].status, rows[i].name,
@@ -37,6 +37,7 @@ START_TEST(statuses_documented)
 	ck_assert_str_eq(train_exit_name(99), "unknown");
 	ck_assert_int_eq(TRAIN_OOM, 11);
 	ck_assert_int_eq(TRAIN_STOPPED, 16);
+	ck_assert_int_eq(TRAIN_ATTEMPT_OVER, 17);
 	free(doc);
 }
 END_TEST

@@ -151,14 +151,16 @@ static int attempt_key(attempt *at)
  * The credential from the file TRAINYARD_ATTEMPT_TOKEN_FILE names (how the
  * scheduler hands it over: a 0600 file, so it never sits in Slurm's copy
  * of the job's environment). The file is removed once read: the
- * credential is on disk only until the attempt starts.
- * RET 0, or -1 when there is no such file or it holds no credential.
+ * credential is on disk only until the attempt starts, and an attempt
+ * starts once. A batch job that Slurm runs again (slurmctld restarted
+ * from a state saved before the job ran) finds no file.
+ * RET 0, 1 when there is no such file, or -1 when it holds no credential.
  */
 static int credential_from_file(const char *path, char *out, size_t n)
 {
 	FILE *f = fopen(path, "re");
 	if (!f)
-		return -1;
+		return errno == ENOENT ? 1 : -1;
 	size_t got = fread(out, 1, n - 1, f);
 	fclose(f);
 	unlink(path);
@@ -170,7 +172,8 @@ static int credential_from_file(const char *path, char *out, size_t n)
 
 /*
  * The credential out of the environment, wiped there, or out of the file
- * TRAINYARD_ATTEMPT_TOKEN_FILE names. RET 0, or -1 when it is missing.
+ * TRAINYARD_ATTEMPT_TOKEN_FILE names. RET 0, 1 when the file is gone (the
+ * attempt started before), or -1 when it is missing.
  */
 static int credential_take(char *out, size_t n)
 {
@@ -261,6 +264,14 @@ int attempt_run(const char *url, runtime_options *o)
 	attempt at = {0};
 	const char *id = getenv("TRAINYARD_ATTEMPT");
 	int have_token = credential_take(token, sizeof(token));
+	if (have_token == 1) {
+		/* before anything that leaves a trace: no log, no report, no checkpoint */
+		fprintf(stderr,
+		        "trainyard-worker: attempt %s has started before (its credential file is "
+		        "gone): Slurm ran this batch job again; exiting without running it\n",
+		        id && storage_uuid_valid(id) ? id : "(unnamed)");
+		return TRAIN_ATTEMPT_OVER;
+	}
 	if (!id || !storage_uuid_valid(id) || have_token < 0) {
 		fprintf(stderr, "trainyard-worker: attempt needs TRAINYARD_ATTEMPT (an attempt id) "
 		                "and TRAINYARD_ATTEMPT_TOKEN (or TRAINYARD_ATTEMPT_TOKEN_FILE) in "

@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# tests/integration/sched_chaos.sh - the whole platform under SIGKILL.
+#
+# A client submits small jobs one after another for CHAOS_SECONDS (default
+# 60), each with its own Idempotency-Key, retrying a key until it is
+# acknowledged (201). Meanwhile, every few seconds, one of the API, the
+# scheduler, slurmctld, a slurmd or PostgreSQL (every one of its
+# processes) is killed with SIGKILL at a random moment and started again a
+# moment later. Then everything runs until the queue has drained, and:
+#   - no acknowledged job is lost, and no key made two jobs;
+#   - no job is stuck: every one ends (succeeded, failed or cancelled),
+#     and a failed one says why;
+#   - every Slurm job accounting holds for the tenant is an attempt the
+#     database knows;
+#   - every job has its audit record of the submission.
+# `make chaos` runs the same test longer (CHAOS_SECONDS=600).
+# TEST_SEED=N repeats a run's choices.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=SCRIPTDIR/lib.sh disable=SC1091
+. "$HERE/lib.sh"
+# shellcheck source=SCRIPTDIR/lib_sched.sh disable=SC1091
+. "$HERE/lib_sched.sh"
+
+if [[ -z ${SLURM_CONF:-} || ! -x $SCHED_BIN ]]; then
+	not_ok "environment" "needs the stack's SLURM_CONF and $SCHED_BIN"
+	summary
+	exit 1
+fi
+CHAOS_SECONDS=${CHAOS_SECONDS:-60}
+SETTLE_SECONDS=${SETTLE_SECONDS:-240}
+SEED=${TEST_SEED:-$RANDOM}
+RANDOM=$SEED
+echo "# $CHAOS_SECONDS s of chaos, seed $SEED (TEST_SEED=$SEED repeats the choices)"
+
+make_corpus
+sched_quiet
+sched_stop
+ADMIN=$(admin_token)
+T=chaos-$$
+tenant_new "$T" >/dev/null
+TOKEN=$ADMIN api PUT "/v1/tenants/$T/quota" -H 'Content-Type: application/json' \
+	-d '{"max_gpus": 64, "max_running_jobs": 8, "gpu_hours_per_month": 1000,
+	     "max_storage_bytes": 1000000000, "weight": 1}'
+U=$(member_new "$T" "cu-$$" editor)
+T_ID=$(q "SELECT id FROM tenants WHERE name = '$T'")
+STARTED=$(date -u '+%Y-%m-%dT%H:%M:%S')
+SMALL='.resources.nodes = 1 | .parallel.data_parallel = 1 | .parallel.global_batch = 4
+	| .training.steps = 3 | .checkpoint.every_steps = 3
+	| .fault_tolerance.max_restarts = 4'
+ACKED=$TY_TMP/acked
+STOP=$TY_TMP/stop
+: >"$ACKED"
+
+# ---- the client ------------------------------------------------------------
+# submit_acked KEY: until a 201 (or STOP and 30 s more); "KEY ID" into ACKED.
+submit_acked() {
+	local key=$1 body out status give_up=0
+	body=$(job_spec "$key" "$SMALL")
+	while :; do
+		out=$(curl -sS --max-time 5 -H "Authorization: Bearer $U" -H "Idempotency-Key: $key" \
+			--json "$body" -w '\n%{http_code}' "$TRAINYARD_URL/v1/tenants/$T/jobs" 2>/dev/null)
+		status=${out##*$'\n'}
+		if [[ $status == 201 ]]; then
+			echo "$key $(jq -r .id <<<"${out%$'\n'*}")" >>"$ACKED"
+			return 0
+		fi
+		if [[ -e $STOP ]]; then
+			((give_up == 0)) && give_up=$((SECONDS + 30))
+			((SECONDS < give_up)) || return 1
+		fi
+		sleep 0.5
+	done
+}
+(
+	i=0
+	until [[ -e $STOP ]]; do
+		i=$((i + 1))
+		submit_acked "chaos-$$-$i"
+		sleep 1
+	done
+) &
+CLIENT=$!
+
+# ---- the killer ------------------------------------------------------------
+SCHED_N=0
+sched_up() {
+	SCHED_N=$((SCHED_N + 1))
+	sched_run "sched-$SCHED_N"
+}
+pg_kill() { # every process of the stack's PostgreSQL, postmaster first
+	local pm
+	pm=$(head -n 1 "$TRAINYARD_PGDATA/postmaster.pid" 2>/dev/null) || return 0
+	kill -KILL "$pm" 2>/dev/null
+	pkill -KILL -P "$pm" 2>/dev/null
+	while kill -0 "$pm" 2>/dev/null; do sleep 0.05; done
+	sleep 0.2
+}
+api_kill() { kill -KILL "$(cat "$TRAINYARD_VAR/api.pid" 2>/dev/null)" 2>/dev/null; }
+VICTIMS=(api scheduler slurmctld slurmd postgresql)
+kills=()
+sched_up
+t_end=$((SECONDS + CHAOS_SECONDS))
+while ((SECONDS < t_end)); do
+	sleep "$((2 + RANDOM % 4)).$((RANDOM % 10))"
+	v=${VICTIMS[RANDOM % ${#VICTIMS[@]}]}
+	down="$((RANDOM % 3)).$((RANDOM % 10))"
+	kills+=("$v")
+	echo "# t=$((CHAOS_SECONDS - t_end + SECONDS))s: SIGKILL $v, back after ${down}s"
+	case $v in
+	api) api_kill ;;
+	scheduler) kill -KILL "$SCHED_PID" 2>/dev/null && wait "$SCHED_PID" 2>/dev/null ;;
+	slurmctld) stack_slurm kill-ctld >/dev/null ;;
+	slurmd) node=n$((1 + RANDOM % 2)) && stack_slurm kill-node "$node" >/dev/null ;;
+	postgresql) pg_kill ;;
+	esac
+	sleep "$down"
+	case $v in
+	api) stack api-start >/dev/null 2>&1 ;;
+	scheduler) sched_up ;;
+	slurmctld) stack_slurm start-ctld >/dev/null 2>&1 ;;
+	slurmd) stack_slurm start-node "$node" >/dev/null 2>&1 ;;
+	postgresql) stack pg-start >/dev/null 2>&1 ;;
+	esac
+done
+touch "$STOP"
+wait "$CLIENT"
+echo "# killed: $(printf '%s\n' "${kills[@]}" | sort | uniq -c | xargs)"
+
+# ---- everything back, the queue drained ----------------------------------------
+stack pg-start >/dev/null 2>&1
+stack_slurm start-ctld >/dev/null 2>&1
+for n in n1 n2; do stack_slurm start-node "$n" >/dev/null 2>&1; done
+api_healthy || stack api-start >/dev/null 2>&1
+kill -0 "$SCHED_PID" 2>/dev/null || sched_up
+active() {
+	q "SELECT count(*) FROM jobs WHERE tenant_id = '$T_ID'
+	    AND state NOT IN ('succeeded', 'failed', 'cancelled')"
+}
+drained() { [[ $(active) == 0 ]]; }
+wait_until "$SETTLE_SECONDS" drained
+
+acked=$(wc -l <"$ACKED")
+check "jobs were acknowledged under chaos (at least 10)" test "$acked" -ge 10
+ids=$(awk '{ printf "%s'\''%s'\''", (NR > 1 ? "," : ""), $2 }' "$ACKED")
+check_eq "no acknowledged job is lost" "$acked" \
+	"$(q "SELECT count(*) FROM jobs WHERE id IN ($ids)")"
+check_eq "no key made two jobs" 0 \
+	"$(q "SELECT count(*) FROM (SELECT name FROM jobs WHERE tenant_id = '$T_ID'
+	       GROUP BY name HAVING count(*) > 1) d")"
+check_eq "no job is stuck: every one ended" 0 "$(active)"
+q "SELECT id, state, state_reason FROM jobs WHERE tenant_id = '$T_ID'
+    AND state NOT IN ('succeeded', 'failed', 'cancelled')" | sed 's/^/# stuck: /'
+check_eq "every failed job says why" 0 \
+	"$(q "SELECT count(*) FROM jobs WHERE tenant_id = '$T_ID' AND state = 'failed'
+	       AND state_reason = ''")"
+echo "# jobs: $(q "SELECT string_agg(state || ' ' || n, ', ') FROM (SELECT state, count(*) AS n
+	FROM jobs WHERE tenant_id = '$T_ID' GROUP BY state) s")"
+check "most jobs succeeded" test "$(q "SELECT count(*) FROM jobs WHERE tenant_id = '$T_ID'
+	AND state = 'succeeded'")" -ge $((acked / 2))
+check_eq "the scheduler follows nothing of them any more" 0 \
+	"$(q "SELECT count(*) FROM job_attempts a JOIN jobs j ON j.id = a.job_id
+	       WHERE j.tenant_id = '$T_ID' AND a.followed")"
+
+# every Slurm job of the tenant's account is an attempt the database knows
+# (slurmdbd learns of jobs a moment after slurmctld: a few tries)
+orphans() {
+	local jid comment n=0
+	while IFS='|' read -r jid comment; do
+		[[ $comment =~ ^trainyard\ job=([0-9a-f-]{36})\ attempt=([0-9]+)$ ]] || {
+			echo "# Slurm job $jid: comment '$comment'" >&2
+			n=$((n + 1))
+			continue
+		}
+		[[ $(q "SELECT count(*) FROM job_attempts WHERE job_id = '${BASH_REMATCH[1]}'
+		         AND number = ${BASH_REMATCH[2]}") == 1 ]] || {
+			echo "# Slurm job $jid: no attempt ${BASH_REMATCH[2]} of job ${BASH_REMATCH[1]}" >&2
+			n=$((n + 1))
+		}
+	done < <(sacct -X -n -P -a -D -A "ty-$T" -S "$STARTED" -o JobID,Comment 2>/dev/null)
+	echo "$n"
+}
+has_slurm_jobs() { [[ -n $(sacct -X -n -P -a -D -A "ty-$T" -S "$STARTED" -o JobID 2>/dev/null) ]]; }
+check "accounting holds the tenant's Slurm jobs" wait_until 30 has_slurm_jobs
+check_eq "every Slurm job of the tenant is an attempt the database knows" 0 "$(orphans)"
+check_eq "every job has the audit record of its submission" 0 \
+	"$(q "SELECT count(*) FROM jobs j WHERE j.tenant_id = '$T_ID' AND NOT EXISTS
+	       (SELECT 1 FROM audit_log a WHERE a.action = 'job.submit'
+	        AND a.resource = 'job/' || j.id AND a.outcome = 'success')")"
+kill "$SCHED_PID" 2>/dev/null
+wait "$SCHED_PID" 2>/dev/null
+summary
