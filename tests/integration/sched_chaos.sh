@@ -132,7 +132,7 @@ echo "# killed: $(printf '%s\n' "${kills[@]}" | sort | uniq -c | xargs)"
 stack pg-start >/dev/null 2>&1
 stack_slurm start-ctld >/dev/null 2>&1
 for n in n1 n2; do stack_slurm start-node "$n" >/dev/null 2>&1; done
-api_healthy || stack api-start >/dev/null 2>&1
+api_healthy 2>/dev/null || stack api-start >/dev/null 2>&1
 kill -0 "$SCHED_PID" 2>/dev/null || sched_up
 active() {
 	q "SELECT count(*) FROM jobs WHERE tenant_id = '$T_ID'
