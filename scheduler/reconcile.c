@@ -401,10 +401,14 @@ static int slurm_view(sched *s, const followed *f, sl_job *out)
 /* f's Slurm job is gone with no end known: the attempt ends as lost. */
 static int end_lost(sched *s, followed *f)
 {
-	log_printf(LOG_WARN,
-	           "job %s attempt %d: Slurm job %u is known neither to slurmctld nor to "
-	           "accounting; it is lost",
-	           f->job_id, f->number, f->slurm_id);
+	if (f->slurm_id)
+		log_printf(LOG_WARN,
+		           "job %s attempt %d: Slurm job %u is known neither to slurmctld nor to "
+		           "accounting as live or ended; it is lost",
+		           f->job_id, f->number, f->slurm_id);
+	else
+		log_printf(LOG_WARN, "job %s attempt %d: Slurm holds no job of it; it is lost",
+		           f->job_id, f->number);
 	snprintf(f->failure_class, sizeof(f->failure_class), "lost");
 	snprintf(f->outcome, sizeof(f->outcome), "failed");
 	sl_job j = {.id = f->slurm_id, .state = SL_FAILED};
