@@ -163,22 +163,24 @@ check_eq "the scheduler follows nothing of them any more" 0 \
 	"$(q "SELECT count(*) FROM job_attempts a JOIN jobs j ON j.id = a.job_id
 	       WHERE j.tenant_id = '$T_ID' AND a.followed")"
 
-# every Slurm job of the tenant's account is an attempt the database knows
-# (slurmdbd learns of jobs a moment after slurmctld: a few tries)
+# Every Slurm job of the tenant's account is an attempt the database knows,
+# by its comment. A submission that slurmctld lost in a crash can stay in
+# accounting without its comment: such a record must still name, by its
+# job name, a job the database knows. (slurmdbd learns of jobs a moment
+# after slurmctld.)
 orphans() {
-	local jid comment n=0
-	while IFS='|' read -r jid comment; do
-		[[ $comment =~ ^trainyard\ job=([0-9a-f-]{36})\ attempt=([0-9]+)$ ]] || {
-			echo "# Slurm job $jid: comment '$comment'" >&2
-			n=$((n + 1))
-			continue
-		}
-		[[ $(q "SELECT count(*) FROM job_attempts WHERE job_id = '${BASH_REMATCH[1]}'
-		         AND number = ${BASH_REMATCH[2]}") == 1 ]] || {
-			echo "# Slurm job $jid: no attempt ${BASH_REMATCH[2]} of job ${BASH_REMATCH[1]}" >&2
-			n=$((n + 1))
-		}
-	done < <(sacct -X -n -P -a -D -A "ty-$T" -S "$STARTED" -o JobID,Comment 2>/dev/null)
+	local jid name state comment n=0
+	while IFS='|' read -r jid name state comment; do
+		if [[ -z $comment && $name =~ ^ty-([0-9a-f-]{36})$ ]]; then
+			[[ $(q "SELECT count(*) FROM jobs WHERE id = '${BASH_REMATCH[1]}'
+			         AND tenant_id = '$T_ID'") == 1 ]] && continue
+		elif [[ $comment =~ ^trainyard\ job=([0-9a-f-]{36})\ attempt=([0-9]+)$ ]]; then
+			[[ $(q "SELECT count(*) FROM job_attempts WHERE job_id = '${BASH_REMATCH[1]}'
+			         AND number = ${BASH_REMATCH[2]}") == 1 ]] && continue
+		fi
+		echo "# Slurm job $jid ($name, $state, comment '$comment'): no attempt of it" >&2
+		n=$((n + 1))
+	done < <(sacct -X -n -P -a -D -A "ty-$T" -S "$STARTED" -o JobID,JobName,State,Comment 2>/dev/null)
 	echo "$n"
 }
 has_slurm_jobs() { [[ -n $(sacct -X -n -P -a -D -A "ty-$T" -S "$STARTED" -o JobID 2>/dev/null) ]]; }
