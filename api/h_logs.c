@@ -295,8 +295,7 @@ static int follow_arg(api_req *rq, bool *follow)
 	return 0;
 }
 
-/* Take a follower slot for the job's tenant and the caller's token. RET 0, or 429 answered (< 0).
- */
+/* A follower slot for the job's tenant and the caller's token. RET 0, or 429 answered (< 0). */
 static int follower_take(api_req *rq)
 {
 	followers_result r =
