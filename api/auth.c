@@ -290,11 +290,15 @@ static int rate_limit(api_req *rq)
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	int retry;
-	if (ratelimit_take(rq->srv->rl, rq->who.token_id,
-	                   (double)now.tv_sec + (double)now.tv_nsec / 1e9, &retry))
+	/* the token's bucket, and its user's over all of the user's tokens (server.c) */
+	const char *keys[] = {rq->who.token_id, rq->who.user_id[0] ? rq->who.user_id : NULL};
+	int full = ratelimit_take(rq->srv->rl, keys, (double)now.tv_sec + (double)now.tv_nsec / 1e9,
+	                          &retry);
+	if (full == RATELIMIT_ALLOWED)
 		return 0;
 	snprintf(rq->retry_after, sizeof(rq->retry_after), "%d", retry);
-	api_fail(rq, ERR_RATE_LIMITED, "rate limit of %d requests/s exceeded", rq->cfg->rate_rps);
+	api_fail(rq, ERR_RATE_LIMITED, "rate limit of %d requests/s per %s exceeded",
+	         full ? rq->cfg->rate_user_rps : rq->cfg->rate_rps, full ? "user" : "token");
 	return -1;
 }
 

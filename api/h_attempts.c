@@ -16,6 +16,7 @@
 #include "jobspec.h"
 #include "jobstate.h"
 #include "server.h"
+#include "storage.h"
 #include "token.h"
 
 /* Credentials outlive the job's time limit by this much. */
@@ -269,7 +270,12 @@ int h_attempt_metrics(api_req *rq)
 	return api_reply(rq, 200, json_pack("{s:s}", "job_state", now_state));
 }
 
-/* A shard entry: {"name": "shard_00000_of_00002.bin", "bytes": n, "sha256": hex}. */
+/*
+ * A shard entry: {"name": "shard_00000_of_00002.bin", "bytes": n, "sha256": hex}.
+ * The name is a file of the checkpoint's step directory by the storage
+ * layout's rule (storage_shard_name_valid): never "..", "." or a path,
+ * and never the manifest, which is the checkpoint's own file.
+ */
 static void shard_validate(const json_t *s, const char *base, verrs *v)
 {
 	static const char *const fields[] = {"name", "bytes", "sha256", NULL};
@@ -281,10 +287,12 @@ static void shard_validate(const json_t *s, const char *base, verrs *v)
 	const char *name = NULL, *sha = NULL;
 	int64_t bytes = 0;
 	char ptr[64];
-	if (jsonx_get_str(s, base, "name", true, 64, &name, v) > 0 &&
-	    strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_.") != strlen(name)) {
+	if (jsonx_get_str(s, base, "name", true, STORAGE_SHARD_NAME_MAX, &name, v) > 0 &&
+	    !storage_shard_name_valid(name)) {
 		jsonx_pointer(ptr, sizeof(ptr), base, "name");
-		verrs_add(v, ptr, ERR_F_INVALID_VALUE, "a shard name is [a-z0-9_.]");
+		verrs_add(v, ptr, ERR_F_INVALID_VALUE,
+		          "a shard name is one file name of [A-Za-z0-9._-], not \".\", \"..\" "
+		          "or " STORAGE_MANIFEST_NAME);
 	}
 	jsonx_get_int(s, base, "bytes", true, 0, INT64_MAX, &bytes, v);
 	if (jsonx_get_str(s, base, "sha256", true, 64, &sha, v) > 0 &&
@@ -308,13 +316,25 @@ static void checkpoint_check(const json_t *in, verrs *v)
 		          "shards must list one entry per rank of the world");
 		return;
 	}
+	json_t *seen = json_object(); /* each shard's name once */
 	size_t i;
 	const json_t *s;
 	json_array_foreach (shards, i, s) {
 		char base[32];
 		snprintf(base, sizeof(base), "/shards/%zu", i);
 		shard_validate(s, base, v);
+		const char *name = json_string_value(json_object_get(s, "name"));
+		if (!name || !seen)
+			continue;
+		if (json_object_get(seen, name)) {
+			char ptr[64];
+			jsonx_pointer(ptr, sizeof(ptr), base, "name");
+			verrs_add(v, ptr, ERR_F_INVALID_VALUE, "shard \"%s\" is listed twice",
+			          name);
+		}
+		json_object_set_new(seen, name, json_true());
 	}
+	json_decref(seen);
 }
 
 int h_attempt_checkpoint(api_req *rq)

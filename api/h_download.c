@@ -24,7 +24,7 @@
 #include "server.h"
 #include "storage.h"
 
-#define MANIFEST_NAME "manifest.json"
+#define MANIFEST_NAME STORAGE_MANIFEST_NAME
 #define FIRST_BYTES   4096 /* read before answering: verifies the first chunk */
 
 typedef struct download {
@@ -140,9 +140,9 @@ int h_checkpoint_download(api_req *rq)
 	if (!name)
 		name = MANIFEST_NAME;
 	int step = 0;
-	/* a shard name is [a-z0-9_.]: anything else names no file of any checkpoint */
-	int found =
-	    storage_name_valid(name) && !strchr(name, '/') ? checkpoint_file(rq, name, &step) : 0;
+	/* the manifest or a shard name: anything else names no file of any checkpoint */
+	bool named = strcmp(name, MANIFEST_NAME) == 0 || storage_shard_name_valid(name);
+	int found = named ? checkpoint_file(rq, name, &step) : 0;
 	if (found < 0)
 		return 0;
 	if (!found)

@@ -16,7 +16,9 @@
  * (stream_hub.h), so a follower holds no server thread. The job's state
  * and newest attempt are looked up at most every LOG_LOOK_MS, on a pooled
  * connection taken for that one statement. At most TRAINYARD_LOG_FOLLOWERS
- * answers follow at once; more answer 429 log_followers_full.
+ * answers follow at once, TRAINYARD_LOG_FOLLOWERS_PER_TENANT of one tenant's
+ * jobs and TRAINYARD_LOG_FOLLOWERS_PER_TOKEN with one token (followers.h);
+ * more answer 429 log_followers_full.
  *
  * A record that fails authentication ends the answer with the line
  * LOG_AUTH_MARKER: no byte of a bad record, and nothing after it, is
@@ -31,6 +33,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "followers.h"
 #include "handlers.h"
 #include "jobdata.h"
 #include "jobstate.h"
@@ -48,6 +51,7 @@
 typedef struct log_stream {
 	api_server *srv;
 	char tenant_id[37], job_id[37];
+	char token_id[40]; /* follow: whose follower slot it holds */
 	char request_id[REQUEST_ID_MAX + 1];
 	crypt_object_ctx ctx;
 	bool have_key;
@@ -261,7 +265,7 @@ static void log_stream_free(void *arg)
 	crypt_log_reader_free(ls->r);
 	crypt_object_ctx_clear(&ls->ctx);
 	if (ls->follow)
-		atomic_fetch_sub(&ls->srv->log_followers, 1);
+		followers_give(ls->srv->followers, ls->tenant_id, ls->token_id);
 	free(ls);
 }
 
@@ -291,15 +295,25 @@ static int follow_arg(api_req *rq, bool *follow)
 	return 0;
 }
 
-/* Take a follower slot. RET 0, or 429 answered (< 0). */
+/* A follower slot for the job's tenant and the caller's token. RET 0, or 429 answered (< 0). */
 static int follower_take(api_req *rq)
 {
-	if (atomic_fetch_add(&rq->srv->log_followers, 1) < rq->cfg->log_followers)
+	followers_result r =
+	    followers_take(rq->srv->followers, rq->scope.tenant_id, rq->who.token_id);
+	if (r == FOLLOWERS_TAKEN)
 		return 0;
-	atomic_fetch_sub(&rq->srv->log_followers, 1);
 	snprintf(rq->retry_after, sizeof(rq->retry_after), "%s", LOG_RETRY_AFTER);
-	api_fail(rq, ERR_LOG_FOLLOWERS_FULL, "%d job logs are being followed already",
-	         rq->cfg->log_followers);
+	if (r == FOLLOWERS_TENANT_FULL)
+		api_fail(rq, ERR_LOG_FOLLOWERS_FULL,
+		         "%d logs of this tenant's jobs are being followed already",
+		         rq->cfg->log_followers_per_tenant);
+	else if (r == FOLLOWERS_TOKEN_FULL)
+		api_fail(rq, ERR_LOG_FOLLOWERS_FULL,
+		         "%d job logs are being followed with this token already",
+		         rq->cfg->log_followers_per_token);
+	else
+		api_fail(rq, ERR_LOG_FOLLOWERS_FULL, "%d job logs are being followed already",
+		         rq->cfg->log_followers);
 	return -1;
 }
 
@@ -335,6 +349,7 @@ int h_job_logs(api_req *rq)
 		log_stream_free(ls);
 		return 0;
 	}
+	snprintf(ls->token_id, sizeof(ls->token_id), "%s", rq->who.token_id);
 	ls->follow = follow;
 	ls->until = now_ms() + (long long)rq->cfg->log_follow_s * 1000;
 	ls->look = now_ms() + LOG_LOOK_MS;

@@ -118,6 +118,7 @@ int h_token_create(api_req *rq)
 	json_t *out = NULL;
 	int rc = api_db(rq);
 	if (rc || (rc = db_begin(rq->db)) ||
+	    (rc = store_token_room(rq->db, rq->scope.user_id, rq->cfg->tokens_per_user)) ||
 	    (rc = store_token_create(rq->db, rq->scope.user_id, name, (int)days, &t)))
 		goto fail;
 	const char *p[] = {t.id};
@@ -140,6 +141,11 @@ fail:
 	OPENSSL_cleanse(t.secret, sizeof(t.secret));
 	json_decref(out);
 	json_decref(in);
+	if (rc == -ERR_TOKEN_LIMIT_REACHED)
+		return api_fail(rq, rc,
+		                "the user holds %d live tokens, as many as allowed: revoke one "
+		                "(DELETE /v1/tokens/{token_id}) or let one expire first",
+		                rq->cfg->tokens_per_user);
 	return api_fail_db(rq, rc);
 }
 

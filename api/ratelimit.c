@@ -1,5 +1,5 @@
 /*
- * ratelimit.c - token buckets keyed by API token id.
+ * ratelimit.c - token buckets by class and key (API token ids, user ids).
  */
 #include "ratelimit.h"
 
@@ -10,25 +10,38 @@
 #include <string.h>
 
 typedef struct bucket {
-	char key[40];
+	char key[48];
 	double tokens;
 	double last; /* time of the last refill */
 } bucket;
 
+typedef struct bucket_class {
+	ratelimit_rate rate;
+	bucket slots[RATELIMIT_SLOTS];
+} bucket_class;
+
 struct ratelimit {
 	pthread_mutex_t lock;
-	double rps, burst;
-	bucket slots[RATELIMIT_SLOTS];
+	size_t n;
+	bucket_class *classes;
 };
 
-ratelimit *ratelimit_new(double rps, double burst)
+ratelimit *ratelimit_new(size_t n, const ratelimit_rate *rates)
 {
+	if (n == 0 || n > RATELIMIT_CLASSES_MAX)
+		return NULL;
 	ratelimit *rl = calloc(1, sizeof(*rl));
 	if (!rl)
 		return NULL;
+	rl->classes = calloc(n, sizeof(*rl->classes));
+	if (!rl->classes) {
+		free(rl);
+		return NULL;
+	}
 	pthread_mutex_init(&rl->lock, NULL);
-	rl->rps = rps;
-	rl->burst = burst;
+	rl->n = n;
+	for (size_t i = 0; i < n; i++)
+		rl->classes[i].rate = rates[i];
 	return rl;
 }
 
@@ -37,6 +50,7 @@ void ratelimit_free(ratelimit *rl)
 	if (!rl)
 		return;
 	pthread_mutex_destroy(&rl->lock);
+	free(rl->classes);
 	free(rl);
 }
 
@@ -49,36 +63,51 @@ static unsigned hash_key(const char *s)
 }
 
 /* Linear probe over 8 slots; take the key's slot or the stalest one. */
-static bucket *find_bucket(ratelimit *rl, const char *key, double now)
+static bucket *find_bucket(bucket_class *c, const char *key, double now)
 {
 	unsigned h = hash_key(key);
 	bucket *victim = NULL;
 	for (unsigned i = 0; i < 8; i++) {
-		bucket *b = &rl->slots[(h + i) % RATELIMIT_SLOTS];
+		bucket *b = &c->slots[(h + i) % RATELIMIT_SLOTS];
 		if (strcmp(b->key, key) == 0)
 			return b;
 		if (!victim || b->last < victim->last)
 			victim = b;
 	}
 	snprintf(victim->key, sizeof(victim->key), "%s", key);
-	victim->tokens = rl->burst;
+	victim->tokens = c->rate.burst;
 	victim->last = now;
 	return victim;
 }
 
-bool ratelimit_take(ratelimit *rl, const char *key, double now_s, int *retry_after_s)
+int ratelimit_take(ratelimit *rl, const char *const *keys, double now_s, int *retry_after_s)
 {
+	bucket *b[RATELIMIT_CLASSES_MAX] = {0};
+	int refused = RATELIMIT_ALLOWED;
+	double wait = 0;
 	pthread_mutex_lock(&rl->lock);
-	bucket *b = find_bucket(rl, key, now_s);
-	b->tokens = fmin(rl->burst, b->tokens + (now_s - b->last) * rl->rps);
-	b->last = now_s;
-	bool ok = b->tokens >= 1.0;
-	if (ok)
-		b->tokens -= 1.0;
-	else
-		*retry_after_s = (int)ceil((1.0 - b->tokens) / rl->rps);
+	for (size_t i = 0; i < rl->n; i++) {
+		if (!keys[i])
+			continue;
+		bucket_class *c = &rl->classes[i];
+		b[i] = find_bucket(c, keys[i], now_s);
+		b[i]->tokens =
+		    fmin(c->rate.burst, b[i]->tokens + (now_s - b[i]->last) * c->rate.rps);
+		b[i]->last = now_s;
+		if (b[i]->tokens < 1.0) {
+			if (refused == RATELIMIT_ALLOWED)
+				refused = (int)i;
+			wait = fmax(wait, (1.0 - b[i]->tokens) / c->rate.rps);
+		}
+	}
+	for (size_t i = 0; refused == RATELIMIT_ALLOWED && i < rl->n; i++)
+		if (b[i])
+			b[i]->tokens -= 1.0;
 	pthread_mutex_unlock(&rl->lock);
-	if (!ok && *retry_after_s < 1)
-		*retry_after_s = 1;
-	return ok;
+	if (refused != RATELIMIT_ALLOWED) {
+		*retry_after_s = (int)ceil(wait);
+		if (*retry_after_s < 1)
+			*retry_after_s = 1;
+	}
+	return refused;
 }

@@ -22,6 +22,7 @@
 
 #include "audit.h"
 #include "auth.h"
+#include "followers.h"
 #include "log.h"
 #include "stream_hub.h"
 #include "token.h"
@@ -188,7 +189,6 @@ static struct MHD_Response *body_response(api_req *rq)
 		struct MHD_Response *sr = stream_response(rq->srv->hub, rq);
 		if (sr) {
 			MHD_add_response_header(sr, "Content-Type", stype);
-			MHD_add_response_header(sr, "X-Content-Type-Options", "nosniff");
 			return sr;
 		}
 		api_fail(rq, ERR_INTERNAL, "out of memory");
@@ -220,12 +220,28 @@ static struct MHD_Response *body_response(api_req *rq)
 	return resp;
 }
 
+/*
+ * The headers every answer carries, whatever its route, status or body
+ * (problems, streams, 404 and 405 included). Every answer may hold a
+ * secret or a tenant's data, so none is stored by a cache; no answer is
+ * a page, so a browser may not sniff its type, frame it, run or load
+ * anything from it, or pass its address on.
+ */
+static const char *const security_headers[][2] = {
+    {"Cache-Control", "no-store"},
+    {"X-Content-Type-Options", "nosniff"},
+    {"X-Frame-Options", "DENY"},
+    {"Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'"},
+    {"Referrer-Policy", "no-referrer"},
+};
+
 static enum MHD_Result send_response(req_slot *slot)
 {
 	api_req *rq = &slot->rq;
 	struct MHD_Response *resp = body_response(rq);
 	MHD_add_response_header(resp, "X-Request-Id", rq->request_id);
-	MHD_add_response_header(resp, "Cache-Control", "no-store");
+	for (size_t i = 0; i < sizeof(security_headers) / sizeof(security_headers[0]); i++)
+		MHD_add_response_header(resp, security_headers[i][0], security_headers[i][1]);
 	if (rq->retry_after[0])
 		MHD_add_response_header(resp, "Retry-After", rq->retry_after);
 	if (rq->replayed)
@@ -358,12 +374,18 @@ int server_start(api_server *s, const ty_config *cfg, db_pool *pool)
 	s->cfg = cfg;
 	s->pool = pool;
 	s->routes = routes_table(&s->n_routes);
-	s->rl = ratelimit_new(cfg->rate_rps, cfg->rate_burst);
-	if (!s->rl)
-		return -1;
-	s->hub = stream_hub_start();
+	/* class 0 per API token (or attempt credential), class 1 per user (auth.c) */
+	const ratelimit_rate rates[] = {{cfg->rate_rps, cfg->rate_burst},
+	                                {cfg->rate_user_rps, cfg->rate_user_burst}};
+	s->rl = ratelimit_new(2, rates);
+	s->followers = followers_new(cfg->log_followers, cfg->log_followers_per_tenant,
+	                             cfg->log_followers_per_token);
+	s->hub = s->rl && s->followers ? stream_hub_start() : NULL;
 	if (!s->hub) {
+		followers_free(s->followers);
+		s->followers = NULL;
 		ratelimit_free(s->rl);
+		s->rl = NULL;
 		return -1;
 	}
 	/* suspend/resume: a streamed answer waiting for data holds no thread (stream_hub.h) */
@@ -380,7 +402,10 @@ int server_start(api_server *s, const ty_config *cfg, db_pool *pool)
 		stream_hub_stop(s->hub);
 		stream_hub_free(s->hub);
 		s->hub = NULL;
+		followers_free(s->followers);
+		s->followers = NULL;
 		ratelimit_free(s->rl);
+		s->rl = NULL;
 		return -1;
 	}
 	log_event(LOG_INFO, "listening",
@@ -396,6 +421,8 @@ void server_stop(api_server *s)
 	s->daemon = NULL;
 	stream_hub_free(s->hub);
 	s->hub = NULL;
+	followers_free(s->followers); /* after the daemon: its streams have given their slots */
+	s->followers = NULL;
 	ratelimit_free(s->rl);
 	s->rl = NULL;
 }

@@ -5,8 +5,6 @@
 #ifndef TY_SERVER_H
 #define TY_SERVER_H
 
-#include <stdatomic.h>
-
 #include "api.h"
 #include "crypt.h"
 #include "ratelimit.h"
@@ -20,8 +18,8 @@ struct api_server {
 	const route *routes;
 	size_t n_routes;
 	struct MHD_Daemon *daemon;
-	struct stream_hub *hub;   /* streamed answers waiting for data (stream.c) */
-	atomic_int log_followers; /* GET /v1/jobs/{job}/logs?follow=1 answers open (h_logs.c) */
+	struct stream_hub *hub;      /* streamed answers waiting for data (stream.c) */
+	struct followers *followers; /* the slots of GET /v1/jobs/{job}/logs?follow=1 (h_logs.c) */
 };
 
 /* Start listening on cfg->listen. RET 0, or -1 with the reason logged. */

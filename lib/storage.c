@@ -60,6 +60,12 @@ bool storage_name_valid(const char *name)
 	}
 }
 
+bool storage_shard_name_valid(const char *name)
+{
+	return storage_name_valid(name) && strlen(name) <= STORAGE_SHARD_NAME_MAX &&
+	       !strchr(name, '/') && strcmp(name, STORAGE_MANIFEST_NAME) != 0;
+}
+
 /* ---- paths ---------------------------------------------------------- */
 
 static int path_fmt(char *buf, size_t n, const char *fmt, ...)

@@ -12,8 +12,12 @@
  *
  * Ids are canonical lower-case UUIDs (8-4-4-4-12 hex digits). Names are one
  * or more components of [A-Za-z0-9._-] joined by '/', none empty, "." or
- * "..", at most STORAGE_NAME_MAX bytes. Paths are built only from checked
- * ids and names, so no input reaches the file system unchecked.
+ * "..", at most STORAGE_NAME_MAX bytes. This is the one rule for object
+ * names: the trainer's checkpoint store (worker/stream.h), the worker
+ * runtime and the API all check names with storage_name_valid(), and a
+ * checkpoint's shard names with storage_shard_name_valid(). Paths are built
+ * only from checked ids and names, so no input reaches the file system
+ * unchecked.
  *
  * Path functions write into the caller's buf of n bytes and return 0, or
  * -ERR_STORAGE_PATH_INVALID for a bad id or name or a path that does not
@@ -28,6 +32,10 @@
 
 #define STORAGE_NAME_MAX 255
 #define STORAGE_UUID_LEN 36
+/* A checkpoint's own file in its step directory, beside its shards. */
+#define STORAGE_MANIFEST_NAME "manifest.json"
+/* The longest shard name: "step_<8 digits>/<shard>" must stay a name. */
+#define STORAGE_SHARD_NAME_MAX 128
 
 typedef enum storage_area {
 	STORAGE_CHECKPOINTS,
@@ -38,6 +46,12 @@ typedef enum storage_area {
 bool storage_uuid_valid(const char *id);
 /* RET: true for a valid relative object name (see above). */
 bool storage_name_valid(const char *name);
+/*
+ * RET: true for the name of a checkpoint's shard: a valid name of one
+ * component (no '/'), at most STORAGE_SHARD_NAME_MAX bytes, and not
+ * STORAGE_MANIFEST_NAME, which is the checkpoint's own file.
+ */
+bool storage_shard_name_valid(const char *name);
 
 /* OUT buf: "<root>/tenants/<tenant>". */
 int storage_tenant_dir(const char *root, const char *tenant_id, char *buf, size_t n);

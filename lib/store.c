@@ -4,6 +4,7 @@
 #include "store.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "audit.h"
@@ -32,6 +33,27 @@ int store_user_create(PGconn *c, const char *name, const char *email, role platf
 	                "INSERT INTO role_bindings (user_id, tenant_id, role, granted_by)"
 	                " VALUES ($1, NULL, $2, $3)",
 	                3, q);
+}
+
+int store_token_room(PGconn *c, const char *user_id, int max_live)
+{
+	const char *p[] = {user_id};
+	PGresult *r;
+	int rc = db_query(c, &r, "SELECT 1 FROM users WHERE id = $1 FOR UPDATE", 1, p);
+	if (rc == 0 && PQntuples(r) != 1)
+		rc = -ERR_USER_NOT_FOUND;
+	PQclear(r);
+	if (rc)
+		return rc;
+	/* a statement of its own: its snapshot is taken once the lock is held */
+	rc = db_query(c, &r,
+	              "SELECT count(*) FROM api_tokens WHERE user_id = $1"
+	              " AND revoked_at IS NULL AND expires_at > now()",
+	              1, p);
+	if (rc == 0 && atoll(PQgetvalue(r, 0, 0)) >= max_live)
+		rc = -ERR_TOKEN_LIMIT_REACHED;
+	PQclear(r);
+	return rc;
 }
 
 int store_token_create(PGconn *c, const char *user_id, const char *name, int ttl_days,

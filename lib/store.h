@@ -28,6 +28,17 @@ typedef struct store_token {
 int store_user_create(PGconn *c, const char *name, const char *email, role platform,
                       const char *granted_by, char id[UUID_STR_LEN + 1]);
 
+/*
+ * Room for one more token of user_id: lock the user's row (FOR UPDATE, until
+ * the caller's transaction ends), then count the user's live tokens
+ * (neither expired nor revoked). Concurrent creations for one user thus
+ * count one after another, each seeing the tokens the ones before it made.
+ * Call in a transaction, before store_token_create().
+ * RET 0; -ERR_TOKEN_LIMIT_REACHED when max_live are live already;
+ * -ERR_USER_NOT_FOUND; -ERR_*.
+ */
+int store_token_room(PGconn *c, const char *user_id, int max_live);
+
 /* Create a token for user_id valid for ttl_days. OUT: *t. RET 0 or -ERR_*. */
 int store_token_create(PGconn *c, const char *user_id, const char *name, int ttl_days,
                        store_token *t);

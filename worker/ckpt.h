@@ -52,7 +52,7 @@ enum {
 #define CKPT_SECTION_MAX      63 /* bytes of a section name */
 #define CKPT_MANIFEST_MAGIC   "trainyard-checkpoint"
 #define CKPT_MANIFEST_VERSION 1
-#define CKPT_MANIFEST_NAME    "manifest.json"
+#define CKPT_MANIFEST_NAME    STORAGE_MANIFEST_NAME
 #define CKPT_MANIFEST_MAX     (16u << 20) /* bytes a manifest may have */
 #define CKPT_STEP_MAX         99999999
 #define CKPT_WORLD_MAX        99999

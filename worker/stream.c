@@ -1,8 +1,8 @@
 /*
  * stream.c - the checkpoint store interface and its plain-file backend.
  *
- * The generic half validates names and dispatches through the vtable. The
- * plain-file half maps a name to "<root>/<name>", writes to
+ * The generic half validates names (by lib/storage.h's one rule) and dispatches through the vtable.
+ * The plain-file half maps a name to "<root>/<name>", writes to
  * "<root>/<name>.tmp.<pid>" and renames at commit, with fsync of the file
  * before and of its directory after the rename.
  */
@@ -23,42 +23,11 @@
 
 /* ---- names ---------------------------------------------------------- */
 
-static bool name_char_ok(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c == '.' || c == '_' || c == '-';
-}
-
-bool ckpt_name_valid(const char *name)
-{
-	if (name == NULL)
-		return false;
-	size_t len = strlen(name);
-	if (len == 0 || len > CKPT_NAME_MAX)
-		return false;
-	const char *p = name;
-	while (*p) {
-		const char *end = strchr(p, '/');
-		size_t n = end ? (size_t)(end - p) : strlen(p);
-		if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
-			return false;
-		for (size_t i = 0; i < n; i++)
-			if (!name_char_ok(p[i]))
-				return false;
-		if (end == NULL)
-			break;
-		p = end + 1;
-		if (*p == '\0')
-			return false; /* trailing slash */
-	}
-	return true;
-}
-
 static int check_name(const char *name, bool root_ok, char *err, size_t errlen)
 {
 	if (root_ok && name != NULL && name[0] == '\0')
 		return 0;
-	if (ckpt_name_valid(name))
+	if (storage_name_valid(name))
 		return 0;
 	train_errf(
 	    err, errlen,
@@ -230,9 +199,24 @@ typedef struct dir_store {
 typedef struct dir_stream {
 	ckpt_stream base;
 	int fd;
-	char *path; /* final path */
-	char *tmp;  /* temporary path while writing, NULL when reading */
+	char *path;  /* final path */
+	char *tmp;   /* temporary path while writing, NULL when reading */
+	size_t skip; /* bytes of "<root>/" before the name in path and tmp */
 } dir_stream;
+
+/*
+ * How a message names path, a path in the store under root: by its name
+ * in the store ("." for the root and what lies above it), never by the
+ * file system path. A job's store lies in the server's storage, and its
+ * messages reach the job's log.
+ */
+static const char *in_store(const char *root, const char *path)
+{
+	size_t n = strlen(root);
+	if (strncmp(path, root, n) == 0 && path[n] == '/' && path[n + 1] != '\0')
+		return path + n + 1;
+	return ".";
+}
 
 /* RET: malloc'd "<root>/<name>" ("<root>" for ""), or NULL. */
 static char *dir_path(const dir_store *d, const char *name)
@@ -259,8 +243,8 @@ static int errno_code(int e)
 	return e == ENOENT || e == ENOTDIR ? CKPT_STORE_ERR_NOTFOUND : CKPT_STORE_ERR_IO;
 }
 
-/* fsync the directory that holds path. */
-static int sync_parent(const char *path, char *err, size_t errlen)
+/* fsync the directory that holds path, a path under root. */
+static int sync_parent(const char *root, const char *path, char *err, size_t errlen)
 {
 	int rc = 0;
 	char *dir = strdup(path);
@@ -275,7 +259,7 @@ static int sync_parent(const char *path, char *err, size_t errlen)
 		snprintf(dir, strlen(dir) + 1, ".");
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || fsync(fd) != 0) {
-		train_errf(err, errlen, "could not sync directory \"%s\": %m", dir);
+		train_errf(err, errlen, "could not sync directory \"%s\": %m", in_store(root, dir));
 		rc = CKPT_STORE_ERR_IO;
 	}
 	if (fd >= 0)
@@ -303,6 +287,7 @@ static int dir_open_write(ckpt_store *s, const char *name, ckpt_stream **out, ch
 		return nomem(err, errlen);
 	f->fd = -1;
 	f->path = dir_path(d, name);
+	f->skip = f->path ? strlen(f->path) - strlen(name) : 0;
 	size_t n = f->path ? strlen(f->path) + 32 : 0;
 	f->tmp = f->path ? malloc(n) : NULL;
 	if (f->tmp == NULL) {
@@ -313,7 +298,7 @@ static int dir_open_write(ckpt_store *s, const char *name, ckpt_stream **out, ch
 	f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (f->fd < 0) {
 		int e = errno;
-		train_errf(err, errlen, "could not create file \"%s\": %m", f->tmp);
+		train_errf(err, errlen, "could not create file \"%s\": %m", f->tmp + f->skip);
 		rc = errno_code(e);
 		goto fail;
 	}
@@ -335,7 +320,8 @@ static int dir_write(ckpt_stream *s, const void *buf, size_t n, char *err, size_
 		if (k <= 0) {
 			if (k == 0)
 				errno = EIO;
-			train_errf(err, errlen, "could not write to file \"%s\": %m", f->tmp);
+			train_errf(err, errlen, "could not write to file \"%s\": %m",
+			           f->tmp + f->skip);
 			return CKPT_STORE_ERR_IO;
 		}
 		p += k;
@@ -349,24 +335,24 @@ static int dir_commit(ckpt_stream *s, char *err, size_t errlen)
 	dir_stream *f = (dir_stream *)s;
 	int rc = 0;
 	if (fsync(f->fd) != 0) {
-		train_errf(err, errlen, "could not sync file \"%s\": %m", f->tmp);
+		train_errf(err, errlen, "could not sync file \"%s\": %m", f->tmp + f->skip);
 		rc = CKPT_STORE_ERR_IO;
 		goto fail;
 	}
 	int fd = f->fd;
 	f->fd = -1;
 	if (close(fd) != 0) {
-		train_errf(err, errlen, "could not close file \"%s\": %m", f->tmp);
+		train_errf(err, errlen, "could not close file \"%s\": %m", f->tmp + f->skip);
 		rc = CKPT_STORE_ERR_IO;
 		goto fail;
 	}
 	if (rename(f->tmp, f->path) != 0) {
-		train_errf(err, errlen, "could not rename file \"%s\" to \"%s\": %m", f->tmp,
-		           f->path);
+		train_errf(err, errlen, "could not rename file \"%s\" to \"%s\": %m",
+		           f->tmp + f->skip, f->path + f->skip);
 		rc = CKPT_STORE_ERR_IO;
 		goto fail;
 	}
-	rc = sync_parent(f->path, err, errlen);
+	rc = sync_parent(((dir_store *)f->base.store)->root, f->path, err, errlen);
 	dir_stream_free(f);
 	return rc;
 fail:
@@ -400,16 +386,18 @@ static int dir_open_read(ckpt_store *s, const char *name, ckpt_stream **out, cha
 		rc = nomem(err, errlen);
 		goto fail;
 	}
+	f->skip = strlen(f->path) - strlen(name);
 	f->fd = open(f->path, O_RDONLY | O_CLOEXEC);
 	if (f->fd < 0) {
 		int e = errno;
-		train_errf(err, errlen, "could not open file \"%s\": %m", f->path);
+		train_errf(err, errlen, "could not open file \"%s\": %m", f->path + f->skip);
 		rc = errno_code(e);
 		goto fail;
 	}
 	struct stat st;
 	if (fstat(f->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		train_errf(err, errlen, "could not open file \"%s\": not a regular file", f->path);
+		train_errf(err, errlen, "could not open file \"%s\": not a regular file",
+		           f->path + f->skip);
 		rc = CKPT_STORE_ERR_IO;
 		goto fail;
 	}
@@ -430,7 +418,8 @@ static int dir_read(ckpt_stream *s, void *buf, size_t n, size_t *got, char *err,
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0) {
-			train_errf(err, errlen, "could not read file \"%s\": %m", f->path);
+			train_errf(err, errlen, "could not read file \"%s\": %m",
+			           f->path + f->skip);
 			return CKPT_STORE_ERR_IO;
 		}
 		if (k == 0)
@@ -446,13 +435,13 @@ static int dir_skip(ckpt_stream *s, size_t n, size_t *got, char *err, size_t err
 	struct stat st;
 	off_t pos = lseek(f->fd, 0, SEEK_CUR);
 	if (pos < 0 || fstat(f->fd, &st) != 0) {
-		train_errf(err, errlen, "could not seek in file \"%s\": %m", f->path);
+		train_errf(err, errlen, "could not seek in file \"%s\": %m", f->path + f->skip);
 		return CKPT_STORE_ERR_IO;
 	}
 	size_t left = st.st_size > pos ? (size_t)(st.st_size - pos) : 0;
 	size_t k = n < left ? n : left;
 	if (lseek(f->fd, pos + (off_t)k, SEEK_SET) < 0) {
-		train_errf(err, errlen, "could not seek in file \"%s\": %m", f->path);
+		train_errf(err, errlen, "could not seek in file \"%s\": %m", f->path + f->skip);
 		return CKPT_STORE_ERR_IO;
 	}
 	*got = k;
@@ -474,7 +463,7 @@ static int dir_exists(ckpt_store *s, const char *name, bool *yes, char *err, siz
 	if (stat(path, &st) == 0)
 		*yes = true;
 	else if (errno != ENOENT && errno != ENOTDIR) {
-		train_errf(err, errlen, "could not stat file \"%s\": %m", path);
+		train_errf(err, errlen, "could not stat file \"%s\": %m", name);
 		rc = CKPT_STORE_ERR_IO;
 	}
 	free(path);
@@ -496,7 +485,8 @@ static int dir_list(ckpt_store *s, const char *dirname, ckpt_names *out, char *e
 	DIR *dir = opendir(path);
 	if (dir == NULL) {
 		int e = errno;
-		train_errf(err, errlen, "could not open directory \"%s\": %m", path);
+		train_errf(err, errlen, "could not open directory \"%s\": %m",
+		           dirname[0] ? dirname : ".");
 		rc = errno_code(e);
 		goto out;
 	}
@@ -506,7 +496,7 @@ static int dir_list(ckpt_store *s, const char *dirname, ckpt_names *out, char *e
 		if (de == NULL) {
 			if (errno != 0) {
 				train_errf(err, errlen, "could not read directory \"%s\": %m",
-				           path);
+				           dirname[0] ? dirname : ".");
 				rc = CKPT_STORE_ERR_IO;
 			}
 			break;
@@ -540,8 +530,8 @@ out:
 	return rc;
 }
 
-/* mkdir -p path; fsyncs the parent of each directory it creates. */
-static int mkdir_parents(char *path, char *err, size_t errlen)
+/* mkdir -p path, a path under root; fsyncs the parent of each directory it creates. */
+static int mkdir_parents(const char *root, char *path, char *err, size_t errlen)
 {
 	for (char *p = path + 1;; p++) {
 		if (*p != '/' && *p != '\0')
@@ -549,13 +539,14 @@ static int mkdir_parents(char *path, char *err, size_t errlen)
 		char c = *p;
 		*p = '\0';
 		if (mkdir(path, 0755) == 0) {
-			int rc = sync_parent(path, err, errlen);
+			int rc = sync_parent(root, path, err, errlen);
 			if (rc) {
 				*p = c;
 				return rc;
 			}
 		} else if (errno != EEXIST) {
-			train_errf(err, errlen, "could not create directory \"%s\": %m", path);
+			train_errf(err, errlen, "could not create directory \"%s\": %m",
+			           in_store(root, path));
 			*p = c;
 			return CKPT_STORE_ERR_IO;
 		}
@@ -566,7 +557,7 @@ static int mkdir_parents(char *path, char *err, size_t errlen)
 	struct stat st;
 	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
 		train_errf(err, errlen, "could not create directory \"%s\": a file is in the way",
-		           path);
+		           in_store(root, path));
 		return CKPT_STORE_ERR_IO;
 	}
 	return 0;
@@ -577,7 +568,7 @@ static int dir_mkdir(ckpt_store *s, const char *dirname, char *err, size_t errle
 	char *path = dir_path((dir_store *)s, dirname);
 	if (path == NULL)
 		return nomem(err, errlen);
-	int rc = mkdir_parents(path, err, errlen);
+	int rc = mkdir_parents(((dir_store *)s)->root, path, err, errlen);
 	free(path);
 	return rc;
 }
@@ -591,14 +582,14 @@ static int dir_remove(ckpt_store *s, const char *name, char *err, size_t errlen)
 	struct stat st;
 	if (lstat(path, &st) != 0) {
 		int e = errno;
-		train_errf(err, errlen, "could not remove \"%s\": %m", path);
+		train_errf(err, errlen, "could not remove \"%s\": %m", name);
 		rc = errno_code(e);
 	} else if ((S_ISDIR(st.st_mode) ? rmdir(path) : unlink(path)) != 0) {
 		int e = errno;
-		train_errf(err, errlen, "could not remove \"%s\": %m", path);
+		train_errf(err, errlen, "could not remove \"%s\": %m", name);
 		rc = errno_code(e);
 	} else {
-		rc = sync_parent(path, err, errlen);
+		rc = sync_parent(((dir_store *)s)->root, path, err, errlen);
 	}
 	free(path);
 	return rc;

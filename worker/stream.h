@@ -16,7 +16,8 @@
  *   - a reader sees exactly the bytes the writer committed.
  *
  * Names: one or more components joined by '/', each made of [A-Za-z0-9._-],
- * none empty, "." or "..", at most CKPT_NAME_MAX bytes in all. Absolute
+ * none empty, "." or "..", at most CKPT_NAME_MAX bytes in all: the storage
+ * layout's one rule, storage_name_valid() in lib/storage.h. Absolute
  * names are refused. The empty name "" means the store's root and is only
  * accepted by ckpt_store_list() and ckpt_store_mkdir().
  *
@@ -34,7 +35,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define CKPT_NAME_MAX 255
+#include "storage.h"
+
+#define CKPT_NAME_MAX STORAGE_NAME_MAX
 
 enum {
 	CKPT_STORE_ERR_IO = -20,       /* the underlying read, write or sync failed */
@@ -110,9 +113,6 @@ void ckpt_store_free(ckpt_store *s);
  */
 struct crypt_object_ctx;
 ckpt_store *ckpt_store_encrypted(const char *root, const struct crypt_object_ctx *ctx);
-
-/* RET: true when name is a valid relative name (see above; "" is not). */
-bool ckpt_name_valid(const char *name);
 
 /* Start writing name. OUT *out: the stream. */
 int ckpt_store_open_write(ckpt_store *s, const char *name, ckpt_stream **out, char *err,

@@ -195,12 +195,14 @@ static int make_private(const crypt_store *cs, const char *dir, size_t len, char
 	char path[4096];
 	int k = snprintf(path, sizeof(path), "%s%s%.*s", cs->root, len ? "/" : "", (int)len, dir);
 	if (k < 0 || (size_t)k >= sizeof(path)) {
-		train_errf(err, errlen, "checkpoint directory \"%s\" has too long a path", dir);
+		train_errf(err, errlen, "checkpoint directory \"%.*s\" has too long a path",
+		           (int)len, dir);
 		return CKPT_STORE_ERR_NAME;
 	}
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 || fchmod(fd, 0700) != 0) {
-		train_errf(err, errlen, "could not make directory \"%s\" private: %m", path);
+		train_errf(err, errlen, "could not make directory \"%.*s\" private: %m",
+		           len ? (int)len : 1, len ? dir : ".");
 		if (fd >= 0)
 			close(fd);
 		return CKPT_STORE_ERR_IO;

@@ -365,8 +365,7 @@ static int resume(run *r)
 	if (!json_equal(was, json_object_get(r->tc->normalized, "model"))) {
 		ckpt_manifest_release(&m);
 		snprintf(r->err, sizeof(r->err),
-		         "the checkpoints in \"%s\" are of another model than the job spec's",
-		         r->o->ckpt_dir);
+		         "the checkpoints to resume are of another model than the job spec's");
 		return fail(r, TRAIN_INVALID_CONFIG, "cannot resume");
 	}
 	rc = restore(r, &m);

@@ -83,6 +83,25 @@ check_status "a checkpoint" 201 POST "$I/$A/checkpoints" -H 'Content-Type: appli
 C=$(printf '%s' "$BODY" | jq -r .id)
 check_status "a checkpoint whose shards do not match its world is refused" 422 POST "$I/$A/checkpoints" \
 	-H 'Content-Type: application/json' -d '{"step": 3, "world": 2, "shards": []}'
+# shard_named NAME: a checkpoint of step 3 with one shard named NAME (a JSON string)
+shard_named() {
+	api POST "$I/$A/checkpoints" -H 'Content-Type: application/json' \
+		-d "{\"step\": 3, \"world\": 1, \"shards\": [{\"name\": $1, \"bytes\": 1, \"sha256\": \"$SHA\"}]}"
+	printf '%s %s %s' "$STATUS" "$(printf '%s' "$BODY" | jq -r .code)" \
+		"$(printf '%s' "$BODY" | jq -r '[.errors[]?.pointer] | join(",")')"
+}
+LONG_NAME=\"$(printf 'a%.0s' $(seq 1 129))\"
+for bad in '".."' '"."' '"manifest.json"' '"a/b"' '"../x"' '"/etc/passwd"' '""' \
+	'"a b"' '"caf\u00e9"' "$LONG_NAME"; do
+	check_eq "a shard named ${bad:0:20} is refused, naming the field" \
+		"422 validation_failed /shards/0/name" "$(shard_named "$bad")"
+done
+check_eq "a shard named Shard-0.bin is taken" "201 null " "$(shard_named '"Shard-0.bin"')"
+check_status "a checkpoint listing one shard twice is refused" 422 POST "$I/$A/checkpoints" \
+	-H 'Content-Type: application/json' -d "{\"step\": 4, \"world\": 2, \"shards\": [
+	{\"name\": \"s.bin\", \"bytes\": 1, \"sha256\": \"$SHA\"},
+	{\"name\": \"s.bin\", \"bytes\": 1, \"sha256\": \"$SHA\"}]}"
+check_json "naming the second" /shards/1/name '.errors[0].pointer'
 check_status "a fallback event" 201 POST "$I/$A/events" -H 'Content-Type: application/json' \
 	-d '{"kind": "fallback", "reason": "out_of_memory", "detail": {"from": {"data_parallel": 2}, "to": {"data_parallel": 1}, "steps_lost": 3}}'
 
@@ -93,7 +112,7 @@ check_json "the replaced line" 5 '.items[1].data.loss'
 check_status "a page after step 1" 200 GET "/v1/jobs/$J/metrics?after=1"
 check_json "holds step 2" 2 '.items[0].step'
 check_status "alice lists the checkpoints" 200 GET "/v1/jobs/$J/checkpoints"
-check_json "one, at step 2" 2 '.items[0].step'
+check_json "two, at steps 2 and 3: no refused one" "2 3" '[.items[].step] | sort | map(tostring) | join(" ")'
 check_status "and reads one" 200 GET "/v1/checkpoints/$C"
 check_json "with its shard hash" "$SHA" '.shards[0].sha256'
 check_status "the fallback is a job event" 200 GET "/v1/jobs/$J/events"

@@ -225,6 +225,56 @@ last_gone() { ! kill -0 "$LAST" 2>/dev/null; }
 check "the stopping server closed the follower's connection" wait_until 5 last_gone
 wait "$LAST" 2>/dev/null
 
+# One tenant, or one token, that fills its own follower slots leaves the
+# server's other slots to the other tenants.
+check "restart the API with 4 followers, 2 per tenant and 1 per token" \
+	env TRAINYARD_LOG_FOLLOWERS=4 TRAINYARD_LOG_FOLLOWERS_PER_TENANT=2 \
+	TRAINYARD_LOG_FOLLOWERS_PER_TOKEN=1 TRAINYARD_LOG_FOLLOW_SECONDS=20 \
+	"$TY_ROOT/deploy/stack" api-restart
+ALICE2=$(user_token "alice-$SFX")
+TOKEN=$BOB
+check_status "bob submits a job in tenant B" 201 POST "/v1/tenants/$TB/jobs" \
+	-H 'Content-Type: application/json' -d "$JOB"
+JB=$(printf '%s' "$BODY" | jq -r .id)
+HOLDERS=() HELD=
+hold() { # hold TOKEN JOB: follow JOB's log in the background; HELD is the answer's status
+	local h=$TY_TMP/hold.${#HOLDERS[@]}
+	curl -sS -N --max-time 20 -H "Authorization: Bearer $1" -D "$h" -o /dev/null \
+		"$TRAINYARD_URL/v1/jobs/$2/logs?follow=1" 2>/dev/null &
+	HOLDERS+=($!)
+	wait_until 5 grep -q '^HTTP/' "$h"
+	HELD=$(awk 'NR == 1 { print $2 }' "$h" 2>/dev/null)
+}
+codes=""
+for t in "$ALICE" "$ALICE" "$ALICE2" "$VIC"; do
+	hold "$t" "$J3"
+	codes="$codes $HELD"
+done
+check_eq "tenant A gets two followers of four, one per token" " 200 429 200 429" "$codes"
+TOKEN=$ALICE
+TY_CURL_TIMEOUT=3 check_status "alice's token has its one follower" 429 GET "/v1/jobs/$J3/logs?follow=1"
+check_json "log_followers_full" log_followers_full .code
+check_match "the token's limit, says the detail" "with this token" "$(printf '%s' "$BODY" | jq -r .detail)"
+TOKEN=$VIC
+TY_CURL_TIMEOUT=3 check_status "vic's token has none, but tenant A has its two" 429 GET "/v1/jobs/$J3/logs?follow=1"
+check_match "the tenant's limit, says the detail" "of this tenant's jobs" "$(printf '%s' "$BODY" | jq -r .detail)"
+check_match "with Retry-After" '^[1-9][0-9]*$' "$(header Retry-After)"
+hold "$BOB" "$JB"
+check_eq "tenant B still follows its job's log" 200 "$HELD"
+for p in "${HOLDERS[@]}"; do
+	kill "$p" 2>/dev/null
+	wait "$p" 2>/dev/null
+done
+for _ in $(seq 1 25); do
+	hold "$VIC" "$J3"
+	[[ $HELD == 200 ]] && break
+	sleep 0.2
+done
+check_eq "once the followers went away, vic follows" 200 "$HELD"
+kill "${HOLDERS[-1]}" 2>/dev/null
+wait "${HOLDERS[-1]}" 2>/dev/null
+check "restore the API's defaults" "$TY_ROOT/deploy/stack" api-restart
+
 # destroyed keys
 TOKEN=$ADMIN
 check_status "the admin destroys tenant A's keys" 204 DELETE "/v1/tenants/$TA/keys"

@@ -89,6 +89,18 @@ check "with no trainer line in the clear" bash -c "! grep -qs 'step' '$LOG'"
 check_status "the job's log" 200 GET "/v1/jobs/$J/logs"
 check_match "holds the trainer's step lines" '"type":"step","time_ms":[0-9]+,"step":10,' "$BODY"
 check_match "and the worker's launch line" 'trainyard-worker: launch 1: mpirun .* -x TRAINYARD_DATA_KEY .*--encrypt' "$BODY"
+check_match "naming the trainer, the spec and the checkpoints, not their paths" \
+	" trainyard-train train --spec <the job's spec> --ckpt-dir <the job's checkpoint store> " "$BODY"
+# server_paths TEXT: the lines of TEXT naming a path of the server: the
+# checkout (its programs, var/, the storage root and the spool below it),
+# the storage root wherever it is, or a temporary file of the worker
+server_paths() {
+	grep -n -F -e "$TY_ROOT/" -e "$TRAINYARD_STORAGE_ROOT" -e "${TRAINYARD_SCHED_SPOOL:-$TY_ROOT/}" \
+		-e "${TMPDIR:-/tmp}/" -e "trainyard-spec-" <<<"$1"
+}
+check_eq "the job's log names no path of the server" "" "$(server_paths "$BODY")"
+check "the worker's stderr, the operator's, does: the launch as it ran" \
+	test -n "$(server_paths "$(cat "$TY_TMP/ok.err")")"
 check_status "follow=1 ends at once: the log is closed and the job final" 200 GET \
 	"/v1/jobs/$J/logs?follow=1" --max-time 10
 KEY_RE='[0-9a-f]{64}'
@@ -147,6 +159,9 @@ check_status "the checkpoints" 200 GET "/v1/jobs/$J_FB/checkpoints"
 check_json "the last, step 20, has world 1" "20 1" '.items | max_by(.step) | "\(.step) \(.world)"'
 check "no trainer rank of this job is left" bash -c \
 	"! pgrep -f '^[^ ]*trainyard-train train .*--encrypt $TA_ID:$J_FB'"
+check_status "its log" 200 GET "/v1/jobs/$J_FB/logs"
+check_match "tells of the fallback" "trainyard-worker: falling back after rank_lost" "$BODY"
+check_eq "and names no path of the server" "" "$(server_paths "$BODY")"
 TOKEN=$BOB
 check_status "another tenant's owner does not see its metrics" 404 GET "/v1/jobs/$J_FB/metrics"
 check_status "nor its checkpoints" 404 GET "/v1/jobs/$J_FB/checkpoints"
@@ -210,6 +225,8 @@ check_status "alice reads the job" 200 GET "/v1/jobs/$J_CX"
 check_json "it is cancelled" cancelled .state
 check_status "its checkpoints" 200 GET "/v1/jobs/$J_CX/checkpoints"
 check_json "hold the one the stop wrote" 1 '.items | length'
+check_status "its log" 200 GET "/v1/jobs/$J_CX/logs"
+check_eq "names no path of the server" "" "$(server_paths "$BODY")"
 
 # ---- no credential, no run ---------------------------------------------
 check_fails "without TRAINYARD_ATTEMPT_TOKEN the worker refuses (2)" 2 \

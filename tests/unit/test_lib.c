@@ -7,6 +7,7 @@
 
 #include "jobstate.h"
 #include "jsonx.h"
+#include "followers.h"
 #include "ratelimit.h"
 #include "token.h"
 #include "unit.h"
@@ -178,22 +179,100 @@ START_TEST(names_and_ids)
 }
 END_TEST
 
+/* take KEY... at time T from a one-class limiter: true when allowed */
+static bool take1(ratelimit *rl, const char *key, double t, int *retry)
+{
+	const char *keys[] = {key};
+	return ratelimit_take(rl, keys, t, retry) == RATELIMIT_ALLOWED;
+}
+
 START_TEST(rate_limit_buckets)
 {
-	ratelimit *rl = ratelimit_new(2.0, 3.0);
+	ratelimit_rate rate = {2.0, 3.0};
+	ratelimit *rl = ratelimit_new(1, &rate);
 	int retry = 0;
 	for (int i = 0; i < 3; i++)
-		ck_assert(ratelimit_take(rl, "tok-a", 100.0, &retry));
-	ck_assert(!ratelimit_take(rl, "tok-a", 100.0, &retry));
+		ck_assert(take1(rl, "tok-a", 100.0, &retry));
+	ck_assert(!take1(rl, "tok-a", 100.0, &retry));
 	ck_assert_int_ge(retry, 1);
-	ck_assert(ratelimit_take(rl, "tok-b", 100.0, &retry)); /* another token is separate */
-	ck_assert(ratelimit_take(rl, "tok-a", 100.5, &retry)); /* 0.5 s refills one */
-	ck_assert(!ratelimit_take(rl, "tok-a", 100.5, &retry));
-	ck_assert(ratelimit_take(rl, "tok-a", 110.0, &retry)); /* refill caps at burst */
-	ck_assert(ratelimit_take(rl, "tok-a", 110.0, &retry));
-	ck_assert(ratelimit_take(rl, "tok-a", 110.0, &retry));
-	ck_assert(!ratelimit_take(rl, "tok-a", 110.0, &retry));
+	ck_assert(take1(rl, "tok-b", 100.0, &retry)); /* another token is separate */
+	ck_assert(take1(rl, "tok-a", 100.5, &retry)); /* 0.5 s refills one */
+	ck_assert(!take1(rl, "tok-a", 100.5, &retry));
+	ck_assert(take1(rl, "tok-a", 110.0, &retry)); /* refill caps at burst */
+	ck_assert(take1(rl, "tok-a", 110.0, &retry));
+	ck_assert(take1(rl, "tok-a", 110.0, &retry));
+	ck_assert(!take1(rl, "tok-a", 110.0, &retry));
 	ratelimit_free(rl);
+}
+END_TEST
+
+/* Class 0 per token (burst 3), class 1 per user (burst 4, 1/s): the user's tokens share class 1. */
+START_TEST(rate_limit_classes)
+{
+	ratelimit_rate rates[] = {{10.0, 3.0}, {1.0, 4.0}};
+	ratelimit *rl = ratelimit_new(2, rates);
+	int retry = 0;
+	const char *a[] = {"tok-a", "user-u"}, *b[] = {"tok-b", "user-u"};
+	const char *c[] = {"tok-c", "user-v"}, *solo[] = {"tok-d", NULL};
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(ratelimit_take(rl, a, 100.0, &retry), RATELIMIT_ALLOWED);
+	ck_assert_int_eq(ratelimit_take(rl, a, 100.0, &retry), 0); /* tok-a's bucket */
+	ck_assert_int_eq(ratelimit_take(rl, b, 100.0, &retry), RATELIMIT_ALLOWED);
+	/* user-u has spent its 4: a fresh token of the user does not help */
+	ck_assert_int_eq(ratelimit_take(rl, b, 100.0, &retry), 1);
+	ck_assert_int_eq(retry, 1);
+	/* a second later the user has one again */
+	ck_assert_int_eq(ratelimit_take(rl, b, 101.0, &retry), RATELIMIT_ALLOWED);
+	ck_assert_int_eq(ratelimit_take(rl, b, 101.0, &retry), 1);
+	ck_assert_int_eq(ratelimit_take(rl, c, 101.0, &retry),
+	                 RATELIMIT_ALLOWED); /* another user */
+	for (int i = 0; i < 3; i++)          /* a NULL key leaves the user class out */
+		ck_assert_int_eq(ratelimit_take(rl, solo, 101.0, &retry), RATELIMIT_ALLOWED);
+	ck_assert_int_eq(ratelimit_take(rl, solo, 101.0, &retry), 0);
+	/* tok-a has refilled, its user has not */
+	ck_assert_int_eq(ratelimit_take(rl, a, 101.0, &retry), 1);
+	/* a refusal takes nothing: tok-d's empty bucket leaves user-w's 4 whole */
+	const char *d[] = {"tok-d", "user-w"}, *e[] = {"tok-e", "user-w"};
+	ck_assert_int_eq(ratelimit_take(rl, d, 101.0, &retry), 0);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(ratelimit_take(rl, e, 101.0, &retry), RATELIMIT_ALLOWED);
+	const char *f[] = {"tok-f", "user-w"};
+	ck_assert_int_eq(ratelimit_take(rl, f, 101.0, &retry), RATELIMIT_ALLOWED);
+	ck_assert_int_eq(ratelimit_take(rl, f, 101.0, &retry), 1);
+	ratelimit_free(rl);
+	ck_assert_ptr_null(ratelimit_new(0, rates));
+}
+END_TEST
+
+/* 4 slots, 2 per tenant, 1 per token */
+START_TEST(follower_shares)
+{
+	followers *f = followers_new(4, 2, 1);
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(followers_take(f, "tenant-a", "tok-1"), FOLLOWERS_TAKEN);
+	ck_assert_int_eq(followers_take(f, "tenant-a", "tok-1"), FOLLOWERS_TOKEN_FULL);
+	ck_assert_int_eq(followers_take(f, "tenant-a", "tok-2"), FOLLOWERS_TAKEN);
+	ck_assert_int_eq(followers_take(f, "tenant-a", "tok-3"), FOLLOWERS_TENANT_FULL);
+	ck_assert_int_eq(followers_take(f, "tenant-a", "tok-1"), FOLLOWERS_TOKEN_FULL);
+	/* tenant A holds its share: tenant B still follows */
+	ck_assert_int_eq(followers_take(f, "tenant-b", "tok-4"), FOLLOWERS_TAKEN);
+	ck_assert_int_eq(followers_take(f, "tenant-c", "tok-5"), FOLLOWERS_TAKEN);
+	ck_assert_int_eq(followers_take(f, "tenant-d", "tok-6"), FOLLOWERS_SERVER_FULL);
+	ck_assert_int_eq(followers_take(f, "tenant-b", "tok-7"), FOLLOWERS_SERVER_FULL);
+	/* a slot given back is free again, the token's and the tenant's too */
+	followers_give(f, "tenant-a", "tok-1");
+	ck_assert_int_eq(followers_take(f, "tenant-a", "tok-3"), FOLLOWERS_TAKEN);
+	followers_give(f, "tenant-a", "tok-3");
+	ck_assert_int_eq(followers_take(f, "tenant-a", "tok-1"), FOLLOWERS_TAKEN);
+	followers_give(f, "tenant-a", "tok-1");
+	followers_give(f, "tenant-a", "tok-2");
+	followers_give(f, "tenant-b", "tok-4");
+	followers_give(f, "tenant-c", "tok-5");
+	for (int i = 0; i < 2; i++) /* all free: the tenant's share is whole again */
+		ck_assert_int_eq(followers_take(f, "tenant-a", i ? "tok-9" : "tok-8"),
+		                 FOLLOWERS_TAKEN);
+	ck_assert_int_eq(followers_take(f, "tenant-a", "tok-10"), FOLLOWERS_TENANT_FULL);
+	followers_free(f);
 }
 END_TEST
 
@@ -208,6 +287,8 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, json_rows_survive_truncation);
 	tcase_add_test(tc, names_and_ids);
 	tcase_add_test(tc, rate_limit_buckets);
+	tcase_add_test(tc, rate_limit_classes);
+	tcase_add_test(tc, follower_shares);
 	suite_add_tcase(s, tc);
 	return s;
 }

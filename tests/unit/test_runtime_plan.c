@@ -195,6 +195,63 @@ START_TEST(mpirun_argv)
 }
 END_TEST
 
+START_TEST(shown_argv_has_no_paths)
+{
+	launch_plan p = {.train_bin = "/opt/ty/bin/trainyard-train",
+	                 .spec_path = "/tmp/trainyard-spec-Ab12Cd",
+	                 .ckpt_dir = "/srv/ty/storage/tenants/t/jobs/j/checkpoints",
+	                 .layout = {.data_parallel = 1,
+	                            .tensor_parallel = 1,
+	                            .pipeline_parallel = 1,
+	                            .micro_batch = 4,
+	                            .grad_accum = 1},
+	                 .slurm = true,
+	                 .encrypt_for = "t:j"};
+	char **argv = launch_argv_shown(&p);
+	static const char *const want[] = {"srun",
+	                                   "--mpi=pmix",
+	                                   "--kill-on-bad-exit=1",
+	                                   "-n",
+	                                   "1",
+	                                   "trainyard-train",
+	                                   "train",
+	                                   "--spec",
+	                                   "<the job's spec>",
+	                                   "--ckpt-dir",
+	                                   "<the job's checkpoint store>",
+	                                   "--metrics",
+	                                   "-",
+	                                   "--encrypt",
+	                                   "t:j",
+	                                   "--set",
+	                                   "parallel.data_parallel=1",
+	                                   "--set",
+	                                   "parallel.tensor_parallel=1",
+	                                   "--set",
+	                                   "parallel.pipeline_parallel=1",
+	                                   "--set",
+	                                   "parallel.zero_stage=0",
+	                                   "--set",
+	                                   "parallel.micro_batch=4",
+	                                   "--set",
+	                                   "parallel.grad_accum=1",
+	                                   "--set",
+	                                   "resources.nodes=1",
+	                                   "--set",
+	                                   "resources.ranks_per_node=1",
+	                                   "--set",
+	                                   "fault_tolerance.fallback=[]",
+	                                   NULL};
+	assert_argv(argv, want);
+	launch_argv_free(argv);
+	/* the plan itself is untouched: the launch runs with the real paths */
+	argv = launch_argv(&p);
+	ck_assert_str_eq(argv[5], "/opt/ty/bin/trainyard-train");
+	ck_assert_str_eq(argv[8], "/tmp/trainyard-spec-Ab12Cd");
+	launch_argv_free(argv);
+}
+END_TEST
+
 START_TEST(srun_argv)
 {
 	launch_plan p = {.train_bin = "trainyard-train",
@@ -346,6 +403,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, pick_the_first_rung_that_fits);
 	tcase_add_test(tc, mpirun_argv);
 	tcase_add_test(tc, srun_argv);
+	tcase_add_test(tc, shown_argv_has_no_paths);
 	tcase_add_test(tc, attempt_argv);
 	tcase_add_test(tc, classification_table);
 	tcase_add_test(tc, mpirun_messages);

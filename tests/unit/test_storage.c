@@ -91,6 +91,38 @@ START_TEST(names)
 }
 END_TEST
 
+START_TEST(shard_names)
+{
+	static const char *const good[] = {
+	    "shard_00000_of_00002.bin", "a",     "...", "a..b", "Manifest.json",
+	    "manifest.json.bin",        "-x_.Y9"};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		ck_assert_msg(storage_shard_name_valid(good[i]), "%s", good[i]);
+	static const char *const bad[] = {"",    ".",
+	                                  "..",  "manifest.json",
+	                                  "a/b", "../a",
+	                                  "/a",  "a/",
+	                                  "a b", "a\\b",
+	                                  "a:b", "caf\xc3\xa9",
+	                                  "a\n", "step_00000005/shard_00000_of_00001.bin"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(!storage_shard_name_valid(bad[i]), "%s", bad[i]);
+	ck_assert(!storage_shard_name_valid(NULL));
+	char longest[STORAGE_SHARD_NAME_MAX + 2];
+	memset(longest, 's', sizeof(longest));
+	longest[STORAGE_SHARD_NAME_MAX] = '\0';
+	ck_assert(storage_shard_name_valid(longest));
+	longest[STORAGE_SHARD_NAME_MAX] = 's';
+	longest[STORAGE_SHARD_NAME_MAX + 1] = '\0';
+	ck_assert(!storage_shard_name_valid(longest));
+	/* a shard's place in its step directory is always a name */
+	char rel[STORAGE_NAME_MAX + 2];
+	snprintf(rel, sizeof(rel), "step_99999999/%s", longest);
+	rel[strlen(rel) - 1] = '\0';
+	ck_assert(storage_name_valid(rel));
+}
+END_TEST
+
 START_TEST(paths)
 {
 	char buf[512];
@@ -242,6 +274,7 @@ static Suite *make_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, uuids);
 	tcase_add_test(tc, names);
+	tcase_add_test(tc, shard_names);
 	tcase_add_test(tc, paths);
 	tcase_add_test(tc, prepare_creates_private_dirs);
 	tcase_add_test(tc, prepare_refuses_unsafe_dirs);

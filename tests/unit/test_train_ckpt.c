@@ -508,7 +508,7 @@ START_TEST(bad_names_refused)
 	                                  "a\\b", "x/..", "a\nb", "caf\xc3\xa9"};
 	char err[512];
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		ck_assert_msg(!ckpt_name_valid(bad[i]), "%s", bad[i]);
+		ck_assert_msg(!storage_name_valid(bad[i]), "%s", bad[i]);
 		ckpt_stream *f = (ckpt_stream *)1;
 		ck_assert_int_eq(ckpt_store_open_write(store, bad[i], &f, err, sizeof(err)),
 		                 CKPT_STORE_ERR_NAME);
@@ -525,10 +525,10 @@ START_TEST(bad_names_refused)
 	char longname[300];
 	memset(longname, 'a', sizeof(longname) - 1);
 	longname[sizeof(longname) - 1] = '\0';
-	ck_assert(!ckpt_name_valid(longname));
-	ck_assert(ckpt_name_valid("step_00000020/shard_00000_of_00002.bin"));
-	ck_assert(ckpt_name_valid(".hidden"));
-	ck_assert(ckpt_name_valid("a..b"));
+	ck_assert(!storage_name_valid(longname));
+	ck_assert(storage_name_valid("step_00000020/shard_00000_of_00002.bin"));
+	ck_assert(storage_name_valid(".hidden"));
+	ck_assert(storage_name_valid("a..b"));
 	/* nothing escaped the root */
 	char parent[512];
 	snprintf(parent, sizeof(parent), "%s/x", tmpdir);

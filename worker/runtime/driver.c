@@ -94,14 +94,31 @@ static void emit(driver *d, const char *kind, json_t *detail)
 	json_decref(detail);
 }
 
-/* The argv in one line, for the log (never executed). */
-static void say_argv(driver *d, char *const *argv)
+/* argv in one line (never executed). OUT line. */
+static void argv_join(char *const *argv, char *line, size_t len)
 {
-	char line[4096];
 	size_t n = 0;
-	for (size_t i = 0; argv[i] && n + 1 < sizeof(line); i++)
-		n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%s", i ? " " : "", argv[i]);
-	say(d, "launch %d: %s", d->launches, line);
+	line[0] = '\0';
+	for (size_t i = 0; argv && argv[i] && n + 1 < len; i++)
+		n += (size_t)snprintf(line + n, len - n, "%s%s", i ? " " : "", argv[i]);
+}
+
+/*
+ * The launch's command line: as it runs on stderr, for the operator; as
+ * launch_argv_shown() names it in the sink's log, which the job's tenant
+ * reads, so that no path of the machine reaches it.
+ */
+static void say_argv(driver *d, const launch_plan *plan, char *const *argv)
+{
+	char line[4096], msg[4200];
+	argv_join(argv, line, sizeof(line));
+	fprintf(stderr, "trainyard-worker: launch %d: %s\n", d->launches, line);
+	char **shown = launch_argv_shown(plan);
+	argv_join(shown, line, sizeof(line));
+	launch_argv_free(shown);
+	snprintf(msg, sizeof(msg), "trainyard-worker: launch %d: %s", d->launches,
+	         line[0] ? line : "(out of memory for the command line)");
+	relay_worker_line(&d->rl, msg);
 }
 
 /* ---- one launch ----------------------------------------------------- */
@@ -253,7 +270,7 @@ static void run_launch(driver *d, const jobspec_parallel *rung, launch_end *end)
 		end->start_failed = true;
 		return;
 	}
-	say_argv(d, argv);
+	say_argv(d, &plan, argv);
 	emit(d, "launch",
 	     json_pack("{s:i, s:o, s:s}", "launch", d->launches, "layout", layout_json(rung),
 	               "launcher", argv[0]));

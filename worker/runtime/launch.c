@@ -127,6 +127,16 @@ char **launch_argv(const launch_plan *p)
 	return b.v;
 }
 
+char **launch_argv_shown(const launch_plan *p)
+{
+	launch_plan shown = *p;
+	const char *slash = p->train_bin ? strrchr(p->train_bin, '/') : NULL;
+	shown.train_bin = slash ? slash + 1 : p->train_bin;
+	shown.spec_path = LAUNCH_SHOWN_SPEC;
+	shown.ckpt_dir = LAUNCH_SHOWN_CKPT;
+	return launch_argv(&shown);
+}
+
 void launch_argv_free(char **argv)
 {
 	for (size_t i = 0; argv && argv[i]; i++)

@@ -44,7 +44,17 @@ typedef struct launch_plan {
  * RET: the argv (launch_argv_free() it), or NULL when out of memory.
  */
 char **launch_argv(const launch_plan *p);
+/*
+ * The same argv as logs show it: the trainer by its program name, the spec
+ * as LAUNCH_SHOWN_SPEC and the checkpoint directory as LAUNCH_SHOWN_CKPT.
+ * No path of the machine is in it: a job's log names what the launch
+ * reads and writes, not where the server keeps it. RET: as launch_argv.
+ */
+char **launch_argv_shown(const launch_plan *p);
 void launch_argv_free(char **argv);
+
+#define LAUNCH_SHOWN_SPEC "<the job's spec>"
+#define LAUNCH_SHOWN_CKPT "<the job's checkpoint store>"
 
 /* A started launcher. */
 typedef struct launch {
