@@ -9,7 +9,9 @@
 #   - it runs a batch job again (A) that had already completed: the
 #     worker sees that its attempt has started before and exits with
 #     attempt_over without side effects; A's output is kept, not
-#     overwritten; A stays succeeded with one attempt.
+#     overwritten; A stays succeeded with one attempt;
+#   - a job left running whose attempt had ended (E) is settled by the
+#     sweep, as its attempt's failure says.
 # The old state is made deterministic: slurmctld is stopped cleanly (its
 # state saved) while A waits in a partition that is down, the state is
 # copied, and once B waits there too it is put back under a SIGKILLed
@@ -110,6 +112,22 @@ rerun_over() { [[ $(sacct -X -n -P -j "$SA" -o ExitCode 2>/dev/null | tail -n 1)
 check "accounting shows the run again as attempt_over (exit status 17)" wait_until 30 rerun_over
 check_eq "A is still succeeded, with one attempt" "succeeded|1" \
 	"$(q "SELECT state || '|' || attempts FROM jobs WHERE id = '$A'")"
+# ---- a job left running whose attempt has ended ------------------------------
+# What a scheduler that died between the two writes of an older release, or
+# a hand-made fix, leaves behind: the attempt ended (the worker reported
+# data_error) and is no longer followed, the job still running. The sweep
+# settles it by the retry rules: data_error is not retried.
+E=$(submit "$T" "$U" ctld-e "$SMALL | .training.steps = 5000")
+check "E runs" wait_steps "$E" 2 90
+SE=$(sid_of "$E")
+q "UPDATE job_attempts SET followed = false, state = 'ended', outcome = 'failed',
+    failure_class = 'data_error', ended_at = now() WHERE job_id = '$E'" >/dev/null
+scancel "$SE" 2>/dev/null
+check_eq "E is left running with no attempt followed" running "$(job_state "$E")"
+check "the scheduler settles it" wait_state "$E" 60 failed succeeded queued
+check_match "E failed as its attempt did, and says so" '^failed\|attempt 1 failed \(data_error\)' \
+	"$(q "SELECT state || '|' || state_reason FROM jobs WHERE id = '$E'")"
+
 check_eq "the scheduler follows nothing of this tenant any more" 0 \
 	"$(q "SELECT count(*) FROM job_attempts a JOIN jobs j ON j.id = a.job_id
 	       JOIN tenants t ON t.id = j.tenant_id WHERE t.name = '$T' AND a.followed")"
