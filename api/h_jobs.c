@@ -13,45 +13,14 @@
 #include <string.h>
 
 #include "handlers.h"
+#include "jobdoc.h"
 #include "jobspec.h"
 #include "jobstate.h"
 #include "plan.h"
 #include "server.h"
 #include "token.h"
 
-/* clang-format off */
-#define JOB_COLS                                                                                 \
-	"j.id, j.tenant_id, t.name AS tenant, j.name, j.state, j.state_reason,"                  \
-	" j.submitter_id, j.priority, j.devices, j.attempts,"                                    \
-	" " TS("j.created_at") " AS created_at,"                                                 \
-	" " TS("j.updated_at") " AS updated_at,"                                                 \
-	" " TS("j.started_at") " AS started_at,"                                                 \
-	" " TS("j.finished_at") " AS finished_at"
-#define JOB_FROM " FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
-
-/*
- * A queued job's place: its position among its tenant's queued jobs in
- * the order admission takes them (priority, then submission; the
- * jobs_queue index), its tenant's rank in the scheduler's last fair-share
- * cycle (NULL before the scheduler ranked it), how many tenants that
- * cycle ranked, why it waits and until when. NULL for any other state.
- */
-#define JOB_QUEUE                                                                                \
-	"CASE WHEN j.state = 'queued' THEN json_build_object("                                   \
-	"'position', (SELECT count(*) FROM jobs q"                                               \
-	"  WHERE q.tenant_id = j.tenant_id AND q.state = 'queued'"                               \
-	"  AND (q.priority > j.priority OR (q.priority = j.priority"                             \
-	"  AND (q.created_at, q.id) <= (j.created_at, j.id)))),"                                 \
-	" 'tenant_rank', (SELECT s.rank FROM scheduler_tenants s"                                \
-	"  WHERE s.tenant_id = j.tenant_id),"                                                    \
-	" 'tenants_ranked', (SELECT count(*) FROM scheduler_tenants),"                           \
-	" 'reason', j.state_reason,"                                                             \
-	" 'not_before', " TS("j.not_before") ") END AS queue"
-
-#define JOB_GET_SQL                                                                              \
-	"SELECT row_to_json(x) FROM (SELECT " JOB_COLS ", " JOB_QUEUE ", j.spec" JOB_FROM        \
-	" WHERE j.id = $1) x"
-/* clang-format on */
+#define JOB_GET_SQL "SELECT " JOB_DOC JOB_FROM " WHERE j.id = $1"
 
 #define IDEMPOTENCY_KEY_MAX 255
 
