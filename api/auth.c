@@ -4,11 +4,13 @@
 #include "auth.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
 
 #include "audit.h"
+#include "jobdoc.h"
 #include "log.h"
 #include "ratelimit.h"
 #include "server.h"
@@ -65,11 +67,16 @@ static int fail_db(api_req *rq, PGresult *r, int rc)
 static const char sql_platform[] = AUTH_COLS AUTH_FROM AUTH_WHERE " AND $2::text IS NULL";
 static const char sql_tenant_id[] = TENANT_SCOPE("tn.id = $2::uuid");
 static const char sql_tenant_name[] = TENANT_SCOPE("tn.name = $2");
-static const char sql_job[] =
-    AUTH_COLS ", s.*" AUTH_FROM " LEFT JOIN LATERAL (SELECT j.id AS s_job_id, tn.id AS s_tenant_id,"
-              " tn.name AS s_tenant_name, b.role AS s_role FROM jobs j JOIN tenants tn"
-              " ON tn.id = j.tenant_id LEFT JOIN role_bindings b ON b.tenant_id = tn.id"
-              " AND b.user_id = t.user_id WHERE j.id = $2::uuid) s ON true" AUTH_WHERE;
+/* The job's scope; doc: more columns from the job row j and its tenant jt. */
+#define JOB_SCOPE(doc)                                                                             \
+	AUTH_COLS ", s.*" AUTH_FROM " LEFT JOIN LATERAL (SELECT j.id AS s_job_id,"                 \
+	          " jt.id AS s_tenant_id, jt.name AS s_tenant_name, b.role AS s_role" doc          \
+	          " FROM jobs j JOIN tenants jt ON jt.id = j.tenant_id LEFT JOIN role_bindings b"  \
+	          " ON b.tenant_id = jt.id AND b.user_id = t.user_id WHERE j.id = $2::uuid) s"     \
+	          " ON true" AUTH_WHERE
+static const char sql_job[] = JOB_SCOPE("");
+/* ROUTE_JOB_DOC: the job's document too, read in the same statement */
+static const char sql_job_doc[] = JOB_SCOPE(", " JOB_DOC " AS s_doc");
 static const char sql_user_id[] =
     AUTH_COLS ", s.*" AUTH_FROM " LEFT JOIN LATERAL (SELECT su.id AS s_user_id FROM users su"
               " WHERE su.id = $2::uuid) s ON true" AUTH_WHERE;
@@ -104,7 +111,9 @@ static const char *scope_sql(api_req *rq, const char **value, err_code *missing)
 	case SCOPE_JOB:
 		*missing = ERR_JOB_NOT_FOUND;
 		*value = route_param(&rq->params, "job");
-		return jsonx_is_uuid(*value) ? sql_job : NULL;
+		if (!jsonx_is_uuid(*value))
+			return NULL;
+		return rq->rt->flags & ROUTE_JOB_DOC ? sql_job_doc : sql_job;
 	case SCOPE_USER:
 		*missing = ERR_USER_NOT_FOUND;
 		*value = route_param(&rq->params, "user");
@@ -156,6 +165,24 @@ static bool scope_from_row(api_req *rq, const PGresult *r)
 	default:
 		return true;
 	}
+}
+
+/*
+ * ROUTE_JOB_DOC: keep the job's document from the row as the answer's body
+ * (rq->raw_owned); the handler sends it once the caller may read it. When
+ * memory runs out the handler reads the document itself.
+ */
+static void job_doc_take(api_req *rq, const PGresult *r)
+{
+	int f = PQfnumber(r, "s_doc");
+	if (f < 0 || PQgetisnull(r, 0, f))
+		return;
+	size_t len = (size_t)PQgetlength(r, 0, f);
+	rq->raw_owned = malloc(len + 1);
+	if (!rq->raw_owned)
+		return;
+	memcpy(rq->raw_owned, PQgetvalue(r, 0, f), len + 1);
+	rq->raw_len = len;
 }
 
 /*
@@ -215,6 +242,8 @@ static int authenticate(api_req *rq, bool *found, err_code *missing)
 	const char *pr = db_get(r, 0, "platform_role");
 	w->platform = pr ? role_parse_platform(pr) : ROLE_NONE;
 	*found = nameable && scope_from_row(rq, r);
+	if (*found && (rq->rt->flags & ROUTE_JOB_DOC))
+		job_doc_take(rq, r);
 	bool stale = strcmp(db_get(r, 0, "stale"), "t") == 0;
 	PQclear(r);
 	if (stale) {
@@ -347,12 +376,11 @@ static int attempt_check(api_req *rq)
 	return -1;
 }
 
-int auth_check(api_req *rq)
+/* The non-attempt routes: token, scope, rate limit, decision. RET 0 or -1 answered. */
+static int token_check(api_req *rq)
 {
 	bool found = false;
 	err_code missing = ERR_NOT_FOUND;
-	if (rq->rt->scope == SCOPE_ATTEMPT)
-		return attempt_check(rq);
 	if (authenticate(rq, &found, &missing) < 0) {
 		if (rq->error != ERR_DB_UNAVAILABLE && rq->error != ERR_INTERNAL)
 			audit_denial(rq, err_info(rq->error)->code);
@@ -376,5 +404,18 @@ int auth_check(api_req *rq)
 		         perm_name(rq->rt->permission));
 		audit_denial(rq, "missing permission");
 	}
+	return -1;
+}
+
+int auth_check(api_req *rq)
+{
+	if (rq->rt->scope == SCOPE_ATTEMPT)
+		return attempt_check(rq);
+	if (token_check(rq) == 0)
+		return 0;
+	/* refused: the job's document read with the token is not the answer */
+	free(rq->raw_owned);
+	rq->raw_owned = NULL;
+	rq->raw_len = 0;
 	return -1;
 }

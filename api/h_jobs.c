@@ -6,52 +6,24 @@
  * honours Idempotency-Key (same key and body: the first job again; same key
  * and another body: 409), all in one transaction. A job whose layout needs
  * more memory per device than its devices have is refused (lib/plan.h).
+ * After the token check a submission is two round trips: the quota and the
+ * key in one statement, then every write and the answer in one pipeline.
  */
+#include <openssl/rand.h>
 #include <openssl/sha.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "handlers.h"
+#include "jobdoc.h"
 #include "jobspec.h"
 #include "jobstate.h"
 #include "plan.h"
 #include "server.h"
 #include "token.h"
 
-/* clang-format off */
-#define JOB_COLS                                                                                 \
-	"j.id, j.tenant_id, t.name AS tenant, j.name, j.state, j.state_reason,"                  \
-	" j.submitter_id, j.priority, j.devices, j.attempts,"                                    \
-	" " TS("j.created_at") " AS created_at,"                                                 \
-	" " TS("j.updated_at") " AS updated_at,"                                                 \
-	" " TS("j.started_at") " AS started_at,"                                                 \
-	" " TS("j.finished_at") " AS finished_at"
-#define JOB_FROM " FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
-
-/*
- * A queued job's place: its position among its tenant's queued jobs in
- * the order admission takes them (priority, then submission; the
- * jobs_queue index), its tenant's rank in the scheduler's last fair-share
- * cycle (NULL before the scheduler ranked it), how many tenants that
- * cycle ranked, why it waits and until when. NULL for any other state.
- */
-#define JOB_QUEUE                                                                                \
-	"CASE WHEN j.state = 'queued' THEN json_build_object("                                   \
-	"'position', (SELECT count(*) FROM jobs q"                                               \
-	"  WHERE q.tenant_id = j.tenant_id AND q.state = 'queued'"                               \
-	"  AND (q.priority > j.priority OR (q.priority = j.priority"                             \
-	"  AND (q.created_at, q.id) <= (j.created_at, j.id)))),"                                 \
-	" 'tenant_rank', (SELECT s.rank FROM scheduler_tenants s"                                \
-	"  WHERE s.tenant_id = j.tenant_id),"                                                    \
-	" 'tenants_ranked', (SELECT count(*) FROM scheduler_tenants),"                           \
-	" 'reason', j.state_reason,"                                                             \
-	" 'not_before', " TS("j.not_before") ") END AS queue"
-
-#define JOB_GET_SQL                                                                              \
-	"SELECT row_to_json(x) FROM (SELECT " JOB_COLS ", " JOB_QUEUE ", j.spec" JOB_FROM        \
-	" WHERE j.id = $1) x"
-/* clang-format on */
+#define JOB_GET_SQL "SELECT " JOB_DOC JOB_FROM " WHERE j.id = $1"
 
 #define IDEMPOTENCY_KEY_MAX 255
 
@@ -61,19 +33,35 @@ static int job_fetch(api_req *rq, const char *id, json_t **out)
 	return api_query_json(rq, JOB_GET_SQL, 1, p, out);
 }
 
-/* The tenant's quota as the spec validator needs it. */
-static int quota_load(api_req *rq, jobspec_quota *q)
+/*
+ * What a submission needs to know first, in one statement: the tenant's
+ * quota as the spec validator needs it, and whether key (NULL: none) was
+ * used before. OUT: *q; job_id, "" (a new key, or none) or the first job
+ * of the key. RET 0; -ERR_IDEMPOTENCY_CONFLICT when the key came with
+ * another body; -ERR_TENANT_NOT_FOUND; other -ERR_*.
+ */
+static int submit_context(api_req *rq, const char *key, const char *body_hex, jobspec_quota *q,
+                          char job_id[37])
 {
-	const char *p[] = {rq->scope.tenant_id};
+	const char *p[] = {rq->who.user_id, rq->scope.tenant_id, key};
 	PGresult *r;
+	job_id[0] = '\0';
 	int rc = db_query(rq->db, &r,
-	                  "SELECT max_gpus, max_running_jobs, gpu_hours_per_month FROM quotas"
-	                  " WHERE tenant_id = $1",
-	                  1, p);
+	                  "SELECT q.max_gpus, q.max_running_jobs, q.gpu_hours_per_month,"
+	                  " encode(k.body_hash, 'hex'), k.job_id FROM quotas q"
+	                  " LEFT JOIN idempotency_keys k ON k.user_id = $1"
+	                  " AND k.tenant_id = q.tenant_id AND k.key = $3 WHERE q.tenant_id = $2",
+	                  3, p);
 	if (rc == 0 && PQntuples(r) == 1) {
 		q->max_gpus = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
 		q->max_running_jobs = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
 		q->gpu_hours_per_month = strtoll(PQgetvalue(r, 0, 2), NULL, 10);
+		if (!PQgetisnull(r, 0, 4)) {
+			if (strcmp(PQgetvalue(r, 0, 3), body_hex) != 0)
+				rc = -ERR_IDEMPOTENCY_CONFLICT;
+			else
+				snprintf(job_id, 37, "%s", PQgetvalue(r, 0, 4));
+		}
 	} else if (rc == 0) {
 		rc = -ERR_TENANT_NOT_FOUND;
 	}
@@ -88,77 +76,96 @@ static double job_device_memory(const ty_config *cfg, const jobspec *js)
 	return (double)mib * 1048576.0;
 }
 
-/*
- * Look the key up. RET 0 with *job_id "" (new key) or set (replay);
- * -ERR_IDEMPOTENCY_CONFLICT when the body differs; other -ERR_*.
- */
-static int idempotency_lookup(api_req *rq, const char *key, const char *body_hex, char job_id[37])
+/* A new job's id, a random (version 4) UUID. RET 0 or -ERR_INTERNAL. */
+static int job_id_new(char id[37])
 {
-	const char *p[] = {rq->who.user_id, rq->scope.tenant_id, key};
-	PGresult *r;
-	job_id[0] = '\0';
-	int rc = db_query(rq->db, &r,
-	                  "SELECT encode(body_hash, 'hex'), job_id FROM idempotency_keys"
-	                  " WHERE user_id = $1 AND tenant_id = $2 AND key = $3",
-	                  3, p);
-	if (rc == 0 && PQntuples(r) == 1) {
-		if (strcmp(PQgetvalue(r, 0, 0), body_hex) != 0)
-			rc = -ERR_IDEMPOTENCY_CONFLICT;
-		else
-			snprintf(job_id, 37, "%s", PQgetvalue(r, 0, 1));
-	}
-	PQclear(r);
-	return rc;
+	unsigned char b[16];
+	if (RAND_bytes(b, sizeof(b)) != 1)
+		return -ERR_INTERNAL;
+	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+	char hex[33];
+	hex_encode(b, sizeof(b), hex);
+	snprintf(id, 37, "%.8s-%.4s-%.4s-%.4s-%.12s", hex, hex + 8, hex + 12, hex + 16, hex + 20);
+	return 0;
 }
 
-/* Insert the job, its first event and its idempotency key. OUT: job_id. */
-static int job_insert(api_req *rq, const json_t *spec, const jobspec *js, const char *key,
-                      const char *body_hex, char job_id[37])
+/*
+ * Queue the new job's statements on the pipeline: the job, its creation
+ * event, its idempotency key (key NULL: none), the audit record, and last
+ * the job's document, the answer.
+ */
+static void job_insert(api_req *rq, const json_t *spec, const jobspec *js, const char *key,
+                       const char *body_hex, const char *job_id)
 {
 	/* 15 digits: 3e-4 is stored as 0.0003, not its 17-digit binary neighbour */
 	char *text = json_dumps(spec, JSON_COMPACT | JSON_REAL_PRECISION(15));
 	char devices[24];
 	snprintf(devices, sizeof(devices), "%lld", (long long)jobspec_devices(js));
 	const char *name = json_string_value(json_object_get(spec, "name"));
-	const char *p[] = {rq->scope.tenant_id, rq->who.user_id, name, text, devices};
-	PGresult *r;
-	int rc = db_query(rq->db, &r,
-	                  "INSERT INTO jobs (tenant_id, submitter_id, name, spec, devices)"
-	                  " VALUES ($1, $2, $3, $4::jsonb, $5::int) RETURNING id",
-	                  5, p);
+	const char *p[] = {job_id, rq->scope.tenant_id, rq->who.user_id, name, text, devices};
+	db_query(rq->db, NULL,
+	         "INSERT INTO jobs (id, tenant_id, submitter_id, name, spec, devices)"
+	         " VALUES ($1, $2, $3, $4, $5::jsonb, $6::int)",
+	         6, p);
 	free(text);
-	if (rc == 0)
-		snprintf(job_id, 37, "%s", PQgetvalue(r, 0, 0));
-	PQclear(r);
-	if (rc || (rc = jobstate_record_created(rq->db, job_id, rq->who.user_id)) || !key)
-		return rc;
-	const char *q[] = {rq->who.user_id, rq->scope.tenant_id, key, body_hex, job_id};
-	return db_query(rq->db, NULL,
-	                "INSERT INTO idempotency_keys (user_id, tenant_id, key, body_hash, job_id)"
-	                " VALUES ($1, $2, $3, decode($4, 'hex'), $5)",
-	                5, q);
+	jobstate_record_created(rq->db, job_id, rq->who.user_id);
+	if (key) {
+		const char *q[] = {rq->who.user_id, rq->scope.tenant_id, key, body_hex, job_id};
+		db_query(rq->db, NULL,
+		         "INSERT INTO idempotency_keys (user_id, tenant_id, key, body_hash, job_id)"
+		         " VALUES ($1, $2, $3, decode($4, 'hex'), $5)",
+		         5, q);
+	}
+	char res[64];
+	snprintf(res, sizeof(res), "job/%s", job_id);
+	api_audit(rq, 201, res, NULL);
+	const char *d[] = {job_id};
+	db_query(rq->db, NULL, JOB_GET_SQL, 1, d);
 }
 
-/* One attempt of the submission transaction. RET 0 answered, or -ERR_*. */
+/*
+ * Answer with the document in r (taken over), the last result of the
+ * submission's pipeline. RET 0 answered, or -ERR_*.
+ */
+static int reply_doc(api_req *rq, PGresult *r)
+{
+	if (PQntuples(r) != 1 || PQgetisnull(r, 0, 0)) {
+		PQclear(r);
+		return -ERR_INTERNAL;
+	}
+	size_t len = (size_t)PQgetlength(r, 0, 0);
+	rq->raw_owned = malloc(len + 1);
+	if (!rq->raw_owned) {
+		PQclear(r);
+		return -ERR_INTERNAL;
+	}
+	memcpy(rq->raw_owned, PQgetvalue(r, 0, 0), len + 1);
+	rq->raw_len = len;
+	rq->status = 201;
+	PQclear(r);
+	return 0;
+}
+
+/*
+ * One attempt of the submission: what it needs to know in one statement,
+ * the validation here, then the writes and the answer in one pipeline, one
+ * implicit transaction. RET 0 answered, or -ERR_*.
+ */
 static int submit_once(api_req *rq, const json_t *in, const char *key, const char *body_hex)
 {
 	char job_id[37];
 	jobspec_quota quota;
 	int rc = api_db(rq);
-	if (rc || (rc = db_begin(rq->db)))
+	if (rc || (rc = submit_context(rq, key, body_hex, &quota, job_id)))
 		return rc;
-	if (key && (rc = idempotency_lookup(rq, key, body_hex, job_id)))
-		return rc;
-	if (key && job_id[0]) {
-		db_rollback(rq->db);
+	if (job_id[0]) {
 		json_t *job;
 		if ((rc = job_fetch(rq, job_id, &job)))
 			return rc;
 		rq->replayed = true;
 		return api_reply(rq, 201, job);
 	}
-	if ((rc = quota_load(rq, &quota)))
-		return rc;
 	jobspec js;
 	json_t *spec = NULL;
 	verrs v;
@@ -167,26 +174,22 @@ static int submit_once(api_req *rq, const json_t *in, const char *key, const cha
 	if (rc == 0 && plan_check_job(&js, job_device_memory(rq->cfg, &js), &v) > 0)
 		rc = -ERR_VALIDATION_FAILED;
 	if (rc == -ERR_VALIDATION_FAILED) {
-		db_rollback(rq->db);
 		json_decref(spec);
 		return api_fail_validation(rq, &v);
 	}
-	if (rc) {
-		verrs_release(&v);
+	verrs_release(&v);
+	if (rc || (rc = job_id_new(job_id)) || (rc = db_pipeline_begin(rq->db))) {
 		json_decref(spec);
 		return rc;
 	}
-	verrs_release(&v);
-	rc = job_insert(rq, spec, &js, key, body_hex, job_id);
+	job_insert(rq, spec, &js, key, body_hex, job_id);
 	json_decref(spec);
-	char res[64];
-	snprintf(res, sizeof(res), "job/%s", job_id);
-	if (rc || (rc = api_audit(rq, 201, res, NULL)) || (rc = db_commit(rq->db)))
+	PGresult *doc;
+	if ((rc = db_pipeline_end(rq->db, &doc))) {
+		rq->audited = false; /* nothing of it was written */
 		return rc;
-	json_t *job;
-	if ((rc = job_fetch(rq, job_id, &job)))
-		return rc;
-	return api_reply(rq, 201, job);
+	}
+	return reply_doc(rq, doc);
 }
 
 int h_job_submit(api_req *rq)
@@ -204,11 +207,8 @@ int h_job_submit(api_req *rq)
 	hex_encode(h, sizeof(h), body_hex);
 
 	int rc = submit_once(rq, in, key, body_hex);
-	if (rc == -ERR_CONFLICT && key) {
-		/* a concurrent request with the same key won the race: replay it */
-		db_rollback(rq->db);
+	if (rc == -ERR_CONFLICT && key) /* a concurrent request with the same key won: replay it */
 		rc = submit_once(rq, in, key, body_hex);
-	}
 	json_decref(in);
 	if (rc == -ERR_IDEMPOTENCY_CONFLICT)
 		return api_fail(rq, rc, "this Idempotency-Key was used with a different body");
@@ -297,6 +297,10 @@ int h_job_list(api_req *rq)
 
 int h_job_get(api_req *rq)
 {
+	if (rq->raw_owned) { /* read with the caller's token (ROUTE_JOB_DOC) */
+		rq->status = 200;
+		return 0;
+	}
 	const char *p[] = {rq->scope.job_id};
 	return api_reply_row(rq, JOB_GET_SQL, 1, p, ERR_JOB_NOT_FOUND);
 }

@@ -34,6 +34,10 @@ typedef struct route {
 /* A POST that only computes an answer from its body: it changes nothing, so it is no
  * mutation, has no audit action, and is not audited (POST /v1/plan). */
 #define ROUTE_COMPUTE 2
+/* A job-scoped read whose answer is the job's document (api/jobdoc.h): the
+ * statement that authenticates the caller also reads it, so the request is
+ * one round trip to the database (GET /v1/jobs/{job}). */
+#define ROUTE_JOB_DOC 4
 
 typedef struct route_params {
 	int n;

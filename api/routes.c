@@ -10,6 +10,7 @@
 
 #define PUB ROUTE_PUBLIC
 #define CMP ROUTE_COMPUTE
+#define DOC ROUTE_JOB_DOC
 
 /* clang-format off */
 static const route table[] = {
@@ -39,7 +40,7 @@ static const route table[] = {
 
 	{"POST",   "/v1/tenants/{tenant}/jobs",           PERM_JOB_SUBMIT,      SCOPE_TENANT,   "job.submit",     0,   h_job_submit},
 	{"GET",    "/v1/tenants/{tenant}/jobs",           PERM_JOB_READ,        SCOPE_TENANT,   NULL,             0,   h_job_list},
-	{"GET",    "/v1/jobs/{job}",                      PERM_JOB_READ,        SCOPE_JOB,      NULL,             0,   h_job_get},
+	{"GET",    "/v1/jobs/{job}",                      PERM_JOB_READ,        SCOPE_JOB,      NULL,             DOC, h_job_get},
 	{"POST",   "/v1/jobs/{job}/cancel",               PERM_JOB_CANCEL,      SCOPE_JOB,      "job.cancel",     0,   h_job_cancel},
 	{"GET",    "/v1/jobs/{job}/events",               PERM_JOB_READ,        SCOPE_JOB,      NULL,             0,   h_job_events},
 	{"GET",    "/v1/jobs/{job}/metrics",              PERM_JOB_READ,        SCOPE_JOB,      NULL,             0,   h_job_metrics},

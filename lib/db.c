@@ -25,11 +25,18 @@
  */
 #define DB_CONN_SLOTS 1024
 #define DB_STMT_SLOTS 256
+/* results a pipeline waits for: each statement's, and each first prepare's */
+#define DB_PIPE_SLOTS (2 * DB_PIPELINE_MAX)
 
 typedef struct conn_stmts {
 	PGconn *conn;
 	const char *sql[DB_STMT_SLOTS]; /* open addressing by address */
 	int n;
+	/* the pipeline in flight: for each result to come, the statement it
+	 * prepares, or NULL for a statement's own result */
+	const char *pipe[DB_PIPE_SLOTS];
+	int n_pipe;
+	int pipe_rc; /* the first failure while sending */
 } conn_stmts;
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -104,6 +111,29 @@ void db_close(PGconn *c)
 	PQfinish(c);
 }
 
+static void stmt_name(const char *sql, char name[32])
+{
+	snprintf(name, 32, "ty_%" PRIxPTR, (uintptr_t)sql);
+}
+
+/* RET: sql's slot in t, or the empty slot where it goes. */
+static size_t stmt_slot(const conn_stmts *t, const char *sql)
+{
+	size_t h = ptr_hash(sql, DB_STMT_SLOTS);
+	while (t->sql[h] && t->sql[h] != sql)
+		h = (h + 1) % DB_STMT_SLOTS;
+	return h;
+}
+
+static void stmt_remember(conn_stmts *t, const char *sql)
+{
+	size_t h = stmt_slot(t, sql);
+	if (t->sql[h] != sql) {
+		t->sql[h] = sql;
+		t->n++;
+	}
+}
+
 /*
  * Make sure sql is prepared on c. OUT: name. RET 1 prepared (use it),
  * 0 the table is full (run unprepared), or -1 with *fail set.
@@ -111,22 +141,20 @@ void db_close(PGconn *c)
 static int stmt_prepare(PGconn *c, const char *sql, int n, char name[32], PGresult **fail)
 {
 	conn_stmts *t = stmts_for(c);
-	if (!t || t->n >= DB_STMT_SLOTS / 2)
+	if (!t)
 		return 0;
-	snprintf(name, 32, "ty_%" PRIxPTR, (uintptr_t)sql);
-	size_t h = ptr_hash(sql, DB_STMT_SLOTS);
-	while (t->sql[h] && t->sql[h] != sql)
-		h = (h + 1) % DB_STMT_SLOTS;
-	if (t->sql[h] == sql)
+	stmt_name(sql, name);
+	if (t->sql[stmt_slot(t, sql)] == sql)
 		return 1;
+	if (t->n >= DB_STMT_SLOTS / 2)
+		return 0;
 	PGresult *r = PQprepare(c, name, sql, n, NULL);
 	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
 		*fail = r;
 		return -1;
 	}
 	PQclear(r);
-	t->sql[h] = sql;
-	t->n++;
+	stmt_remember(t, sql);
 	return 1;
 }
 
@@ -284,8 +312,69 @@ void db_release(db_pool *p, PGconn *c)
 	pthread_mutex_unlock(&p->lock);
 }
 
+/* RET: what a statement's result means for the caller (see db_query). */
+static int result_rc(PGconn *c, const PGresult *r)
+{
+	ExecStatusType st = PQresultStatus(r);
+	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
+		return 0;
+	if (PQstatus(c) != CONNECTION_OK)
+		return -ERR_DB_UNAVAILABLE;
+	if (st == PGRES_PIPELINE_ABORTED)
+		return -ERR_INTERNAL; /* an earlier statement of the pipeline failed and said why */
+	const char *state = db_sqlstate(r);
+	/* constraint violations are answers, not server faults */
+	if (strncmp(state, "23", 2) != 0) {
+		const char *m = PQresultErrorMessage(r);
+		log_printf(LOG_ERROR, "query failed (%s): %.*s", state, (int)strcspn(m, "\n"), m);
+	}
+	return strcmp(state, SQLSTATE_UNIQUE_VIOLATION) == 0 ? -ERR_CONFLICT : -ERR_INTERNAL;
+}
+
+/* In a pipeline: queue sql (and its prepare, the first time) without waiting. */
+static int pipe_send(PGconn *c, const char *sql, int n, const char *const *params)
+{
+	conn_stmts *t = stmts_for(c);
+	if (!t)
+		return -ERR_INTERNAL;
+	if (t->n_pipe + 2 > DB_PIPE_SLOTS) {
+		log_printf(LOG_ERROR, "could not queue a statement: a pipeline holds at most %d",
+		           DB_PIPELINE_MAX);
+		t->pipe_rc = t->pipe_rc ? t->pipe_rc : -ERR_INTERNAL;
+		return t->pipe_rc;
+	}
+	char name[32];
+	stmt_name(sql, name);
+	bool prepared = t->sql[stmt_slot(t, sql)] == sql;
+	for (int i = 0; i < t->n_pipe && !prepared; i++)
+		prepared = t->pipe[i] == sql; /* prepared earlier in this pipeline */
+	if (!prepared && t->n + t->n_pipe < DB_STMT_SLOTS / 2) {
+		if (!PQsendPrepare(c, name, sql, n, NULL))
+			goto broken;
+		t->pipe[t->n_pipe++] = sql;
+		prepared = true;
+	}
+	if (!(prepared ? PQsendQueryPrepared(c, name, n, params, NULL, NULL, 0)
+	               : PQsendQueryParams(c, sql, n, NULL, params, NULL, NULL, 0)))
+		goto broken;
+	t->pipe[t->n_pipe++] = NULL;
+	return 0;
+broken:
+	if (!t->pipe_rc) {
+		t->pipe_rc = PQstatus(c) != CONNECTION_OK ? -ERR_DB_UNAVAILABLE : -ERR_INTERNAL;
+		log_printf(LOG_ERROR, "could not send a statement: %.*s",
+		           (int)strcspn(PQerrorMessage(c), "\n"), PQerrorMessage(c));
+	}
+	return t->pipe_rc;
+}
+
 int db_query(PGconn *c, PGresult **res, const char *sql, int n, const char *const *params)
 {
+	if (PQpipelineStatus(c) != PQ_PIPELINE_OFF) {
+		if (res)
+			*res = NULL;
+		return pipe_send(c, sql, n, params);
+	}
 	char name[32];
 	PGresult *r = NULL;
 	int prepared = stmt_prepare(c, sql, n, name, &r);
@@ -293,27 +382,80 @@ int db_query(PGconn *c, PGresult **res, const char *sql, int n, const char *cons
 		r = PQexecPrepared(c, name, n, params, NULL, NULL, 0);
 	else if (prepared == 0)
 		r = PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
-	ExecStatusType st = PQresultStatus(r);
-	int rc = 0;
-	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-		if (PQstatus(c) != CONNECTION_OK) {
-			rc = -ERR_DB_UNAVAILABLE;
-		} else {
-			const char *state = db_sqlstate(r);
-			rc = strcmp(state, SQLSTATE_UNIQUE_VIOLATION) == 0 ? -ERR_CONFLICT
-			                                                   : -ERR_INTERNAL;
-			/* constraint violations are answers, not server faults */
-			if (strncmp(state, "23", 2) != 0) {
-				const char *m = PQresultErrorMessage(r);
-				log_printf(LOG_ERROR, "query failed (%s): %.*s", state,
-				           (int)strcspn(m, "\n"), m);
-			}
-		}
-	}
+	int rc = result_rc(c, r);
 	if (res)
 		*res = r;
 	else
 		PQclear(r);
+	return rc;
+}
+
+int db_pipeline_begin(PGconn *c)
+{
+	conn_stmts *t = stmts_for(c);
+	if (!t || PQpipelineStatus(c) != PQ_PIPELINE_OFF ||
+	    PQtransactionStatus(c) != PQTRANS_IDLE || !PQenterPipelineMode(c))
+		return PQstatus(c) != CONNECTION_OK ? -ERR_DB_UNAVAILABLE : -ERR_INTERNAL;
+	t->n_pipe = 0;
+	t->pipe_rc = 0;
+	return 0;
+}
+
+/* The pipeline's next result; a NULL ends each statement's results. RET NULL: none came. */
+static PGresult *pipe_next(PGconn *c)
+{
+	PGresult *r = PQgetResult(c);
+	return r ? r : PQgetResult(c);
+}
+
+int db_pipeline_end(PGconn *c, PGresult **last)
+{
+	if (last)
+		*last = NULL;
+	conn_stmts *t = stmts_for(c);
+	if (!t || PQpipelineStatus(c) == PQ_PIPELINE_OFF)
+		return -ERR_INTERNAL;
+	int rc = t->pipe_rc;
+	if (!PQpipelineSync(c) && !rc)
+		rc = PQstatus(c) != CONNECTION_OK ? -ERR_DB_UNAVAILABLE : -ERR_INTERNAL;
+	for (int i = 0; i < t->n_pipe; i++) {
+		PGresult *r = pipe_next(c);
+		if (!r) {
+			rc = rc ? rc : -ERR_DB_UNAVAILABLE; /* the server went away */
+			break;
+		}
+		if (t->pipe[i]) { /* a prepare: once it worked, the statement is known */
+			if (PQresultStatus(r) == PGRES_COMMAND_OK)
+				stmt_remember(t, t->pipe[i]);
+			PQclear(r);
+			continue;
+		}
+		int qrc = result_rc(c, r);
+		rc = rc ? rc : qrc;
+		if (last && i == t->n_pipe - 1) {
+			*last = r;
+		} else {
+			PQclear(r);
+		}
+	}
+	/* up to the sync: the implicit transaction's commit, or why it failed */
+	PGresult *r;
+	while (PQstatus(c) == CONNECTION_OK && (r = pipe_next(c)) != NULL) {
+		ExecStatusType st = PQresultStatus(r);
+		if (st != PGRES_PIPELINE_SYNC && !rc)
+			rc = result_rc(c, r);
+		PQclear(r);
+		if (st == PGRES_PIPELINE_SYNC)
+			break;
+	}
+	t->n_pipe = 0;
+	t->pipe_rc = 0;
+	if (!PQexitPipelineMode(c) && !rc)
+		rc = PQstatus(c) != CONNECTION_OK ? -ERR_DB_UNAVAILABLE : -ERR_INTERNAL;
+	if (rc && last) {
+		PQclear(*last);
+		*last = NULL;
+	}
 	return rc;
 }
 

@@ -46,6 +46,27 @@ void db_close(PGconn *c);
  */
 int db_query(PGconn *c, PGresult **res, const char *sql, int n, const char *const *params);
 
+/*
+ * A pipeline: the statements db_query() is given between db_pipeline_begin()
+ * and db_pipeline_end() go to the server together, in one round trip, and
+ * run as one implicit transaction: all of them commit, or none does. Inside
+ * a pipeline db_query() only sends: it answers 0 (or why it could not send)
+ * and *res NULL, and the results come at db_pipeline_end(). At most
+ * DB_PIPELINE_MAX statements, no BEGIN or COMMIT (db_begin) inside; c must
+ * be outside a transaction.
+ * RET (begin): 0; -ERR_DB_UNAVAILABLE; -ERR_INTERNAL.
+ */
+#define DB_PIPELINE_MAX 16
+int db_pipeline_begin(PGconn *c);
+
+/*
+ * Send the pipeline, wait for it to commit and leave pipeline mode.
+ * OUT: *last (may be NULL), the last statement's result when all went well
+ * (caller PQclears), else NULL. RET: 0, or the first failure as db_query()
+ * answers it (-ERR_CONFLICT for a unique violation...).
+ */
+int db_pipeline_end(PGconn *c, PGresult **last);
+
 /* RET: the SQLSTATE of a failed result ("23505" unique violation...), or "". */
 const char *db_sqlstate(const PGresult *res);
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/integration/job_queue.sh - the "queue" member of a job: a queued
 # job's position among its tenant's queued jobs in admission order
-# (priority first, then submission time, then id), its tenant's rank in
+# (priority first, then submission time, then id), counted up to 100
+# (null past that), its tenant's rank in
 # the scheduler's last fair-share cycle (scheduler_tenants) and how many
 # tenants it ranked, why it waits and until when; null for a job that is
 # not queued, and left out of lists.
@@ -52,8 +53,8 @@ submit "alice submits job 3" "$TA"
 J3=$J
 check_json "job 3 is third" 3 .queue.position
 
-# pos JOB: the job's queue position as alice reads it
-pos() { TOKEN=$ALICE api GET "/v1/jobs/$1" && printf '%s' "$BODY" | jq -r .queue.position; }
+# pos JOB: the job's queue position as alice (or TOKEN=... pos) reads it
+pos() { TOKEN=${TOKEN_POS:-$ALICE} api GET "/v1/jobs/$1" && printf '%s' "$BODY" | jq -r .queue.position; }
 
 check_status "alice reads job 1" 200 GET "/v1/jobs/$J1"
 check_json "queued, with a queue object" "object" '.queue | type'
@@ -112,6 +113,31 @@ check_status "alice cancels job 3" 200 POST "/v1/jobs/$J3/cancel"
 check_json "the cancel answer: cancelled, queue null" "cancelled null" '"\(.state) \(.queue)"'
 check_eq "job 1 is alone in the queue" 1 "$(pos "$J1")"
 
+# the position is counted up to 100: deeper in the queue it reads null
+TC=que-c-$SFX
+tenant_new "$TC" >/dev/null
+TOKEN=$ADMIN
+submit "the admin submits a job in tenant C" "$TC"
+JC=$J
+# ahead N SQL_EXTRA: N copies of job C queued ahead of it (SQL_EXTRA sets priority and created_at)
+ahead() {
+	q "INSERT INTO jobs (tenant_id, submitter_id, name, spec, devices, priority, created_at)
+	   SELECT tenant_id, submitter_id, 'que-ahead', spec, devices, $2 FROM jobs j,
+	   generate_series(1, $1) WHERE j.id = '$JC' RETURNING 1" | wc -l
+}
+check_eq "98 jobs submitted before it" 98 "$(ahead 98 "priority, created_at - interval '1 s'")"
+check_eq "put it 99th" 99 "$(TOKEN_POS=$ADMIN pos "$JC")"
+check_eq "one submitted after it with a higher priority" 1 "$(ahead 1 "priority + 5, now() + interval '1 s'")"
+check_eq "goes ahead of it too: 100th" 100 "$(TOKEN_POS=$ADMIN pos "$JC")"
+check_eq "one more ahead" 1 "$(ahead 1 "priority, created_at - interval '2 s'")"
+check_status "the admin reads job C" 200 GET "/v1/jobs/$JC"
+check_json "101st: past the count, its position is null" null .queue.position
+check_json "while it stays queued, with its queue object" "queued object" '"\(.state) \(.queue | type)"'
+check_eq "one ahead of it leaves the queue" 1 \
+	"$(q "UPDATE jobs SET state = 'cancelled' WHERE id = (SELECT id FROM jobs WHERE tenant_id = (SELECT tenant_id FROM jobs WHERE id = '$JC') AND name = 'que-ahead' LIMIT 1) RETURNING 1")"
+check_eq "and it is 100th again" 100 "$(TOKEN_POS=$ADMIN pos "$JC")"
+
+TOKEN=$ALICE
 check_status "alice lists her jobs" 200 GET "/v1/tenants/$TA/jobs"
 check_json "lists leave queue out" false '[.items[] | has("queue")] | any'
 q "DELETE FROM scheduler_tenants WHERE tenant_id IN ('$TA_ID', '$TB_ID')" >/dev/null
