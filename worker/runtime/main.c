@@ -21,36 +21,39 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: trainyard-worker run --spec FILE --ckpt-dir DIR --metrics-out FILE\n"
-	        "                            --log-out FILE [options]\n"
-	        "       trainyard-worker attempt [--url URL] [--slots N]\n"
-	        "                            [--rank-memory-limit BYTES] [--set ...]\n"
-	        "\n"
-	        "Runs the job's trainer ranks (mpirun; srun --mpi=pmix when SLURM_JOB_ID is set),\n"
-	        "and after an out-of-memory, a communication failure or a lost rank runs them\n"
-	        "again in the next fallback layout that fits, from the last checkpoint.\n"
-	        "\n"
-	        "  --spec FILE          the job spec JSON\n"
-	        "  --set SECTION.FIELD=VALUE  override one spec field (repeatable)\n"
-	        "  --ckpt-dir DIR       the job's checkpoints: written there, resumed from there\n"
-	        "  --metrics-out FILE   the trainer's step metrics, JSON lines (appended)\n"
-	        "  --log-out FILE       every line the launches and the worker print (appended)\n"
-	        "  --events-out FILE    checkpoints, launches, fallbacks and the outcome, JSON\n"
-	        "                       lines (appended; default: into the log)\n"
-	        "  --slots N            ranks the allocation holds (default: the spec's ranks)\n"
-	        "  --rank-memory-limit BYTES  address space of each rank (trainyard-train\n"
-	        "                       --memory-limit)\n"
-	        "\n"
-	        "attempt runs attempt TRAINYARD_ATTEMPT of a platform job with the credential\n"
-	        "TRAINYARD_ATTEMPT_TOKEN (both from the environment; the credential is removed\n"
-	        "from it once read): the spec and the data key from the API at --url (default\n"
-	        "TRAINYARD_URL), checkpoints and the sealed log under TRAINYARD_STORAGE_ROOT,\n"
-	        "metrics, checkpoints, fallbacks and the end reported to the API.\n"
-	        "\n"
-	        "The trainer is TRAINYARD_TRAIN_BIN, else trainyard-train next to this program.\n"
-	        "Exit status: 0 succeeded, 16 stopped, else the failure class's trainer status\n"
-	        "(rank_lost is 12, comm_failure); 2 for a wrong command line.\n");
+	fprintf(
+	    f, "usage: trainyard-worker run --spec FILE --ckpt-dir DIR --metrics-out FILE\n"
+	       "                            --log-out FILE [options]\n"
+	       "       trainyard-worker attempt [--url URL] [--slots N]\n"
+	       "                            [--rank-memory-limit BYTES] [--set ...]\n"
+	       "\n"
+	       "Runs the job's trainer ranks (mpirun; srun --mpi=pmix when SLURM_JOB_ID is set),\n"
+	       "and after an out-of-memory, a communication failure or a lost rank runs them\n"
+	       "again in the next fallback layout that fits, from the last checkpoint.\n"
+	       "\n"
+	       "  --spec FILE          the job spec JSON\n"
+	       "  --set SECTION.FIELD=VALUE  override one spec field (repeatable)\n"
+	       "  --ckpt-dir DIR       the job's checkpoints: written there, resumed from there\n"
+	       "  --data-root DIR      the spec's data paths resolve beneath DIR (trainyard-train\n"
+	       "                       --data-root; default: the trainer's current directory)\n"
+	       "  --metrics-out FILE   the trainer's step metrics, JSON lines (appended)\n"
+	       "  --log-out FILE       every line the launches and the worker print (appended)\n"
+	       "  --events-out FILE    checkpoints, launches, fallbacks and the outcome, JSON\n"
+	       "                       lines (appended; default: into the log)\n"
+	       "  --slots N            ranks the allocation holds (default: the spec's ranks)\n"
+	       "  --rank-memory-limit BYTES  address space of each rank (trainyard-train\n"
+	       "                       --memory-limit)\n"
+	       "\n"
+	       "attempt runs attempt TRAINYARD_ATTEMPT of a platform job with the credential\n"
+	       "TRAINYARD_ATTEMPT_TOKEN (both from the environment; the credential is removed\n"
+	       "from it once read): the spec and the data key from the API at --url (default\n"
+	       "TRAINYARD_URL), checkpoints and the sealed log under TRAINYARD_STORAGE_ROOT, the\n"
+	       "data beneath the tenant's directory of TRAINYARD_DATA_ROOT,\n"
+	       "metrics, checkpoints, fallbacks and the end reported to the API.\n"
+	       "\n"
+	       "The trainer is TRAINYARD_TRAIN_BIN, else trainyard-train next to this program.\n"
+	       "Exit status: 0 succeeded, 16 stopped, else the failure class's trainer status\n"
+	       "(rank_lost is 12, comm_failure); 2 for a wrong command line.\n");
 }
 
 /* A whole number at least min. RET 0, or -1. */
@@ -96,6 +99,7 @@ static int cmd_run(int argc, char **argv, const char *argv0, bool attempt)
 	                                     {"url", required_argument, 0, 'u'},
 	                                     {"set", required_argument, 0, 'o'},
 	                                     {"ckpt-dir", required_argument, 0, 'c'},
+	                                     {"data-root", required_argument, 0, 'D'},
 	                                     {"metrics-out", required_argument, 0, 'm'},
 	                                     {"log-out", required_argument, 0, 'l'},
 	                                     {"events-out", required_argument, 0, 'e'},
@@ -124,6 +128,10 @@ static int cmd_run(int argc, char **argv, const char *argv0, bool attempt)
 			break;
 		case 'c':
 			o.ckpt_dir = optarg;
+			bad = attempt;
+			break;
+		case 'D':
+			o.data_root = optarg;
 			bad = attempt;
 			break;
 		case 'm':
