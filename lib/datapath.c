@@ -50,15 +50,17 @@ int datapath_check(const char *path, char *why, size_t whylen)
 		size_t n = strcspn(p, "/");
 		bool last = p[n] == '\0';
 		if (n == 0)
-			return refuse(why, whylen, "it has an empty component (\"//\" or a final \"/\")");
+			return refuse(why, whylen,
+			              "it has an empty component (\"//\" or a final \"/\")");
 		if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
 			return refuse(why, whylen, "it has a \".\" or \"..\" component");
 		if (n > DATAPATH_COMPONENT_MAX)
 			return refuse(why, whylen, "a component is longer than 255 bytes");
 		for (size_t i = 0; !last && i < n; i++)
 			if (is_pattern_char(p[i]))
-				return refuse(why, whylen,
-				              "only its last component may hold '*', '?', '[' or '\\'");
+				return refuse(
+				    why, whylen,
+				    "only its last component may hold '*', '?', '[' or '\\'");
 		if (last)
 			return 0;
 		p += n + 1;
@@ -222,7 +224,8 @@ static void close_fd(int *fd)
 static int match_dir(int dirfd, const char *dir, const char *pat, datapath_resolve how,
                      datapath_matches *out, char *err, size_t errlen)
 {
-	int listfd = dup(dirfd);
+	/* a new open file of its own: a dup would share (and move) dirfd's offset */
+	int listfd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = listfd >= 0 ? fdopendir(listfd) : NULL;
 	if (!d) {
 		if (listfd >= 0)

@@ -56,11 +56,10 @@ typedef enum datapath_resolve {
 
 /*
  * Open rel (a valid data path; pattern characters in its last component
- * are taken as they are) beneath the directory dirfd, with flags (O_RDONLY, O_DIRECTORY, ...; O_CLOEXEC and O_NOFOLLOW
- * are added).
- * RET: the fd, or -1 with errno: EINVAL when rel fails datapath_check;
- * ELOOP or EXDEV when a component is a symbolic link or leads out;
- * ENOENT, ENOTDIR, EACCES... as open(2).
+ * are taken as they are) beneath the directory dirfd, with flags (O_RDONLY, O_DIRECTORY, ...;
+ * O_CLOEXEC and O_NOFOLLOW are added). RET: the fd, or -1 with errno: EINVAL when rel fails
+ * datapath_check; ELOOP or EXDEV when a component is a symbolic link or leads out; ENOENT, ENOTDIR,
+ * EACCES... as open(2).
  */
 int datapath_openat(int dirfd, const char *rel, int flags, datapath_resolve how);
 

@@ -316,6 +316,11 @@ START_TEST(root_confines_the_loader)
 	open_refused("dir/secret.bin", DATA_ERR_DATA, "passes through a symbolic link");
 	open_refused("dir/*.bin", DATA_ERR_DATA, "\"dir\" passes through a symbolic link");
 
+	/* a FIFO does not hang the loader */
+	path_of(path, sizeof(path), "fifo.bin");
+	ck_assert_int_eq(mkfifo(path, 0600), 0);
+	open_refused("fifo.bin", DATA_ERR_DATA, "\"fifo.bin\" is not a regular file");
+
 	/* the same shard, really inside, is read */
 	path_of(path, sizeof(path), "real");
 	ck_assert_int_eq(mkdir(path, 0700), 0);
