@@ -60,8 +60,8 @@ START_TEST(rule_table)
 	if (c->why == NULL)
 		ck_assert_msg(rc == 0, "\"%s\" refused: %s", c->path, why);
 	else
-		ck_assert_msg(rc == -1 && strstr(why, c->why), "\"%s\": rc %d, why \"%s\", want \"%s\"",
-		              c->path, rc, why, c->why);
+		ck_assert_msg(rc == -1 && strstr(why, c->why),
+		              "\"%s\": rc %d, why \"%s\", want \"%s\"", c->path, rc, why, c->why);
 }
 END_TEST
 
@@ -230,9 +230,10 @@ static void open_each(datapath_resolve how)
 		if (c->want_errno == 0)
 			ck_assert_msg(fd >= 0, "%s: refused (%s)", c->path, strerror(e));
 		else
-			ck_assert_msg(fd < 0 && (e == c->want_errno || (c->alt_errno && e == c->alt_errno)),
-			              "%s (how %d): fd %d, errno %s, want %s", c->path, (int)how, fd,
-			              strerror(e), strerror(c->want_errno));
+			ck_assert_msg(
+			    fd < 0 && (e == c->want_errno || (c->alt_errno && e == c->alt_errno)),
+			    "%s (how %d): fd %d, errno %s, want %s", c->path, (int)how, fd,
+			    strerror(e), strerror(c->want_errno));
 	}
 }
 
@@ -287,14 +288,14 @@ static void match_each(datapath_resolve how)
 			         m.files[k].name);
 		}
 		datapath_matches_release(&m);
-		ck_assert_msg(rc == c->rc, "%s (how %d): rc %d, want %d: %s", c->pattern, (int)how, rc,
-		              c->rc, err);
+		ck_assert_msg(rc == c->rc, "%s (how %d): rc %d, want %d: %s", c->pattern, (int)how,
+		              rc, c->rc, err);
 		if (rc == 0)
 			ck_assert_msg(strcmp(got, c->want) == 0, "%s: got \"%s\", want \"%s\"",
 			              c->pattern, got, c->want);
 		else
-			ck_assert_msg(strstr(err, c->want), "%s: \"%s\" lacks \"%s\"", c->pattern, err,
-			              c->want);
+			ck_assert_msg(strstr(err, c->want), "%s: \"%s\" lacks \"%s\"", c->pattern,
+			              err, c->want);
 	}
 }
 
