@@ -7,6 +7,7 @@
  * bad field is reported once and never hides, or fakes, another problem.
  */
 #include "jobspec.h"
+#include "datapath.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -336,6 +337,21 @@ static void read_model(ctx *c, const json_t *root)
 	rd_int(c, m, B, "seq_len", required, 1, 1048576, p ? p->seq_len : 0, &x->seq_len);
 }
 
+/* A data path: a path string (rd_text) that datapath_check() accepts. */
+static void rd_data_path(ctx *c, const json_t *d, const char *key, bool required, char *dst,
+                         size_t dstlen)
+{
+	char why[128], ptr[PTR_MAX];
+	if (rd_text(c, d, "/data", key, required, TEXT_PATH, JOBSPEC_PATH_BYTES, dst, dstlen) <= 0)
+		return;
+	if (datapath_check(dst, why, sizeof(why)) == 0)
+		return;
+	jsonx_pointer(ptr, sizeof(ptr), "/data", key);
+	problem(c, ptr, ERR_F_PATH_NOT_ALLOWED,
+	        "%s must be a path inside the tenant's data root: %s", key, why);
+	dst[0] = '\0';
+}
+
 static void read_data(ctx *c, const json_t *root)
 {
 	const json_t *d;
@@ -343,9 +359,8 @@ static void read_data(ctx *c, const json_t *root)
 		return;
 	only(c, d, "/data", data_fields);
 	jobspec_data *x = &c->s->data;
-	rd_text(c, d, "/data", "train", true, TEXT_PATH, JOBSPEC_PATH_BYTES, x->train,
-	        sizeof(x->train));
-	rd_text(c, d, "/data", "val", false, TEXT_PATH, JOBSPEC_PATH_BYTES, x->val, sizeof(x->val));
+	rd_data_path(c, d, "train", true, x->train, sizeof(x->train));
+	rd_data_path(c, d, "val", false, x->val, sizeof(x->val));
 }
 
 /*

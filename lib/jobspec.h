@@ -51,7 +51,8 @@ typedef struct jobspec_model {
 } jobspec_model;
 
 typedef struct jobspec_data {
-	char train[JOBSPEC_PATH_BYTES + 1]; /* path or glob of token shards */
+	/* data paths of token shards, inside the tenant's data root (datapath.h) */
+	char train[JOBSPEC_PATH_BYTES + 1]; /* a path, or a pattern in its last component */
 	char val[JOBSPEC_PATH_BYTES + 1];   /* "" when absent */
 } jobspec_data;
 

@@ -251,10 +251,55 @@ static int enter_dir(int at, const char *dir, const char *path, char *err, size_
 	return fd;
 }
 
+int storage_private_dirs(const char *root, const char *const *steps, size_t nsteps, char *err,
+                         size_t errlen)
+{
+	char path[4096], top[4096];
+	if (!root_ok(root)) {
+		err_printf(err, errlen, "the directory root is empty");
+		return -ERR_STORAGE_PATH_INVALID;
+	}
+	size_t len = strlen(root);
+	while (len > 1 && root[len - 1] == '/')
+		len--; /* "dir/" would follow a link named dir */
+	size_t need = len + 1;
+	for (size_t i = 0; i < nsteps; i++) {
+		if (!storage_name_valid(steps[i]) || strchr(steps[i], '/')) {
+			err_printf(err, errlen, "invalid directory name \"%.64s\" under \"%.*s\"",
+			           steps[i] ? steps[i] : "", (int)len, root);
+			return -ERR_STORAGE_PATH_INVALID;
+		}
+		need += 1 + strlen(steps[i]);
+	}
+	if (need > sizeof(path)) {
+		err_printf(err, errlen, "the directories under \"%.*s\" make too long a path",
+		           (int)len, root);
+		return -ERR_STORAGE_PATH_INVALID;
+	}
+	snprintf(top, sizeof(top), "%.*s", (int)len, root);
+	int rc = make_parents(top, err, errlen);
+	if (rc)
+		return rc;
+	int fd = enter_dir(AT_FDCWD, top, top, err, errlen);
+	if (fd < 0)
+		return fd;
+	snprintf(path, sizeof(path), "%s", top);
+	for (size_t i = 0; i < nsteps; i++) {
+		len += (size_t)snprintf(path + len, sizeof(path) - len, "/%s", steps[i]);
+		int next = enter_dir(fd, steps[i], path, err, errlen);
+		close(fd);
+		if (next < 0)
+			return next;
+		fd = next;
+	}
+	close(fd);
+	return 0;
+}
+
 int storage_job_prepare(const char *root, const char *tenant_id, const char *job_id, char *err,
                         size_t errlen)
 {
-	char path[4096], top[4096];
+	char path[4096];
 	/* the longest path below, so every one fits */
 	int rc = storage_area_dir(root, tenant_id, job_id, STORAGE_CHECKPOINTS, path, sizeof(path));
 	if (rc) {
@@ -263,35 +308,12 @@ int storage_job_prepare(const char *root, const char *tenant_id, const char *job
 		           tenant_id ? tenant_id : "", job_id ? job_id : "");
 		return rc;
 	}
-	size_t len = strlen(root);
-	while (len > 1 && root[len - 1] == '/')
-		len--; /* "dir/" would follow a link named dir */
-	snprintf(top, sizeof(top), "%.*s", (int)len, root);
-	rc = make_parents(top, err, errlen);
-	if (rc)
-		return rc;
-	int fd = enter_dir(AT_FDCWD, top, top, err, errlen);
-	if (fd < 0)
-		return fd;
-	const char *steps[] = {"tenants", tenant_id, "jobs", job_id};
-	snprintf(path, sizeof(path), "%s", top);
-	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
-		len += (size_t)snprintf(path + len, sizeof(path) - len, "/%s", steps[i]);
-		int next = enter_dir(fd, steps[i], path, err, errlen);
-		close(fd);
-		if (next < 0)
-			return next;
-		fd = next;
-	}
 	for (int a = STORAGE_CHECKPOINTS; a <= STORAGE_LOGS; a++) {
-		snprintf(path + len, sizeof(path) - len, "/%s", area_names[a]);
-		int area = enter_dir(fd, area_names[a], path, err, errlen);
-		if (area < 0) {
-			close(fd);
-			return area;
-		}
-		close(area);
+		const char *steps[] = {"tenants", tenant_id, "jobs", job_id, area_names[a]};
+		rc = storage_private_dirs(root, steps, sizeof(steps) / sizeof(steps[0]), err,
+		                          errlen);
+		if (rc)
+			return rc;
 	}
-	close(fd);
 	return 0;
 }

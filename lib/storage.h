@@ -84,6 +84,17 @@ int storage_job_prepare(const char *root, const char *tenant_id, const char *job
                         size_t errlen);
 
 /*
+ * Create (0700) or check root and the directories steps[0], steps[0]/
+ * steps[1], ... below it, each a single name component, walked with
+ * openat(O_NOFOLLOW) and held to the same rules as the job's layout. The
+ * walk behind storage_job_prepare(), and behind the data root's tenant
+ * directories (datapath.h).
+ * RET as storage_job_prepare().
+ */
+int storage_private_dirs(const char *root, const char *const *steps, size_t nsteps, char *err,
+                         size_t errlen);
+
+/*
  * Check that path is a directory (not a symlink) owned by the service user
  * with no group or other permission bits. RET 0; -ERR_STORAGE_UNSAFE;
  * -ERR_STORAGE_IO (it cannot be examined, e.g. it does not exist).

@@ -89,6 +89,7 @@ int batch_submit(sched *s, dispatch_item *it, char err[SL_ERR_MAX])
 	env_add(env, &k, "TRAINYARD_ATTEMPT", it->attempt_id);
 	env_add(env, &k, "TRAINYARD_ATTEMPT_TOKEN_FILE", cred);
 	env_add(env, &k, "TRAINYARD_STORAGE_ROOT", s->storage_root);
+	env_add(env, &k, "TRAINYARD_DATA_ROOT", s->data_root);
 	env_add(env, &k, "TRAINYARD_HEARTBEAT_S", hb);
 	env[k] = NULL;
 	int warn = it->time_limit_minutes * 6; /* a tenth of the limit, in seconds */

@@ -36,9 +36,10 @@ typedef struct sched {
 	char owner[128];          /* host:pid, written as jobs.dispatch_owner */
 	char spool[PATH_MAX / 2]; /* short enough for every path made under it */
 	char worker_bin[PATH_MAX];
-	/* where batch jobs start: relative data paths in specs resolve here */
+	/* where batch jobs start; data paths resolve in data_root, not here */
 	char work_dir[PATH_MAX / 2];
 	char storage_root[PATH_MAX];
+	char data_root[PATH_MAX]; /* TRAINYARD_DATA_ROOT, absolute, for the batch jobs */
 	int lease_s, backoff_s, batch, max_admit;
 	int lost_s; /* TRAINYARD_SCHED_LOST_S: an attempt Slurm shows nothing of is lost after it */
 	int node_grace_s; /* Slurm's SlurmdTimeout, read at the first cycle (retry.h) */

@@ -1,6 +1,6 @@
 /*
  * setup.c - the scheduler's state from its settings: who it is, where its
- * spool, storage root and worker are, and its policy numbers.
+ * spool, storage and data roots and worker are, and its policy numbers.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -49,6 +49,7 @@ int sched_setup(sched *s, const ty_config *cfg)
 	absolute(cfg->sched_spool, s->spool, sizeof(s->spool));
 	absolute(".", s->work_dir, sizeof(s->work_dir));
 	absolute(cfg->storage_root, s->storage_root, sizeof(s->storage_root));
+	absolute(cfg->data_root, s->data_root, sizeof(s->data_root));
 	if (cfg->sched_worker_bin[0])
 		absolute(cfg->sched_worker_bin, s->worker_bin, sizeof(s->worker_bin));
 	else

@@ -12,10 +12,11 @@
  */
 #include "errbuf.h"
 #include "data.h"
+#include "datapath.h"
+#include "error.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <glob.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -289,24 +290,15 @@ static void request_locked(data_loader *d)
 
 /* ---- opening -------------------------------------------------------- */
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static int32_t get_i32(const unsigned char *p)
 {
 	return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
 	                 (uint32_t)p[3] << 24);
 }
 
+/* Check the header and size of the shard opened in s->fd. */
 static int open_shard(shard *s, char *err, size_t errlen)
 {
-	s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
-	if (s->fd < 0) {
-		train_errf(err, errlen, "could not open data file \"%s\": %m", s->path);
-		return DATA_ERR_IO;
-	}
 	struct stat st;
 	if (fstat(s->fd, &st) != 0) {
 		train_errf(err, errlen, "could not stat data file \"%s\": %m", s->path);
@@ -388,48 +380,43 @@ static int check_config(const data_config *c, char *err, size_t errlen)
 	return DATA_ERR_ARG;
 }
 
-static int glob_shards(data_loader *d, const char *pattern, char *err, size_t errlen)
+/* Match the shards beneath the data root and take over their fds. */
+static int match_shards(data_loader *d, const data_config *cfg, char *err, size_t errlen)
 {
-	glob_t g;
-	int rc = 0;
-	int grc = glob(pattern, GLOB_NOSORT, NULL, &g);
-	if (grc == GLOB_NOMATCH || (grc == 0 && g.gl_pathc == 0)) {
-		train_errf(err, errlen, "no data files match \"%s\"", pattern);
+	const char *root = cfg->root && cfg->root[0] ? cfg->root : ".";
+	int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0) {
+		train_errf(err, errlen, "could not open the data root \"%s\": %m", root);
+		return DATA_ERR_IO;
+	}
+	datapath_matches m;
+	int rc = datapath_match(rootfd, cfg->pattern, cfg->resolve, &m, err, errlen);
+	close(rootfd);
+	if (rc == -ERR_INTERNAL)
+		rc = DATA_ERR_NOMEM;
+	else if (rc == -ERR_STORAGE_IO)
+		rc = DATA_ERR_IO;
+	else if (rc < 0)
+		rc = DATA_ERR_DATA; /* not allowed, or a way out of the root */
+	else if (m.n == 0) {
+		train_errf(err, errlen, "no data files match \"%s\" in the data root \"%s\"",
+		           cfg->pattern, root);
 		rc = DATA_ERR_DATA;
-		goto out;
-	}
-	if (grc != 0) {
-		train_errf(err, errlen, "could not list data files matching \"%s\": %s", pattern,
-		           grc == GLOB_NOSPACE ? "out of memory" : "a directory could not be read");
-		rc = grc == GLOB_NOSPACE ? DATA_ERR_NOMEM : DATA_ERR_IO;
-		goto out;
-	}
-	qsort(g.gl_pathv, g.gl_pathc, sizeof(char *), cmp_str);
-	d->shards = calloc(g.gl_pathc, sizeof(*d->shards));
-	if (d->shards == NULL) {
+	} else if (!(d->shards = calloc(m.n, sizeof(*d->shards)))) {
 		train_errf(err, errlen, "out of memory");
 		rc = DATA_ERR_NOMEM;
-		goto out;
 	}
-	for (size_t i = 0; i < g.gl_pathc; i++) {
-		shard *s = &d->shards[d->nshards];
-		s->fd = -1;
-		s->path = strdup(g.gl_pathv[i]);
-		if (s->path == NULL) {
-			train_errf(err, errlen, "out of memory");
-			rc = DATA_ERR_NOMEM;
-			goto out;
-		}
-		d->nshards++;
+	for (size_t i = 0; rc == 0 && i < m.n; i++) {
+		shard *s = &d->shards[d->nshards++];
+		s->path = m.files[i].name;
+		s->fd = m.files[i].fd;
+		m.files[i].name = NULL;
+		m.files[i].fd = -1;
 		rc = open_shard(s, err, errlen);
-		if (rc)
-			goto out;
 		s->first = d->tokens;
 		d->tokens += s->count;
 	}
-out:
-	if (grc == 0 || grc == GLOB_NOMATCH)
-		globfree(&g);
+	datapath_matches_release(&m);
 	return rc;
 }
 
@@ -452,7 +439,7 @@ int data_open(const data_config *cfg, data_loader **out, char *err, size_t errle
 	d->vocab = cfg->vocab_size;
 	d->seed = cfg->seed;
 	d->shuffle = cfg->shuffle;
-	rc = glob_shards(d, cfg->pattern, err, errlen);
+	rc = match_shards(d, cfg, err, errlen);
 	if (rc)
 		goto fail;
 	d->sequences = data_sequence_count(d->tokens, d->T);
@@ -518,10 +505,11 @@ fail:
 	return rc;
 }
 
-int data_open_eval(const char *pattern, int vocab_size, int B, int T, data_loader **out, char *err,
-                   size_t errlen)
+int data_open_eval(const char *root, const char *pattern, int vocab_size, int B, int T,
+                   data_loader **out, char *err, size_t errlen)
 {
 	data_config c = {
+	    .root = root,
 	    .pattern = pattern,
 	    .vocab_size = vocab_size,
 	    .B = B,

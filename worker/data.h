@@ -4,8 +4,11 @@
  *
  * Shards are llm.c's format (byte by byte in worker/README.md): a header of
  * 256 little-endian int32 (magic 20240520, version 1, token count, then
- * zeros) followed by count little-endian uint16 tokens. The shards matched
- * by a glob(3) pattern, sorted by name (strcmp), form one token stream.
+ * zeros) followed by count little-endian uint16 tokens. The shards a data
+ * path names beneath the data root (lib/datapath.h: relative, no "..", a
+ * pattern only in the last component, no symbolic link followed), sorted
+ * by name (strcmp), form one token stream. A path that is not allowed or
+ * leads out of the root is the data error.
  *
  * Sequence k is the T+1 tokens starting at k*T of the stream (inputs the
  * first T, targets the last T); there are floor((tokens - 1) / T) of them.
@@ -36,6 +39,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "datapath.h"
+
 enum {
 	DATA_ERR_IO = -10,    /* a data file could not be opened or read */
 	DATA_ERR_DATA = -11,  /* the data is malformed or too small: the data error */
@@ -51,9 +56,11 @@ enum {
 #define DATA_VOCAB_MAX          65536 /* tokens are uint16 */
 
 typedef struct data_config {
-	const char *pattern; /* glob(3) pattern of the shard files */
-	int vocab_size;      /* every token must be < vocab_size (<= DATA_VOCAB_MAX) */
-	int B, T;            /* micro-batch per rank, sequence length */
+	const char *root;         /* the data root directory; NULL or "": the current one */
+	const char *pattern;      /* data path of the shard files beneath root (datapath.h) */
+	datapath_resolve resolve; /* DATAPATH_RESOLVE_AUTO but in tests */
+	int vocab_size;           /* every token must be < vocab_size (<= DATA_VOCAB_MAX) */
+	int B, T;                 /* micro-batch per rank, sequence length */
 	int dp_rank, dp_size;
 	int accum_steps; /* micro-steps per optimizer step; 0 means 1 */
 	uint64_t seed;   /* of the shuffle */
@@ -78,10 +85,11 @@ typedef struct data_position {
 typedef struct data_loader data_loader;
 
 /*
- * Match the shards, validate every header and size (and, unless skip_scan,
- * every token), and start the prefetch thread. The data must hold at least
- * one optimizer step (dp_size*B*accum_steps sequences).
- * RET: 0; DATA_ERR_DATA for no match, a bad magic, version or size, a
+ * Match the shards beneath the root, validate every header and size (and,
+ * unless skip_scan, every token), and start the prefetch thread. The data
+ * must hold at least one optimizer step (dp_size*B*accum_steps sequences).
+ * RET: 0; DATA_ERR_DATA for no match, a path that is not allowed, a
+ * symbolic link or a way out of the root, a bad magic, version or size, a
  * token >= vocab_size, or too little data; DATA_ERR_IO, DATA_ERR_ARG,
  * DATA_ERR_NOMEM. err names the file.
  * OUT *out: the loader at epoch 0, cursor 0; caller frees with data_close.
@@ -89,8 +97,8 @@ typedef struct data_loader data_loader;
 int data_open(const data_config *cfg, data_loader **out, char *err, size_t errlen);
 
 /* For evaluation: one rank, no shuffle, no prefetch, accum_steps 1. */
-int data_open_eval(const char *pattern, int vocab_size, int B, int T, data_loader **out, char *err,
-                   size_t errlen);
+int data_open_eval(const char *root, const char *pattern, int vocab_size, int B, int T,
+                   data_loader **out, char *err, size_t errlen);
 
 /*
  * Fill inputs[B*T] and targets[B*T] (row-major [B, T]) with this rank's

@@ -19,7 +19,9 @@
 	  "an allocation failed: retry with less memory per device")                               \
 	X(TRAIN_COMM, 12, "comm_failure",                                                          \
 	  "a collective or a peer failed: a rank or a link is lost")                               \
-	X(TRAIN_DATA, 13, "data_error", "the token shards are missing, malformed or out of range") \
+	X(TRAIN_DATA, 13, "data_error",                                                            \
+	  "the token shards are missing, malformed or out of range, or a data path leads "         \
+	  "through a symbolic link")                                                               \
 	X(TRAIN_NUMERIC, 14, "numerical_failure",                                                  \
 	  "too many consecutive steps had a non-finite loss or gradient")                          \
 	X(TRAIN_CKPT_CORRUPT, 15, "checkpoint_corrupt",                                            \

@@ -31,6 +31,8 @@ static void usage(FILE *f)
 	        "  --spec FILE          job spec JSON, as the API accepts it (\"-\": stdin)\n"
 	        "  --set SECTION.FIELD=VALUE  override one spec field (repeatable)\n"
 	        "  --ckpt-dir DIR       write checkpoints there; resume from the newest valid one\n"
+	        "  --data-root DIR      the spec's data paths resolve beneath DIR, following no\n"
+	        "                       symbolic link (default: the current directory)\n"
 	        "  --no-resume          start from scratch even when checkpoints exist\n"
 	        "  --metrics DEST       JSON lines per step: \"-\", \"fd:N\" or a file\n"
 	        "  --init-from FILE     start from weights in the llm.c model format\n"
@@ -115,6 +117,7 @@ static int cmd_train(int argc, char **argv)
 	static const struct option opts[] = {{"spec", required_argument, 0, 's'},
 	                                     {"set", required_argument, 0, 'o'},
 	                                     {"ckpt-dir", required_argument, 0, 'c'},
+	                                     {"data-root", required_argument, 0, 'D'},
 	                                     {"no-resume", no_argument, 0, 'R'},
 	                                     {"metrics", required_argument, 0, 'm'},
 	                                     {"init-from", required_argument, 0, 'i'},
@@ -144,6 +147,9 @@ static int cmd_train(int argc, char **argv)
 			break;
 		case 'c':
 			o.ckpt_dir = optarg;
+			break;
+		case 'D':
+			o.data_root = optarg;
 			break;
 		case 'R':
 			o.no_resume = true;

@@ -654,7 +654,8 @@ static int setup(run *r)
 	if (rc != TRAIN_OK)
 		return rc;
 	int B = tc->micro_batch, T = tc->model.max_seq_len;
-	data_config dc = {.pattern = spec->data.train,
+	data_config dc = {.root = r->o->data_root,
+	                  .pattern = spec->data.train,
 	                  .vocab_size = tc->model.vocab_size,
 	                  .B = B,
 	                  .T = T,

@@ -15,6 +15,7 @@ struct crypt_object_ctx;
 
 typedef struct train_options {
 	const char *ckpt_dir;    /* checkpoints here; resume from the newest valid one */
+	const char *data_root;   /* the spec's data paths resolve beneath it; NULL: "." */
 	const char *metrics;     /* "-", "fd:N", a file, or NULL */
 	const char *init_from;   /* llm.c model file to start from, or NULL */
 	const char *export_path; /* llm.c model file written at the end, or NULL */

@@ -27,7 +27,7 @@ tenant_new "$TB" >/dev/null
 ALICE=$(member_new "$TA" "alice-$SFX" editor)
 BOB=$(member_new "$TB" "bob-$SFX" owner)
 
-JOB='{"name": "att", "model": {"preset": "tiny"}, "data": {"train": "/data/x_*.bin"},
+JOB='{"name": "att", "model": {"preset": "tiny"}, "data": {"train": "x_*.bin"},
  "parallel": {"data_parallel": 1, "micro_batch": 4, "global_batch": 8},
  "resources": {"nodes": 1, "ranks_per_node": 1, "time_limit_minutes": 30},
  "training": {"steps": 10}}'

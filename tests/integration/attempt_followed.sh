@@ -24,7 +24,7 @@ T=fol-$SFX
 T_ID=$(tenant_new "$T")
 ALICE=$(member_new "$T" "fol-alice-$SFX" editor)
 
-JOB='{"name": "fol", "model": {"preset": "tiny"}, "data": {"train": "/data/x_*.bin"},
+JOB='{"name": "fol", "model": {"preset": "tiny"}, "data": {"train": "x_*.bin"},
  "parallel": {"data_parallel": 1, "micro_batch": 4, "global_batch": 8},
  "resources": {"nodes": 1, "ranks_per_node": 1, "time_limit_minutes": 30},
  "training": {"steps": 10}}'

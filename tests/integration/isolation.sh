@@ -27,7 +27,7 @@ tenant_new "$TA" >/dev/null
 tenant_new "$TB" >/dev/null
 ALICE=$(member_new "$TA" "iso-alice-$SFX" owner)
 BOB=$(member_new "$TB" "iso-bob-$SFX" owner)
-JOB='{"name": "iso", "model": {"preset": "tiny"}, "data": {"train": "/data/x_*.bin"},
+JOB='{"name": "iso", "model": {"preset": "tiny"}, "data": {"train": "x_*.bin"},
  "parallel": {"data_parallel": 1, "micro_batch": 4, "global_batch": 8},
  "resources": {"nodes": 1, "ranks_per_node": 1}, "training": {"steps": 10}}'
 

@@ -26,7 +26,7 @@ TB_ID=$(tenant_new "$TB")
 ALICE=$(member_new "$TA" "que-alice-$SFX" editor)
 BOB=$(member_new "$TB" "que-bob-$SFX" editor)
 
-JOB='{"name": "que", "model": {"preset": "tiny"}, "data": {"train": "/data/x_*.bin"},
+JOB='{"name": "que", "model": {"preset": "tiny"}, "data": {"train": "x_*.bin"},
  "parallel": {"data_parallel": 1, "micro_batch": 4, "global_batch": 8},
  "resources": {"nodes": 1, "ranks_per_node": 1, "time_limit_minutes": 30},
  "training": {"steps": 10}}'

@@ -186,6 +186,16 @@ tenant_new() {
 		     "max_storage_bytes": 1000000000, "weight": 1}'
 }
 
+# tenant_data TENANT_ID FILE...: copy the FILEs into the tenant's directory of
+# the data root ($TRAINYARD_DATA_ROOT/tenants/TENANT_ID, 0700 like the
+# worker makes it), where its jobs' data paths resolve.
+tenant_data() {
+	local root=${TRAINYARD_DATA_ROOT:?TRAINYARD_DATA_ROOT is not set} id=$1
+	shift
+	mkdir -p -m 0700 "$root" "$root/tenants" "$root/tenants/$id" &&
+		cp "$@" "$root/tenants/$id/"
+}
+
 # member_new TENANT USER ROLE: create USER with ROLE in TENANT; prints a token of USER.
 member_new() {
 	local token

@@ -40,10 +40,11 @@ sched_run() {
 	SCHED_PID=$!
 }
 
-# job_spec NAME JQ: the tiny model on the corpus, dp over 2 nodes x 1
-# rank, changed by the jq filter JQ.
+# job_spec NAME JQ: the tiny model on the corpus (in the tenant's data
+# root, where submit puts it), dp over 2 nodes x 1 rank, changed by the jq
+# filter JQ.
 job_spec() {
-	jq -n --arg data "$DATA/train_*.bin" --arg name "$1" '{"name": $name,
+	jq -n --arg data "train_*.bin" --arg name "$1" '{"name": $name,
 		"model": {"preset": "tiny"}, "data": {"train": $data},
 		"parallel": {"data_parallel": 2, "micro_batch": 4, "global_batch": 8},
 		"resources": {"nodes": 2, "ranks_per_node": 1, "time_limit_minutes": 10},
@@ -53,8 +54,10 @@ job_spec() {
 		jq "$2"
 }
 
-# submit TENANT TOKEN NAME JQ: prints the new job's id.
+# submit TENANT TOKEN NAME JQ: the corpus into TENANT's data root, then
+# the job; prints the new job's id.
 submit() {
+	tenant_data "$(q "SELECT id FROM tenants WHERE name = '$1'")" "$DATA"/train_*.bin || return 1
 	TOKEN=$2 api POST "/v1/tenants/$1/jobs" -H 'Content-Type: application/json' \
 		-d "$(job_spec "$3" "$4")"
 	[[ $STATUS == 201 ]] || {

@@ -137,7 +137,7 @@ y "$ADMIN" member grant "$T" "$U" editor
 expect_rc "the planner may submit there" 0
 
 JOB='{"name": "gpt2-350m dp8 tp4 pp2", "model": {"preset": "gpt2-350m"},
-  "data": {"train": "/data/owt/train_*.bin"},
+  "data": {"train": "owt/train_*.bin"},
   "parallel": {"data_parallel": 8, "tensor_parallel": 4, "pipeline_parallel": 2,
                "zero_stage": 3, "micro_batch": 4, "global_batch": 256},
   "resources": {"nodes": 8, "gpus_per_node": 8},

@@ -45,6 +45,7 @@ TOKEN=$ADMIN api PUT "/v1/tenants/$T/quota" -H 'Content-Type: application/json' 
 	     "max_storage_bytes": 1000000000, "weight": 1}'
 U=$(member_new "$T" "cu-$$" editor)
 T_ID=$(q "SELECT id FROM tenants WHERE name = '$T'")
+tenant_data "$T_ID" "$DATA"/train_*.bin
 STARTED=$(date -u '+%Y-%m-%dT%H:%M:%S')
 SMALL='.resources.nodes = 1 | .parallel.data_parallel = 1 | .parallel.global_batch = 4
 	| .training.steps = 3 | .checkpoint.every_steps = 3

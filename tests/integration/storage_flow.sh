@@ -33,7 +33,7 @@ VIC=$(member_new "$TA" "vic-$SFX" viewer)
 BOB=$(member_new "$TB" "bob-$SFX" owner)
 TOKEN=$ADMIN
 
-JOB='{"name": "sto", "model": {"preset": "tiny"}, "data": {"train": "/data/x_*.bin"},
+JOB='{"name": "sto", "model": {"preset": "tiny"}, "data": {"train": "x_*.bin"},
  "parallel": {"data_parallel": 1, "micro_batch": 4, "global_batch": 8},
  "resources": {"nodes": 1, "ranks_per_node": 1, "time_limit_minutes": 30},
  "training": {"steps": 10}}'

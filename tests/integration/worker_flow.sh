@@ -31,15 +31,17 @@ ADMIN=$(admin_token)
 SFX=$$
 TA=wrk-a-$SFX TB=wrk-b-$SFX
 TA_ID=$(tenant_new "$TA")
+tenant_data "$TA_ID" "$DATA"/train_*.bin
 tenant_new "$TB" >/dev/null
 ALICE=$(member_new "$TA" "alice-$SFX" editor)
 BOB=$(member_new "$TB" "bob-$SFX" owner)
 TOKEN=$ADMIN
 
-# submit JQ: alice submits the tiny dp2 job on the corpus, changed by JQ; J is its id
+# submit JQ: alice submits the tiny dp2 job on the corpus (in her tenant's
+# data root), changed by JQ; J is its id
 submit() {
 	local job
-	job=$(jq -n --arg data "$DATA/train_*.bin" '{"name": "wrk", "model": {"preset": "tiny"},
+	job=$(jq -n --arg data "train_*.bin" '{"name": "wrk", "model": {"preset": "tiny"},
 		"data": {"train": $data},
 		"parallel": {"data_parallel": 2, "micro_batch": 4, "global_batch": 8},
 		"resources": {"nodes": 1, "ranks_per_node": 2, "time_limit_minutes": 30},

@@ -2,8 +2,10 @@
 # shellcheck shell=bash
 #
 # Sourced after tests/integration/lib.sh. Provides a small corpus of token
-# shards, a job spec for the tiny model, and helpers to run the trainer on
-# one rank or several (mpirun on this machine) and to read its metrics.
+# shards in the data root $DATA, a job spec for the tiny model (its data
+# path relative to that root), and helpers to run the trainer on one rank
+# or several (mpirun on this machine, --data-root $DATA) and to read its
+# metrics.
 
 TRAIN_BIN=${TRAIN_BIN:-${BUILD:-build}/bin/trainyard-train}
 case $TRAIN_BIN in /*) ;; *) TRAIN_BIN=$TY_ROOT/$TRAIN_BIN ;; esac
@@ -31,7 +33,7 @@ make_corpus() {
 spec() {
 	cat >"$1" <<JSON
 {"name": "train-test", "model": {"preset": "tiny"},
- "data": {"train": "$DATA/train_*.bin"},
+ "data": {"train": "train_*.bin"},
  "parallel": {"data_parallel": 1, "micro_batch": 4, "global_batch": 8},
  "resources": {"nodes": 1, "ranks_per_node": 1},
  "training": {"steps": 20, "lr": 0.002, "warmup_steps": 2, "seed": 7, "weight_decay": 0.1},
@@ -39,15 +41,16 @@ spec() {
 JSON
 }
 
-# train1 ARGS...: one process, one OpenMP thread.
-train1() { OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$TRAIN_BIN" train "$@"; }
+# train1 ARGS...: one process, one OpenMP thread, the data root $DATA.
+train1() { OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$TRAIN_BIN" train --data-root "$DATA" "$@"; }
 
-# trainN N ARGS...: N ranks under mpirun, one thread each.
+# trainN N ARGS...: N ranks under mpirun, one thread each, the data root $DATA.
 trainN() {
 	local n=$1
 	shift
 	mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$n" \
-		-x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1 -x ASAN_OPTIONS "$TRAIN_BIN" train "$@"
+		-x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1 -x ASAN_OPTIONS "$TRAIN_BIN" train \
+		--data-root "$DATA" "$@"
 }
 
 # losses FILE: "step loss" per line from a metrics file.

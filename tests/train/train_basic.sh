@@ -58,16 +58,16 @@ check_fails "tensor parallel is refused as a configuration this trainer cannot r
 check_fails "a spec the API would refuse is refused (10)" 10 \
 	train1 --spec "$TY_TMP/spec.json" --set parallel.global_batch=7
 check_fails "shards that match nothing are a data error (13)" 13 \
-	train1 --spec "$TY_TMP/spec.json" --set "data.train=$TY_TMP/none_*.bin"
-printf 'not a shard' >"$TY_TMP/bad_000.bin"
+	train1 --spec "$TY_TMP/spec.json" --set "data.train=none_*.bin"
+printf 'not a shard' >"$DATA/bad_000.bin"
 check_fails "a shard with a bad header is a data error (13)" 13 \
-	train1 --spec "$TY_TMP/spec.json" --set "data.train=$TY_TMP/bad_*.bin"
+	train1 --spec "$TY_TMP/spec.json" --set "data.train=bad_*.bin"
 if ((SANITIZED)); then
 	# ASan reserves terabytes of address space at start: a limit stops it first
 	echo "# skipped under a sanitizer build: out of memory from an address-space limit"
 else
 	check_fails "too little address space is out of memory (11)" 11 \
-		bash -c "ulimit -v 200000; OMP_NUM_THREADS=1 '$TRAIN_BIN' train \
+		bash -c "ulimit -v 200000; OMP_NUM_THREADS=1 '$TRAIN_BIN' train --data-root '$DATA' \
 		--spec '$TY_TMP/spec.json' --set model.preset=gpt2-124m --set model.vocab_size=256 \
 		--set model.seq_len=64"
 fi

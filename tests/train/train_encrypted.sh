@@ -21,7 +21,7 @@ WRONG=$(openssl rand -hex 32)
 
 check "an uninterrupted plain run of 20 steps" train1 --spec "$S" --metrics "$TY_TMP/full.jsonl"
 check "an encrypted run stopped after 10 steps" env TRAINYARD_DATA_KEY="$KEY" \
-	OMP_NUM_THREADS=1 "$TRAIN_BIN" train --spec "$S" --encrypt "$TENANT:$JOB" \
+	OMP_NUM_THREADS=1 "$TRAIN_BIN" train --data-root "$DATA" --spec "$S" --encrypt "$TENANT:$JOB" \
 	--ckpt-dir "$TY_TMP/ck" --stop-after 10 --metrics "$TY_TMP/part.jsonl"
 M=$TY_TMP/ck/step_00000010/manifest.json
 check "its manifest exists" test -s "$M"
@@ -33,14 +33,14 @@ cp -a "$TY_TMP/ck" "$TY_TMP/ck-2"
 cp -a "$TY_TMP/ck" "$TY_TMP/ck-wrong"
 cp -a "$TY_TMP/ck" "$TY_TMP/ck-other"
 check "resumed with the job's key" env TRAINYARD_DATA_KEY="$KEY" OMP_NUM_THREADS=1 \
-	"$TRAIN_BIN" train --spec "$S" --encrypt "$TENANT:$JOB" --ckpt-dir "$TY_TMP/ck" \
+	"$TRAIN_BIN" train --data-root "$DATA" --spec "$S" --encrypt "$TENANT:$JOB" --ckpt-dir "$TY_TMP/ck" \
 	--metrics "$TY_TMP/rest.jsonl"
 check_eq "steps 11-20 are bit-identical to the uninterrupted run" \
 	"$(losses "$TY_TMP/full.jsonl" | tail -n 10)" "$(losses "$TY_TMP/rest.jsonl")"
 
 check "resumed on 2 ranks with ZeRO 1" mpirun --allow-run-as-root --oversubscribe \
 	--bind-to none -np 2 -x OMP_NUM_THREADS=1 -x TRAINYARD_DATA_KEY="$KEY" -x ASAN_OPTIONS \
-	"$TRAIN_BIN" train --spec "$S" --set parallel.data_parallel=2 \
+	"$TRAIN_BIN" train --data-root "$DATA" --spec "$S" --set parallel.data_parallel=2 \
 	--set resources.ranks_per_node=2 --set parallel.zero_stage=1 --encrypt "$TENANT:$JOB" \
 	--ckpt-dir "$TY_TMP/ck-2" --metrics "$TY_TMP/two.jsonl"
 check_eq "it resumed at step 10" 10 "$(jq -r 'select(.event == "resumed") | .step' "$TY_TMP/two.jsonl")"
@@ -48,11 +48,11 @@ d=$(max_rel_diff "$TY_TMP/full.jsonl" "$TY_TMP/two.jsonl")
 check "and continues the loss curve (max rel diff $d <= 2e-5)" within "$d" 2e-5
 
 check_fails "the wrong key trusts no checkpoint: status 15" 15 env TRAINYARD_DATA_KEY="$WRONG" \
-	OMP_NUM_THREADS=1 "$TRAIN_BIN" train --spec "$S" --encrypt "$TENANT:$JOB" \
+	OMP_NUM_THREADS=1 "$TRAIN_BIN" train --data-root "$DATA" --spec "$S" --encrypt "$TENANT:$JOB" \
 	--ckpt-dir "$TY_TMP/ck-wrong"
 check_fails "nor does another job's identity" 15 env TRAINYARD_DATA_KEY="$KEY" \
-	OMP_NUM_THREADS=1 "$TRAIN_BIN" train --spec "$S" --encrypt "$TENANT:$OTHER" \
+	OMP_NUM_THREADS=1 "$TRAIN_BIN" train --data-root "$DATA" --spec "$S" --encrypt "$TENANT:$OTHER" \
 	--ckpt-dir "$TY_TMP/ck-other"
 check_fails "--encrypt without a key is a usage error" 2 env -u TRAINYARD_DATA_KEY \
-	"$TRAIN_BIN" train --spec "$S" --encrypt "$TENANT:$JOB" --ckpt-dir "$TY_TMP/ck-x"
+	"$TRAIN_BIN" train --data-root "$DATA" --spec "$S" --encrypt "$TENANT:$JOB" --ckpt-dir "$TY_TMP/ck-x"
 summary

@@ -48,7 +48,7 @@ check_fails "no checkpoint verifies: exit status 15" 15 train1 --spec "$S" \
 	--set training.steps=30 --ckpt-dir "$TY_TMP/ck"
 
 # SIGTERM: a final checkpoint at the step in progress, then status 16.
-(OMP_NUM_THREADS=1 exec "$TRAIN_BIN" train --spec "$S" --set training.steps=100000 \
+(OMP_NUM_THREADS=1 exec "$TRAIN_BIN" train --data-root "$DATA" --spec "$S" --set training.steps=100000 \
 	--ckpt-dir "$TY_TMP/sig" --metrics "$TY_TMP/sig.jsonl") &
 pid=$!
 wait_until 30 grep -q '"step":3,' "$TY_TMP/sig.jsonl"

@@ -25,7 +25,7 @@ make_corpus
 job() {
 	local name=$1 spec=$2
 	shift 2
-	"$WORKER_BIN" run --spec "$spec" --ckpt-dir "$TY_TMP/$name.ck" \
+	"$WORKER_BIN" run --spec "$spec" --ckpt-dir "$TY_TMP/$name.ck" --data-root "$DATA" \
 		--metrics-out "$TY_TMP/$name.metrics" --log-out "$TY_TMP/$name.log" \
 		--events-out "$TY_TMP/$name.events" "$@"
 }
@@ -150,7 +150,7 @@ check_eq "no trainer rank of this job is left" "" \
 
 # ---- a data error: no fallback ------------------------------------------
 with_spec "$TY_TMP/data.json" ".parallel.data_parallel = 2 | .resources.ranks_per_node = 2
-	| .data.train = \"$TY_TMP/missing_*.bin\""
+	| .data.train = \"missing_*.bin\""
 check_fails "shards that match nothing end the job as a data error (13)" 13 \
 	job data "$TY_TMP/data.json"
 check_eq "one launch, no fallback" "launch launch_end" \
@@ -163,7 +163,7 @@ check_match "the log has the trainer's reason" 'no data files match' \
 # ---- SIGTERM: the launch checkpoints and stops --------------------------
 with_spec "$TY_TMP/stop.json" '.parallel.data_parallel = 2 | .resources.ranks_per_node = 2
 	| .training.steps = 100000'
-(exec "$WORKER_BIN" run --spec "$TY_TMP/stop.json" --ckpt-dir "$TY_TMP/stop.ck" \
+(exec "$WORKER_BIN" run --spec "$TY_TMP/stop.json" --ckpt-dir "$TY_TMP/stop.ck" --data-root "$DATA" \
 	--metrics-out "$TY_TMP/stop.metrics" --log-out "$TY_TMP/stop.log" \
 	--events-out "$TY_TMP/stop.events" >/dev/null 2>&1) &
 runner=$!

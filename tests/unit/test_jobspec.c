@@ -17,7 +17,7 @@
 /* The founding example: gpt2-350m over 8 nodes of 8 GPUs, dp8 x tp4 x pp2, ZeRO-3. */
 #define FOUNDING                                                                                   \
 	"{'name': 'gpt2-350m dp8 tp4 pp2', 'model': {'preset': 'gpt2-350m'},"                      \
-	" 'data': {'train': '/data/owt/train_*.bin', 'val': '/data/owt/val.bin'},"                 \
+	" 'data': {'train': 'owt/train_*.bin', 'val': 'owt/val.bin'},"                             \
 	" 'parallel': {'data_parallel': 8, 'tensor_parallel': 4, 'pipeline_parallel': 2,"          \
 	"  'zero_stage': 3, 'micro_batch': 4, 'global_batch': 256},"                               \
 	" 'resources': {'nodes': 8, 'gpus_per_node': 8},"                                          \
@@ -26,7 +26,7 @@
 /* The smallest CPU job: one rank, every optional field left out. */
 #define TINY                                                                                       \
 	"{'name': 'tiny demo', 'model': {'preset': 'tiny'},"                                       \
-	" 'data': {'train': '/data/tiny/*.bin'},"                                                  \
+	" 'data': {'train': 'tiny/*.bin'},"                                                        \
 	" 'parallel': {'micro_batch': 4, 'global_batch': 8}, 'resources': {'nodes': 1},"           \
 	" 'training': {'steps': 50}}"
 
@@ -43,9 +43,16 @@
 #define A64   A8 A8 A8 A8 A8 A8 A8 A8
 #define A512  A64 A64 A64 A64 A64 A64 A64 A64
 #define A4096 A512 A512 A512 A512 A512 A512 A512 A512
-#define E1    "\xc3\xa9" /* U+00E9, two bytes */
-#define E8    E1 E1 E1 E1 E1 E1 E1 E1
-#define E128  E8 E8 E8 E8 E8 E8 E8 E8 E8 E8 E8 E8 E8 E8 E8 E8
+/* A data path of 4096 bytes: 17 components of 240 bytes, 16 slashes. */
+#define C240  A64 A64 A64 A8 A8 A8 A8 A8 A8
+#define C240S C240 "/"
+#define P4096                                                                                      \
+	C240S C240S C240S C240S C240S C240S C240S C240S C240S C240S C240S C240S C240S C240S C240S  \
+	    C240S C240
+#define A255 A64 A64 A64 A8 A8 A8 A8 A8 A8 A8 "aaaaaaa"
+#define E1   "\xc3\xa9" /* U+00E9, two bytes */
+#define E8   E1 E1 E1 E1 E1 E1 E1 E1
+#define E128 E8 E8 E8 E8 E8 E8 E8 E8 E8 E8 E8 E8 E8 E8 E8 E8
 
 #define OK0 0
 #define BAD (-ERR_VALIDATION_FAILED)
@@ -147,7 +154,25 @@ static const spec_case cases[] = {
      OK0,
      {{0}}},
     {"name of 128 two-byte characters", TINY, "{'name': '" E128 "'}", NULL, OK0, {{0}}},
-    {"train path of 4096 bytes", TINY, "{'data': {'train': '" A4096 "'}}", NULL, OK0, {{0}}},
+    {"train path of 4096 bytes", TINY, "{'data': {'train': '" P4096 "'}}", NULL, OK0, {{0}}},
+    {"data path components of 255 bytes",
+     TINY,
+     "{'data': {'train': '" A255 "/" A255 "', 'val': 'v/" A255 "'}}",
+     NULL,
+     OK0,
+     {{0}}},
+    {"data paths with a pattern in the last component",
+     TINY,
+     "{'data': {'train': 'a/b/c[0-9]?.bin', 'val': 'val_*.bin'}}",
+     NULL,
+     OK0,
+     {{0}}},
+    {"data path components that only start with dots",
+     TINY,
+     "{'data': {'train': '.hidden/..x/x..', 'val': '...'}}",
+     NULL,
+     OK0,
+     {{0}}},
     {"grad_accum given and right", FOUNDING, "{'parallel': {'grad_accum': 8}}", NULL, OK0, {{0}}},
     {"fallback ladder",
      FOUNDING,
@@ -330,6 +355,96 @@ static const spec_case cases[] = {
      NULL,
      BAD,
      {{"/data/train", "invalid_value"}}},
+    {"train absolute",
+     TINY,
+     "{'data': {'train': '/etc/shadow'}}",
+     NULL,
+     BAD,
+     {{"/data/train", "path_not_allowed"}}},
+    {"train in /proc",
+     TINY,
+     "{'data': {'train': '/proc/self/environ'}}",
+     NULL,
+     BAD,
+     {{"/data/train", "path_not_allowed"}}},
+    {"train climbing out",
+     TINY,
+     "{'data': {'train': '../../etc/passwd'}}",
+     NULL,
+     BAD,
+     {{"/data/train", "path_not_allowed"}}},
+    {"train climbing out from inside",
+     TINY,
+     "{'data': {'train': 'a/../../b'}}",
+     NULL,
+     BAD,
+     {{"/data/train", "path_not_allowed"}}},
+    {"train ending in ..",
+     TINY,
+     "{'data': {'train': 'a/..'}}",
+     NULL,
+     BAD,
+     {{"/data/train", "path_not_allowed"}}},
+    {"train into another tenant's directory",
+     TINY,
+     "{'data': {'train': '../0b9e0c52-0000-4000-8000-0000000000a1/train_*.bin'}}",
+     NULL,
+     BAD,
+     {{"/data/train", "path_not_allowed"}}},
+    {"train with a . component",
+     TINY,
+     "{'data': {'train': './x.bin'}}",
+     NULL,
+     BAD,
+     {{"/data/train", "path_not_allowed"}}},
+    {"train of only .",
+     TINY,
+     "{'data': {'train': '.'}}",
+     NULL,
+     BAD,
+     {{"/data/train", "path_not_allowed"}}},
+    {"train with an empty component",
+     TINY,
+     "{'data': {'train': 'a//b.bin'}}",
+     NULL,
+     BAD,
+     {{"/data/train", "path_not_allowed"}}},
+    {"train ending in a slash",
+     TINY,
+     "{'data': {'train': 'a/'}}",
+     NULL,
+     BAD,
+     {{"/data/train", "path_not_allowed"}}},
+    {"train with a pattern in a directory",
+     TINY,
+     "{'data': {'train': '*/train_*.bin'}}",
+     NULL,
+     BAD,
+     {{"/data/train", "path_not_allowed"}}},
+    {"train with a bracket in a directory",
+     TINY,
+     "{'data': {'train': 'a[1]/x.bin'}}",
+     NULL,
+     BAD,
+     {{"/data/train", "path_not_allowed"}}},
+    {"train with a component of 256 bytes",
+     TINY,
+     "{'data': {'train': 'x/" A255 "b'}}",
+     NULL,
+     BAD,
+     {{"/data/train", "path_not_allowed"}}},
+    {"val absolute and climbing out, with train",
+     TINY,
+     "{'data': {'train': '/etc/passwd', 'val': '../v.bin'}}",
+     NULL,
+     BAD,
+     {{"/data/train", "path_not_allowed"}, {"/data/val", "path_not_allowed"}}},
+    {"val climbing out",
+     FOUNDING,
+     "{'data': {'val': 'owt/../../x.bin'}}",
+     NULL,
+     BAD,
+     {{"/data/val", "path_not_allowed"}}},
     {"val of the wrong type",
      FOUNDING,
      "{'data': {'val': 1}}",
@@ -1054,7 +1169,7 @@ START_TEST(test_founding_example)
 	ck_assert_int_eq(jobspec_ranks(&s), 64);
 	ck_assert_int_eq(jobspec_devices(&s), 64);
 	ck_assert_str_eq(s.name, "gpt2-350m dp8 tp4 pp2");
-	ck_assert_str_eq(s.data.train, "/data/owt/train_*.bin");
+	ck_assert_str_eq(s.data.train, "owt/train_*.bin");
 	want_int(n, "/resources/ranks_per_node", 8);
 	want_int(n, "/parallel/grad_accum", 8);
 	json_decref(n);

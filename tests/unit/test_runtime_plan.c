@@ -20,7 +20,7 @@ static jobspec parse(const char *parallel, int ranks, const char *fault)
 	char text[2048];
 	snprintf(text, sizeof(text),
 	         "{\"name\":\"t\",\"model\":{\"layers\":4,\"d_model\":64,\"heads\":4,"
-	         "\"vocab_size\":256,\"seq_len\":64},\"data\":{\"train\":\"/d/*.bin\"},"
+	         "\"vocab_size\":256,\"seq_len\":64},\"data\":{\"train\":\"d/*.bin\"},"
 	         "\"parallel\":%s,\"resources\":{\"nodes\":1,\"ranks_per_node\":%d},"
 	         "\"training\":{\"steps\":10,\"lr\":0.001}%s%s}",
 	         parallel, ranks, fault ? ",\"fault_tolerance\":" : "", fault ? fault : "");
@@ -136,6 +136,7 @@ START_TEST(mpirun_argv)
 	launch_plan p = {.train_bin = "/opt/ty/trainyard-train",
 	                 .spec_path = "/jobs/a b.json",
 	                 .ckpt_dir = "/ck",
+	                 .data_root = "/data/tenants/t",
 	                 .overrides = over,
 	                 .n_overrides = 2,
 	                 .layout = {.data_parallel = 2,
@@ -163,6 +164,8 @@ START_TEST(mpirun_argv)
 	                                   "/jobs/a b.json",
 	                                   "--ckpt-dir",
 	                                   "/ck",
+	                                   "--data-root",
+	                                   "/data/tenants/t",
 	                                   "--metrics",
 	                                   "-",
 	                                   "--memory-limit",

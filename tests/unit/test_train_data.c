@@ -1,6 +1,6 @@
 /*
  * test_train_data.c - the data loader and the byte-level tokenizer: shard
- * format, glob order, refusals, the sequence formula, the shuffle, the
+ * format, glob order, refusals, the data root's confinement, the sequence formula, the shuffle, the
  * data-parallel split, epochs, tell/seek, prefetch, tokenizer output.
  *
  * Most data sets here hold token i at stream position i (vocabulary 65536),
@@ -95,12 +95,12 @@ static int count_names(const char *s)
 	return n;
 }
 
+/* The loader on the data path glob, beneath the data root tmpdir. */
 static data_config config(const char *glob, int B, int T)
 {
-	static char pattern[512];
-	path_of(pattern, sizeof(pattern), glob);
 	data_config c = {
-	    .pattern = pattern,
+	    .root = tmpdir,
+	    .pattern = glob,
 	    .vocab_size = 65536,
 	    .B = B,
 	    .T = T,
@@ -284,6 +284,53 @@ START_TEST(bad_shards_refused)
 	ck_assert_int_eq(data_open(&c, &d, err, sizeof(err)), DATA_ERR_ARG);
 	c = config("ok.bin", 0, 4);
 	ck_assert_int_eq(data_open(&c, &d, err, sizeof(err)), DATA_ERR_ARG);
+}
+END_TEST
+
+/*
+ * The loader reads only beneath its root: paths that are not allowed,
+ * symbolic links (to a file outside, to a directory, matched by a
+ * pattern) are the data error, with the data path in the message.
+ */
+START_TEST(root_confines_the_loader)
+{
+	char outside[512], path[512], err[512];
+	snprintf(outside, sizeof(outside), "%s-outside", tmpdir);
+	ck_assert_int_eq(mkdir(outside, 0700), 0);
+	char secret[600];
+	snprintf(secret, sizeof(secret), "%s/secret.bin", outside);
+	uint16_t tok[64] = {0};
+	ck_assert_int_eq(data_write_shard(secret, tok, 64, err, sizeof(err)), 0);
+
+	open_refused("/etc/passwd", DATA_ERR_DATA, "it is absolute");
+	open_refused("../x.bin", DATA_ERR_DATA, "\"..\" component");
+	open_refused("*/x.bin", DATA_ERR_DATA, "only its last component");
+
+	path_of(path, sizeof(path), "link.bin");
+	ck_assert_int_eq(symlink(secret, path), 0);
+	open_refused("link.bin", DATA_ERR_DATA,
+	             "\"link.bin\" is or passes through a symbolic link");
+	open_refused("l*.bin", DATA_ERR_DATA, "\"link.bin\" is or passes through a symbolic link");
+	path_of(path, sizeof(path), "dir");
+	ck_assert_int_eq(symlink(outside, path), 0);
+	open_refused("dir/secret.bin", DATA_ERR_DATA, "passes through a symbolic link");
+	open_refused("dir/*.bin", DATA_ERR_DATA, "\"dir\" passes through a symbolic link");
+
+	/* a FIFO does not hang the loader */
+	path_of(path, sizeof(path), "fifo.bin");
+	ck_assert_int_eq(mkfifo(path, 0600), 0);
+	open_refused("fifo.bin", DATA_ERR_DATA, "\"fifo.bin\" is not a regular file");
+
+	/* the same shard, really inside, is read */
+	path_of(path, sizeof(path), "real");
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	write_counting("real/in.bin", 0, 64);
+	data_config c = config("real/*.bin", 1, 4);
+	data_loader *d = open_ok(&c);
+	ck_assert_uint_eq(data_num_tokens(d), 64);
+	data_close(d);
+
+	nftw(outside, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 END_TEST
 
@@ -537,10 +584,9 @@ END_TEST
 START_TEST(eval_loader_in_order)
 {
 	write_counting("val.bin", 0, 40 * 3 + 1);
-	char pattern[512], err[512];
-	path_of(pattern, sizeof(pattern), "val.bin");
+	char err[512];
 	data_loader *d;
-	ck_assert_int_eq(data_open_eval(pattern, 65536, 4, 3, &d, err, sizeof(err)), 0);
+	ck_assert_int_eq(data_open_eval(tmpdir, "val.bin", 65536, 4, 3, &d, err, sizeof(err)), 0);
 	ck_assert_uint_eq(data_steps_per_epoch(d), 10);
 	for (int round = 0; round < 2; round++) {
 		ck_assert_int_eq(data_seek(d, (data_position){0, 0, 0}), 0);
@@ -636,6 +682,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, shard_round_trip);
 	tcase_add_test(tc, glob_order_and_boundaries);
 	tcase_add_test(tc, bad_shards_refused);
+	tcase_add_test(tc, root_confines_the_loader);
 	tcase_add_test(tc, sequence_formula);
 	tcase_add_test(tc, shuffle_permutation);
 	tcase_add_test(tc, dp_split_matches_accumulation);

@@ -17,6 +17,7 @@
 #include "client.h"
 #include "config.h"
 #include "crypt.h"
+#include "datapath.h"
 #include "exitcode.h"
 #include "sink.h"
 #include "storage.h"
@@ -222,7 +223,7 @@ static void attempt_release(attempt *at)
 static int attempt_train(attempt *at, const ty_config *cfg, runtime_options *o)
 {
 	char err[1024] = "a path of the job does not fit", ckpt_dir[4096], log_name[64],
-	     log_path[4096];
+	     log_path[4096], data_dir[4096];
 	if (storage_job_prepare(cfg->storage_root, at->tenant_id, at->job_id, err, sizeof(err)) <
 	        0 ||
 	    storage_area_dir(cfg->storage_root, at->tenant_id, at->job_id, STORAGE_CHECKPOINTS,
@@ -232,6 +233,12 @@ static int attempt_train(attempt *at, const ty_config *cfg, runtime_options *o)
 	                        log_name, log_path, sizeof(log_path)) < 0) {
 		fprintf(stderr, "trainyard-worker: the job's storage: %s\n", err);
 		finish_early(at, "internal: the worker could not prepare the job's storage");
+		return -1;
+	}
+	if (datapath_tenant_prepare(cfg->data_root, at->tenant_id, err, sizeof(err)) < 0 ||
+	    datapath_tenant_dir(cfg->data_root, at->tenant_id, data_dir, sizeof(data_dir)) < 0) {
+		fprintf(stderr, "trainyard-worker: the tenant's data root: %s\n", err);
+		finish_early(at, "internal: the worker could not open the tenant's data root");
 		return -1;
 	}
 	runtime_sink *sink = sink_api_new(at->client, &at->ctx, ckpt_dir, log_path, log_name,
@@ -246,6 +253,7 @@ static int attempt_train(attempt *at, const ty_config *cfg, runtime_options *o)
 	static const char *const export_env[] = {KEY_ENV, NULL};
 	o->spec_path = at->spec_path;
 	o->ckpt_dir = ckpt_dir;
+	o->data_root = data_dir;
 	o->encrypt_for = at->encrypt_for;
 	at->launch_env[0] = at->key_env;
 	o->launch_env = at->launch_env;

@@ -13,6 +13,8 @@
  *      launcher in its environment only (TRAINYARD_DATA_KEY, passed to the
  *      ranks with mpirun -x; srun passes the environment by itself);
  *   3. storage_job_prepare(): the job's directories under the storage root;
+ *      datapath_tenant_prepare(): the tenant's directory under the data
+ *      root, which every rank gets as trainyard-train --data-root;
  *   4. runtime_run() with the checkpoints in the job's checkpoints area,
  *      sealed by the trainer (--encrypt TENANT_ID:JOB_ID), and the API sink
  *      (sink.h): the sealed log logs/attempt-<number>.log, metrics,

@@ -254,6 +254,7 @@ static void run_launch(driver *d, const jobspec_parallel *rung, launch_end *end)
 	launch_plan plan = {.train_bin = d->o->train_bin,
 	                    .spec_path = d->o->spec_path,
 	                    .ckpt_dir = d->o->ckpt_dir,
+	                    .data_root = d->o->data_root,
 	                    .overrides = d->o->overrides,
 	                    .n_overrides = d->o->n_overrides,
 	                    .layout = *rung,

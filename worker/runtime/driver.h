@@ -29,8 +29,9 @@
 #define RUNTIME_KILL_GRACE_S 10
 
 typedef struct runtime_options {
-	const char *spec_path;  /* the job spec file; the trainer reads it too */
-	const char *ckpt_dir;   /* the job's checkpoints */
+	const char *spec_path; /* the job spec file; the trainer reads it too */
+	const char *ckpt_dir;  /* the job's checkpoints */
+	const char *data_root; /* where the job's data paths resolve; NULL: the trainer's default */
 	char *const *overrides; /* "section.field=value", applied before validation */
 	int n_overrides;
 	int slots;                /* ranks the allocation holds; 0: the spec's ranks */

@@ -96,6 +96,10 @@ char **launch_argv(const launch_plan *p)
 	add(&b, p->spec_path);
 	add(&b, "--ckpt-dir");
 	add(&b, p->ckpt_dir);
+	if (p->data_root) {
+		add(&b, "--data-root");
+		add(&b, p->data_root);
+	}
 	add(&b, "--metrics");
 	add(&b, "-");
 	if (p->encrypt_for) {

@@ -20,6 +20,7 @@ typedef struct launch_plan {
 	const char *train_bin;  /* the trainyard-train program */
 	const char *spec_path;  /* the job spec file */
 	const char *ckpt_dir;   /* the job's checkpoint directory */
+	const char *data_root;  /* trainyard-train --data-root; NULL: none (its default) */
 	char *const *overrides; /* the caller's "section.field=value", applied first */
 	int n_overrides;
 	jobspec_parallel layout;  /* the rung to run */
@@ -35,8 +36,9 @@ typedef struct launch_plan {
  *   mpirun --allow-run-as-root --oversubscribe --bind-to none -np N
  *          -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS [-x EXPORT ...] TRAIN train ...
  *   srun --mpi=pmix --kill-on-bad-exit=1 -n N TRAIN train ...
- * with, for the trainer: --spec, --ckpt-dir, --metrics - (rank 0 writes
- * the metrics to its stdout), --encrypt and --memory-limit when set, the caller's --set
+ * with, for the trainer: --spec, --ckpt-dir, --data-root when set,
+ * --metrics - (rank 0 writes the metrics to its stdout), --encrypt and
+ * --memory-limit when set, the caller's --set
  * overrides, then the rung's: parallel.{data,tensor,pipeline}_parallel,
  * zero_stage, micro_batch, grad_accum, resources.nodes=1,
  * resources.ranks_per_node=N and fault_tolerance.fallback=[] (the trainer

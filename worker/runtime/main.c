@@ -34,6 +34,8 @@ static void usage(FILE *f)
 	        "  --spec FILE          the job spec JSON\n"
 	        "  --set SECTION.FIELD=VALUE  override one spec field (repeatable)\n"
 	        "  --ckpt-dir DIR       the job's checkpoints: written there, resumed from there\n"
+	        "  --data-root DIR      the spec's data paths resolve beneath DIR\n"
+	        "                       (trainyard-train --data-root; default: its current one)\n"
 	        "  --metrics-out FILE   the trainer's step metrics, JSON lines (appended)\n"
 	        "  --log-out FILE       every line the launches and the worker print (appended)\n"
 	        "  --events-out FILE    checkpoints, launches, fallbacks and the outcome, JSON\n"
@@ -46,7 +48,8 @@ static void usage(FILE *f)
 	        "TRAINYARD_ATTEMPT_TOKEN (both from the environment; the credential is removed\n"
 	        "from it once read): the spec and the data key from the API at --url (default\n"
 	        "TRAINYARD_URL), checkpoints and the sealed log under TRAINYARD_STORAGE_ROOT,\n"
-	        "metrics, checkpoints, fallbacks and the end reported to the API.\n"
+	        "the data in the tenant's directory of TRAINYARD_DATA_ROOT, metrics,\n"
+	        "checkpoints, fallbacks and the end reported to the API.\n"
 	        "\n"
 	        "The trainer is TRAINYARD_TRAIN_BIN, else trainyard-train next to this program.\n"
 	        "Exit status: 0 succeeded, 16 stopped, else the failure class's trainer status\n"
@@ -96,6 +99,7 @@ static int cmd_run(int argc, char **argv, const char *argv0, bool attempt)
 	                                     {"url", required_argument, 0, 'u'},
 	                                     {"set", required_argument, 0, 'o'},
 	                                     {"ckpt-dir", required_argument, 0, 'c'},
+	                                     {"data-root", required_argument, 0, 'D'},
 	                                     {"metrics-out", required_argument, 0, 'm'},
 	                                     {"log-out", required_argument, 0, 'l'},
 	                                     {"events-out", required_argument, 0, 'e'},
@@ -124,6 +128,10 @@ static int cmd_run(int argc, char **argv, const char *argv0, bool attempt)
 			break;
 		case 'c':
 			o.ckpt_dir = optarg;
+			bad = attempt;
+			break;
+		case 'D':
+			o.data_root = optarg;
 			bad = attempt;
 			break;
 		case 'm':

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# tests/integration/data_paths.sh - a job reads only its own tenant's data.
+# At submit, through the API: absolute paths (/etc/shadow,
+# /proc/self/environ), ".." (../../etc/passwd, a/../../b), a pattern into
+# another tenant's directory of the data root, "." and empty components,
+# in data.train and in data.val, are each refused 422 validation_failed
+# with path_not_allowed at the field's pointer; a relative path is
+# accepted. Then the worker runs attempts (mpirun, one rank): a link in
+# the tenant's directory to another tenant's shard, submitted as a plain
+# relative path, ends the job failed as data_error without reading it; a
+# tenant without a directory gets one (0700) and a data error; the same
+# job on its own shards succeeds.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=SCRIPTDIR/lib.sh disable=SC1091
+. "$HERE/lib.sh"
+# shellcheck source=SCRIPTDIR/../train/lib.sh disable=SC1091
+. "$HERE/../train/lib.sh"
+
+WORKER_BIN=$(dirname "$TRAIN_BIN")/trainyard-worker
+if [[ -z ${TRAINYARD_URL:-} || -z ${TRAINYARD_DB:-} || -z ${TRAINYARD_DATA_ROOT:-} ||
+	! -x $WORKER_BIN ]]; then
+	not_ok "environment" "needs TRAINYARD_URL, TRAINYARD_DB, TRAINYARD_DATA_ROOT and $WORKER_BIN"
+	summary
+	exit 1
+fi
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+make_corpus
+
+ADMIN=$(admin_token)
+SFX=$$
+TA=dat-a-$SFX TB=dat-b-$SFX TC=dat-c-$SFX
+TA_ID=$(tenant_new "$TA")
+TB_ID=$(tenant_new "$TB")
+TC_ID=$(tenant_new "$TC")
+ALICE=$(member_new "$TA" "dat-alice-$SFX" editor)
+CAROL=$(member_new "$TC" "dat-carol-$SFX" editor)
+tenant_data "$TA_ID" "$DATA"/train_*.bin
+tenant_data "$TB_ID" "$DATA"/train_*.bin
+
+# spec TRAIN [VAL]: the tiny one-rank job on those data paths
+spec() {
+	jq -n --arg train "$1" --arg val "${2:-}" '{"name": "dat", "model": {"preset": "tiny"},
+		"data": ({"train": $train} + (if $val == "" then {} else {"val": $val} end)),
+		"parallel": {"data_parallel": 1, "micro_batch": 4, "global_batch": 8},
+		"resources": {"nodes": 1, "ranks_per_node": 1, "time_limit_minutes": 30},
+		"training": {"steps": 10, "lr": 0.002, "seed": 7},
+		"checkpoint": {"every_steps": 5}}'
+}
+
+# refused DESC TRAIN [VAL]: alice's job is refused at /data/train (or
+# /data/val when VAL is given), path_not_allowed, and nothing is queued
+refused() {
+	local desc=$1 ptr=/data/train
+	[[ -n ${3:-} ]] && ptr=/data/val
+	TOKEN=$ALICE
+	check_status "$desc: refused" 422 POST "/v1/tenants/$TA/jobs" \
+		-H 'Content-Type: application/json' -d "$(spec "$2" "${3:-}")"
+	check_json "$desc: validation_failed" validation_failed .code
+	check_json "$desc: path_not_allowed at $ptr" "$ptr path_not_allowed" \
+		"[.errors[] | select(.pointer == \"$ptr\") | \"\\(.pointer) \\(.code)\"] | join(\",\")"
+}
+
+refused "/etc/shadow" /etc/shadow
+refused "/proc/self/environ" /proc/self/environ
+refused "../../etc/passwd" ../../etc/passwd
+refused "a/../../b" a/../../b
+refused "a pattern into another tenant's directory" "../$TB_ID/train_*.bin"
+refused "the data root's other tenants" "../../tenants/$TB_ID/*.bin"
+refused "a pattern in a directory component" "*/train_*.bin"
+refused "a . component" ./train_000000.bin
+refused "an empty component" "a//train_*.bin"
+refused "val /etc/shadow" "train_*.bin" /etc/shadow
+refused "val climbing out" "train_*.bin" "../$TB_ID/train_000000.bin"
+refused "val /proc/self/environ" "train_*.bin" /proc/self/environ
+check_eq "none of them was queued" 0 "$(q "SELECT count(*) FROM jobs j JOIN tenants t
+	ON t.id = j.tenant_id WHERE t.name = '$TA'")"
+
+# run TOKEN TENANT TRAIN NAME: submit, start an attempt, run the worker;
+# J the job, WRC the worker's exit status, its output in $TY_TMP/NAME.err,
+# the job's log in $TY_TMP/NAME.log, the job in BODY
+run() {
+	TOKEN=$1
+	check_status "$4: the job is accepted" 201 POST "/v1/tenants/$2/jobs" \
+		-H 'Content-Type: application/json' -d "$(spec "$3")"
+	J=$(printf '%s' "$BODY" | jq -r .id)
+	TOKEN=$ADMIN
+	api POST "/v1/jobs/$J/attempts"
+	WRC=0
+	TRAINYARD_ATTEMPT=$(printf '%s' "$BODY" | jq -r .id) \
+		TRAINYARD_ATTEMPT_TOKEN=$(printf '%s' "$BODY" | jq -r .credential) \
+		TRAINYARD_HEARTBEAT_S=2 "$WORKER_BIN" attempt --url "$TRAINYARD_URL" \
+		>"$TY_TMP/$4.out" 2>"$TY_TMP/$4.err" || WRC=$?
+	TOKEN=$ADMIN
+	api GET "/v1/jobs/$J/logs"
+	printf '%s' "$BODY" >"$TY_TMP/$4.log"
+	api GET "/v1/jobs/$J"
+}
+
+# a link inside A's directory to B's shard: the path itself is plain
+ln -s "../$TB_ID/train_000000.bin" "$TRAINYARD_DATA_ROOT/tenants/$TA_ID/peer_000.bin"
+run "$ALICE" "$TA" "peer_*.bin" link
+check_eq "a link to another tenant's shard: the worker exits 13 (data_error)" 13 "$WRC"
+check_json "the job failed" failed .state
+check_match "as data_error" data_error "$(printf '%s' "$BODY" | jq -r .state_reason)"
+check_match "the trainer said why" 'data path "peer_000.bin" is or passes through a symbolic link' \
+	"$(cat "$TY_TMP/link.log")"
+check "and read nothing of it" bash -c "! grep -q 'is not a token shard\|\"type\":\"step\"' '$TY_TMP/link.log'"
+
+run "$CAROL" "$TC" "train_*.bin" empty
+check_eq "a tenant without data: a data error (13)" 13 "$WRC"
+check_match "no data files match in its own directory" \
+	"no data files match \"train_\*.bin\" in the data root \"[^\"]*/tenants/$TC_ID\"" \
+	"$(cat "$TY_TMP/empty.log")"
+check_eq "the worker made the directory, private" 700 \
+	"$(stat -c %a "$TRAINYARD_DATA_ROOT/tenants/$TC_ID" 2>/dev/null)"
+
+run "$ALICE" "$TA" "train_*.bin" own
+check_eq "the tenant's own shards: the worker exits 0" 0 "$WRC"
+check_json "the job succeeded" succeeded .state
+check_match "the trainer got the tenant's directory as its root" \
+	"--data-root [^ ]*/tenants/$TA_ID " "$(cat "$TY_TMP/own.err")"
+summary
