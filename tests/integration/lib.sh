@@ -188,12 +188,19 @@ tenant_new() {
 
 # tenant_data TENANT_ID FILE...: copy the FILEs into the tenant's directory of
 # the data root ($TRAINYARD_DATA_ROOT/tenants/TENANT_ID, 0700 like the
-# worker makes it), where its jobs' data paths resolve.
+# worker makes it), where its jobs' data paths resolve. A file already
+# there with the same bytes is left alone, and a new one appears whole (a
+# rename): a job of the tenant may be reading the old one.
 tenant_data() {
-	local root=${TRAINYARD_DATA_ROOT:?TRAINYARD_DATA_ROOT is not set} id=$1
+	local root=${TRAINYARD_DATA_ROOT:?TRAINYARD_DATA_ROOT is not set} id=$1 f dir
 	shift
-	mkdir -p -m 0700 "$root" "$root/tenants" "$root/tenants/$id" &&
-		cp "$@" "$root/tenants/$id/"
+	dir=$root/tenants/$id
+	mkdir -p -m 0700 "$root" "$root/tenants" "$dir" || return 1
+	for f in "$@"; do
+		cmp -s "$f" "$dir/$(basename "$f")" && continue
+		cp "$f" "$dir/.$(basename "$f").$$" && mv -f "$dir/.$(basename "$f").$$" "$dir/$(basename "$f")" ||
+			return 1
+	done
 }
 
 # member_new TENANT USER ROLE: create USER with ROLE in TENANT; prints a token of USER.

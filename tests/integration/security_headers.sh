@@ -53,7 +53,7 @@ TA=hdr-a-$SFX
 TA_ID=$(tenant_new "$TA")
 ALICE=$(member_new "$TA" "alice-$SFX" editor)
 VIC=$(member_new "$TA" "vic-$SFX" viewer)
-JOB='{"name": "hdr", "model": {"preset": "tiny"}, "data": {"train": "/data/x_*.bin"},
+JOB='{"name": "hdr", "model": {"preset": "tiny"}, "data": {"train": "data/x_*.bin"},
  "parallel": {"data_parallel": 1, "micro_batch": 4, "global_batch": 8},
  "resources": {"nodes": 1, "ranks_per_node": 1, "time_limit_minutes": 30},
  "training": {"steps": 10}}'

@@ -138,6 +138,8 @@ char **launch_argv_shown(const launch_plan *p)
 	shown.train_bin = slash ? slash + 1 : p->train_bin;
 	shown.spec_path = LAUNCH_SHOWN_SPEC;
 	shown.ckpt_dir = LAUNCH_SHOWN_CKPT;
+	if (p->data_root)
+		shown.data_root = LAUNCH_SHOWN_DATA_ROOT;
 	return launch_argv(&shown);
 }
 

@@ -48,7 +48,8 @@ typedef struct launch_plan {
 char **launch_argv(const launch_plan *p);
 /*
  * The same argv as logs show it: the trainer by its program name, the spec
- * as LAUNCH_SHOWN_SPEC and the checkpoint directory as LAUNCH_SHOWN_CKPT.
+ * as LAUNCH_SHOWN_SPEC, the checkpoint directory as LAUNCH_SHOWN_CKPT and
+ * the tenant's data root as LAUNCH_SHOWN_DATA_ROOT.
  * No path of the machine is in it: a job's log names what the launch
  * reads and writes, not where the server keeps it. RET: as launch_argv.
  */
@@ -57,6 +58,7 @@ void launch_argv_free(char **argv);
 
 #define LAUNCH_SHOWN_SPEC "<the job's spec>"
 #define LAUNCH_SHOWN_CKPT "<the job's checkpoint store>"
+#define LAUNCH_SHOWN_DATA_ROOT "<the tenant's data root>"
 
 /* A started launcher. */
 typedef struct launch {
