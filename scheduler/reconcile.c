@@ -311,10 +311,25 @@ static int refresh_locked(sched *s, followed *f)
 	return rc;
 }
 
+/*
+ * The job after f ended with class c (inside the transaction), its event
+ * telling the story of every attempt so far. RET 0 or -ERR_*.
+ */
+static int job_after_attempt(sched *s, const followed *f, const char *c)
+{
+	json_t *story = NULL;
+	int rc = story_load(s, f->job_id, &story);
+	if (rc == 0) {
+		json_object_set_new(story, "ended_attempt", json_integer(f->number));
+		rc = job_after(s, f, c, story);
+	}
+	json_decref(story);
+	return rc;
+}
+
 /* RET 0, or -1 when its end could not be recorded (logged, and noted on the job). */
 static int on_final(sched *s, followed *f, const sl_job *j)
 {
-	json_t *story = NULL;
 	int rc = db_begin(s->db);
 	if (rc == 0)
 		rc = refresh_locked(s, f);
@@ -344,11 +359,7 @@ static int on_final(sched *s, followed *f, const sl_job *j)
 		    " WHERE a.id = $1",
 		    7, p);
 	if (rc == 0)
-		rc = story_load(s, f->job_id, &story);
-	if (rc == 0) {
-		json_object_set_new(story, "ended_attempt", json_integer(f->number));
-		rc = job_after(s, f, c, story);
-	}
+		rc = job_after_attempt(s, f, c);
 	if (rc == 0)
 		rc = db_commit(s->db);
 	if (rc) {
@@ -361,7 +372,6 @@ static int on_final(sched *s, followed *f, const sl_job *j)
 		           f->number, f->slurm_id, sl_state_name(j->state), c[0] ? ", class " : "",
 		           c);
 	}
-	json_decref(story);
 	return rc ? -1 : 0;
 }
 
@@ -515,7 +525,6 @@ static void sweep(sched *s)
 		return;
 	for (int i = 0; i < n; i++) {
 		followed *f = &fs[i];
-		json_t *story = NULL;
 		int rc = db_begin(s->db);
 		if (rc == 0)
 			rc = refresh_locked(s, f);
@@ -523,11 +532,7 @@ static void sweep(sched *s)
 		if (strcmp(f->outcome, "succeeded") == 0)
 			c = "";
 		if (rc == 0)
-			rc = story_load(s, f->job_id, &story);
-		if (rc == 0) {
-			json_object_set_new(story, "ended_attempt", json_integer(f->number));
-			rc = job_after(s, f, c, story);
-		}
+			rc = job_after_attempt(s, f, c);
 		if (rc == 0)
 			rc = db_commit(s->db);
 		if (rc) {
@@ -540,7 +545,6 @@ static void sweep(sched *s)
 			    "job %s: attempt %d had ended without moving the job; settled (%s)",
 			    f->job_id, f->number, c[0] ? c : "succeeded");
 		}
-		json_decref(story);
 	}
 	free(fs);
 }

@@ -56,8 +56,8 @@ char **launch_argv(const launch_plan *p);
 char **launch_argv_shown(const launch_plan *p);
 void launch_argv_free(char **argv);
 
-#define LAUNCH_SHOWN_SPEC "<the job's spec>"
-#define LAUNCH_SHOWN_CKPT "<the job's checkpoint store>"
+#define LAUNCH_SHOWN_SPEC      "<the job's spec>"
+#define LAUNCH_SHOWN_CKPT      "<the job's checkpoint store>"
 #define LAUNCH_SHOWN_DATA_ROOT "<the tenant's data root>"
 
 /* A started launcher. */
