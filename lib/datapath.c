@@ -310,7 +310,7 @@ int datapath_match(int rootfd, const char *pattern, datapath_resolve how, datapa
 	if (dirfd != rootfd)
 		close_fd(&dirfd);
 	free(dir);
-	if (rc == 0)
+	if (rc == 0 && out->n > 1)
 		qsort(out->files, out->n, sizeof(*out->files), cmp_file);
 	return rc;
 }
