@@ -107,6 +107,7 @@ typedef struct api_req {
 	api_stream stream; /* or a streamed body (status 200-299 only) */
 	char retry_after[16];
 	bool replayed;        /* idempotent replay of an earlier submission */
+	bool cached;          /* answered from the read cache (readcache.h) */
 	bool audited;         /* a mutation wrote its audit record */
 	err_code error;       /* ERR_OK unless the answer is a problem */
 	char detail[256];     /* problem detail */

@@ -13,6 +13,7 @@
 #include "jobdoc.h"
 #include "log.h"
 #include "ratelimit.h"
+#include "readcache.h"
 #include "server.h"
 #include "token.h"
 
@@ -75,8 +76,11 @@ static const char sql_tenant_name[] = TENANT_SCOPE("tn.name = $2");
 	          " ON b.tenant_id = jt.id AND b.user_id = t.user_id WHERE j.id = $2::uuid) s"     \
 	          " ON true" AUTH_WHERE
 static const char sql_job[] = JOB_SCOPE("");
-/* ROUTE_JOB_DOC: the job's document too, read in the same statement */
-static const char sql_job_doc[] = JOB_SCOPE(", " JOB_DOC " AS s_doc");
+/* ROUTE_JOB_DOC: the job's document too, read in the same statement, and
+ * the token's expiry for the read cache */
+static const char sql_job_doc[] =
+    JOB_SCOPE(", " JOB_DOC " AS s_doc,"
+              " extract(epoch FROM t.expires_at)::float8 AS s_expires");
 static const char sql_user_id[] =
     AUTH_COLS ", s.*" AUTH_FROM " LEFT JOIN LATERAL (SELECT su.id AS s_user_id FROM users su"
               " WHERE su.id = $2::uuid) s ON true" AUTH_WHERE;
@@ -186,10 +190,37 @@ static void job_doc_take(api_req *rq, const PGresult *r)
 }
 
 /*
- * Authenticate and resolve the scope in one statement.
- * OUT: *found, whether the scope's resource exists. RET 0, or -1 answered.
+ * A job's answer read with the token (ROUTE_JOB_DOC), to keep in the read
+ * cache once the caller may read it: the cache's generation before the
+ * statement, the token's hash and its expiry.
  */
-static int authenticate(api_req *rq, bool *found, err_code *missing)
+typedef struct doc_read {
+	bool keep;
+	uint64_t gen;
+	char token_hash[2 * TOKEN_HASH_LEN + 1];
+	double token_expires;
+} doc_read;
+
+/* ROUTE_JOB_DOC: the answer from the read cache. RET true on a hit. */
+static bool job_doc_cached(api_req *rq, const char *hex, const char *job_id)
+{
+	char *doc;
+	size_t len;
+	if (!readcache_get(rq->srv->reads, hex, job_id, &rq->who, &rq->scope, &doc, &len))
+		return false;
+	rq->raw_owned = doc;
+	rq->raw_len = len;
+	rq->cached = true;
+	return true;
+}
+
+/*
+ * Authenticate and resolve the scope in one statement, or, for a job's
+ * answer, from the read cache.
+ * OUT: *found, whether the scope's resource exists; *dr, what to keep of a
+ * job's answer read from the database. RET 0, or -1 answered.
+ */
+static int authenticate(api_req *rq, bool *found, err_code *missing, doc_read *dr)
 {
 	const char *h = api_header(rq, "Authorization");
 	if (!h || strncasecmp(h, "Bearer ", 7) != 0) {
@@ -213,6 +244,13 @@ static int authenticate(api_req *rq, bool *found, err_code *missing)
 	const char *value;
 	const char *sql = scope_sql(rq, &value, missing);
 	bool nameable = sql != NULL;
+	if (sql == sql_job_doc) {
+		if (job_doc_cached(rq, hex, value)) {
+			*found = true;
+			return 0;
+		}
+		dr->gen = readcache_gen(rq->srv->reads);
+	}
 	const char *p[] = {hex, nameable ? value : NULL};
 	PGresult *r;
 	int rc = auth_query(rq, &r, nameable ? sql : sql_platform, 2, p);
@@ -242,8 +280,13 @@ static int authenticate(api_req *rq, bool *found, err_code *missing)
 	const char *pr = db_get(r, 0, "platform_role");
 	w->platform = pr ? role_parse_platform(pr) : ROLE_NONE;
 	*found = nameable && scope_from_row(rq, r);
-	if (*found && (rq->rt->flags & ROUTE_JOB_DOC))
+	if (*found && (rq->rt->flags & ROUTE_JOB_DOC)) {
 		job_doc_take(rq, r);
+		const char *exp = db_get(r, 0, "s_expires");
+		dr->keep = rq->raw_owned && exp;
+		dr->token_expires = exp ? strtod(exp, NULL) : 0;
+		memcpy(dr->token_hash, hex, sizeof(dr->token_hash));
+	}
 	bool stale = strcmp(db_get(r, 0, "stale"), "t") == 0;
 	PQclear(r);
 	if (stale) {
@@ -381,7 +424,8 @@ static int token_check(api_req *rq)
 {
 	bool found = false;
 	err_code missing = ERR_NOT_FOUND;
-	if (authenticate(rq, &found, &missing) < 0) {
+	doc_read dr = {0};
+	if (authenticate(rq, &found, &missing, &dr) < 0) {
 		if (rq->error != ERR_DB_UNAVAILABLE && rq->error != ERR_INTERNAL)
 			audit_denial(rq, err_info(rq->error)->code);
 		return -1;
@@ -394,8 +438,12 @@ static int token_check(api_req *rq)
 	}
 	authz_subject s = {rq->who.platform, rq->scope.tenant_role, rq->scope.self, false};
 	authz_result d = authz_decide(&s, rq->rt->permission, rq->rt->scope);
-	if (d == AUTHZ_ALLOW)
+	if (d == AUTHZ_ALLOW) {
+		if (dr.keep)
+			readcache_put(rq->srv->reads, dr.gen, dr.token_hash, &rq->who, &rq->scope,
+			              dr.token_expires, rq->raw_owned, rq->raw_len);
 		return 0;
+	}
 	if (d == AUTHZ_DENY_HIDDEN) {
 		api_fail(rq, missing, "%s", err_info(missing)->doc);
 		audit_denial(rq, "no relation to the resource");
@@ -417,5 +465,6 @@ int auth_check(api_req *rq)
 	free(rq->raw_owned);
 	rq->raw_owned = NULL;
 	rq->raw_len = 0;
+	rq->cached = false;
 	return -1;
 }

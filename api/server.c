@@ -24,6 +24,7 @@
 #include "auth.h"
 #include "followers.h"
 #include "log.h"
+#include "readcache.h"
 #include "stream_hub.h"
 #include "token.h"
 
@@ -126,6 +127,21 @@ static void audit_refusal(api_req *rq)
 	json_decref(d);
 }
 
+/*
+ * A change made here (committed by now, or failed: either way the read
+ * cache cannot tell) drops the answers it may touch before it is answered,
+ * so the caller's next read sees it: its tenant's, or every answer when it
+ * has no tenant (tokens, users, tenants). PostgreSQL's notification tells
+ * the other API processes, a moment later (readcache.h).
+ */
+static void reads_forget(const api_req *rq)
+{
+	if (rq->scope.tenant_id[0])
+		readcache_drop_tenant(rq->srv->reads, rq->scope.tenant_id);
+	else
+		readcache_drop_all(rq->srv->reads);
+}
+
 static void run_pipeline(api_req *rq)
 {
 	const api_server *s = rq->srv;
@@ -160,6 +176,8 @@ static void run_pipeline(api_req *rq)
 	if (rq->db)
 		db_rollback(rq->db); /* a handler that failed mid-transaction */
 	audit_refusal(rq);
+	if (is_mutation(rq))
+		reads_forget(rq);
 }
 
 static void log_request(const req_slot *slot)
@@ -178,6 +196,8 @@ static void log_request(const req_slot *slot)
 		json_object_set_new(f, "code", json_string(err_info(rq->error)->code));
 	if (rq->client_addr[0])
 		json_object_set_new(f, "client", json_string(rq->client_addr));
+	if (rq->cached)
+		json_object_set_new(f, "cached", json_true());
 	log_event(rq->status >= 500 ? LOG_ERROR : LOG_INFO, "request", f);
 }
 
@@ -363,6 +383,19 @@ static int parse_listen(const char *spec, struct sockaddr_in *sa)
 	return inet_pton(AF_INET, host, &sa->sin_addr) == 1 ? 0 : -1;
 }
 
+/* Free what server_start() made beside the daemon (a stopped hub, the followers' slots...). */
+static void parts_free(api_server *s)
+{
+	stream_hub_free(s->hub);
+	s->hub = NULL;
+	followers_free(s->followers);
+	s->followers = NULL;
+	readcache_free(s->reads);
+	s->reads = NULL;
+	ratelimit_free(s->rl);
+	s->rl = NULL;
+}
+
 int server_start(api_server *s, const ty_config *cfg, db_pool *pool)
 {
 	struct sockaddr_in sa;
@@ -380,12 +413,10 @@ int server_start(api_server *s, const ty_config *cfg, db_pool *pool)
 	s->rl = ratelimit_new(2, rates);
 	s->followers = followers_new(cfg->log_followers, cfg->log_followers_per_tenant,
 	                             cfg->log_followers_per_token);
-	s->hub = s->rl && s->followers ? stream_hub_start() : NULL;
+	s->reads = readcache_new(cfg->read_cache_ms, cfg->db, cfg->db_retry_ms);
+	s->hub = s->rl && s->followers && s->reads ? stream_hub_start() : NULL;
 	if (!s->hub) {
-		followers_free(s->followers);
-		s->followers = NULL;
-		ratelimit_free(s->rl);
-		s->rl = NULL;
+		parts_free(s);
 		return -1;
 	}
 	/* suspend/resume: a streamed answer waiting for data holds no thread (stream_hub.h) */
@@ -400,12 +431,7 @@ int server_start(api_server *s, const ty_config *cfg, db_pool *pool)
 	if (!s->daemon) {
 		log_printf(LOG_ERROR, "could not listen on %s", cfg->listen);
 		stream_hub_stop(s->hub);
-		stream_hub_free(s->hub);
-		s->hub = NULL;
-		followers_free(s->followers);
-		s->followers = NULL;
-		ratelimit_free(s->rl);
-		s->rl = NULL;
+		parts_free(s);
 		return -1;
 	}
 	log_event(LOG_INFO, "listening",
@@ -419,10 +445,5 @@ void server_stop(api_server *s)
 	if (s->daemon)
 		MHD_stop_daemon(s->daemon);
 	s->daemon = NULL;
-	stream_hub_free(s->hub);
-	s->hub = NULL;
-	followers_free(s->followers); /* after the daemon: its streams have given their slots */
-	s->followers = NULL;
-	ratelimit_free(s->rl);
-	s->rl = NULL;
+	parts_free(s); /* after the daemon: its streams have given their slots */
 }

@@ -20,6 +20,7 @@ struct api_server {
 	struct MHD_Daemon *daemon;
 	struct stream_hub *hub;      /* streamed answers waiting for data (stream.c) */
 	struct followers *followers; /* the slots of GET /v1/jobs/{job}/logs?follow=1 (h_logs.c) */
+	struct readcache *reads;     /* job answers served from memory (readcache.h) */
 };
 
 /* Start listening on cfg->listen. RET 0, or -1 with the reason logged. */
