@@ -13,14 +13,16 @@ WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototyp
            -Wwrite-strings -Wformat=2 -Wno-format-nonliteral
 CFLAGS  ?= -O2 -g
 CFLAGS  += -DSOURCE_DIR=\"$(CURDIR)\" -std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE $(WARN) -pthread -MMD -MP \
-           -Ilib -Iauthz -Iapi -Icli -Itests/unit -Itests/integration -I$(BUILD)/gen $(PKG_CFLAGS)
+           -Ilib -Iauthz -I$(BUILD)/gen $(PKG_CFLAGS)
 LDLIBS  += $(PKG_LIBS) -pthread -lm
 ifneq ($(SANITIZE),)
 CFLAGS  += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
-# The trainer (worker/) also needs MPI, OpenBLAS and OpenMP; only its
+# Each program's folder sees lib/ and authz/ and itself, never another
+# program's folder; the tests of a program see it and tests/unit's helpers.
+# The trainer (trainer/) also needs MPI, OpenBLAS and OpenMP; only its
 # objects, its program and its tests are built and linked with them.
 # OpenBLAS is the OpenMP build (libopenblas-openmp-dev), linked by rpath:
 # its sgemm then shares one thread pool with the trainer's own OpenMP loops
@@ -36,26 +38,20 @@ TRAIN_LIBS   := $(shell PKG_CONFIG_PATH=$(OPENBLAS_DIR)/pkgconfig pkg-config --l
 LIB_SRC  := $(wildcard lib/*.c) $(wildcard authz/*.c)
 API_SRC  := $(filter-out api/main.c,$(wildcard api/*.c))
 CLI_SRC  := $(filter-out cli/main.c,$(wildcard cli/*.c))
-TRAIN_SRC := $(filter-out worker/main.c,$(wildcard worker/*.c))
-# The worker runtime (worker/runtime/): no MPI, no OpenMP. It reads job specs
-# with the trainer's loader, names exit statuses with its table and reads
-# sealed checkpoint manifests with its store, built again here without the
-# trainer's flags.
-RUNTIME_SRC := $(filter-out worker/runtime/main.c,$(wildcard worker/runtime/*.c)) \
-               worker/train_config.c worker/exitcode.c \
-               worker/ckpt.c worker/stream.c worker/stream_crypt.c worker/errbuf.c
-# The scheduler (scheduler/) is the only part linked with libslurm. It
-# takes the fallback ladder from the worker runtime's ladder.c, so both
-# read a job's configurations by one rule.
+TRAIN_SRC := $(filter-out trainer/main.c,$(wildcard trainer/*.c))
+# The worker runtime (worker/): no MPI, no OpenMP.
+RUNTIME_SRC := $(filter-out worker/main.c,$(wildcard worker/*.c)) trainer/train_config.c
+# The scheduler (scheduler/) is the only part linked with libslurm.
 SCHED_SRC := $(filter-out scheduler/main.c,$(wildcard scheduler/*.c))
 SLURM_LIBS := -lslurm
-UNIT_SRC := $(filter-out tests/unit/test_train_% tests/unit/test_sched_%,$(wildcard tests/unit/test_*.c))
-SCHED_UNIT_SRC := $(wildcard tests/unit/test_sched_*.c)
-TRAIN_UNIT_SRC := $(wildcard tests/unit/test_train_*.c)
-MPI_TEST_SRC := $(wildcard tests/mpi/mpitest_*.c)
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+SCHED_UNIT_SRC := $(wildcard tests/scheduler/test_*.c)
+TRAIN_UNIT_SRC := $(wildcard tests/trainer/test_*.c)
+RUNTIME_UNIT_SRC := $(wildcard tests/worker/test_*.c)
+MPI_TEST_SRC := $(wildcard tests/trainer/mpitest_*.c)
 ITEST_SRC := $(wildcard tests/integration/itest_*.c)
 # Helpers the integration scripts run (not tests themselves): tool_seal
-# writes encrypted logs and checkpoints with the worker's own store.
+# writes encrypted logs and checkpoints with the checkpoint store (lib/).
 TOOL_SRC := $(wildcard tests/integration/tool_*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -65,15 +61,17 @@ CLI_A   := $(BUILD)/lib/libyardctl.a
 TRAIN_A := $(BUILD)/lib/libtytrain.a
 RUNTIME_A := $(BUILD)/lib/libtyworker.a
 SCHED_A := $(BUILD)/lib/libtysched.a
-runtime_obj = $(patsubst %.c,$(BUILD)/obj/runtime/%.o,$(1))
 GEN_C   := $(BUILD)/gen/embedded.c
 EMBED   := $(BUILD)/tools/embed
 BINS    := $(BUILD)/bin/trainyard-api $(BUILD)/bin/yardctl $(BUILD)/bin/trainyard-train \
            $(BUILD)/bin/trainyard-worker $(BUILD)/bin/trainyard-scheduler
-UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC)) \
-             $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TRAIN_UNIT_SRC)) \
-             $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(SCHED_UNIT_SRC))
-MPI_TEST_BINS := $(patsubst tests/mpi/%.c,$(BUILD)/tests/%,$(MPI_TEST_SRC))
+tests_bin = $(patsubst %.c,$(BUILD)/tests/%,$(notdir $(1)))
+LIB_UNIT_BINS := $(call tests_bin,$(UNIT_SRC))
+TRAIN_UNIT_BINS := $(call tests_bin,$(TRAIN_UNIT_SRC))
+SCHED_UNIT_BINS := $(call tests_bin,$(SCHED_UNIT_SRC))
+RUNTIME_UNIT_BINS := $(call tests_bin,$(RUNTIME_UNIT_SRC))
+UNIT_BINS := $(LIB_UNIT_BINS) $(TRAIN_UNIT_BINS) $(SCHED_UNIT_BINS) $(RUNTIME_UNIT_BINS)
+MPI_TEST_BINS := $(call tests_bin,$(MPI_TEST_SRC))
 ITEST_BINS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(ITEST_SRC))
 TOOL_BINS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(TOOL_SRC))
 Q ?= @
@@ -110,15 +108,18 @@ $(BUILD)/obj/%.o: %.c
 	@echo "  CC      $<"
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
-$(BUILD)/obj/worker/%.o $(BUILD)/obj/tests/unit/test_train_%.o $(BUILD)/obj/tests/mpi/%.o: \
-	CFLAGS += $(TRAIN_CFLAGS) -Iworker
-
-$(BUILD)/obj/runtime/%.o: %.c
-	@mkdir -p $(@D)
-	@echo "  CC      $<"
-	$(Q)$(CC) $(CFLAGS) -Iworker -Iworker/runtime -c -o $@ $<
-
-$(BUILD)/obj/tests/unit/test_runtime_%.o: CFLAGS += -Iworker -Iworker/runtime
+$(BUILD)/obj/api/%.o: CFLAGS += -Iapi
+$(BUILD)/obj/cli/%.o: CFLAGS += -Icli
+$(BUILD)/obj/trainer/%.o: CFLAGS += $(TRAIN_CFLAGS) -Itrainer
+$(BUILD)/obj/worker/%.o: CFLAGS += -Iworker -Itrainer
+$(BUILD)/obj/scheduler/%.o: CFLAGS += -Ischeduler
+$(BUILD)/obj/tests/unit/%.o: CFLAGS += -Itests/unit -Iapi -Icli
+$(BUILD)/obj/tests/trainer/%.o: CFLAGS += $(TRAIN_CFLAGS) -Itests/unit -Itests/trainer -Itrainer
+$(BUILD)/obj/tests/worker/%.o: CFLAGS += -Itests/unit -Iworker -Itrainer
+$(BUILD)/obj/tests/scheduler/%.o: CFLAGS += -Itests/unit -Ischeduler
+$(BUILD)/obj/tests/integration/%.o: CFLAGS += -Itests/unit -Itests/integration
+$(BUILD)/obj/bench/crypto.o: CFLAGS += -Itests/unit
+$(BUILD)/obj/bench/sched.o: CFLAGS += -Ischeduler
 
 $(BUILD)/obj/gen/embedded.o: $(GEN_C)
 	@mkdir -p $(@D)
@@ -140,26 +141,21 @@ $(TRAIN_A): $(call obj,$(TRAIN_SRC))
 	@mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/bin/trainyard-train: $(call obj,worker/main.c) $(TRAIN_A) $(LIB_A)
+$(BUILD)/bin/trainyard-train: $(call obj,trainer/main.c) $(TRAIN_A) $(LIB_A)
 	@mkdir -p $(@D)
 	@echo "  LINK    $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(TRAIN_LIBS) $(LDLIBS)
 
-$(RUNTIME_A): $(call runtime_obj,$(RUNTIME_SRC))
+$(RUNTIME_A): $(call obj,$(RUNTIME_SRC))
 	@mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/bin/trainyard-worker: $(call runtime_obj,worker/runtime/main.c) $(RUNTIME_A) $(LIB_A)
+$(BUILD)/bin/trainyard-worker: $(call obj,worker/main.c) $(RUNTIME_A) $(LIB_A)
 	@mkdir -p $(@D)
 	@echo "  LINK    $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/obj/scheduler/%.o $(BUILD)/obj/tests/unit/test_sched_%.o: \
-	CFLAGS += -Ischeduler -Iworker/runtime -Iworker
-
-SCHED_LADDER := $(call runtime_obj,worker/runtime/ladder.c)
-
-$(SCHED_A): $(call obj,$(SCHED_SRC)) $(SCHED_LADDER)
+$(SCHED_A): $(call obj,$(SCHED_SRC))
 	@mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
@@ -168,7 +164,7 @@ $(BUILD)/bin/trainyard-scheduler: $(call obj,scheduler/main.c) $(SCHED_A) $(LIB_
 	@echo "  LINK    $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(SLURM_LIBS) $(LDLIBS)
 
-$(BUILD)/tests/test_sched_%: $(call obj,tests/unit/test_sched_%.c) $(SCHED_A) $(LIB_A)
+$(SCHED_UNIT_BINS): $(BUILD)/tests/%: $(call obj,tests/scheduler/%.c) $(SCHED_A) $(LIB_A)
 	@mkdir -p $(@D)
 	@echo "  LINK    $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(SLURM_LIBS) $(LDLIBS)
@@ -183,22 +179,22 @@ $(BUILD)/bin/yardctl: $(call obj,cli/main.c) $(CLI_A) $(LIB_A)
 	@echo "  LINK    $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: $(call obj,tests/unit/%.c) $(API_A) $(CLI_A) $(LIB_A)
+$(LIB_UNIT_BINS): $(BUILD)/tests/%: $(call obj,tests/unit/%.c) $(API_A) $(CLI_A) $(LIB_A)
 	@mkdir -p $(@D)
 	@echo "  LINK    $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 
-$(BUILD)/tests/test_train_%: $(call obj,tests/unit/test_train_%.c) $(TRAIN_A) $(LIB_A)
+$(TRAIN_UNIT_BINS): $(BUILD)/tests/%: $(call obj,tests/trainer/%.c) $(TRAIN_A) $(LIB_A)
 	@mkdir -p $(@D)
 	@echo "  LINK    $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(TRAIN_LIBS) $(LDLIBS)
 
-$(BUILD)/tests/test_runtime_%: $(call obj,tests/unit/test_runtime_%.c) $(RUNTIME_A) $(LIB_A)
+$(RUNTIME_UNIT_BINS): $(BUILD)/tests/%: $(call obj,tests/worker/%.c) $(RUNTIME_A) $(LIB_A)
 	@mkdir -p $(@D)
 	@echo "  LINK    $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 
-$(BUILD)/tests/mpitest_%: $(call obj,tests/mpi/mpitest_%.c) $(TRAIN_A) $(LIB_A)
+$(MPI_TEST_BINS): $(BUILD)/tests/%: $(call obj,tests/trainer/%.c) $(TRAIN_A) $(LIB_A)
 	@mkdir -p $(@D)
 	@echo "  LINK    $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(TRAIN_LIBS) $(LDLIBS)
@@ -208,10 +204,7 @@ $(BUILD)/tests/itest_%: $(call obj,tests/integration/itest_%.c) $(call obj,tests
 	@echo "  LINK    $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 
-$(BUILD)/obj/tests/integration/tool_%.o: CFLAGS += -Iworker
-
-$(BUILD)/tests/tool_%: $(call obj,tests/integration/tool_%.c) \
-	$(call obj,worker/stream.c worker/stream_crypt.c worker/errbuf.c) $(LIB_A)
+$(BUILD)/tests/tool_%: $(call obj,tests/integration/tool_%.c) $(LIB_A)
 	@mkdir -p $(@D)
 	@echo "  LINK    $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -245,8 +238,6 @@ $(BUILD)/bench/crypto: $(call obj,bench/crypto.c) $(LIB_A)
 # timers in front of every database and libslurm call the scheduler makes.
 BENCH_SCHED_WRAP := -Wl,--wrap=db_query,--wrap=db_begin,--wrap=db_commit,--wrap=fsync \
                     -Wl,--wrap=sl_submit_batch,--wrap=sl_our_jobs,--wrap=sl_cluster_room
-
-$(BUILD)/obj/bench/sched.o: CFLAGS += -Ischeduler -Iworker/runtime
 
 $(BUILD)/bench/sched: $(call obj,bench/sched.c) $(SCHED_A) $(LIB_A)
 	@mkdir -p $(@D)

@@ -4,7 +4,7 @@
 # shellcheck shell=bash
 
 # shellcheck source=SCRIPTDIR/../train/lib.sh disable=SC1091
-. "$TY_ROOT/tests/train/lib.sh"
+. "$TY_ROOT/tests/trainer/lib.sh"
 
 # Test settings: short cycles, leases and backoffs, frequent heartbeats.
 export TRAINYARD_SCHED_INTERVAL_MS=${TRAINYARD_SCHED_INTERVAL_MS:-300}

@@ -1,4 +1,4 @@
-# tests/train/lib.sh - shared set-up of the trainer tests.
+# tests/trainer/lib.sh - shared set-up of the trainer tests.
 # shellcheck shell=bash
 #
 # Sourced after tests/integration/lib.sh. Provides a small corpus of token

@@ -1,6 +1,6 @@
 /*
  * test_train_exit.c - trainyard-train's exit statuses: distinct, named, and
- * documented in worker/README.md exactly as exitcode.h declares them.
+ * documented in trainer/README.md exactly as exitcode.h declares them.
  */
 #include <check.h>
 #include <stdio.h>
@@ -13,7 +13,7 @@
 
 START_TEST(statuses_documented)
 {
-	char *doc = unit_read_file(SOURCE_DIR "/worker/README.md");
+	char *doc = unit_read_file(SOURCE_DIR "/trainer/README.md");
 	ck_assert_ptr_nonnull(doc);
 	static const struct {
 		int status;
@@ -29,7 +29,7 @@ START_TEST(statuses_documented)
 		char line[512];
 		snprintf(line, sizeof(line), "| %d | %s | %s |", rows[i].status, rows[i].name,
 		         rows[i].meaning);
-		ck_assert_msg(strstr(doc, line), "worker/README.md lacks the row: %s", line);
+		ck_assert_msg(strstr(doc, line), "trainer/README.md lacks the row: %s", line);
 		ck_assert_str_eq(train_exit_name(rows[i].status), rows[i].name);
 		for (size_t j = 0; j < i; j++)
 			ck_assert_int_ne(rows[i].status, rows[j].status);

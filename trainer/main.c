@@ -1,0 +1,335 @@
+/*
+ * main.c - trainyard-train: `train` runs a job spec, `tokenize` turns text
+ * files into token shards, `reshard` rewrites a checkpoint for another
+ * parallel layout. Exit statuses: exitcode.h.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <openssl/crypto.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crypt.h"
+#include "exitcode.h"
+#include "reshard.h"
+#include "tokenize.h"
+#include "train_config.h"
+#include "trainer.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: trainyard-train train --spec FILE [options]\n"
+	        "       trainyard-train tokenize --out PREFIX [--shard-tokens N] FILE...\n"
+	        "       trainyard-train reshard --spec FILE [--set ...] --from DIR --to DIR "
+	        "[--step N]\n"
+	        "\n"
+	        "train options:\n"
+	        "  --spec FILE          job spec JSON, as the API accepts it (\"-\": stdin)\n"
+	        "  --set SECTION.FIELD=VALUE  override one spec field (repeatable)\n"
+	        "  --ckpt-dir DIR       write checkpoints there; resume from the newest valid one\n"
+	        "  --data-root DIR      the spec's data paths resolve beneath DIR, following no\n"
+	        "                       symbolic link (default: the current directory)\n"
+	        "  --no-resume          start from scratch even when checkpoints exist\n"
+	        "  --metrics DEST       JSON lines per step: \"-\", \"fd:N\" or a file\n"
+	        "  --init-from FILE     start from weights in the llm.c model format\n"
+	        "  --export FILE        write the final weights in the llm.c model format\n"
+	        "  --stop-after N       take at most N optimizer steps in this run\n"
+	        "  --peak-flops F       per-rank peak FLOP/s for MFU\n"
+	        "  --threads N          OpenMP threads per rank\n"
+	        "  --loss-scale S       fp16: the initial dynamic loss scale (default 65536)\n"
+	        "  --memory-limit BYTES cap each rank's address space; beyond it: out of memory\n"
+	        "  --encrypt TENANT_ID:JOB_ID  seal checkpoints for that tenant and job with the\n"
+	        "                       data key in TRAINYARD_DATA_KEY (64 hex digits; the\n"
+	        "                       variable is cleared once read)\n"
+	        "\n"
+	        "\n"
+	        "reshard: rewrite the newest valid checkpoint of --from (or --step N) into --to\n"
+	        "for the spec's parallel layout, so a run of that layout resumes from it.\n"
+	        "\n"
+	        "Run under mpirun or srun --mpi=pmix for several ranks: the world size must\n"
+	        "equal data_parallel x tensor_parallel x pipeline_parallel. Exit statuses:\n");
+#define X(e, st, name, doc) fprintf(f, "  %3d %-19s %s\n", st, name, doc);
+	TRAIN_EXIT_CODES(X)
+#undef X
+}
+
+/* The job spec at path with the --set overrides, validated. RET a train_exit. */
+static int load_config(train_config *tc, const char *path, char **overrides, int n)
+{
+	char err[4096];
+	if (train_config_load(tc, path, overrides, n, err, sizeof(err)) < 0) {
+		fprintf(stderr, "trainyard-train: %s\n", err);
+		return TRAIN_INVALID_CONFIG;
+	}
+	return TRAIN_OK;
+}
+
+/* A whole number of bytes, at least 1. RET 0, or -1. */
+static int parse_bytes(const char *text, size_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(text, &end, 10);
+	if (errno || end == text || *end || v == 0 || text[0] == '-' || v > SIZE_MAX)
+		return -1;
+	*out = (size_t)v;
+	return 0;
+}
+
+/*
+ * The sealing context of --encrypt TENANT_ID:JOB_ID, with the data key of
+ * TRAINYARD_DATA_KEY, which is then wiped from the environment (the key is
+ * never on a command line). RET 0, or -1 after saying why.
+ */
+static int sealing_ctx(const char *arg, crypt_object_ctx *out)
+{
+	char ids[2 * CRYPT_ID_MAX + 2];
+	snprintf(ids, sizeof(ids), "%s", arg);
+	char *job = strchr(ids, ':');
+	char *hex = getenv("TRAINYARD_DATA_KEY");
+	crypt_key key;
+	int rc = -1;
+	if (!job)
+		fprintf(stderr, "trainyard-train: --encrypt takes TENANT_ID:JOB_ID\n");
+	else if (!hex || !crypt_key_from_hex(hex, strlen(hex), &key))
+		fprintf(stderr,
+		        "trainyard-train: --encrypt needs TRAINYARD_DATA_KEY, 64 hex digits\n");
+	else {
+		*job++ = '\0';
+		rc = crypt_object_ctx_init(out, ids, job, &key);
+		if (rc < 0)
+			fprintf(stderr, "trainyard-train: --encrypt: tenant and job must be ids\n");
+		crypt_key_clear(&key);
+	}
+	if (hex) {
+		OPENSSL_cleanse(hex, strlen(hex));
+		unsetenv("TRAINYARD_DATA_KEY");
+	}
+	return rc < 0 ? -1 : 0;
+}
+
+static int cmd_train(int argc, char **argv)
+{
+	static const struct option opts[] = {{"spec", required_argument, 0, 's'},
+	                                     {"set", required_argument, 0, 'o'},
+	                                     {"ckpt-dir", required_argument, 0, 'c'},
+	                                     {"data-root", required_argument, 0, 'D'},
+	                                     {"no-resume", no_argument, 0, 'R'},
+	                                     {"metrics", required_argument, 0, 'm'},
+	                                     {"init-from", required_argument, 0, 'i'},
+	                                     {"export", required_argument, 0, 'e'},
+	                                     {"stop-after", required_argument, 0, 'n'},
+	                                     {"peak-flops", required_argument, 0, 'p'},
+	                                     {"threads", required_argument, 0, 't'},
+	                                     {"loss-scale", required_argument, 0, 'l'},
+	                                     {"memory-limit", required_argument, 0, 'M'},
+	                                     {"encrypt", required_argument, 0, 'E'},
+	                                     {"help", no_argument, 0, 'h'},
+	                                     {0, 0, 0, 0}};
+	train_options o = {.stop_after = -1};
+	const char *spec = NULL;
+	char **overrides = calloc((size_t)argc, sizeof(char *));
+	int n_over = 0, c;
+	bool bad_limit = false;
+	const char *encrypt_for = NULL;
+	crypt_object_ctx sealed;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			spec = optarg;
+			break;
+		case 'o':
+			overrides[n_over++] = optarg;
+			break;
+		case 'c':
+			o.ckpt_dir = optarg;
+			break;
+		case 'D':
+			o.data_root = optarg;
+			break;
+		case 'R':
+			o.no_resume = true;
+			break;
+		case 'm':
+			o.metrics = optarg;
+			break;
+		case 'i':
+			o.init_from = optarg;
+			break;
+		case 'e':
+			o.export_path = optarg;
+			break;
+		case 'n':
+			o.stop_after = atoi(optarg);
+			break;
+		case 'p':
+			o.peak_flops = atof(optarg);
+			break;
+		case 't':
+			o.threads = atoi(optarg);
+			break;
+		case 'l':
+			o.loss_scale = atof(optarg);
+			break;
+		case 'M':
+			bad_limit = parse_bytes(optarg, &o.memory_limit) < 0;
+			break;
+		case 'E':
+			encrypt_for = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			free(overrides);
+			return TRAIN_OK;
+		default:
+			usage(stderr);
+			free(overrides);
+			return TRAIN_USAGE;
+		}
+	}
+	if (!spec || optind != argc || o.stop_after < -1 || o.threads < 0 || bad_limit) {
+		usage(stderr);
+		free(overrides);
+		return TRAIN_USAGE;
+	}
+	if (encrypt_for) {
+		if (sealing_ctx(encrypt_for, &sealed) < 0) {
+			free(overrides);
+			return TRAIN_USAGE;
+		}
+		o.encrypt = &sealed;
+	}
+	train_config tc;
+	int rc = load_config(&tc, spec, overrides, n_over);
+	free(overrides);
+	if (rc == TRAIN_OK) {
+		rc = train_run(&tc, &o);
+		train_config_release(&tc);
+	}
+	if (encrypt_for)
+		crypt_object_ctx_clear(&sealed);
+	return rc;
+}
+
+static int cmd_reshard(int argc, char **argv)
+{
+	static const struct option opts[] = {{"spec", required_argument, 0, 's'},
+	                                     {"set", required_argument, 0, 'o'},
+	                                     {"from", required_argument, 0, 'f'},
+	                                     {"to", required_argument, 0, 't'},
+	                                     {"step", required_argument, 0, 'n'},
+	                                     {"help", no_argument, 0, 'h'},
+	                                     {0, 0, 0, 0}};
+	reshard_options o = {0};
+	const char *spec = NULL;
+	char **overrides = calloc((size_t)argc, sizeof(char *));
+	int n_over = 0, c;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			spec = optarg;
+			break;
+		case 'o':
+			overrides[n_over++] = optarg;
+			break;
+		case 'f':
+			o.from = optarg;
+			break;
+		case 't':
+			o.to = optarg;
+			break;
+		case 'n':
+			o.step = atoi(optarg);
+			break;
+		case 'h':
+			usage(stdout);
+			free(overrides);
+			return TRAIN_OK;
+		default:
+			usage(stderr);
+			free(overrides);
+			return TRAIN_USAGE;
+		}
+	}
+	if (!spec || !o.from || !o.to || optind != argc || o.step < 0) {
+		usage(stderr);
+		free(overrides);
+		return TRAIN_USAGE;
+	}
+	char a[PATH_MAX], b[PATH_MAX];
+	if (realpath(o.from, a) && realpath(o.to, b) && strcmp(a, b) == 0) {
+		fprintf(stderr,
+		        "trainyard-train reshard: --from and --to are the same directory\n");
+		free(overrides);
+		return TRAIN_USAGE;
+	}
+	train_config tc;
+	int rc = load_config(&tc, spec, overrides, n_over);
+	free(overrides);
+	if (rc != TRAIN_OK)
+		return rc;
+	rc = reshard_run(&tc, &o);
+	train_config_release(&tc);
+	return rc;
+}
+
+static int cmd_tokenize(int argc, char **argv)
+{
+	static const struct option opts[] = {{"out", required_argument, 0, 'o'},
+	                                     {"shard-tokens", required_argument, 0, 'n'},
+	                                     {"help", no_argument, 0, 'h'},
+	                                     {0, 0, 0, 0}};
+	const char *out = NULL;
+	long long shard = 100000000;
+	int c;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out = optarg;
+			break;
+		case 'n':
+			shard = atoll(optarg);
+			break;
+		case 'h':
+			usage(stdout);
+			return TRAIN_OK;
+		default:
+			usage(stderr);
+			return TRAIN_USAGE;
+		}
+	}
+	if (!out || optind >= argc || shard < 1) {
+		usage(stderr);
+		return TRAIN_USAGE;
+	}
+	char err[1024];
+	size_t total = 0;
+	if (tokenize_files(argv + optind, argc - optind, out, (size_t)shard, &total, err,
+	                   sizeof(err)) < 0) {
+		fprintf(stderr, "trainyard-train: %s\n", err);
+		return TRAIN_DATA;
+	}
+	printf("wrote %zu tokens to %s_*.bin\n", total, out);
+	return TRAIN_OK;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? TRAIN_USAGE : TRAIN_OK;
+	}
+	if (strcmp(argv[1], "train") == 0)
+		return cmd_train(argc - 1, argv + 1);
+	if (strcmp(argv[1], "tokenize") == 0)
+		return cmd_tokenize(argc - 1, argv + 1);
+	if (strcmp(argv[1], "reshard") == 0)
+		return cmd_reshard(argc - 1, argv + 1);
+	fprintf(stderr, "trainyard-train: unknown command \"%s\"\n", argv[1]);
+	usage(stderr);
+	return TRAIN_USAGE;
+}
