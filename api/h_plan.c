@@ -27,7 +27,7 @@
 typedef struct plan_request {
 	plan_input in;
 	bool fixed; /* a parallel layout was given */
-	plan_layout layout;
+	layout layout;
 	int max_configs;
 } plan_request;
 
@@ -101,16 +101,19 @@ static const char *recompute_name(int i)
 static void read_parallel(const json_t *in, plan_request *r, verrs *v)
 {
 	const json_t *p = NULL;
-	r->layout = (plan_layout){1, 1, 1, 0};
+	r->layout = (layout){.data_parallel = 1, .tensor_parallel = 1, .pipeline_parallel = 1};
 	if (jsonx_get_obj(in, "", "parallel", false, &p, v) <= 0)
 		return;
 	r->fixed = true;
 	jsonx_only_fields(p, "/parallel", parallel_fields, v);
-	plan_layout *l = &r->layout;
-	get_int(p, "/parallel", "data_parallel", false, 1, 65536, &l->data_parallel, v);
-	get_int(p, "/parallel", "tensor_parallel", false, 1, 1024, &l->tensor_parallel, v);
-	get_int(p, "/parallel", "pipeline_parallel", false, 1, 1024, &l->pipeline_parallel, v);
-	get_int(p, "/parallel", "zero_stage", false, 0, 3, &l->zero_stage, v);
+	layout *l = &r->layout;
+	get_int(p, "/parallel", "data_parallel", false, 1, LAYOUT_DATA_PARALLEL_MAX,
+	        &l->data_parallel, v);
+	get_int(p, "/parallel", "tensor_parallel", false, 1, LAYOUT_DEGREE_MAX, &l->tensor_parallel,
+	        v);
+	get_int(p, "/parallel", "pipeline_parallel", false, 1, LAYOUT_DEGREE_MAX,
+	        &l->pipeline_parallel, v);
+	get_int(p, "/parallel", "zero_stage", false, 0, LAYOUT_ZERO_STAGE_MAX, &l->zero_stage, v);
 }
 
 /* Every field of the body. RET: the rows added. */
@@ -120,8 +123,8 @@ static size_t read_fields(const json_t *in, const ty_config *cfg, plan_request *
 	plan_input *x = &r->in;
 	jsonx_only_fields(in, "", body_fields, v);
 	jobspec_model_parse(in, &x->model, v);
-	get_int(in, "", "global_batch", true, 1, 16777216, &x->global_batch, v);
-	get_int(in, "", "micro_batch", true, 1, 65536, &x->micro_batch, v);
+	get_int(in, "", "global_batch", true, 1, LAYOUT_BATCH_MAX, &x->global_batch, v);
+	get_int(in, "", "micro_batch", true, 1, LAYOUT_MICRO_BATCH_MAX, &x->micro_batch, v);
 	int word = JOBSPEC_PRECISION_FP32;
 	get_word(in, "precision", precision_name, 3, &word, v);
 	x->precision = (jobspec_precision)word;
@@ -146,34 +149,32 @@ static size_t read_fields(const json_t *in, const ty_config *cfg, plan_request *
 static void check_rules(const plan_request *r, verrs *v)
 {
 	const plan_input *x = &r->in;
-	const plan_layout *l = &r->layout;
 	if (x->global_batch % x->micro_batch != 0)
 		verrs_add(v, "/global_batch", ERR_F_BATCH_MISMATCH,
 		          "global_batch (%d) is not a whole number of micro_batch (%d)",
 		          x->global_batch, x->micro_batch);
 	if (!r->fixed)
 		return;
-	int64_t ranks = (int64_t)l->data_parallel * l->tensor_parallel * l->pipeline_parallel;
-	if (ranks != x->devices)
-		verrs_add(v, "/parallel/data_parallel", ERR_F_RANKS_MISMATCH,
-		          "data_parallel x tensor_parallel x pipeline_parallel is %lld but devices "
-		          "is %lld",
-		          (long long)ranks, (long long)x->devices);
-	if (x->model.heads % l->tensor_parallel != 0)
-		verrs_add(v, "/parallel/tensor_parallel", ERR_F_HEADS_NOT_DIVISIBLE,
-		          "heads (%d) is not divisible by tensor_parallel (%d)", x->model.heads,
-		          l->tensor_parallel);
-	if (x->model.layers % l->pipeline_parallel != 0)
-		verrs_add(v, "/parallel/pipeline_parallel", ERR_F_LAYERS_NOT_DIVISIBLE,
-		          "layers (%d) is not divisible by pipeline_parallel (%d)", x->model.layers,
-		          l->pipeline_parallel);
-	if (x->global_batch % x->micro_batch == 0 &&
-	    x->global_batch % ((int64_t)x->micro_batch * l->data_parallel) != 0)
-		verrs_add(
-		    v, "/global_batch", ERR_F_BATCH_MISMATCH,
-		    "global_batch (%d) is not micro_batch (%d) x data_parallel (%d) x a whole "
-		    "grad_accum",
-		    x->global_batch, x->micro_batch, l->data_parallel);
+	layout l = r->layout;
+	l.micro_batch = x->micro_batch;
+	layout_fit fit = {
+	    .heads = x->model.heads,
+	    .layers = x->model.layers,
+	    /* a batch that is no whole number of micro-batches is reported once, above */
+	    .global_batch = x->global_batch % x->micro_batch == 0 ? x->global_batch : 0,
+	    .ranks = x->devices,
+	    .ranks_said = "devices is %lld",
+	};
+	layout_problem p[LAYOUT_PROBLEMS_MAX];
+	int n = layout_check(&l, &fit, p);
+	for (int i = 0; i < n; i++) {
+		char ptr[64];
+		if (p[i].code == ERR_F_BATCH_MISMATCH)
+			snprintf(ptr, sizeof(ptr), "/global_batch");
+		else
+			snprintf(ptr, sizeof(ptr), "/parallel/%s", p[i].field);
+		verrs_add(v, ptr, p[i].code, "%s", p[i].message);
+	}
 }
 
 /* Bytes as a JSON integer, rounded up and capped at 2^53. */
@@ -185,14 +186,14 @@ static json_int_t bytes(double b)
 
 static json_t *config_json(const plan_config *c)
 {
-	const plan_layout *l = &c->layout;
+	const layout *l = &c->layout;
 	const plan_memory *m = &c->memory;
 	return json_pack(
 	    "{s:i, s:i, s:i, s:i, s:i, s:i, s:{s:I, s:I, s:I, s:I, s:I}, s:f,"
 	    " s:{s:I, s:I, s:I}, s:f, s:f, s:f, s:b, s:s?}",
 	    "data_parallel", l->data_parallel, "tensor_parallel", l->tensor_parallel,
 	    "pipeline_parallel", l->pipeline_parallel, "zero_stage", l->zero_stage, "micro_batch",
-	    c->micro_batch, "grad_accum", c->grad_accum, "memory", "params", bytes(m->params),
+	    l->micro_batch, "grad_accum", l->grad_accum, "memory", "params", bytes(m->params),
 	    "grads", bytes(m->grads), "optimizer", bytes(m->optimizer), "activations",
 	    bytes(m->activations), "total", bytes(m->total), "flops_per_step", c->flops_per_step,
 	    "comm_bytes_per_step", "dp", bytes(c->comm.dp), "tp", bytes(c->comm.tp), "pp",

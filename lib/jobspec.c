@@ -369,27 +369,30 @@ static void read_data(ctx *c, const json_t *root)
  * pipeline required; zero_stage and micro_batch default to the job's).
  * OUT: *p, *ga (grad_accum as given, 0 when absent). RET: usable K_ bits.
  */
-static unsigned read_layout(ctx *c, const json_t *obj, const char *base,
-                            const jobspec_parallel *job, jobspec_parallel *p, int *ga)
+static unsigned read_layout(ctx *c, const json_t *obj, const char *base, const layout *job,
+                            layout *p, int *ga)
 {
 	bool fb = job != NULL;
 	unsigned k = 0;
-	if (rd_int(c, obj, base, "data_parallel", fb, 1, 65536, 1, &p->data_parallel) >= 0)
+	if (rd_int(c, obj, base, "data_parallel", fb, 1, LAYOUT_DATA_PARALLEL_MAX, 1,
+	           &p->data_parallel) >= 0)
 		k |= K_DP;
-	if (rd_int(c, obj, base, "tensor_parallel", fb, 1, 1024, 1, &p->tensor_parallel) >= 0)
+	if (rd_int(c, obj, base, "tensor_parallel", fb, 1, LAYOUT_DEGREE_MAX, 1,
+	           &p->tensor_parallel) >= 0)
 		k |= K_TP;
-	if (rd_int(c, obj, base, "pipeline_parallel", fb, 1, 1024, 1, &p->pipeline_parallel) >= 0)
+	if (rd_int(c, obj, base, "pipeline_parallel", fb, 1, LAYOUT_DEGREE_MAX, 1,
+	           &p->pipeline_parallel) >= 0)
 		k |= K_PP;
-	int rc = rd_int(c, obj, base, "zero_stage", false, 0, 3, fb ? job->zero_stage : 0,
-	                &p->zero_stage);
+	int rc = rd_int(c, obj, base, "zero_stage", false, 0, LAYOUT_ZERO_STAGE_MAX,
+	                fb ? job->zero_stage : 0, &p->zero_stage);
 	if (rc > 0 || (rc == 0 && (!fb || (c->known & K_ZERO))))
 		k |= K_ZERO;
-	rc = rd_int(c, obj, base, "micro_batch", !fb, 1, 65536, fb ? job->micro_batch : 0,
-	            &p->micro_batch);
+	rc = rd_int(c, obj, base, "micro_batch", !fb, 1, LAYOUT_MICRO_BATCH_MAX,
+	            fb ? job->micro_batch : 0, &p->micro_batch);
 	if (rc > 0 || (rc == 0 && fb && (c->known & K_MB)))
 		k |= K_MB;
 	*ga = 0;
-	rd_int(c, obj, base, "grad_accum", false, 1, 16777216, 0, ga);
+	rd_int(c, obj, base, "grad_accum", false, 1, LAYOUT_BATCH_MAX, 0, ga);
 	return k;
 }
 
@@ -401,7 +404,8 @@ static void read_parallel(ctx *c, const json_t *root)
 	only(c, p, "/parallel", parallel_fields);
 	c->known |= read_layout(c, p, "/parallel", NULL, &c->s->parallel, &c->grad_accum_given);
 	mark(c, K_GB,
-	     rd_int(c, p, "/parallel", "global_batch", true, 1, 16777216, 0, &c->s->global_batch));
+	     rd_int(c, p, "/parallel", "global_batch", true, 1, LAYOUT_BATCH_MAX, 0,
+	            &c->s->global_batch));
 }
 
 static void read_resources(ctx *c, const json_t *root)
@@ -475,49 +479,50 @@ static void read_checkpoint(ctx *c, const json_t *root)
 	rd_int(c, o, B, "keep", false, 1, 1000, 3, &x->keep);
 }
 
+/* Report the broken rules of layout.h at the layout's pointer (base). */
+static void layout_problems(ctx *c, const layout *l, const layout_fit *fit, const char *base,
+                            const char *batch_ptr)
+{
+	layout_problem pr[LAYOUT_PROBLEMS_MAX];
+	int n = layout_check(l, fit, pr);
+	char ptr[PTR_MAX];
+	for (int i = 0; i < n; i++) {
+		if (pr[i].code == ERR_F_BATCH_MISMATCH)
+			snprintf(ptr, sizeof(ptr), "%s", batch_ptr);
+		else
+			jsonx_pointer(ptr, sizeof(ptr), base, pr[i].field);
+		problem(c, ptr, pr[i].code, "%s", pr[i].message);
+	}
+}
+
 /*
- * The model and batch rules every layout obeys, and its grad_accum.
+ * The model and batch rules every layout obeys (layout.h), and its
+ * grad_accum. k: the fields of p that were read; what was not waits.
  * base: the layout's pointer; batch_ptr: where a batch mismatch points.
  */
-static void check_layout(ctx *c, jobspec_parallel *p, unsigned k, int ga_given, const char *base,
+static void check_layout(ctx *c, layout *p, unsigned k, int ga_given, const char *base,
                          const char *batch_ptr)
 {
 	const jobspec_model *m = &c->s->model;
-	char ptr[PTR_MAX];
-	if ((k & K_TP) && (c->known & K_HEADS) && m->heads % p->tensor_parallel != 0) {
-		jsonx_pointer(ptr, sizeof(ptr), base, "tensor_parallel");
-		problem(c, ptr, ERR_F_HEADS_NOT_DIVISIBLE,
-		        "heads (%d) is not divisible by tensor_parallel (%d)", m->heads,
-		        p->tensor_parallel);
-	}
-	if ((k & K_PP) && (c->known & K_LAYERS) && m->layers % p->pipeline_parallel != 0) {
-		jsonx_pointer(ptr, sizeof(ptr), base, "pipeline_parallel");
-		problem(c, ptr, ERR_F_LAYERS_NOT_DIVISIBLE,
-		        "layers (%d) is not divisible by pipeline_parallel (%d)", m->layers,
-		        p->pipeline_parallel);
-	}
-	if (!all_known(k, K_DP | K_MB) || !(c->known & K_GB))
-		return;
-	int64_t per_step = (int64_t)p->micro_batch * p->data_parallel;
-	if (c->s->global_batch % per_step != 0) {
-		problem(c, batch_ptr, ERR_F_BATCH_MISMATCH,
-		        "global_batch (%d) is not micro_batch (%d) x data_parallel (%d) x a whole "
-		        "grad_accum",
-		        c->s->global_batch, p->micro_batch, p->data_parallel);
-		return;
-	}
-	p->grad_accum = (int)(c->s->global_batch / per_step);
-	if (ga_given && ga_given != p->grad_accum) {
+	layout known = *p;
+	known.data_parallel = (k & K_DP) ? p->data_parallel : 0;
+	known.tensor_parallel = (k & K_TP) ? p->tensor_parallel : 0;
+	known.pipeline_parallel = (k & K_PP) ? p->pipeline_parallel : 0;
+	known.micro_batch = (k & K_MB) ? p->micro_batch : 0;
+	layout_fit fit = {
+	    .heads = (c->known & K_HEADS) ? m->heads : 0,
+	    .layers = (c->known & K_LAYERS) ? m->layers : 0,
+	    .global_batch = (c->known & K_GB) ? c->s->global_batch : 0,
+	};
+	layout_problems(c, &known, &fit, base, batch_ptr);
+	p->grad_accum = layout_grad_accum(&known, fit.global_batch);
+	if (p->grad_accum && ga_given && ga_given != p->grad_accum) {
+		char ptr[PTR_MAX];
 		jsonx_pointer(ptr, sizeof(ptr), base, "grad_accum");
 		problem(c, ptr, ERR_F_BATCH_MISMATCH,
 		        "grad_accum must be global_batch / (micro_batch x data_parallel) = %d",
 		        p->grad_accum);
 	}
-}
-
-static int64_t layout_ranks(const jobspec_parallel *p)
-{
-	return (int64_t)p->data_parallel * p->tensor_parallel * p->pipeline_parallel;
 }
 
 /* RET: this entry's ranks, or -1 when unknown. */
@@ -530,7 +535,7 @@ static int64_t read_fallback_entry(ctx *c, const json_t *e, size_t i, int64_t pr
 		return -1;
 	}
 	only(c, e, base, fallback_fields);
-	jobspec_parallel p = {0};
+	layout p = {0};
 	int ga;
 	unsigned k = read_layout(c, e, base, &c->s->parallel, &p, &ga);
 	jsonx_pointer(batch_ptr, sizeof(batch_ptr), base, "data_parallel");
@@ -606,12 +611,11 @@ static void check_ranks(ctx *c)
 {
 	const jobspec *s = c->s;
 	const jobspec_resources *r = &s->resources;
-	if (all_known(c->known, K_RANKS | K_NODES | K_RPN) &&
-	    layout_ranks(&s->parallel) != jobspec_ranks(s))
-		problem(c, "/parallel/data_parallel", ERR_F_RANKS_MISMATCH,
-		        "data_parallel x tensor_parallel x pipeline_parallel is %lld but nodes x "
-		        "ranks_per_node is %lld",
-		        (long long)layout_ranks(&s->parallel), (long long)jobspec_ranks(s));
+	if (all_known(c->known, K_RANKS | K_NODES | K_RPN)) {
+		layout_fit fit = {.ranks = jobspec_ranks(s),
+		                  .ranks_said = "nodes x ranks_per_node is %lld"};
+		layout_problems(c, &s->parallel, &fit, "/parallel", "/parallel/global_batch");
+	}
 	if (c->rpn_given && (c->known & K_GPN) && r->gpus_per_node > 0 &&
 	    r->ranks_per_node != r->gpus_per_node)
 		problem(c, "/resources/ranks_per_node", ERR_F_GPUS_RANKS_MISMATCH,
@@ -650,7 +654,7 @@ static const char *or_null(const char *s)
 	return s[0] ? s : NULL;
 }
 
-static json_t *layout_json(const jobspec_parallel *p)
+static json_t *layout_json(const layout *p)
 {
 	return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i}", "data_parallel", p->data_parallel,
 	                 "tensor_parallel", p->tensor_parallel, "pipeline_parallel",
@@ -678,7 +682,7 @@ static json_t *model_json(const jobspec_model *m)
 	                 m->vocab_size, "seq_len", m->seq_len);
 }
 
-static json_t *parallel_json(const jobspec_parallel *p, int global_batch)
+static json_t *parallel_json(const layout *p, int global_batch)
 {
 	return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i}", "data_parallel", p->data_parallel,
 	                 "tensor_parallel", p->tensor_parallel, "pipeline_parallel",

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "jsonx.h"
+#include "layout.h"
 
 #define JOBSPEC_MAX_FALLBACK  8
 #define JOBSPEC_NAME_CHARS    128  /* name: characters (code points) */
@@ -56,12 +57,6 @@ typedef struct jobspec_data {
 	char val[JOBSPEC_PATH_BYTES + 1];   /* "" when absent */
 } jobspec_data;
 
-/* One way to lay out the job's ranks; the job's own and each fallback. */
-typedef struct jobspec_parallel {
-	int data_parallel, tensor_parallel, pipeline_parallel, zero_stage, micro_batch;
-	int grad_accum; /* derived: global_batch / (micro_batch * data_parallel) */
-} jobspec_parallel;
-
 typedef struct jobspec_resources {
 	int nodes;
 	int gpus_per_node; /* 0: CPU ranks */
@@ -98,7 +93,7 @@ typedef struct jobspec {
 	char name[JOBSPEC_NAME_CHARS * 4 + 1]; /* UTF-8 */
 	jobspec_model model;
 	jobspec_data data;
-	jobspec_parallel parallel;
+	layout parallel;
 	int global_batch; /* sequences per optimizer step; shared by every fallback */
 	jobspec_resources resources;
 	jobspec_training training;
@@ -106,7 +101,7 @@ typedef struct jobspec {
 	jobspec_fault fault_tolerance;
 	/* Smaller layouts to restart with after losing ranks, largest first. */
 	int n_fallback;
-	jobspec_parallel fallback[JOBSPEC_MAX_FALLBACK];
+	layout fallback[JOBSPEC_MAX_FALLBACK];
 	bool fallback_auto; /* "auto": the scheduler derives the ladder; n_fallback is 0 */
 } jobspec;
 

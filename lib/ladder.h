@@ -8,15 +8,12 @@
  * normalised it, or, for "auto", the rule of ladder_auto(). [] gives a
  * ladder of the job's layout alone.
  */
-#ifndef TY_RUNTIME_LADDER_H
-#define TY_RUNTIME_LADDER_H
+#ifndef TY_LADDER_H
+#define TY_LADDER_H
 
 #include "jobspec.h"
 
 #define LADDER_MAX (1 + JOBSPEC_MAX_FALLBACK)
-
-/* RET: the ranks a layout runs on, dp x tp x pp. */
-int ladder_ranks(const jobspec_parallel *p);
 
 /*
  * The "auto" fallbacks of a job: the capacity planner's ladder
@@ -28,15 +25,15 @@ int ladder_ranks(const jobspec_parallel *p);
  * fits in memory is left to its launch (out of memory moves one rung down).
  * OUT: out[0..RET-1]. RET: the number of rungs (0 for a one-rank job), at most cap.
  */
-int ladder_auto(const jobspec *s, jobspec_parallel *out, int cap);
+int ladder_auto(const jobspec *s, layout *out, int cap);
 
 /* OUT: rungs[0] the job's layout, then its fallbacks. RET: the rungs, 1..LADDER_MAX. */
-int ladder_build(const jobspec *s, jobspec_parallel rungs[LADDER_MAX]);
+int ladder_build(const jobspec *s, layout rungs[LADDER_MAX]);
 
 /*
  * RET: the first rung at or after `from` that runs on at most `slots`
  * ranks, or -1 when none does.
  */
-int ladder_pick(const jobspec_parallel *rungs, int n, int from, int slots);
+int ladder_pick(const layout *rungs, int n, int from, int slots);
 
 #endif

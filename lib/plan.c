@@ -111,7 +111,7 @@ static void gib_text(char *out, size_t n, double bytes)
 }
 
 /* Memory of one device of pipeline stage `stage`. */
-static plan_memory stage_memory(const plan_input *in, const plan_layout *l, int stage, int m)
+static plan_memory stage_memory(const plan_input *in, const layout *l, int stage, int m)
 {
 	plan_memory mem = {0};
 	const jobspec_model *mod = &in->model;
@@ -130,7 +130,7 @@ static plan_memory stage_memory(const plan_input *in, const plan_layout *l, int 
 }
 
 /* The fullest stage. OUT: *stage. */
-static plan_memory peak_memory(const plan_input *in, const plan_layout *l, int m, int *stage)
+static plan_memory peak_memory(const plan_input *in, const layout *l, int m, int *stage)
 {
 	plan_memory best = {0};
 	*stage = 0;
@@ -144,7 +144,7 @@ static plan_memory peak_memory(const plan_input *in, const plan_layout *l, int m
 	return best;
 }
 
-static plan_comm comm_bytes(const plan_input *in, const plan_layout *l, int stage, int m)
+static plan_comm comm_bytes(const plan_input *in, const layout *l, int stage, int m)
 {
 	plan_comm c = {0};
 	const jobspec_model *mod = &in->model;
@@ -173,8 +173,8 @@ static void estimate_time(const plan_input *in, plan_config *out)
 {
 	if (!(in->peak_flops > 0) || !(in->link_bytes_per_s > 0))
 		return;
-	const plan_layout *l = &out->layout;
-	double devices = (double)l->data_parallel * l->tensor_parallel * l->pipeline_parallel;
+	const layout *l = &out->layout;
+	double devices = (double)layout_ranks(l);
 	double compute = out->flops_per_step / (devices * in->peak_flops * PLAN_COMPUTE_EFFICIENCY);
 	double in_pipeline = (out->comm.tp + out->comm.pp) / in->link_bytes_per_s;
 	double dp = out->comm.dp / in->link_bytes_per_s;
@@ -196,47 +196,45 @@ static plan_verdict refuse(plan_config *out, plan_verdict v, const char *fmt, ..
 	return v;
 }
 
-/* The rules a layout must obey before it is worth estimating. */
-static plan_verdict check_shape(const plan_input *in, const plan_layout *l, plan_config *out)
+/* The rules a layout must obey before it is worth estimating (layout.h). */
+static plan_verdict check_shape(const plan_input *in, const layout *l, plan_config *out)
 {
-	const jobspec_model *m = &in->model;
 	if (l->data_parallel < 1 || l->tensor_parallel < 1 || l->pipeline_parallel < 1 ||
-	    l->zero_stage < 0 || l->zero_stage > 3)
-		return refuse(out, PLAN_BAD_LAYOUT,
-		              "parallel degrees must be at least 1 and zero_stage 0 to 3");
-	int64_t ranks = (int64_t)l->data_parallel * l->tensor_parallel * l->pipeline_parallel;
-	if (ranks != in->devices)
+	    l->zero_stage < 0 || l->zero_stage > LAYOUT_ZERO_STAGE_MAX || l->micro_batch < 1)
 		return refuse(
-		    out, PLAN_RANKS_MISMATCH,
-		    "data x tensor x pipeline parallel is %lld but there are %lld devices",
-		    (long long)ranks, (long long)in->devices);
-	if (m->heads % l->tensor_parallel != 0)
-		return refuse(out, PLAN_HEADS_NOT_DIVISIBLE,
-		              "heads (%d) is not divisible by tensor_parallel (%d)", m->heads,
-		              l->tensor_parallel);
-	if (m->layers % l->pipeline_parallel != 0)
-		return refuse(out, PLAN_LAYERS_NOT_DIVISIBLE,
-		              "layers (%d) is not divisible by pipeline_parallel (%d)", m->layers,
-		              l->pipeline_parallel);
-	int64_t per_step = (int64_t)in->micro_batch * l->data_parallel;
-	if (per_step <= 0 || in->global_batch % per_step != 0)
-		return refuse(out, PLAN_BATCH_MISMATCH,
-		              "global_batch (%d) is not micro_batch (%d) x data_parallel (%d) x a "
-		              "whole grad_accum",
-		              in->global_batch, in->micro_batch, l->data_parallel);
-	return PLAN_FITS;
+		    out, PLAN_BAD_LAYOUT,
+		    "parallel degrees and micro_batch must be at least 1 and zero_stage 0 "
+		    "to %d",
+		    LAYOUT_ZERO_STAGE_MAX);
+	layout_fit fit = {
+	    .heads = in->model.heads,
+	    .layers = in->model.layers,
+	    .global_batch = in->global_batch,
+	    .ranks = in->devices,
+	    .ranks_said = "there are %lld devices",
+	};
+	layout_problem p[LAYOUT_PROBLEMS_MAX];
+	if (layout_check(l, &fit, p) == 0)
+		return PLAN_FITS;
+	/* the first broken rule, as the refusal */
+	plan_verdict v = p[0].code == ERR_F_HEADS_NOT_DIVISIBLE    ? PLAN_HEADS_NOT_DIVISIBLE
+	                 : p[0].code == ERR_F_LAYERS_NOT_DIVISIBLE ? PLAN_LAYERS_NOT_DIVISIBLE
+	                 : p[0].code == ERR_F_BATCH_MISMATCH       ? PLAN_BATCH_MISMATCH
+	                                                           : PLAN_RANKS_MISMATCH;
+	return refuse(out, v, "%s", p[0].message);
 }
 
-plan_verdict plan_evaluate(const plan_input *in, const plan_layout *l, plan_config *out)
+plan_verdict plan_evaluate(const plan_input *in, const layout *candidate, plan_config *out)
 {
 	memset(out, 0, sizeof(*out));
-	out->layout = *l;
-	out->micro_batch = in->micro_batch;
+	out->layout = *candidate;
+	layout *l = &out->layout;
+	l->micro_batch = in->micro_batch;
 	plan_verdict v = check_shape(in, l, out);
 	if (v != PLAN_FITS)
 		return v;
-	int m = in->global_batch / (in->micro_batch * l->data_parallel), stage;
-	out->grad_accum = m;
+	int m = layout_grad_accum(l, in->global_batch), stage;
+	l->grad_accum = m;
 	out->memory = peak_memory(in, l, m, &stage);
 	out->flops_per_step = plan_flops_per_token(&in->model, in->recompute) * in->global_batch *
 	                      (double)in->model.seq_len;
@@ -303,7 +301,10 @@ int plan_enumerate(const plan_input *in, plan_list *out)
 			if (dp > PLAN_MAX_DP)
 				continue;
 			for (int z = 0; z <= (dp > 1 ? 3 : 0); z++) {
-				plan_layout l = {(int)dp, tp, pp, z};
+				layout l = {.data_parallel = (int)dp,
+				            .tensor_parallel = tp,
+				            .pipeline_parallel = pp,
+				            .zero_stage = z};
 				plan_config c;
 				if (plan_evaluate(in, &l, &c) != PLAN_FITS)
 					continue;
@@ -335,7 +336,7 @@ static int smallest_prime_factor(int n)
 }
 
 /* The next smaller layout of the ladder. RET: false when there is none. */
-static bool ladder_step(plan_layout *l)
+static bool ladder_step(layout *l)
 {
 	if (l->data_parallel > 1)
 		l->data_parallel /= smallest_prime_factor(l->data_parallel);
@@ -348,15 +349,15 @@ static bool ladder_step(plan_layout *l)
 	return true;
 }
 
-int plan_fallback_ladder(const plan_input *in, const plan_layout *from, plan_config *out, int cap)
+int plan_fallback_ladder(const plan_input *in, const layout *from, plan_config *out, int cap)
 {
-	plan_layout l = *from;
+	layout l = *from;
 	plan_input sub = *in;
 	int n = 0;
 	if (from->zero_stage < 0 || from->zero_stage > 3)
 		return 0;
 	while (n < cap && ladder_step(&l)) {
-		sub.devices = (int64_t)l.data_parallel * l.tensor_parallel * l.pipeline_parallel;
+		sub.devices = layout_ranks(&l);
 		int last = l.data_parallel > 1 ? 3 : from->zero_stage;
 		for (l.zero_stage = from->zero_stage; l.zero_stage <= last; l.zero_stage++)
 			if (plan_evaluate(&sub, &l, &out[n]) == PLAN_FITS) {
@@ -368,36 +369,28 @@ int plan_fallback_ladder(const plan_input *in, const plan_layout *from, plan_con
 	return n;
 }
 
-plan_layout plan_layout_from_job(const jobspec_parallel *p)
-{
-	return (plan_layout){p->data_parallel, p->tensor_parallel, p->pipeline_parallel,
-	                     p->zero_stage};
-}
-
 void plan_input_from_job(const jobspec *s, double device_memory_bytes, plan_input *in)
 {
-	const jobspec_parallel *p = &s->parallel;
+	const layout *p = &s->parallel;
 	*in = (plan_input){
 	    .model = s->model,
 	    .global_batch = s->global_batch,
 	    .micro_batch = p->micro_batch,
 	    .precision = s->training.precision,
 	    .recompute = s->training.recompute,
-	    .devices = (int64_t)p->data_parallel * p->tensor_parallel * p->pipeline_parallel,
+	    .devices = layout_ranks(p),
 	    .device_memory_bytes = device_memory_bytes,
 	};
 }
 
 /* Add a does_not_fit row at pointer when layout p does not fit. RET: rows added. */
-static int check_layout_fits(const plan_input *job, const jobspec_parallel *p, const char *pointer,
-                             verrs *v)
+static int check_layout_fits(const plan_input *job, const layout *p, const char *pointer, verrs *v)
 {
 	plan_input in = *job;
 	in.micro_batch = p->micro_batch;
-	in.devices = (int64_t)p->data_parallel * p->tensor_parallel * p->pipeline_parallel;
-	plan_layout l = plan_layout_from_job(p);
+	in.devices = layout_ranks(p);
 	plan_config c;
-	if (plan_evaluate(&in, &l, &c) != PLAN_OUT_OF_MEMORY)
+	if (plan_evaluate(&in, p, &c) != PLAN_OUT_OF_MEMORY)
 		return 0;
 	verrs_add(v, pointer, ERR_F_DOES_NOT_FIT, "%s", c.reason);
 	return 1;

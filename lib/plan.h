@@ -79,10 +79,6 @@ typedef struct plan_input {
 	double link_bytes_per_s;    /* per device; 0: no time estimate */
 } plan_input;
 
-typedef struct plan_layout {
-	int data_parallel, tensor_parallel, pipeline_parallel, zero_stage;
-} plan_layout;
-
 /* Why a layout was refused; PLAN_FITS when it was not. */
 typedef enum plan_verdict {
 	PLAN_FITS = 0,
@@ -106,8 +102,7 @@ typedef struct plan_comm {
 
 /* One layout, estimated. */
 typedef struct plan_config {
-	plan_layout layout;
-	int micro_batch, grad_accum;
+	layout layout; /* with the request's micro_batch and the grad_accum it gives */
 	plan_memory memory;
 	double flops_per_step; /* hardware FLOPs of all devices, recompute included */
 	plan_comm comm;
@@ -170,7 +165,7 @@ double plan_flops_per_token(const jobspec_model *m, jobspec_recompute r);
  * Estimate layout l for in. OUT: *out, every member filled (numbers that
  * the verdict makes meaningless are 0). RET: out->verdict.
  */
-plan_verdict plan_evaluate(const plan_input *in, const plan_layout *l, plan_config *out);
+plan_verdict plan_evaluate(const plan_input *in, const layout *l, plan_config *out);
 
 /*
  * Every layout of in->devices that fits: each tp dividing the heads, pp
@@ -193,7 +188,7 @@ void plan_list_release(plan_list *l);
  * ZeRO stage or a higher one (the lowest that fits). in->devices is ignored.
  * OUT: out[0 .. RET). RET: entries written, at most cap.
  */
-int plan_fallback_ladder(const plan_input *in, const plan_layout *from, plan_config *out, int cap);
+int plan_fallback_ladder(const plan_input *in, const layout *from, plan_config *out, int cap);
 
 /* ---- jobs ---- */
 
@@ -202,7 +197,6 @@ int plan_fallback_ladder(const plan_input *in, const plan_layout *from, plan_con
  * device_memory_bytes (no time estimate: peak and bandwidth are 0).
  */
 void plan_input_from_job(const jobspec *s, double device_memory_bytes, plan_input *in);
-plan_layout plan_layout_from_job(const jobspec_parallel *p);
 
 /*
  * Check that a validated job spec's layout and each of its fallbacks fit

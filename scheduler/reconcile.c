@@ -173,11 +173,12 @@ static int min_rung_ranks(const json_t *spec)
 	verrs_release(&v);
 	if (rc)
 		return 1 << 30; /* a spec that no longer reads: no smaller retry */
-	jobspec_parallel rungs[LADDER_MAX];
-	int n = ladder_build(&js, rungs), least = ladder_ranks(&rungs[0]);
+	layout rungs[LADDER_MAX];
+	int n = ladder_build(&js, rungs);
+	int least = (int)layout_ranks(&rungs[0]);
 	for (int i = 1; i < n; i++)
-		if (ladder_ranks(&rungs[i]) < least)
-			least = ladder_ranks(&rungs[i]);
+		if (layout_ranks(&rungs[i]) < least)
+			least = (int)layout_ranks(&rungs[i]);
 	return least;
 }
 

@@ -39,6 +39,7 @@
 
 #include "gpt.h"
 #include "gpt_layer.h"
+#include "layout.h"
 #include "lowp.h"
 #include "ops.h"
 
@@ -203,11 +204,14 @@ static size_t model_layout(gpt_model *m, float *base)
 static int part_check(const gpt_config *cfg, const gpt_part *pt, char *err, size_t errlen)
 {
 	int L = cfg->num_layers;
-	if (pt->tp < 1 || cfg->num_heads % pt->tp != 0) {
-		snprintf(err, errlen, "tensor_parallel %d does not divide the %d heads", pt->tp,
-		         cfg->num_heads);
+	if (pt->tp < 1) {
+		snprintf(err, errlen, "tensor_parallel must be at least 1, not %d", pt->tp);
 		return -1;
 	}
+	layout l = {.tensor_parallel = pt->tp};
+	layout_fit fit = {.heads = cfg->num_heads};
+	if (layout_check_msg(&l, &fit, err, errlen) < 0)
+		return -1;
 	if (pt->tp > 1 && (!pt->tp_comm || comm_size(pt->tp_comm) != pt->tp)) {
 		snprintf(err, errlen, "tensor_parallel %d needs a tensor group of %d ranks", pt->tp,
 		         pt->tp);

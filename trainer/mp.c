@@ -9,6 +9,7 @@
  */
 #include "mp.h"
 
+#include "layout.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,13 +24,10 @@ int mp_grid_init(mp_grid *g, int world, int rank, int dp, int tp, int pp, char *
 		         dp, tp, pp);
 		return -1;
 	}
-	if ((long long)dp * tp * pp != world) {
-		snprintf(err, errlen,
-		         "data_parallel x tensor_parallel x pipeline_parallel is %d x %d x %d = "
-		         "%lld but the world has %d ranks",
-		         dp, tp, pp, (long long)dp * tp * pp, world);
+	layout l = {.data_parallel = dp, .tensor_parallel = tp, .pipeline_parallel = pp};
+	layout_fit fit = {.ranks = world, .ranks_said = "the world has %lld ranks"};
+	if (layout_check_msg(&l, &fit, err, errlen) < 0)
 		return -1;
-	}
 	if (rank < 0 || rank >= world) {
 		snprintf(err, errlen, "rank %d is outside a world of %d", rank, world);
 		return -1;
@@ -108,16 +106,15 @@ mp_layout *mp_layout_new(const gpt_config *cfg, int tp, int tp_rank, int pp, int
 {
 	if (gpt_config_check(cfg, err, errlen) < 0)
 		return NULL;
-	if (tp < 1 || cfg->num_heads % tp != 0) {
-		snprintf(err, errlen, "tensor_parallel %d does not divide the %d heads", tp,
-		         cfg->num_heads);
+	if (tp < 1 || pp < 1) {
+		snprintf(err, errlen,
+		         "tensor and pipeline parallel must be at least 1, not %d x %d", tp, pp);
 		return NULL;
 	}
-	if (pp < 1 || cfg->num_layers % pp != 0) {
-		snprintf(err, errlen, "pipeline_parallel %d does not divide the %d layers", pp,
-		         cfg->num_layers);
+	layout l = {.tensor_parallel = tp, .pipeline_parallel = pp};
+	layout_fit fit = {.heads = cfg->num_heads, .layers = cfg->num_layers};
+	if (layout_check_msg(&l, &fit, err, errlen) < 0)
 		return NULL;
-	}
 	if (tp_rank < 0 || tp_rank >= tp || pp_rank < 0 || pp_rank >= pp) {
 		snprintf(err, errlen, "rank (tp %d, pp %d) is outside the grid %d x %d", tp_rank,
 		         pp_rank, tp, pp);

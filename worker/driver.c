@@ -46,7 +46,7 @@ typedef struct driver {
 	const runtime_options *o;
 	runtime_sink *sink;
 	train_config tc;
-	jobspec_parallel rungs[LADDER_MAX];
+	layout rungs[LADDER_MAX];
 	int n_rungs;
 	int healthy; /* slots not lost */
 	int launches, restarts;
@@ -79,12 +79,12 @@ static void say(driver *d, const char *fmt, ...)
 	relay_worker_line(&d->rl, msg);
 }
 
-static json_t *layout_json(const jobspec_parallel *p)
+static json_t *layout_json(const layout *p)
 {
-	return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i}", "dp", p->data_parallel, "tp",
+	return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:I}", "dp", p->data_parallel, "tp",
 	                 p->tensor_parallel, "pp", p->pipeline_parallel, "zero", p->zero_stage,
 	                 "micro_batch", p->micro_batch, "grad_accum", p->grad_accum, "ranks",
-	                 ladder_ranks(p));
+	                 (json_int_t)layout_ranks(p));
 }
 
 static void emit(driver *d, const char *kind, json_t *detail)
@@ -249,7 +249,7 @@ static char **launch_envp(const runtime_options *o)
 }
 
 /* Run the rung's launch to its end. OUT *end. */
-static void run_launch(driver *d, const jobspec_parallel *rung, launch_end *end)
+static void run_launch(driver *d, const layout *rung, launch_end *end)
 {
 	launch_plan plan = {.train_bin = d->o->train_bin,
 	                    .spec_path = d->o->spec_path,
@@ -365,8 +365,9 @@ static int fall_back(driver *d, int cur, launch_class c, const launch_end *e, ch
 	               layout_json(&d->rungs[cur]), "to", layout_json(&d->rungs[next]),
 	               "steps_lost", lost > 0 ? lost : 0, "healthy_slots", d->healthy, "restart",
 	               d->restarts + 1));
-	say(d, "falling back after %s: %d ranks -> %d ranks, from the newest valid checkpoint",
-	    launch_class_name(c), ladder_ranks(&d->rungs[cur]), ladder_ranks(&d->rungs[next]));
+	say(d, "falling back after %s: %lld ranks -> %lld ranks, from the newest valid checkpoint",
+	    launch_class_name(c), (long long)layout_ranks(&d->rungs[cur]),
+	    (long long)layout_ranks(&d->rungs[next]));
 	d->restarts++;
 	return next;
 }
@@ -441,7 +442,7 @@ int runtime_run(const runtime_options *o, runtime_sink *sink)
 		d->n_rungs = ladder_build(&d->tc.spec, d->rungs);
 		d->healthy = o->slots > 0 ? o->slots : (int)jobspec_ranks(&d->tc.spec);
 		if (!d->slurm) /* under Slurm, each task's CPU set says it */
-			launch_default_threads(ladder_ranks(&d->rungs[0]));
+			launch_default_threads((int)layout_ranks(&d->rungs[0]));
 		rc = drive(d);
 	}
 	train_config_release(&d->tc);

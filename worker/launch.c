@@ -64,8 +64,8 @@ static void add_set(argv_builder *b, const char *field, int value)
 char **launch_argv(const launch_plan *p)
 {
 	argv_builder b = {0};
-	const jobspec_parallel *l = &p->layout;
-	int ranks = l->data_parallel * l->tensor_parallel * l->pipeline_parallel;
+	const layout *l = &p->layout;
+	int ranks = (int)layout_ranks(l);
 	if (p->slurm) {
 		add(&b, "srun");
 		add(&b, "--mpi=pmix");

@@ -23,7 +23,7 @@ typedef struct launch_plan {
 	const char *data_root;  /* trainyard-train --data-root; NULL: none (its default) */
 	char *const *overrides; /* the caller's "section.field=value", applied first */
 	int n_overrides;
-	jobspec_parallel layout;  /* the rung to run */
+	layout layout;  /* the rung to run */
 	size_t rank_memory_limit; /* bytes of address space per rank; 0: none */
 	bool slurm;               /* srun (inside a Slurm allocation), else mpirun */
 	const char *encrypt_for;  /* "TENANT_ID:JOB_ID": trainyard-train --encrypt; NULL: none */

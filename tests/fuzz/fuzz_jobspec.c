@@ -45,7 +45,7 @@ static void check_rows(const verrs *v)
 
 static void check_values(const jobspec *s)
 {
-	const jobspec_parallel *p = &s->parallel;
+	const layout *p = &s->parallel;
 	CHECK(jobspec_ranks(s) ==
 	      (int64_t)p->data_parallel * p->tensor_parallel * p->pipeline_parallel);
 	CHECK(jobspec_devices(s) >= 1);
@@ -58,7 +58,7 @@ static void check_values(const jobspec *s)
 	CHECK(!s->fallback_auto || s->n_fallback == 0);
 	int64_t prev = jobspec_ranks(s);
 	for (int i = 0; i < s->n_fallback; i++) {
-		const jobspec_parallel *f = &s->fallback[i];
+		const layout *f = &s->fallback[i];
 		int64_t r = (int64_t)f->data_parallel * f->tensor_parallel * f->pipeline_parallel;
 		CHECK(r < prev);
 		CHECK((int64_t)f->grad_accum * f->micro_batch * f->data_parallel ==

@@ -570,7 +570,7 @@ START_TEST(test_part_refused)
 	ck_assert(p.has_embed && p.has_head && p.slots == 1 && !p.recompute && !p.tp_comm);
 
 	p.tp = 3;
-	refused(&p, "tensor_parallel 3 does not divide the 4 heads");
+	refused(&p, "heads (4) is not divisible by tensor_parallel (3)");
 	p.tp = 2;
 	refused(&p, "tensor_parallel 2 needs a tensor group of 2 ranks");
 	char err[256];

@@ -58,9 +58,9 @@ START_TEST(layout_refuses_bad_grids)
 	gpt_config cfg = small(3);
 	char err[256];
 	ck_assert_ptr_null(mp_layout_new(&cfg, 3, 0, 1, 0, err, sizeof(err)));
-	ck_assert_ptr_nonnull(strstr(err, "does not divide the 4 heads"));
+	ck_assert_ptr_nonnull(strstr(err, "heads (4) is not divisible by tensor_parallel (3)"));
 	ck_assert_ptr_null(mp_layout_new(&cfg, 1, 0, 2, 0, err, sizeof(err)));
-	ck_assert_ptr_nonnull(strstr(err, "does not divide the 3 layers"));
+	ck_assert_ptr_nonnull(strstr(err, "layers (3) is not divisible by pipeline_parallel (2)"));
 	ck_assert_ptr_null(mp_layout_new(&cfg, 2, 2, 1, 0, err, sizeof(err)));
 }
 END_TEST

@@ -17,6 +17,13 @@
 #include "plan.h"
 #include "unit.h"
 
+/* A layout by its degrees and ZeRO stage (the planner sets micro_batch and grad_accum). */
+#define LAYOUT(dp, tp, pp, z)                                                                      \
+	((layout){.data_parallel = (dp),                                                           \
+	          .tensor_parallel = (tp),                                                         \
+	          .pipeline_parallel = (pp),                                                       \
+	          .zero_stage = (z)})
+
 #define GB  1e9
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
@@ -111,10 +118,10 @@ START_TEST(first_stage_holds_every_layer)
 	                 .recompute = JOBSPEC_RECOMPUTE_SELECTIVE,
 	                 .devices = 64,
 	                 .device_memory_bytes = 1e15};
-	plan_layout l = {1, 8, 8, 1};
+	layout l = LAYOUT(1, 8, 8, 1);
 	plan_config c;
 	ck_assert_int_eq(plan_evaluate(&in, &l, &c), PLAN_FITS);
-	ck_assert_int_eq(c.grad_accum, 64);
+	ck_assert_int_eq(c.layout.grad_accum, 64);
 	/* stage 0 is the fullest: 96 x 106,954,752 = 10,267,656,192 bytes */
 	ck_assert_double_eq(c.memory.activations, 10267656192.0);
 }
@@ -196,12 +203,12 @@ static plan_input founding_input(double memory)
 START_TEST(founding_example_fits)
 {
 	plan_input in = founding_input(80 * GIB);
-	plan_layout l = {8, 4, 2, 3};
+	layout l = LAYOUT(8, 4, 2, 3);
 	plan_config c;
 	ck_assert_int_eq(plan_evaluate(&in, &l, &c), PLAN_FITS);
 	ck_assert(c.fits);
 	ck_assert_str_eq(c.reason, "");
-	ck_assert_int_eq(c.grad_accum, 8);
+	ck_assert_int_eq(c.layout.grad_accum, 8);
 	ck_assert_double_eq(c.memory.params, 22600960.0);
 	ck_assert_double_eq(c.memory.grads, 22600960.0);
 	ck_assert_double_eq(c.memory.optimizer, 135605760.0);
@@ -225,27 +232,28 @@ START_TEST(refusals_carry_a_reason)
 {
 	plan_input in = founding_input(80 * GIB);
 	plan_config c;
-	plan_layout ranks = {8, 4, 1, 0};
+	layout ranks = LAYOUT(8, 4, 1, 0);
 	ck_assert_int_eq(plan_evaluate(&in, &ranks, &c), PLAN_RANKS_MISMATCH);
 	ck_assert(!c.fits);
-	ck_assert_str_eq(c.reason,
-	                 "data x tensor x pipeline parallel is 32 but there are 64 devices");
+	ck_assert_str_eq(
+	    c.reason, "data_parallel x tensor_parallel x pipeline_parallel is 8 x 4 x 1 = 32 but "
+	              "there are 64 devices");
 
-	plan_layout heads = {2, 32, 1, 0}; /* 16 heads */
+	layout heads = LAYOUT(2, 32, 1, 0); /* 16 heads */
 	ck_assert_int_eq(plan_evaluate(&in, &heads, &c), PLAN_HEADS_NOT_DIVISIBLE);
 	ck_assert_str_eq(c.reason, "heads (16) is not divisible by tensor_parallel (32)");
 
-	plan_layout layers = {4, 1, 16, 0}; /* 24 layers */
+	layout layers = LAYOUT(4, 1, 16, 0); /* 24 layers */
 	ck_assert_int_eq(plan_evaluate(&in, &layers, &c), PLAN_LAYERS_NOT_DIVISIBLE);
 	ck_assert_str_eq(c.reason, "layers (24) is not divisible by pipeline_parallel (16)");
 
-	plan_layout batch = {64, 1, 1, 0}; /* 4 x 64 = 256 divides; micro 8 does not */
+	layout batch = LAYOUT(64, 1, 1, 0); /* 4 x 64 = 256 divides; micro 8 does not */
 	in.micro_batch = 8;
 	ck_assert_int_eq(plan_evaluate(&in, &batch, &c), PLAN_BATCH_MISMATCH);
 	ck_assert_str_eq(c.reason, "global_batch (256) is not micro_batch (8) x data_parallel (64) "
 	                           "x a whole grad_accum");
 
-	plan_layout zero = {64, 1, 1, 4};
+	layout zero = LAYOUT(64, 1, 1, 4);
 	ck_assert_int_eq(plan_evaluate(&in, &zero, &c), PLAN_BAD_LAYOUT);
 	ck_assert_str_eq(plan_verdict_name(PLAN_OUT_OF_MEMORY), "does_not_fit");
 }
@@ -263,7 +271,7 @@ START_TEST(out_of_memory_names_the_estimate)
 	                 .precision = JOBSPEC_PRECISION_FP32,
 	                 .devices = 1,
 	                 .device_memory_bytes = 8 * GIB};
-	plan_layout l = {1, 1, 1, 0};
+	layout l = LAYOUT(1, 1, 1, 0);
 	plan_config c;
 	ck_assert_double_eq(plan_params(&gpt2_1558m), 1557686400.0);
 	ck_assert_int_eq(plan_evaluate(&in, &l, &c), PLAN_OUT_OF_MEMORY);
@@ -301,7 +309,7 @@ START_TEST(enumerate_lists_every_layout)
 	ck_assert_uint_eq(list.n, 28);
 	for (size_t i = 0; i < list.n; i++) {
 		const plan_config *c = &list.items[i];
-		const plan_layout *l = &c->layout;
+		const layout *l = &c->layout;
 		ck_assert(c->fits);
 		ck_assert_int_eq(l->data_parallel * l->tensor_parallel * l->pipeline_parallel, 8);
 		ck_assert(l->zero_stage == 0 || l->data_parallel > 1);
@@ -314,7 +322,7 @@ START_TEST(enumerate_lists_every_layout)
 	 * stage 3 sends 3 Psi and ranks below them.
 	 */
 	for (int z = 0; z < 3; z++) {
-		const plan_layout *l = &list.items[z].layout;
+		const layout *l = &list.items[z].layout;
 		ck_assert_int_eq(l->data_parallel, 8);
 		ck_assert_int_eq(l->zero_stage, 2 - z);
 		ck_assert_double_eq(list.items[z].tokens_per_s, list.items[0].tokens_per_s);
@@ -370,7 +378,7 @@ END_TEST
 START_TEST(fallback_ladder_shrinks_dp_then_pp_then_tp)
 {
 	plan_input in = founding_input(80 * GIB);
-	plan_layout from = {8, 4, 2, 3};
+	layout from = LAYOUT(8, 4, 2, 3);
 	plan_config out[JOBSPEC_MAX_FALLBACK];
 	static const int want[][5] = {
 	    {4, 4, 2, 3, 16}, {2, 4, 2, 3, 32}, {1, 4, 2, 3, 64},
@@ -379,12 +387,12 @@ START_TEST(fallback_ladder_shrinks_dp_then_pp_then_tp)
 	int n = plan_fallback_ladder(&in, &from, out, JOBSPEC_MAX_FALLBACK);
 	ck_assert_int_eq(n, 6);
 	for (int i = 0; i < n; i++) {
-		const plan_layout *l = &out[i].layout;
+		const layout *l = &out[i].layout;
 		ck_assert_msg(l->data_parallel == want[i][0] && l->tensor_parallel == want[i][1] &&
 		                  l->pipeline_parallel == want[i][2] && l->zero_stage == want[i][3],
 		              "rung %d: dp%d tp%d pp%d z%d", i, l->data_parallel,
 		              l->tensor_parallel, l->pipeline_parallel, l->zero_stage);
-		ck_assert_int_eq(out[i].grad_accum, want[i][4]);
+		ck_assert_int_eq(out[i].layout.grad_accum, want[i][4]);
 		ck_assert(out[i].fits);
 	}
 	ck_assert_int_eq(plan_fallback_ladder(&in, &from, out, 2), 2);
@@ -399,7 +407,7 @@ END_TEST
 START_TEST(fallback_ladder_lists_only_what_fits)
 {
 	plan_input in = founding_input(4 * GIB);
-	plan_layout from = {8, 4, 2, 3};
+	layout from = LAYOUT(8, 4, 2, 3);
 	plan_config out[JOBSPEC_MAX_FALLBACK];
 	int n = plan_fallback_ladder(&in, &from, out, JOBSPEC_MAX_FALLBACK);
 	ck_assert_int_eq(n, 2);

@@ -36,7 +36,7 @@ static jobspec parse(const char *parallel, int ranks, const char *fault)
 	return s;
 }
 
-static void assert_layout(const jobspec_parallel *p, int dp, int tp, int pp, int mb, int accum)
+static void assert_layout(const layout *p, int dp, int tp, int pp, int mb, int accum)
 {
 	ck_assert_int_eq(p->data_parallel, dp);
 	ck_assert_int_eq(p->tensor_parallel, tp);
@@ -51,7 +51,7 @@ START_TEST(auto_shrinks_dp_then_pp_then_tp)
 	                  "\"zero_stage\":1,\"micro_batch\":2,\"global_batch\":64}",
 	                  32, NULL);
 	ck_assert(s.fallback_auto);
-	jobspec_parallel r[LADDER_MAX];
+	layout r[LADDER_MAX];
 	int n = ladder_build(&s, r);
 	ck_assert_int_eq(n, 6);
 	assert_layout(&r[0], 8, 2, 2, 2, 4);
@@ -63,7 +63,7 @@ START_TEST(auto_shrinks_dp_then_pp_then_tp)
 	for (int i = 0; i < n; i++)
 		ck_assert_int_eq(r[i].zero_stage, 1);
 	for (int i = 1; i < n; i++)
-		ck_assert_int_lt(ladder_ranks(&r[i]), ladder_ranks(&r[i - 1]));
+		ck_assert_int_lt(layout_ranks(&r[i]), layout_ranks(&r[i - 1]));
 }
 END_TEST
 
@@ -71,7 +71,7 @@ START_TEST(auto_keeps_global_batch_whole)
 {
 	/* dp 6 -> 3 -> 1: every rung a whole grad_accum */
 	jobspec s = parse("{\"data_parallel\":6,\"micro_batch\":1,\"global_batch\":6}", 6, NULL);
-	jobspec_parallel r[LADDER_MAX];
+	layout r[LADDER_MAX];
 	ck_assert_int_eq(ladder_build(&s, r), 3);
 	assert_layout(&r[1], 3, 1, 1, 1, 2);
 	assert_layout(&r[2], 1, 1, 1, 1, 6);
@@ -91,7 +91,7 @@ START_TEST(explicit_and_empty_fallbacks)
 	                  "{\"fallback\":[{\"data_parallel\":2,\"tensor_parallel\":1,"
 	                  "\"pipeline_parallel\":1,\"micro_batch\":2},{\"data_parallel\":1,"
 	                  "\"tensor_parallel\":1,\"pipeline_parallel\":1}]}");
-	jobspec_parallel r[LADDER_MAX];
+	layout r[LADDER_MAX];
 	ck_assert_int_eq(ladder_build(&s, r), 3);
 	assert_layout(&r[0], 4, 1, 1, 4, 2);
 	assert_layout(&r[1], 2, 1, 1, 2, 8);
@@ -106,7 +106,7 @@ END_TEST
 START_TEST(pick_the_first_rung_that_fits)
 {
 	jobspec s = parse("{\"data_parallel\":8,\"micro_batch\":1,\"global_batch\":8}", 8, NULL);
-	jobspec_parallel r[LADDER_MAX];
+	layout r[LADDER_MAX];
 	int n = ladder_build(&s, r); /* 8, 4, 2, 1 ranks */
 	ck_assert_int_eq(n, 4);
 	ck_assert_int_eq(ladder_pick(r, n, 0, 8), 0);

@@ -1,0 +1,159 @@
+/*
+ * layout.c - see layout.h.
+ */
+#include "layout.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int64_t layout_ranks(const layout *l)
+{
+	return (int64_t)l->data_parallel * l->tensor_parallel * l->pipeline_parallel;
+}
+
+int layout_grad_accum(const layout *l, int global_batch)
+{
+	if (l->micro_batch < 1 || l->data_parallel < 1 || global_batch < 1)
+		return 0;
+	int64_t per_step = (int64_t)l->micro_batch * l->data_parallel;
+	return global_batch % per_step == 0 ? (int)(global_batch / per_step) : 0;
+}
+
+static void add(layout_problem *out, int *n, const char *field, err_code code, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static void add(layout_problem *out, int *n, const char *field, err_code code, const char *fmt, ...)
+{
+	layout_problem *p = &out[(*n)++];
+	p->field = field;
+	p->code = code;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(p->message, sizeof(p->message), fmt, ap);
+	va_end(ap);
+}
+
+int layout_check(const layout *l, const layout_fit *fit, layout_problem *out)
+{
+	int n = 0;
+	if (l->tensor_parallel >= 1 && fit->heads >= 1 && fit->heads % l->tensor_parallel != 0)
+		add(out, &n, "tensor_parallel", ERR_F_HEADS_NOT_DIVISIBLE,
+		    "heads (%d) is not divisible by tensor_parallel (%d)", fit->heads,
+		    l->tensor_parallel);
+	if (l->pipeline_parallel >= 1 && fit->layers >= 1 &&
+	    fit->layers % l->pipeline_parallel != 0)
+		add(out, &n, "pipeline_parallel", ERR_F_LAYERS_NOT_DIVISIBLE,
+		    "layers (%d) is not divisible by pipeline_parallel (%d)", fit->layers,
+		    l->pipeline_parallel);
+	if (l->micro_batch >= 1 && l->data_parallel >= 1 && fit->global_batch >= 1 &&
+	    layout_grad_accum(l, fit->global_batch) == 0)
+		add(out, &n, "data_parallel", ERR_F_BATCH_MISMATCH,
+		    "global_batch (%d) is not micro_batch (%d) x data_parallel (%d) x a whole "
+		    "grad_accum",
+		    fit->global_batch, l->micro_batch, l->data_parallel);
+	if (l->data_parallel >= 1 && l->tensor_parallel >= 1 && l->pipeline_parallel >= 1 &&
+	    fit->ranks >= 1 && layout_ranks(l) != fit->ranks) {
+		char said[96];
+		snprintf(said, sizeof(said),
+		         fit->ranks_said ? fit->ranks_said : "there are %lld ranks",
+		         (long long)fit->ranks);
+		add(out, &n, "data_parallel", ERR_F_RANKS_MISMATCH,
+		    "data_parallel x tensor_parallel x pipeline_parallel is %d x %d x %d = %lld "
+		    "but %s",
+		    l->data_parallel, l->tensor_parallel, l->pipeline_parallel,
+		    (long long)layout_ranks(l), said);
+	}
+	return n;
+}
+
+int layout_check_msg(const layout *l, const layout_fit *fit, char *err, size_t errlen)
+{
+	layout_problem p[LAYOUT_PROBLEMS_MAX];
+	int n = layout_check(l, fit, p);
+	size_t used = 0;
+	for (int i = 0; i < n && used < errlen; i++)
+		used += (size_t)snprintf(err + used, errlen - used, "%s%s", i ? "; " : "",
+		                         p[i].message);
+	return n ? -1 : 0;
+}
+
+/* The fields of the text form, in the order layout_format() writes them. */
+static const struct {
+	const char *name;
+	size_t offset;
+	int min, max;
+} fields[] = {
+    {"data_parallel", offsetof(layout, data_parallel), 1, LAYOUT_DATA_PARALLEL_MAX},
+    {"tensor_parallel", offsetof(layout, tensor_parallel), 1, LAYOUT_DEGREE_MAX},
+    {"pipeline_parallel", offsetof(layout, pipeline_parallel), 1, LAYOUT_DEGREE_MAX},
+    {"zero_stage", offsetof(layout, zero_stage), 0, LAYOUT_ZERO_STAGE_MAX},
+    {"micro_batch", offsetof(layout, micro_batch), 1, LAYOUT_MICRO_BATCH_MAX},
+};
+#define N_FIELDS (sizeof(fields) / sizeof(fields[0]))
+
+static int *field_of(layout *l, size_t i)
+{
+	return (int *)(void *)((char *)l + fields[i].offset);
+}
+
+int layout_format(const layout *l, char *buf, size_t n)
+{
+	layout copy = *l;
+	size_t used = 0;
+	for (size_t i = 0; i < N_FIELDS; i++) {
+		int w = snprintf(buf + (used < n ? used : n), used < n ? n - used : 0, "%s%s=%d",
+		                 i ? "," : "", fields[i].name, *field_of(&copy, i));
+		used += (size_t)w;
+	}
+	return (int)used;
+}
+
+int layout_parse(const char *text, layout *out, char *err, size_t errlen)
+{
+	layout l = {0};
+	bool seen[N_FIELDS] = {false};
+	const char *p = text;
+	while (*p) {
+		const char *end = p + strcspn(p, ",");
+		const char *eq = memchr(p, '=', (size_t)(end - p));
+		size_t i = 0;
+		while (eq && i < N_FIELDS &&
+		       (strlen(fields[i].name) != (size_t)(eq - p) ||
+		        strncmp(fields[i].name, p, (size_t)(eq - p)) != 0))
+			i++;
+		if (!eq || i == N_FIELDS) {
+			err_printf(err, errlen,
+			           "layout \"%s\": \"%.*s\" is not field=value of a layout", text,
+			           (int)(end - p), p);
+			return -1;
+		}
+		if (seen[i]) {
+			err_printf(err, errlen, "layout \"%s\": %s is given twice", text,
+			           fields[i].name);
+			return -1;
+		}
+		char *stop;
+		long v = strtol(eq + 1, &stop, 10);
+		if (stop == eq + 1 || stop != end || v < fields[i].min || v > fields[i].max) {
+			err_printf(err, errlen,
+			           "layout \"%s\": %s must be an integer from %d to %d", text,
+			           fields[i].name, fields[i].min, fields[i].max);
+			return -1;
+		}
+		seen[i] = true;
+		*field_of(&l, i) = (int)v;
+		p = *end ? end + 1 : end;
+	}
+	for (size_t i = 0; i < N_FIELDS; i++) {
+		if (!seen[i]) {
+			err_printf(err, errlen, "layout \"%s\": %s is missing", text,
+			           fields[i].name);
+			return -1;
+		}
+	}
+	*out = l;
+	return 0;
+}

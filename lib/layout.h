@@ -1,0 +1,87 @@
+/*
+ * layout.h - how a job's ranks are laid out: data x tensor x pipeline
+ * parallel, the ZeRO stage and the batch split. One type for the job
+ * spec's layout and each of its fallbacks, the capacity planner's
+ * candidates, the worker runtime's ladder and the layout the trainer runs;
+ * the ranges of its fields and the rules between a layout, its model and
+ * its batch are written here once.
+ */
+#ifndef TY_LAYOUT_H
+#define TY_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+/* The ranges of the fields (the job spec, the plan request, the OpenAPI document). */
+#define LAYOUT_DATA_PARALLEL_MAX 65536
+#define LAYOUT_DEGREE_MAX        1024 /* tensor_parallel, pipeline_parallel */
+#define LAYOUT_ZERO_STAGE_MAX    3
+#define LAYOUT_MICRO_BATCH_MAX   65536
+#define LAYOUT_BATCH_MAX         16777216 /* global_batch, grad_accum */
+
+typedef struct layout {
+	int data_parallel, tensor_parallel, pipeline_parallel, zero_stage, micro_batch;
+	int grad_accum; /* derived: global_batch / (micro_batch x data_parallel) */
+} layout;
+
+/* RET: the ranks the layout needs, data x tensor x pipeline parallel. */
+int64_t layout_ranks(const layout *l);
+
+/*
+ * RET: global_batch / (micro_batch x data_parallel), or 0 when that is not
+ * a whole number or a value is unknown (below 1).
+ */
+int layout_grad_accum(const layout *l, int global_batch);
+
+/* What a layout must agree with; a value below 1 is unknown, and the rules that need it wait. */
+typedef struct layout_fit {
+	int heads, layers; /* the model's */
+	int global_batch;  /* sequences per optimizer step */
+	int64_t ranks;     /* the ranks there are */
+	/* how a message says so, a printf format of one long long:
+	 * "nodes x ranks_per_node is %lld", "the world has %lld ranks" */
+	const char *ranks_said;
+} layout_fit;
+
+/* One broken rule: the field of the layout it points at, its code and why. */
+typedef struct layout_problem {
+	const char *field; /* "tensor_parallel", "pipeline_parallel", "data_parallel" */
+	err_code code;     /* ERR_F_HEADS_NOT_DIVISIBLE, ERR_F_LAYERS_NOT_DIVISIBLE,
+	                      ERR_F_BATCH_MISMATCH, ERR_F_RANKS_MISMATCH */
+	char message[192];
+} layout_problem;
+
+#define LAYOUT_PROBLEMS_MAX 4
+
+/*
+ * The rules between a layout and what it must agree with: tensor_parallel
+ * divides the heads, pipeline_parallel the layers, global_batch is
+ * micro_batch x data_parallel x a whole grad_accum, and data x tensor x
+ * pipeline parallel is the ranks there are. A field of l below 1 is
+ * unknown too. OUT: out[0..RET-1], the broken rules in that order (out
+ * holds LAYOUT_PROBLEMS_MAX). RET: how many.
+ */
+int layout_check(const layout *l, const layout_fit *fit, layout_problem *out);
+
+/*
+ * layout_check() as one message, for programs that stop on a bad layout.
+ * RET 0, or -1 with the broken rules in err ("; " between them).
+ */
+int layout_check_msg(const layout *l, const layout_fit *fit, char *err, size_t errlen);
+
+/*
+ * The layout as the trainer's --layout takes it and the runtime writes it:
+ * "data_parallel=2,tensor_parallel=1,pipeline_parallel=1,zero_stage=1,
+ * micro_batch=4". RET the characters written (snprintf's count).
+ */
+int layout_format(const layout *l, char *buf, size_t n);
+
+/*
+ * Parse what layout_format() writes: every field once, in any order, each
+ * within its range. RET 0, or -1 with why in err.
+ */
+int layout_parse(const char *text, layout *out, char *err, size_t errlen);
+
+#endif
