@@ -15,8 +15,8 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=SCRIPTDIR/lib.sh disable=SC1091
 . "$HERE/lib.sh"
-# shellcheck source=SCRIPTDIR/../train/lib.sh disable=SC1091
-. "$HERE/../train/lib.sh"
+# shellcheck source=SCRIPTDIR/../trainer/lib.sh disable=SC1091
+. "$HERE/../trainer/lib.sh"
 
 WORKER_BIN=$(dirname "$TRAIN_BIN")/trainyard-worker
 if [[ -z ${TRAINYARD_URL:-} || -z ${TRAINYARD_DB:-} || -z ${TRAINYARD_DATA_ROOT:-} ||

@@ -3,7 +3,7 @@
 # corpus, waiting for states, and the Slurm side of a job.
 # shellcheck shell=bash
 
-# shellcheck source=SCRIPTDIR/../train/lib.sh disable=SC1091
+# shellcheck source=SCRIPTDIR/../trainer/lib.sh disable=SC1091
 . "$TY_ROOT/tests/trainer/lib.sh"
 
 # Test settings: short cycles, leases and backoffs, frequent heartbeats.
