@@ -40,7 +40,7 @@ API_SRC  := $(filter-out api/main.c,$(wildcard api/*.c))
 CLI_SRC  := $(filter-out cli/main.c,$(wildcard cli/*.c))
 TRAIN_SRC := $(filter-out trainer/main.c,$(wildcard trainer/*.c))
 # The worker runtime (worker/): no MPI, no OpenMP.
-RUNTIME_SRC := $(filter-out worker/main.c,$(wildcard worker/*.c)) trainer/train_config.c
+RUNTIME_SRC := $(filter-out worker/main.c,$(wildcard worker/*.c))
 # The scheduler (scheduler/) is the only part linked with libslurm.
 SCHED_SRC := $(filter-out scheduler/main.c,$(wildcard scheduler/*.c))
 SLURM_LIBS := -lslurm
@@ -111,11 +111,11 @@ $(BUILD)/obj/%.o: %.c
 $(BUILD)/obj/api/%.o: CFLAGS += -Iapi
 $(BUILD)/obj/cli/%.o: CFLAGS += -Icli
 $(BUILD)/obj/trainer/%.o: CFLAGS += $(TRAIN_CFLAGS) -Itrainer
-$(BUILD)/obj/worker/%.o: CFLAGS += -Iworker -Itrainer
+$(BUILD)/obj/worker/%.o: CFLAGS += -Iworker
 $(BUILD)/obj/scheduler/%.o: CFLAGS += -Ischeduler
 $(BUILD)/obj/tests/unit/%.o: CFLAGS += -Itests/unit -Iapi -Icli
 $(BUILD)/obj/tests/trainer/%.o: CFLAGS += $(TRAIN_CFLAGS) -Itests/unit -Itests/trainer -Itrainer
-$(BUILD)/obj/tests/worker/%.o: CFLAGS += -Itests/unit -Iworker -Itrainer
+$(BUILD)/obj/tests/worker/%.o: CFLAGS += -Itests/unit -Iworker
 $(BUILD)/obj/tests/scheduler/%.o: CFLAGS += -Itests/unit -Ischeduler
 $(BUILD)/obj/tests/integration/%.o: CFLAGS += -Itests/unit -Itests/integration
 $(BUILD)/obj/bench/crypto.o: CFLAGS += -Itests/unit

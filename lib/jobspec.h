@@ -130,6 +130,18 @@ int jobspec_parse(const json_t *in, const jobspec_quota *quota, jobspec *out, js
                   verrs *v);
 
 /*
+ * A job spec from a file ("-": standard input), with each override
+ * "section.field=value" applied before validation (value read as JSON,
+ * else taken as a string), so a program never runs a spec the API would
+ * refuse. The one loader of the trainer and the worker runtime.
+ * OUT: *out and, when normalized is not NULL, *normalized (caller
+ * json_decref()s it) as jobspec_parse() gives them.
+ * RET 0; -1 with every problem in err, one per line.
+ */
+int jobspec_load(const char *path, char *const *overrides, int n_overrides, jobspec *out,
+                 json_t **normalized, char *err, size_t errlen);
+
+/*
  * Read only the "model" member of body (any JSON object holding one, such
  * as a capacity plan request), with the job spec's presets, ranges and
  * rules, reported at /model/... as jobspec_parse() reports them.

@@ -24,12 +24,16 @@ static void usage(FILE *f)
 	fprintf(f,
 	        "usage: trainyard-train train --spec FILE [options]\n"
 	        "       trainyard-train tokenize --out PREFIX [--shard-tokens N] FILE...\n"
-	        "       trainyard-train reshard --spec FILE [--set ...] --from DIR --to DIR "
-	        "[--step N]\n"
+	        "       trainyard-train reshard --spec FILE [--set ...] [--layout L] --from DIR "
+	        "--to DIR [--step N]\n"
 	        "\n"
 	        "train options:\n"
 	        "  --spec FILE          job spec JSON, as the API accepts it (\"-\": stdin)\n"
 	        "  --set SECTION.FIELD=VALUE  override one spec field (repeatable)\n"
+	        "  --layout L           train in layout L instead of the spec's parallel one:\n"
+	        "                       data_parallel=N,tensor_parallel=N,pipeline_parallel=N,\n"
+	        "                       zero_stage=N,micro_batch=N (the worker runtime's\n"
+	        "                       fallbacks); the spec's model and global batch stay\n"
 	        "  --ckpt-dir DIR       write checkpoints there; resume from the newest valid one\n"
 	        "  --data-root DIR      the spec's data paths resolve beneath DIR, following no\n"
 	        "                       symbolic link (default: the current directory)\n"
@@ -48,20 +52,23 @@ static void usage(FILE *f)
 	        "\n"
 	        "\n"
 	        "reshard: rewrite the newest valid checkpoint of --from (or --step N) into --to\n"
-	        "for the spec's parallel layout, so a run of that layout resumes from it.\n"
+	        "for the spec's parallel layout (or --layout's), so a run of that layout resumes\n"
+	        "from it.\n"
 	        "\n"
 	        "Run under mpirun or srun --mpi=pmix for several ranks: the world size must\n"
-	        "equal data_parallel x tensor_parallel x pipeline_parallel. Exit statuses:\n");
+	        "equal data_parallel x tensor_parallel x pipeline_parallel of the layout it\n"
+	        "trains. Exit statuses:\n");
 #define X(e, st, name, doc) fprintf(f, "  %3d %-19s %s\n", st, name, doc);
 	TRAIN_EXIT_CODES(X)
 #undef X
 }
 
-/* The job spec at path with the --set overrides, validated. RET a train_exit. */
-static int load_config(train_config *tc, const char *path, char **overrides, int n)
+/* The job spec at path with the --set overrides, validated, and the --layout. RET a train_exit. */
+static int load_config(train_config *tc, const char *path, char **overrides, int n,
+                       const char *run_layout)
 {
 	char err[4096];
-	if (train_config_load(tc, path, overrides, n, err, sizeof(err)) < 0) {
+	if (train_config_load(tc, path, overrides, n, run_layout, err, sizeof(err)) < 0) {
 		fprintf(stderr, "trainyard-train: %s\n", err);
 		return TRAIN_INVALID_CONFIG;
 	}
@@ -116,6 +123,7 @@ static int cmd_train(int argc, char **argv)
 {
 	static const struct option opts[] = {{"spec", required_argument, 0, 's'},
 	                                     {"set", required_argument, 0, 'o'},
+	                                     {"layout", required_argument, 0, 'L'},
 	                                     {"ckpt-dir", required_argument, 0, 'c'},
 	                                     {"data-root", required_argument, 0, 'D'},
 	                                     {"no-resume", no_argument, 0, 'R'},
@@ -131,7 +139,7 @@ static int cmd_train(int argc, char **argv)
 	                                     {"help", no_argument, 0, 'h'},
 	                                     {0, 0, 0, 0}};
 	train_options o = {.stop_after = -1};
-	const char *spec = NULL;
+	const char *spec = NULL, *run_layout = NULL;
 	char **overrides = calloc((size_t)argc, sizeof(char *));
 	int n_over = 0, c;
 	bool bad_limit = false;
@@ -144,6 +152,9 @@ static int cmd_train(int argc, char **argv)
 			break;
 		case 'o':
 			overrides[n_over++] = optarg;
+			break;
+		case 'L':
+			run_layout = optarg;
 			break;
 		case 'c':
 			o.ckpt_dir = optarg;
@@ -204,7 +215,7 @@ static int cmd_train(int argc, char **argv)
 		o.encrypt = &sealed;
 	}
 	train_config tc;
-	int rc = load_config(&tc, spec, overrides, n_over);
+	int rc = load_config(&tc, spec, overrides, n_over, run_layout);
 	free(overrides);
 	if (rc == TRAIN_OK) {
 		rc = train_run(&tc, &o);
@@ -217,15 +228,13 @@ static int cmd_train(int argc, char **argv)
 
 static int cmd_reshard(int argc, char **argv)
 {
-	static const struct option opts[] = {{"spec", required_argument, 0, 's'},
-	                                     {"set", required_argument, 0, 'o'},
-	                                     {"from", required_argument, 0, 'f'},
-	                                     {"to", required_argument, 0, 't'},
-	                                     {"step", required_argument, 0, 'n'},
-	                                     {"help", no_argument, 0, 'h'},
-	                                     {0, 0, 0, 0}};
+	static const struct option opts[] = {
+	    {"spec", required_argument, 0, 's'},   {"set", required_argument, 0, 'o'},
+	    {"layout", required_argument, 0, 'L'}, {"from", required_argument, 0, 'f'},
+	    {"to", required_argument, 0, 't'},     {"step", required_argument, 0, 'n'},
+	    {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
 	reshard_options o = {0};
-	const char *spec = NULL;
+	const char *spec = NULL, *run_layout = NULL;
 	char **overrides = calloc((size_t)argc, sizeof(char *));
 	int n_over = 0, c;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -235,6 +244,9 @@ static int cmd_reshard(int argc, char **argv)
 			break;
 		case 'o':
 			overrides[n_over++] = optarg;
+			break;
+		case 'L':
+			run_layout = optarg;
 			break;
 		case 'f':
 			o.from = optarg;
@@ -268,7 +280,7 @@ static int cmd_reshard(int argc, char **argv)
 		return TRAIN_USAGE;
 	}
 	train_config tc;
-	int rc = load_config(&tc, spec, overrides, n_over);
+	int rc = load_config(&tc, spec, overrides, n_over, run_layout);
 	free(overrides);
 	if (rc != TRAIN_OK)
 		return rc;

@@ -74,7 +74,7 @@ static int read_source(reshard *r)
 		snprintf(r->err, sizeof(r->err), "the checkpoint state is not a JSON object");
 		return say(r, TRAIN_CKPT_CORRUPT, "cannot read the checkpoint");
 	}
-	const layout *p = &r->tc->spec.parallel;
+	const layout *p = &r->tc->run;
 	json_object_set_new(r->state, "grid",
 	                    json_pack("{s:i, s:i, s:i, s:i}", "dp", p->data_parallel, "tp",
 	                              p->tensor_parallel, "pp", p->pipeline_parallel, "zero_stage",
@@ -104,7 +104,7 @@ static int write_rank(reshard *r, const mp_grid *g, const char *state, ckpt_shar
 
 static int write_target(reshard *r)
 {
-	const layout *p = &r->tc->spec.parallel;
+	const layout *p = &r->tc->run;
 	int world = (int)layout_ranks(p);
 	ckpt_shard_info *infos = calloc((size_t)world, sizeof(*infos));
 	char *state = json_dumps(r->state, JSON_COMPACT | JSON_REAL_PRECISION(17));

@@ -418,12 +418,12 @@ static int train_step(run *r, int s, step_result *out)
 	const train_config *tc = r->tc;
 	double t0 = now(), d0 = data_wait_seconds(r->data);
 	reset_seconds(r);
-	int rc = dp_begin_step(r->dp, tc->grad_accum);
+	int rc = dp_begin_step(r->dp, tc->run.grad_accum);
 	if (rc < 0)
 		return comm_status(rc);
-	float dloss = r->scaler.scale / (float)(tc->grad_accum * r->grid.dp);
+	float dloss = r->scaler.scale / (float)(tc->run.grad_accum * r->grid.dp);
 	double loss_sum = 0;
-	if ((rc = pipe_step(&r->pipe, tc->grad_accum, dloss, &loss_sum)) < 0) {
+	if ((rc = pipe_step(&r->pipe, tc->run.grad_accum, dloss, &loss_sum)) < 0) {
 		if (rc >= DATA_ERR_NOMEM && rc <= DATA_ERR_IO)
 			return fail(r, TRAIN_DATA, "could not read training data");
 		snprintf(r->err, sizeof(r->err), "%s", "a pipeline transfer failed");
@@ -431,7 +431,7 @@ static int train_step(run *r, int s, step_result *out)
 	}
 	/* the loss lives on the last stage: one copy per data-parallel replica */
 	bool counts = r->grid.pp_rank == r->grid.pp - 1 && r->grid.tp_rank == 0;
-	float loss = counts ? (float)(loss_sum / tc->grad_accum) : 0.0f;
+	float loss = counts ? (float)(loss_sum / tc->run.grad_accum) : 0.0f;
 	if ((rc = comm_allreduce_sum(r->c, &loss, 1)) < 0)
 		return comm_status(rc);
 	out->loss = loss / (float)r->grid.dp;
@@ -582,16 +582,17 @@ static int setup_parallel(run *r, const float *init)
 		}
 		groups.dp = r->g[G_DP];
 	}
-	r->dp = dp_new_part(r->lay, &groups, tc->zero_stage, local, &opt, r->err, sizeof(r->err));
+	r->dp =
+	    dp_new_part(r->lay, &groups, tc->run.zero_stage, local, &opt, r->err, sizeof(r->err));
 	free(local);
 	if (!r->dp)
 		return fail(r, strstr(r->err, "out of memory") ? TRAIN_OOM : TRAIN_INVALID_CONFIG,
 		            "could not set up data parallel");
 	gpt_part part = mp_layout_part(r->lay);
 	part.tp_comm = r->g[G_TP];
-	part.slots = pipe_slots(g->pp, g->pp_rank, tc->grad_accum);
+	part.slots = pipe_slots(g->pp, g->pp_rank, tc->run.grad_accum);
 	part.recompute = (gpt_recompute)tc->spec.training.recompute;
-	int B = tc->micro_batch, T = tc->model.max_seq_len;
+	int B = tc->run.micro_batch, T = tc->model.max_seq_len;
 	r->model = gpt_new_part(&tc->model, &part, B, T, tc->precision, r->err, sizeof(r->err));
 	if (!r->model)
 		return fail(r, strstr(r->err, "out of memory") ? TRAIN_OOM : TRAIN_INVALID_CONFIG,
@@ -618,8 +619,8 @@ static int setup(run *r)
 {
 	const train_config *tc = r->tc;
 	const jobspec *spec = &tc->spec;
-	if (mp_grid_init(&r->grid, r->world, r->rank, tc->data_parallel,
-	                 spec->parallel.tensor_parallel, spec->parallel.pipeline_parallel, r->err,
+	if (mp_grid_init(&r->grid, r->world, r->rank, tc->run.data_parallel,
+	                 tc->run.tensor_parallel, tc->run.pipeline_parallel, r->err,
 	                 sizeof(r->err)) < 0)
 		return fail(r, TRAIN_INVALID_CONFIG, "invalid parallel layout");
 	if (gpt_config_check(&tc->model, r->err, sizeof(r->err)) < 0)
@@ -653,7 +654,7 @@ static int setup(run *r)
 	free(init);
 	if (rc != TRAIN_OK)
 		return rc;
-	int B = tc->micro_batch, T = tc->model.max_seq_len;
+	int B = tc->run.micro_batch, T = tc->model.max_seq_len;
 	data_config dc = {.root = r->o->data_root,
 	                  .pattern = spec->data.train,
 	                  .vocab_size = tc->model.vocab_size,
@@ -661,7 +662,7 @@ static int setup(run *r)
 	                  .T = T,
 	                  .dp_rank = r->grid.dp_rank,
 	                  .dp_size = r->grid.dp,
-	                  .accum_steps = tc->grad_accum,
+	                  .accum_steps = tc->run.grad_accum,
 	                  .seed = (uint64_t)spec->training.seed,
 	                  .shuffle = true,
 	                  .prefetch = true};

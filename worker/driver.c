@@ -17,7 +17,6 @@
 #include "ladder.h"
 #include "launch.h"
 #include "relay.h"
-#include "train_config.h"
 
 /* After the launcher ended, how long its pipes may stay open before the driver moves on. */
 #define DRAIN_SECONDS 2.0
@@ -45,7 +44,7 @@ void runtime_request_stop(void)
 typedef struct driver {
 	const runtime_options *o;
 	runtime_sink *sink;
-	train_config tc;
+	jobspec spec; /* the job's, as its runs read it */
 	layout rungs[LADDER_MAX];
 	int n_rungs;
 	int healthy; /* slots not lost */
@@ -330,7 +329,7 @@ static int finish(driver *d, launch_class c, const char *fmt, ...)
 static int fall_back(driver *d, int cur, launch_class c, const launch_end *e, char *why,
                      size_t whylen)
 {
-	int max = d->tc.spec.fault_tolerance.max_restarts;
+	int max = d->spec.fault_tolerance.max_restarts;
 	/*
 	 * A rank lost in an allocation of several nodes most likely means a
 	 * node is gone. The allocation still holds it, and Slurm ends the job
@@ -435,17 +434,16 @@ int runtime_run(const runtime_options *o, runtime_sink *sink)
 	install_signals();
 	char err[4096];
 	int rc;
-	if (train_config_load(&d->tc, o->spec_path, o->overrides, o->n_overrides, err,
-	                      sizeof(err)) < 0) {
+	if (jobspec_load(o->spec_path, o->overrides, o->n_overrides, &d->spec, NULL, err,
+	                 sizeof(err)) < 0) {
 		rc = finish(d, LAUNCH_INVALID_CONFIG, "%s", err);
 	} else {
-		d->n_rungs = ladder_build(&d->tc.spec, d->rungs);
-		d->healthy = o->slots > 0 ? o->slots : (int)jobspec_ranks(&d->tc.spec);
+		d->n_rungs = ladder_build(&d->spec, d->rungs);
+		d->healthy = o->slots > 0 ? o->slots : (int)jobspec_ranks(&d->spec);
 		if (!d->slurm) /* under Slurm, each task's CPU set says it */
 			launch_default_threads((int)layout_ranks(&d->rungs[0]));
 		rc = drive(d);
 	}
-	train_config_release(&d->tc);
 	relay_release(&d->rl);
 	free(d);
 	return rc;

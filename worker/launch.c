@@ -55,12 +55,6 @@ static void addf(argv_builder *b, const char *fmt, ...)
 	add(b, buf);
 }
 
-static void add_set(argv_builder *b, const char *field, int value)
-{
-	add(b, "--set");
-	addf(b, "%s=%d", field, value);
-}
-
 char **launch_argv(const launch_plan *p)
 {
 	argv_builder b = {0};
@@ -114,16 +108,10 @@ char **launch_argv(const launch_plan *p)
 		add(&b, "--set");
 		add(&b, p->overrides[i]);
 	}
-	add_set(&b, "parallel.data_parallel", l->data_parallel);
-	add_set(&b, "parallel.tensor_parallel", l->tensor_parallel);
-	add_set(&b, "parallel.pipeline_parallel", l->pipeline_parallel);
-	add_set(&b, "parallel.zero_stage", l->zero_stage);
-	add_set(&b, "parallel.micro_batch", l->micro_batch);
-	add_set(&b, "parallel.grad_accum", l->grad_accum);
-	add_set(&b, "resources.nodes", 1);
-	add_set(&b, "resources.ranks_per_node", ranks);
-	add(&b, "--set");
-	add(&b, "fault_tolerance.fallback=[]");
+	char text[LAUNCH_LAYOUT_TEXT];
+	layout_format(l, text, sizeof(text));
+	add(&b, "--layout");
+	add(&b, text);
 	if (b.broken) {
 		launch_argv_free(b.v);
 		return NULL;

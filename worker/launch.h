@@ -15,6 +15,9 @@
 
 #include "jobspec.h"
 
+/* Room for a layout's text form (layout_format()). */
+#define LAUNCH_LAYOUT_TEXT 160
+
 /* What to launch. Every pointer is borrowed. */
 typedef struct launch_plan {
 	const char *train_bin;  /* the trainyard-train program */
@@ -23,7 +26,7 @@ typedef struct launch_plan {
 	const char *data_root;  /* trainyard-train --data-root; NULL: none (its default) */
 	char *const *overrides; /* the caller's "section.field=value", applied first */
 	int n_overrides;
-	layout layout;  /* the rung to run */
+	layout layout;            /* the rung to run */
 	size_t rank_memory_limit; /* bytes of address space per rank; 0: none */
 	bool slurm;               /* srun (inside a Slurm allocation), else mpirun */
 	const char *encrypt_for;  /* "TENANT_ID:JOB_ID": trainyard-train --encrypt; NULL: none */
@@ -38,11 +41,9 @@ typedef struct launch_plan {
  *   srun --mpi=pmix --kill-on-bad-exit=1 -n N TRAIN train ...
  * with, for the trainer: --spec, --ckpt-dir, --data-root when set,
  * --metrics - (rank 0 writes the metrics to its stdout), --encrypt and
- * --memory-limit when set, the caller's --set
- * overrides, then the rung's: parallel.{data,tensor,pipeline}_parallel,
- * zero_stage, micro_batch, grad_accum, resources.nodes=1,
- * resources.ranks_per_node=N and fault_tolerance.fallback=[] (the trainer
- * runs one layout; the ladder is the driver's).
+ * --memory-limit when set, the caller's --set overrides, then --layout
+ * with the rung (layout_format(): the trainer runs that one layout of the
+ * job's spec, which it reads as it is; the ladder is the driver's).
  * RET: the argv (launch_argv_free() it), or NULL when out of memory.
  */
 char **launch_argv(const launch_plan *p);

@@ -4,7 +4,9 @@
 # dp2 with ZeRO 3, and each continuation's steps 11-20 match the
 # uninterrupted 1-rank run; offline `trainyard-train reshard` writes a
 # checkpoint that a pp2 run resumes bit-identically to the online reshard.
-# Invalid grids are refused with the invalid-configuration status (10).
+# `--layout` (the worker runtime's way to run a fallback) trains the same
+# as a spec that says that layout. Invalid grids and layouts are refused
+# with the invalid-configuration status (10).
 #
 # Tolerance: relative 1e-6 per step, for the reasons in
 # train_model_parallel.sh (the runs differ in how float sums are cut;
@@ -76,6 +78,17 @@ resume pp2 2 $(grid 1 1 2)
 # shellcheck disable=SC2046
 resume dp2-z3 2 $(grid 2 1 1) --set parallel.zero_stage=3
 
+# The worker runtime's way: the spec as it is (its layout one rank) and the
+# layout to train in as --layout. The same run as dp2-z3 above, so the same
+# losses, bit for bit.
+L_DP2_Z3=data_parallel=2,tensor_parallel=1,pipeline_parallel=1,zero_stage=3,micro_batch=2
+rm -rf "$TY_TMP/ck-layout"
+cp -a "$TY_TMP/ck" "$TY_TMP/ck-layout"
+check "resume as dp2-z3 by --layout, the spec untouched" trainN 2 --spec "$S" \
+	--layout "$L_DP2_Z3" --ckpt-dir "$TY_TMP/ck-layout" --metrics "$TY_TMP/layout.jsonl"
+check_eq "it trains exactly as the run whose spec says dp2-z3" \
+	"$(losses "$TY_TMP/dp2-z3.jsonl")" "$(losses "$TY_TMP/layout.jsonl")"
+
 # offline: reshard to pp2, then resume from it
 # shellcheck disable=SC2046
 check "reshard offline to pp2" "$TRAIN_BIN" reshard "${base[@]}" $(grid 1 1 2) \
@@ -112,4 +125,12 @@ refused "tp 3 with 4 heads" "not divisible by tensor_parallel" 1 $(grid 1 3 1)
 refused "pp 3 of 2 layers" "not divisible by pipeline_parallel" 1 $(grid 1 1 3)
 # shellcheck disable=SC2046
 refused "a 2 x 2 grid on 2 ranks" "is 2 x 2 x 1 = 4 but the world has 2 ranks" 2 $(grid 2 2 1)
+refused "--layout with tp 3 of 4 heads" "not divisible by tensor_parallel" 1 \
+	--layout data_parallel=1,tensor_parallel=3,pipeline_parallel=1,zero_stage=0,micro_batch=2
+refused "--layout whose batch is no whole accumulation" "is not micro_batch \\(3\\)" 1 \
+	--layout data_parallel=1,tensor_parallel=1,pipeline_parallel=1,zero_stage=0,micro_batch=3
+refused "--layout missing a field" "micro_batch is missing" 1 \
+	--layout data_parallel=1,tensor_parallel=1,pipeline_parallel=1,zero_stage=0
+refused "--layout on a world of another size" "is 1 x 1 x 1 = 1 but the world has 2 ranks" 2 \
+	--layout data_parallel=1,tensor_parallel=1,pipeline_parallel=1,zero_stage=0,micro_batch=2
 summary
