@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attemptstate.h"
 #include "handlers.h"
 #include "jobspec.h"
 #include "jobstate.h"
@@ -119,29 +120,20 @@ int h_attempt_get(api_req *rq)
  */
 static int mark_running(api_req *rq, char now_state[16])
 {
-	const char *p[] = {rq->scope.attempt_id};
-	PGresult *r;
-	int rc = db_query(rq->db, &r,
-	                  "WITH old AS (SELECT state FROM job_attempts WHERE id = $1 FOR UPDATE)"
-	                  " UPDATE job_attempts a SET heartbeat_at = now(), state = 'running'"
-	                  " FROM old WHERE a.id = $1 AND old.state <> 'ended'"
-	                  " RETURNING old.state, (SELECT state FROM jobs WHERE id = a.job_id),"
-	                  " a.followed",
-	                  1, p);
-	if (rc == 0 && PQntuples(r) != 1)
-		rc = -ERR_ATTEMPT_ENDED;
-	bool first = rc == 0 && strcmp(PQgetvalue(r, 0, 0), "starting") == 0;
+	attempt_state was;
+	bool followed;
+	int rc = attemptstate_report(rq->db, rq->scope.attempt_id, &was, now_state, &followed);
+	bool first = rc == 0 && was == ATTEMPT_STARTING;
 	/*
 	 * A scheduler that died between its submission and recording it
 	 * leaves the job dispatching while Slurm runs it: the worker's first
 	 * report says it is scheduled, and the scheduler that finishes the
 	 * dispatch finds it so.
 	 */
-	bool unrecorded = first && strcmp(PQgetvalue(r, 0, 1), "dispatching") == 0 &&
-	                  PQgetvalue(r, 0, 2)[0] == 't';
-	bool start = first && (unrecorded || strcmp(PQgetvalue(r, 0, 1), "scheduled") == 0);
-	snprintf(now_state, 16, "%s", rc == 0 ? PQgetvalue(r, 0, 1) : "");
-	PQclear(r);
+	bool unrecorded = first && strcmp(now_state, "dispatching") == 0 && followed;
+	bool start = first && (unrecorded || strcmp(now_state, "scheduled") == 0);
+	if (rc != 0)
+		now_state[0] = '\0';
 	if (unrecorded)
 		rc = jobstate_transition(rq->db, rq->scope.job_id, JOB_SCHEDULED,
 		                         "running in Slurm before its submission was recorded",
@@ -495,19 +487,8 @@ static const char *failure_class(const char *reason)
  */
 static int attempt_end(api_req *rq, const char *oc, const char *fc, bool *followed)
 {
-	const char *p[] = {rq->scope.attempt_id, oc, fc};
-	PGresult *r;
-	int rc = db_query(rq->db, &r,
-	                  "UPDATE job_attempts SET state = 'ended', outcome = $2, ended_at = now(),"
-	                  " failure_class = CASE WHEN followed AND $2 = 'failed'"
-	                  "   AND failure_class = '' THEN $3 ELSE failure_class END"
-	                  " WHERE id = $1 RETURNING followed",
-	                  3, p);
-	if (rc == 0 && PQntuples(r) != 1)
-		rc = -ERR_ATTEMPT_ENDED;
-	*followed = rc == 0 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
-	PQclear(r);
-	return rc;
+	attempt_ending e = {.outcome = oc, .failure_class = fc, .class_if_unset = true};
+	return attemptstate_end(rq->db, rq->scope.attempt_id, &e, followed);
 }
 
 int h_attempt_finish(api_req *rq)

@@ -15,8 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "attemptstate.h"
 #include "batch.h"
 #include "db.h"
+#include "failure.h"
 #include "jobstate.h"
 #include "leader.h"
 #include "log.h"
@@ -268,13 +270,11 @@ static int record_one(sched *s, dispatch_item *it, bool cancelling)
 	} else {
 		/* refused by Slurm, or cancelled before it got there */
 		snprintf(msg, sizeof(msg), "Slurm refused the job: %s", it->err);
-		const char *q[] = {it->attempt_id, cancelling ? "cancelled" : "failed",
-		                   cancelling ? "" : "submit_rejected"};
-		rc = db_query(s->db, NULL,
-		              "UPDATE job_attempts SET state = 'ended', outcome = $2,"
-		              " failure_class = $3, followed = false, ended_at = now()"
-		              " WHERE id = $1",
-		              3, q);
+		attempt_ending e = {.outcome = cancelling ? "cancelled" : "failed",
+		                    .failure_class =
+		                        cancelling ? "" : failure_name(FAILURE_SUBMIT_REJECTED),
+		                    .unfollow = true};
+		rc = attemptstate_end(s->db, it->attempt_id, &e, NULL);
 		if (rc == 0)
 			rc = cancelling ? jobstate_transition(s->db, it->job_id, JOB_CANCELLED,
 			                                      "cancelled", NULL, NULL, NULL)
@@ -578,13 +578,8 @@ static int recover_one(sched *s, dispatch_item *it, job_state st, bool started, 
 		           it->job_id, it->number, it->slurm_id);
 	} else if (rc == 0 && ended) {
 		/* cancelled (or failed) before anything reached Slurm */
-		const char *q[] = {it->attempt_id};
-		rc = db_query(s->db, NULL,
-		              "UPDATE job_attempts SET state = 'ended', followed = false,"
-		              " ended_at = coalesce(ended_at, now()),"
-		              " outcome = CASE WHEN outcome = '' THEN 'failed' ELSE outcome END"
-		              " WHERE id = $1",
-		              1, q);
+		attempt_ending e = {.outcome = "failed", .keep_outcome = true, .unfollow = true};
+		rc = attemptstate_end(s->db, it->attempt_id, &e, NULL);
 		credential_remove(s, it->attempt_id);
 	} else if (rc == 0 && cancelling) {
 		it->result = -1;

@@ -21,8 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attemptstate.h"
 #include "db.h"
-#include "exitcode.h"
+#include "failure.h"
 #include "dispatch.h"
 #include "jobspec.h"
 #include "jobstate.h"
@@ -121,7 +122,7 @@ static void on_running(sched *s, const followed *f, const sl_job *j)
 	if (f->job == JOB_CANCELLING)
 		return;
 	char err[SL_ERR_MAX];
-	if (strcmp(f->failure_class, "hang") == 0) {
+	if (failure_by_name(f->failure_class) == FAILURE_HANG) {
 		if (sl_cancel(f->slurm_id, err) < 0) /* again, until Slurm ends it */
 			log_printf(LOG_WARN, "%s", err);
 		return;
@@ -134,10 +135,10 @@ static void on_running(sched *s, const followed *f, const sl_job *j)
 		           "job %s attempt %d: no heartbeat for %d s (timeout %d s); cancelling "
 		           "Slurm job %u",
 		           f->job_id, f->number, f->silence_s, timeout, f->slurm_id);
-		const char *p[] = {f->attempt_id};
+		const char *p[] = {f->attempt_id, failure_name(FAILURE_HANG)};
 		/* the class first: the job's end then reads as a hang, not as a cancel */
 		if (db_query(s->db, NULL,
-		             "UPDATE job_attempts SET failure_class = 'hang' WHERE id = $1", 1,
+		             "UPDATE job_attempts SET failure_class = $2 WHERE id = $1", 2,
 		             p) == 0 &&
 		    sl_cancel(f->slurm_id, err) < 0)
 			log_printf(LOG_WARN, "%s", err);
@@ -150,16 +151,16 @@ static void on_running(sched *s, const followed *f, const sl_job *j)
 /* The class an ended attempt failed with, or "" when it succeeded. */
 static const char *end_class(const followed *f, const sl_job *j)
 {
-	if (strcmp(f->failure_class, "hang") == 0)
-		return "hang";
-	if (j->state == SL_NODE_FAIL)
-		return "node_failure"; /* the worker saw a lost rank; Slurm knows why */
+	if (failure_by_name(f->failure_class) == FAILURE_HANG)
+		return failure_name(FAILURE_HANG);
+	if (j->state == SL_NODE_FAIL) /* the worker saw a lost rank; Slurm knows why */
+		return failure_name(FAILURE_NODE_FAILURE);
 	if (strcmp(f->outcome, "succeeded") == 0)
 		return "";
 	if (strcmp(f->outcome, "failed") == 0 && f->failure_class[0])
 		return f->failure_class;
 	if (j->state == SL_COMPLETED || j->exit_code == TRAIN_ATTEMPT_OVER)
-		return "lost"; /* the batch script ended without the worker's report */
+		return failure_name(FAILURE_LOST); /* the batch script ended without the report */
 	return sl_failure_class(j->state);
 }
 
@@ -300,7 +301,7 @@ static int refresh_locked(sched *s, followed *f)
 		int st = job_state_parse(PQgetvalue(r, 0, 0));
 		f->job = st < 0 ? JOB_FAILED : (job_state)st;
 		/* a job Slurm lost keeps what follow_one() decided */
-		if (strcmp(f->failure_class, "lost") != 0) {
+		if (failure_by_name(f->failure_class) != FAILURE_LOST) {
 			snprintf(f->outcome, sizeof(f->outcome), "%s", PQgetvalue(r, 0, 1));
 			snprintf(f->failure_class, sizeof(f->failure_class), "%s",
 			         PQgetvalue(r, 0, 2));
@@ -335,22 +336,12 @@ static int on_final(sched *s, followed *f, const sl_job *j)
 	if (rc == 0)
 		rc = refresh_locked(s, f);
 	const char *c = end_class(f, j);
-	char end[24];
-	snprintf(end, sizeof(end), "%lld", (long long)(j->end ? j->end : time(NULL)));
-	const char *p[] = {f->attempt_id,
-	                   f->job_id,
-	                   c,
-	                   sl_state_name(j->state),
-	                   j->nodes,
-	                   end,
-	                   c[0] ? "failed" : "succeeded"};
+	const char *p[] = {f->attempt_id, f->job_id, c, sl_state_name(j->state), j->nodes};
+	/* what Slurm and the reports say of the run, then its end (attemptstate.h) */
 	if (rc == 0)
 		rc = db_query(
 		    s->db, NULL,
-		    "UPDATE job_attempts a SET followed = false, state = 'ended',"
-		    " ended_at = coalesce(a.ended_at, to_timestamp($6::bigint)),"
-		    " outcome = CASE WHEN a.outcome = '' THEN $7 ELSE a.outcome END,"
-		    " failure_class = $3, slurm_state = $4,"
+		    "UPDATE job_attempts a SET slurm_state = $4,"
 		    " node_list = CASE WHEN $5 = '' THEN a.node_list ELSE $5 END,"
 		    " steps_done = m.s,"
 		    " steps_lost = CASE WHEN $3 = '' THEN 0 ELSE greatest(m.s - c.s, 0) END"
@@ -358,7 +349,14 @@ static int on_final(sched *s, followed *f, const sl_job *j)
 		    "$1) m,"
 		    " (SELECT coalesce(max(step), 0) AS s FROM checkpoints WHERE job_id = $2) c"
 		    " WHERE a.id = $1",
-		    7, p);
+		    5, p);
+	attempt_ending e = {.outcome = c[0] ? "failed" : "succeeded",
+	                    .keep_outcome = true,
+	                    .failure_class = c,
+	                    .unfollow = true,
+	                    .ended_s = j->end ? (int64_t)j->end : (int64_t)time(NULL)};
+	if (rc == 0)
+		rc = attemptstate_end(s->db, f->attempt_id, &e, NULL);
 	if (rc == 0)
 		rc = job_after_attempt(s, f, c);
 	if (rc == 0)
@@ -420,7 +418,7 @@ static int end_lost(sched *s, followed *f)
 	else
 		log_printf(LOG_WARN, "job %s attempt %d: Slurm holds no job of it; it is lost",
 		           f->job_id, f->number);
-	snprintf(f->failure_class, sizeof(f->failure_class), "lost");
+	snprintf(f->failure_class, sizeof(f->failure_class), "%s", failure_name(FAILURE_LOST));
 	snprintf(f->outcome, sizeof(f->outcome), "failed");
 	sl_job j = {.id = f->slurm_id, .state = SL_FAILED};
 	return on_final(s, f, &j);
@@ -529,7 +527,7 @@ static void sweep(sched *s)
 		int rc = db_begin(s->db);
 		if (rc == 0)
 			rc = refresh_locked(s, f);
-		const char *c = f->failure_class[0] ? f->failure_class : "lost";
+		const char *c = f->failure_class[0] ? f->failure_class : failure_name(FAILURE_LOST);
 		if (strcmp(f->outcome, "succeeded") == 0)
 			c = "";
 		if (rc == 0)

@@ -1,26 +1,16 @@
 /*
- * retry.c - the retry policy (see retry.h for the table).
+ * retry.c - the retry policy (retry.h; each class's rule is lib/failure.def's).
  */
 #include "retry.h"
 
 #include <stdio.h>
 #include <string.h>
 
-static const char *const permanent[] = {
-    "invalid_config", "data_error", "numerical_failure", "checkpoint_corrupt", "cancelled", NULL,
-};
-
-static bool in_list(const char *s, const char *const *list)
-{
-	for (int i = 0; list[i]; i++)
-		if (strcmp(s, list[i]) == 0)
-			return true;
-	return false;
-}
+#include "failure.h"
 
 bool retry_class_transient(const char *c)
 {
-	return c && c[0] && !in_list(c, permanent);
+	return c && c[0] && failure_retry_rule(failure_by_name(c)) != FAILURE_RETRY_NEVER;
 }
 
 static int backoff(int base, int k)
@@ -46,7 +36,8 @@ retry_decision retry_decide(const retry_input *in)
 		         in->max_restarts);
 		return d;
 	}
-	if (strcmp(c, "node_failure") == 0 || strcmp(c, "rank_lost") == 0) {
+	failure_retry rule = failure_retry_rule(failure_by_name(c));
+	if (rule == FAILURE_RETRY_FEWER_NODES) {
 		int fewer = in->nodes - 1;
 		if (fewer < 1 || (long)fewer * in->ranks_per_node < in->min_rung_ranks) {
 			snprintf(d.why, sizeof(d.why),
@@ -57,15 +48,14 @@ retry_decision retry_decide(const retry_input *in)
 		d.nodes = fewer;
 		snprintf(d.why, sizeof(d.why), "%s: retry on %d node(s) instead of %d", c, fewer,
 		         in->nodes);
-	} else if (strcmp(c, "out_of_memory") == 0) {
+	} else if (rule == FAILURE_RETRY_RECOMPUTE) {
 		if (in->recompute_full) {
-			snprintf(
-			    d.why, sizeof(d.why),
-			    "out_of_memory: already ran with full recomputation and every rung");
+			snprintf(d.why, sizeof(d.why),
+			         "%s: already ran with full recomputation and every rung", c);
 			return d;
 		}
 		d.set_recompute_full = true;
-		snprintf(d.why, sizeof(d.why), "out_of_memory: retry with training.recompute=full");
+		snprintf(d.why, sizeof(d.why), "%s: retry with training.recompute=full", c);
 	} else {
 		snprintf(d.why, sizeof(d.why), "%s: retry in the same configuration", c);
 	}

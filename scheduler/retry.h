@@ -2,27 +2,18 @@
  * retry.h - what a failed attempt leads to: another attempt (in which
  * configuration, after how long) or the end of the job.
  *
- * Failure classes come from the worker runtime (its launch classes, see
- * worker/runtime/classify.h, plus node_failure), from Slurm's end state
- * (node_fail, timeout, out_of_memory, preempted, failed, cancelled) and
- * from the scheduler itself (hang: no heartbeat within the job's
- * heartbeat_timeout_s; lost: Slurm no longer knows the job).
- *
- *   class                                  next attempt
- *   node_failure, rank_lost                one node fewer (the smallest
- *                                          rung of the ladder must fit)
- *   out_of_memory                          training.recompute=full, once
- *   comm_failure, hang, timeout, stopped,  the same configuration
- *   preempted, lost, launch_failed,
- *   failed, internal
- *   invalid_config, data_error,            none: retrying cannot help
- *   numerical_failure, checkpoint_corrupt,
- *   cancelled
+ * Failure classes and the next attempt each leads to are the rows of
+ * lib/failure.def (its retry column; scheduler/README.md lists them): they
+ * come from the worker runtime's report (the trainer's classes, rank_lost,
+ * launch_failed), from Slurm's end state (node_failure, timeout,
+ * out_of_memory, preempted, failed, cancelled) and from the scheduler
+ * itself (hang: no heartbeat within the job's heartbeat_timeout_s; lost:
+ * Slurm no longer knows the job).
  *
  * A job retries at most max_restarts times; the k-th retry waits
  * base x 2^(k-1) seconds, at most RETRY_BACKOFF_MAX_S (after a lost node,
  * at least node_grace_s). Class names not in the table retry in the same
- * configuration, like failed.
+ * configuration, like failed; an empty class is never retried.
  */
 #ifndef TY_SCHED_RETRY_H
 #define TY_SCHED_RETRY_H

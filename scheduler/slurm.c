@@ -16,6 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "failure.h"
+
 /* In libslurm, but not declared by the headers of every release. */
 extern char *slurm_job_reason_string(enum job_state_reason inx);
 
@@ -51,18 +53,18 @@ const char *sl_failure_class(sl_state s)
 		return NULL;
 	case SL_NODE_FAIL:
 	case SL_BOOT_FAIL:
-		return "node_failure";
+		return failure_name(FAILURE_NODE_FAILURE);
 	case SL_TIMEOUT:
 	case SL_DEADLINE:
-		return "timeout";
+		return failure_name(FAILURE_TIMEOUT);
 	case SL_OUT_OF_MEMORY:
-		return "out_of_memory";
+		return failure_name(FAILURE_OOM);
 	case SL_PREEMPTED:
-		return "preempted";
+		return failure_name(FAILURE_PREEMPTED);
 	case SL_CANCELLED:
-		return "cancelled";
+		return failure_name(FAILURE_CANCELLED);
 	default:
-		return "failed";
+		return failure_name(FAILURE_FAILED);
 	}
 }
 

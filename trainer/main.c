@@ -1,7 +1,7 @@
 /*
  * main.c - trainyard-train: `train` runs a job spec, `tokenize` turns text
  * files into token shards, `reshard` rewrites a checkpoint for another
- * parallel layout. Exit statuses: exitcode.h.
+ * parallel layout. Exit statuses: lib/failure.def.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "crypt.h"
-#include "exitcode.h"
+#include "failure.h"
 #include "reshard.h"
 #include "tokenize.h"
 #include "train_config.h"
@@ -58,9 +58,10 @@ static void usage(FILE *f)
 	        "Run under mpirun or srun --mpi=pmix for several ranks: the world size must\n"
 	        "equal data_parallel x tensor_parallel x pipeline_parallel of the layout it\n"
 	        "trains. Exit statuses:\n");
-#define X(e, st, name, doc) fprintf(f, "  %3d %-19s %s\n", st, name, doc);
-	TRAIN_EXIT_CODES(X)
-#undef X
+	for (int c = 0; c < FAILURE__COUNT; c++)
+		if (failure_is_exit((failure_class)c))
+			fprintf(f, "  %3d %-19s %s\n", failure_status((failure_class)c),
+			        failure_name((failure_class)c), failure_doc((failure_class)c));
 }
 
 /* The job spec at path with the --set overrides, validated, and the --layout. RET a train_exit. */

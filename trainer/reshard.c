@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "ckpt.h"
-#include "exitcode.h"
+#include "failure.h"
 #include "mp.h"
 #include "stream.h"
 #include "train_ckpt.h"

@@ -32,7 +32,7 @@
 #include "ckpt.h"
 #include "comm.h"
 #include "data.h"
-#include "exitcode.h"
+#include "failure.h"
 #include "gpt.h"
 #include "llmc.h"
 #include "metrics.h"

@@ -29,7 +29,7 @@ typedef struct train_options {
 	    *encrypt; /* checkpoints sealed for this tenant and job; NULL: plain */
 } train_options;
 
-/* RET: a train_exit status (exitcode.h). Messages go to stderr. */
+/* RET: a train_exit status (failure.h). Messages go to stderr. */
 int train_run(const train_config *tc, const train_options *o);
 
 #endif

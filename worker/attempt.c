@@ -18,7 +18,7 @@
 #include "config.h"
 #include "crypt.h"
 #include "datapath.h"
-#include "exitcode.h"
+#include "failure.h"
 #include "sink.h"
 #include "storage.h"
 

@@ -20,8 +20,8 @@
  *      (sink.h): the sealed log logs/attempt-<number>.log, metrics,
  *      checkpoints, fallbacks, heartbeats, and the end.
  */
-#ifndef TY_RUNTIME_ATTEMPT_H
-#define TY_RUNTIME_ATTEMPT_H
+#ifndef TY_WORKER_ATTEMPT_H
+#define TY_WORKER_ATTEMPT_H
 
 #include "driver.h"
 

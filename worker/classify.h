@@ -1,43 +1,30 @@
 /*
- * classify.h - what the end of one launch means: success, a failure the
- * driver retries in a smaller layout, or a failure that ends the run.
+ * classify.h - what the end of one launch means, as a class of
+ * lib/failure.def: success, a failure the driver retries in a smaller
+ * layout (the class's fallback column), or a failure that ends the run.
  *
- *   launcher's end                          class               next
- *   exit 0                                  succeeded           done
- *   exit 16 (stopped)                       stopped             done
- *   the launcher could not be started, or   launch_failed       done (failed)
+ *   launcher's end                          class
+ *   exit 0                                  ok
+ *   exit 16 (stopped)                       stopped
+ *   the launcher could not be started, or   launch_failed
  *     says it could not start the trainer
  *     (mpirun: "was unable to launch", 132)
- *   a rank ended by a signal: the launcher  rank_lost           fall back, one slot fewer
+ *   a rank ended by a signal: the launcher  rank_lost
  *     says "exited on signal N" (mpirun,
  *     exit 137 for SIGKILL), or exits above
  *     128 (128 + N, the shell's convention)
- *   exit 11 (out_of_memory)                 out_of_memory       fall back
- *   exit 12 (comm_failure)                  comm_failure        fall back
- *   exit 10, 13, 14, 15                     the trainer's name  done (failed)
- *   anything else (1, 2, ...)               internal            done (failed)
+ *   a status of the trainer's own classes   that class
+ *     (failure.def's EXIT rows: 10 to 15)
+ *   anything else (1, 2, ...)               internal
  *
- * The trainer's statuses are worker/exitcode.h; mpirun and srun pass the
- * first failing rank's status through.
+ * mpirun and srun pass the first failing rank's status through.
  */
-#ifndef TY_RUNTIME_CLASSIFY_H
-#define TY_RUNTIME_CLASSIFY_H
+#ifndef TY_WORKER_CLASSIFY_H
+#define TY_WORKER_CLASSIFY_H
 
 #include <stdbool.h>
 
-typedef enum launch_class {
-	LAUNCH_SUCCEEDED,
-	LAUNCH_STOPPED,
-	LAUNCH_RANK_LOST,
-	LAUNCH_OUT_OF_MEMORY,
-	LAUNCH_COMM_FAILURE,
-	LAUNCH_INVALID_CONFIG,
-	LAUNCH_DATA_ERROR,
-	LAUNCH_NUMERICAL_FAILURE,
-	LAUNCH_CHECKPOINT_CORRUPT,
-	LAUNCH_START_FAILED,
-	LAUNCH_INTERNAL,
-} launch_class;
+#include "failure.h"
 
 /* How a launch ended, as the driver observed it. */
 typedef struct launch_end {
@@ -54,16 +41,7 @@ typedef enum launch_line {
 	LAUNCH_LINE_START_FAILED, /* the trainer could not be started */
 } launch_line;
 
-launch_class launch_classify(const launch_end *e);
-
-/* RET: the class's name ("rank_lost"); the trainer's names for its statuses. */
-const char *launch_class_name(launch_class c);
-
-/* RET: whether the driver falls back to a smaller layout after this class. */
-bool launch_class_retryable(launch_class c);
-
-/* RET: trainyard-worker's exit status for a run ending in this class (exitcode.h). */
-int launch_class_exit_status(launch_class c);
+failure_class launch_classify(const launch_end *e);
 
 /* RET: what a line of the launch's stderr reports (mpirun's own messages). */
 launch_line launch_line_kind(const char *line);

@@ -9,8 +9,8 @@
  * One client is used from one thread. The caller runs
  * curl_global_init() once before the first client.
  */
-#ifndef TY_RUNTIME_CLIENT_H
-#define TY_RUNTIME_CLIENT_H
+#ifndef TY_WORKER_CLIENT_H
+#define TY_WORKER_CLIENT_H
 
 #include <jansson.h>
 #include <stdbool.h>

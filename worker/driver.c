@@ -295,16 +295,16 @@ static void run_launch(driver *d, const layout *rung, launch_end *end)
 
 /* ---- the run ---------------------------------------------------------- */
 
-/* The run ends in class c (succeeded, stopped, or the failure); fmt says why. */
-static int finish(driver *d, launch_class c, const char *fmt, ...)
+/* The run ends in class c (ok, stopped, or the failure); fmt says why. */
+static int finish(driver *d, failure_class c, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static int finish(driver *d, launch_class c, const char *fmt, ...)
+static int finish(driver *d, failure_class c, const char *fmt, ...)
 {
-	bool failed = c != LAUNCH_SUCCEEDED && c != LAUNCH_STOPPED;
-	const char *result = failed ? "failed" : launch_class_name(c);
+	bool failed = c != FAILURE_OK && c != FAILURE_STOPPED;
+	const char *result = c == FAILURE_OK ? "succeeded" : failed ? "failed" : "stopped";
 	runtime_outcome o = {.result = result,
-	                     .failure = failed ? launch_class_name(c) : NULL,
-	                     .exit_status = launch_class_exit_status(c),
+	                     .failure = failed ? failure_name(c) : NULL,
+	                     .exit_status = failure_status(c),
 	                     .launches = d->launches,
 	                     .restarts = d->restarts,
 	                     .last_step = d->rl.last_step,
@@ -326,7 +326,7 @@ static int finish(driver *d, launch_class c, const char *fmt, ...)
  * After a retryable failure of the launch on rung cur. RET the next rung,
  * or -1 with the reason there is none in why.
  */
-static int fall_back(driver *d, int cur, launch_class c, const launch_end *e, char *why,
+static int fall_back(driver *d, int cur, failure_class c, const launch_end *e, char *why,
                      size_t whylen)
 {
 	int max = d->spec.fault_tolerance.max_restarts;
@@ -337,14 +337,14 @@ static int fall_back(driver *d, int cur, launch_class c, const launch_end *e, ch
 	 * that. The attempt ends instead; the scheduler retries it on a new
 	 * allocation of healthy nodes.
 	 */
-	if (c == LAUNCH_RANK_LOST && d->slurm_nodes > 1) {
+	if (c == FAILURE_RANK_LOST && d->slurm_nodes > 1) {
 		snprintf(why, whylen,
 		         "launch %d lost a rank in an allocation of %d nodes; the attempt ends so "
 		         "that a new allocation of healthy nodes replaces it",
 		         d->launches, d->slurm_nodes);
 		return -1;
 	}
-	if (c == LAUNCH_RANK_LOST)
+	if (c == FAILURE_RANK_LOST)
 		d->healthy -= e->ranks_lost > 0 ? e->ranks_lost : 1;
 	if (d->restarts >= max) {
 		snprintf(why, whylen, "launch %d failed and max_restarts (%d) is reached",
@@ -360,12 +360,12 @@ static int fall_back(driver *d, int cur, launch_class c, const launch_end *e, ch
 	}
 	int lost = d->rl.last_step - d->rl.last_checkpoint;
 	emit(d, "fallback",
-	     json_pack("{s:s, s:o, s:o, s:i, s:i, s:i}", "reason", launch_class_name(c), "from",
+	     json_pack("{s:s, s:o, s:o, s:i, s:i, s:i}", "reason", failure_name(c), "from",
 	               layout_json(&d->rungs[cur]), "to", layout_json(&d->rungs[next]),
 	               "steps_lost", lost > 0 ? lost : 0, "healthy_slots", d->healthy, "restart",
 	               d->restarts + 1));
 	say(d, "falling back after %s: %lld ranks -> %lld ranks, from the newest valid checkpoint",
-	    launch_class_name(c), (long long)layout_ranks(&d->rungs[cur]),
+	    failure_name(c), (long long)layout_ranks(&d->rungs[cur]),
 	    (long long)layout_ranks(&d->rungs[next]));
 	d->restarts++;
 	return next;
@@ -375,28 +375,28 @@ static int drive(driver *d)
 {
 	int cur = ladder_pick(d->rungs, d->n_rungs, 0, d->healthy);
 	if (cur < 0)
-		return finish(d, LAUNCH_INVALID_CONFIG, "no layout of the job fits in %d slots",
+		return finish(d, FAILURE_INVALID_CONFIG, "no layout of the job fits in %d slots",
 		              d->healthy);
 	for (;;) {
 		sink_tick(d->sink, now());
 		if (stop_requests)
-			return finish(d, LAUNCH_STOPPED, "stopped before launch %d",
+			return finish(d, FAILURE_STOPPED, "stopped before launch %d",
 			              d->launches + 1);
 		launch_end e;
 		run_launch(d, &d->rungs[cur], &e);
-		launch_class c = launch_classify(&e);
+		failure_class c = launch_classify(&e);
 		emit(d, "launch_end",
 		     json_pack("{s:i, s:i, s:s, s:i, s:i, s:i}", "launch", d->launches, "exit",
-		               e.exit_status, "class", launch_class_name(c), "ranks_lost",
-		               e.ranks_lost, "last_step", d->rl.last_step, "last_checkpoint",
+		               e.exit_status, "class", failure_name(c), "ranks_lost", e.ranks_lost,
+		               "last_step", d->rl.last_step, "last_checkpoint",
 		               d->rl.last_checkpoint));
-		if (c == LAUNCH_SUCCEEDED)
+		if (c == FAILURE_OK)
 			return finish(d, c, "%s", "");
-		if (stop_requests || c == LAUNCH_STOPPED)
-			return finish(d, LAUNCH_STOPPED,
+		if (stop_requests || c == FAILURE_STOPPED)
+			return finish(d, FAILURE_STOPPED,
 			              "launch %d ended as %s after the stop request", d->launches,
-			              launch_class_name(c));
-		if (!launch_class_retryable(c))
+			              failure_name(c));
+		if (!failure_falls_back(c))
 			return finish(d, c, "launch %d ended with status %d", d->launches,
 			              e.exit_status);
 		char why[256];
@@ -424,7 +424,7 @@ int runtime_run(const runtime_options *o, runtime_sink *sink)
 	if (!d || relay_init(&d->rl, sink, o->ckpt_dir) < 0) {
 		fprintf(stderr, "trainyard-worker: out of memory\n");
 		free(d);
-		return launch_class_exit_status(LAUNCH_INTERNAL);
+		return failure_status(FAILURE_INTERNAL);
 	}
 	d->o = o;
 	d->sink = sink;
@@ -436,7 +436,7 @@ int runtime_run(const runtime_options *o, runtime_sink *sink)
 	int rc;
 	if (jobspec_load(o->spec_path, o->overrides, o->n_overrides, &d->spec, NULL, err,
 	                 sizeof(err)) < 0) {
-		rc = finish(d, LAUNCH_INVALID_CONFIG, "%s", err);
+		rc = finish(d, FAILURE_INVALID_CONFIG, "%s", err);
 	} else {
 		d->n_rungs = ladder_build(&d->spec, d->rungs);
 		d->healthy = o->slots > 0 ? o->slots : (int)jobspec_ranks(&d->spec);

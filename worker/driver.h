@@ -18,8 +18,8 @@
  * SIGTERM; RUNTIME_KILL_GRACE_S after that the launch's process group
  * gets SIGKILL.
  */
-#ifndef TY_RUNTIME_DRIVER_H
-#define TY_RUNTIME_DRIVER_H
+#ifndef TY_WORKER_DRIVER_H
+#define TY_WORKER_DRIVER_H
 
 #include <stddef.h>
 
@@ -50,7 +50,7 @@ typedef struct runtime_options {
  * Run the job to its outcome; every output goes to sink, the last call
  * being finish(). Installs handlers for SIGTERM and SIGINT.
  * RET: trainyard-worker's exit status: 0 succeeded, 16 stopped, else the
- * failure class's trainer status (classify.h).
+ * failure class's exit status (lib/failure.def; classify.h).
  */
 int runtime_run(const runtime_options *o, runtime_sink *sink);
 

@@ -6,8 +6,8 @@
  * the checkpoint directory and the --set overrides reach the trainer as
  * they are, whatever they hold.
  */
-#ifndef TY_RUNTIME_LAUNCH_H
-#define TY_RUNTIME_LAUNCH_H
+#ifndef TY_WORKER_LAUNCH_H
+#define TY_WORKER_LAUNCH_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -16,7 +16,7 @@
 
 #include "attempt.h"
 #include "driver.h"
-#include "exitcode.h"
+#include "failure.h"
 #include "sink.h"
 
 static void usage(FILE *f)

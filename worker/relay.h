@@ -17,8 +17,8 @@
  * The relay also keeps what the driver needs to know about progress: the
  * last step reported and the newest checkpoint (written, or resumed from).
  */
-#ifndef TY_RUNTIME_RELAY_H
-#define TY_RUNTIME_RELAY_H
+#ifndef TY_WORKER_RELAY_H
+#define TY_WORKER_RELAY_H
 
 #include <jansson.h>
 

@@ -11,8 +11,8 @@
  * data; the driver reports a failing sink on stderr and carries on (the
  * training must not stop because a log could not be written).
  */
-#ifndef TY_RUNTIME_SINK_H
-#define TY_RUNTIME_SINK_H
+#ifndef TY_WORKER_SINK_H
+#define TY_WORKER_SINK_H
 
 #include <jansson.h>
 

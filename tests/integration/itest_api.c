@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "attemptstate.h"
 #include "itest.h"
 #include "jobstate.h"
 #include "unit.h"
@@ -679,6 +680,24 @@ START_TEST(state_constraint_matches_enum)
 }
 END_TEST
 
+START_TEST(attempt_state_constraint_matches_enum)
+{
+	char *def = sql_value("SELECT pg_get_constraintdef(oid) FROM pg_constraint"
+	                      " WHERE conname = 'job_attempts_state_check'",
+	                      0, NULL);
+	int quoted = 0;
+	for (const char *p = def; *p; p++)
+		quoted += *p == '\'';
+	ck_assert_int_eq(quoted / 2, ATTEMPT_STATE__COUNT);
+	for (int s = 0; s < ATTEMPT_STATE__COUNT; s++) {
+		char q[40];
+		snprintf(q, sizeof(q), "'%s'", attempt_state_name((attempt_state)s));
+		ck_assert_msg(strstr(def, q), "%s missing from %s", q, def);
+	}
+	free(def);
+}
+END_TEST
+
 START_TEST(meta_routes)
 {
 	http_resp r;
@@ -723,6 +742,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, members_and_grants);
 	tcase_add_test(tc, quota_round_trip_and_never_fits);
 	tcase_add_test(tc, state_constraint_matches_enum);
+	tcase_add_test(tc, attempt_state_constraint_matches_enum);
 	tcase_add_test(tc, meta_routes);
 	suite_add_tcase(s, tc);
 	return s;

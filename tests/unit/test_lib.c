@@ -5,6 +5,7 @@
 #include <check.h>
 #include <string.h>
 
+#include "attemptstate.h"
 #include "jobstate.h"
 #include "jsonx.h"
 #include "followers.h"
@@ -70,6 +71,28 @@ START_TEST(job_state_table)
 	}
 	ck_assert_int_eq(job_state_parse("paused"), -1);
 	ck_assert(!job_transition_allowed((job_state)-1, JOB_QUEUED));
+}
+END_TEST
+
+START_TEST(attempt_state_table)
+{
+	/* every pair against the documented machine (attemptstate.h) */
+	static const char *const allowed[] = {"starting>running", "starting>ended", "running>ended",
+	                                      NULL};
+	for (int f = 0; f < ATTEMPT_STATE__COUNT; f++)
+		for (int t = 0; t < ATTEMPT_STATE__COUNT; t++) {
+			char pair[64];
+			snprintf(pair, sizeof(pair), "%s>%s", attempt_state_name((attempt_state)f),
+			         attempt_state_name((attempt_state)t));
+			bool want = jsonx_enum_index(pair, allowed) >= 0;
+			ck_assert_msg(
+			    attempt_transition_allowed((attempt_state)f, (attempt_state)t) == want,
+			    "%s", pair);
+		}
+	for (int s = 0; s < ATTEMPT_STATE__COUNT; s++)
+		ck_assert_int_eq(attempt_state_parse(attempt_state_name((attempt_state)s)), s);
+	ck_assert_int_eq(attempt_state_parse("lost"), -1);
+	ck_assert(!attempt_transition_allowed((attempt_state)-1, ATTEMPT_ENDED));
 }
 END_TEST
 
@@ -282,6 +305,7 @@ static Suite *make_suite(void)
 	TCase *tc = tcase_create("pieces");
 	tcase_add_test(tc, token_secrets);
 	tcase_add_test(tc, job_state_table);
+	tcase_add_test(tc, attempt_state_table);
 	tcase_add_test(tc, json_intake);
 	tcase_add_test(tc, json_fields);
 	tcase_add_test(tc, json_rows_survive_truncation);

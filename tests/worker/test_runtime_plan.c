@@ -305,7 +305,7 @@ START_TEST(classification_table)
 		bool retry;
 		int status;
 	} rows[] = {
-	    {{.exit_status = 0}, "succeeded", false, 0},
+	    {{.exit_status = 0}, "ok", false, 0},
 	    {{.exit_status = 16}, "stopped", false, 16},
 	    {{.exit_status = 137}, "rank_lost", true, 12}, /* mpirun: a rank got SIGKILL */
 	    {{.exit_status = 139}, "rank_lost", true, 12},
@@ -323,12 +323,11 @@ START_TEST(classification_table)
 	    {{.exit_status = 132, .start_failed = true}, "launch_failed", false, 1}, /* mpirun */
 	};
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		launch_class c = launch_classify(&rows[i].end);
-		ck_assert_msg(strcmp(launch_class_name(c), rows[i].name) == 0,
-		              "status %d: %s, not %s", rows[i].end.exit_status,
-		              launch_class_name(c), rows[i].name);
-		ck_assert_int_eq(launch_class_retryable(c), rows[i].retry);
-		ck_assert_int_eq(launch_class_exit_status(c), rows[i].status);
+		failure_class c = launch_classify(&rows[i].end);
+		ck_assert_msg(strcmp(failure_name(c), rows[i].name) == 0, "status %d: %s, not %s",
+		              rows[i].end.exit_status, failure_name(c), rows[i].name);
+		ck_assert_int_eq(failure_falls_back(c), rows[i].retry);
+		ck_assert_int_eq(failure_status(c), rows[i].status);
 	}
 }
 END_TEST
