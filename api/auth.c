@@ -10,6 +10,8 @@
 #include <time.h>
 
 #include "audit.h"
+#include "clock.h"
+#include "hex.h"
 #include "jobdoc.h"
 #include "log.h"
 #include "ratelimit.h"
@@ -359,13 +361,10 @@ static int authenticate_attempt(api_req *rq, bool *mine)
 
 static int rate_limit(api_req *rq)
 {
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
 	int retry;
 	/* the token's bucket, and its user's over all of the user's tokens (server.c) */
 	const char *keys[] = {rq->who.token_id, rq->who.user_id[0] ? rq->who.user_id : NULL};
-	int full = ratelimit_take(rq->srv->rl, keys, (double)now.tv_sec + (double)now.tv_nsec / 1e9,
-	                          &retry);
+	int full = ratelimit_take(rq->srv->rl, keys, clock_mono_s(), &retry);
 	if (full == RATELIMIT_ALLOWED)
 		return 0;
 	snprintf(rq->retry_after, sizeof(rq->retry_after), "%d", retry);

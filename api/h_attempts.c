@@ -14,6 +14,7 @@
 
 #include "attemptstate.h"
 #include "handlers.h"
+#include "hex.h"
 #include "jobspec.h"
 #include "jobstate.h"
 #include "server.h"
@@ -287,8 +288,7 @@ static void shard_validate(const json_t *s, const char *base, verrs *v)
 		          "or " STORAGE_MANIFEST_NAME);
 	}
 	jsonx_get_int(s, base, "bytes", true, 0, INT64_MAX, &bytes, v);
-	if (jsonx_get_str(s, base, "sha256", true, 64, &sha, v) > 0 &&
-	    (strlen(sha) != 64 || strspn(sha, "0123456789abcdef") != 64)) {
+	if (jsonx_get_str(s, base, "sha256", true, 64, &sha, v) > 0 && !hex_is_lower(sha, 64)) {
 		jsonx_pointer(ptr, sizeof(ptr), base, "sha256");
 		verrs_add(v, ptr, ERR_F_INVALID_VALUE, "sha256 is 64 lower-case hex digits");
 	}

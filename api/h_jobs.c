@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "handlers.h"
+#include "hex.h"
 #include "jobdoc.h"
 #include "jobspec.h"
 #include "jobstate.h"

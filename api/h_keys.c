@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "handlers.h"
+#include "hex.h"
 #include "keys.h"
 #include "server.h"
 
@@ -57,12 +58,7 @@ int h_attempt_key(api_req *rq)
 		return key_failed(rq, rc);
 	}
 	char hex[2 * CRYPT_KEY_LEN + 1];
-	static const char digits[] = "0123456789abcdef";
-	for (size_t i = 0; i < CRYPT_KEY_LEN; i++) {
-		hex[2 * i] = digits[k.bytes[i] >> 4];
-		hex[2 * i + 1] = digits[k.bytes[i] & 15];
-	}
-	hex[2 * CRYPT_KEY_LEN] = '\0';
+	hex_encode(k.bytes, CRYPT_KEY_LEN, hex);
 	crypt_key_clear(&k);
 	json_t *out = json_pack("{s:s, s:s, s:s}", "key", hex, "tenant_id", rq->scope.tenant_id,
 	                        "job_id", rq->scope.job_id);

@@ -33,6 +33,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "clock.h"
 #include "followers.h"
 #include "handlers.h"
 #include "jobdata.h"
@@ -72,13 +73,6 @@ typedef struct log_stream {
 
 enum { ADV_DATA, ADV_WAIT, ADV_END };
 
-static long long now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* The job's state and newest attempt. RET 0 or -ERR_*. */
 static int job_progress(PGconn *c, const char *job_id, bool *final, int *newest)
 {
@@ -102,7 +96,7 @@ static int job_progress(PGconn *c, const char *job_id, bool *final, int *newest)
 /* Follow: refresh the job's progress, at most every LOG_LOOK_MS. */
 static void look(log_stream *ls)
 {
-	long long now = now_ms();
+	long long now = clock_mono_ms();
 	if (now < ls->look)
 		return;
 	ls->look = now + LOG_LOOK_MS;
@@ -139,7 +133,7 @@ static int idle(log_stream *ls, bool closed)
 	if (!ls->follow)
 		return ADV_END;
 	if (ls->final) {
-		long long now = now_ms();
+		long long now = clock_mono_ms();
 		if (closed || (ls->grace && now >= ls->grace))
 			return ADV_END;
 		if (!ls->grace)
@@ -178,7 +172,7 @@ static int open_log(log_stream *ls)
 static int advance(log_stream *ls)
 {
 	for (;;) {
-		if (ls->done || (ls->follow && now_ms() >= ls->until))
+		if (ls->done || (ls->follow && clock_mono_ms() >= ls->until))
 			return ADV_END;
 		if (!ls->r) {
 			if (ls->attempt > ls->newest) {
@@ -351,8 +345,8 @@ int h_job_logs(api_req *rq)
 	}
 	snprintf(ls->token_id, sizeof(ls->token_id), "%s", rq->who.token_id);
 	ls->follow = follow;
-	ls->until = now_ms() + (long long)rq->cfg->log_follow_s * 1000;
-	ls->look = now_ms() + LOG_LOOK_MS;
+	ls->until = clock_mono_ms() + (long long)rq->cfg->log_follow_s * 1000;
+	ls->look = clock_mono_ms() + LOG_LOOK_MS;
 	rq->status = 200;
 	rq->stream = (api_stream){
 	    .read = log_read,

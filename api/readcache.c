@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "db.h"
 #include "jsonx.h"
 #include "log.h"
@@ -22,7 +23,7 @@ typedef struct entry {
 	api_principal who;
 	api_scope scope;
 	double token_expires; /* seconds since the epoch */
-	struct timespec stored;
+	double stored;        /* clock_mono_s() */
 	char *doc;
 	size_t doc_len;
 } entry;
@@ -57,20 +58,6 @@ static void entry_clear(entry *e)
 	memset(e, 0, sizeof(*e));
 }
 
-static double age_ms(const struct timespec *t)
-{
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - t->tv_sec) * 1e3 + (double)(now.tv_nsec - t->tv_nsec) / 1e6;
-}
-
-static double epoch_now(void)
-{
-	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
-	return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
-}
-
 /* Caller holds the lock. */
 static void drop_all_locked(readcache *rc)
 {
@@ -96,7 +83,8 @@ bool readcache_get(readcache *rc, const char *token_hash, const char *job_id, ap
 	entry *e = &rc->slots[slot_of(token_hash, job_id)];
 	if (rc->live && e->used && strcmp(e->token_hash, token_hash) == 0 &&
 	    strcmp(e->job_id, job_id) == 0) {
-		if (age_ms(&e->stored) >= rc->ttl_ms || epoch_now() >= e->token_expires) {
+		if ((clock_mono_s() - e->stored) * 1e3 >= rc->ttl_ms ||
+		    clock_epoch_s() >= e->token_expires) {
 			entry_clear(e);
 		} else if ((*doc = malloc(e->doc_len + 1)) != NULL) {
 			memcpy(*doc, e->doc, e->doc_len + 1);
@@ -135,7 +123,7 @@ void readcache_put(readcache *rc, uint64_t gen, const char *token_hash, const ap
 	e->who = *who;
 	e->scope = *sc;
 	e->token_expires = token_expires;
-	clock_gettime(CLOCK_MONOTONIC, &e->stored);
+	e->stored = clock_mono_s();
 	e->doc = copy;
 	e->doc_len = doc_len;
 	pthread_mutex_unlock(&rc->lock);

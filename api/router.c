@@ -6,16 +6,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
+#include "hex.h"
 
 /* RET: true when s is well-formed UTF-8 without control characters. */
 static bool utf8_printable(const unsigned char *s)
@@ -51,7 +42,7 @@ static int decode_segment(const char *seg, size_t n, char *out)
 		if (c == '%') {
 			if (i + 2 >= n)
 				return -1;
-			int hi = hexval(seg[i + 1]), lo = hexval(seg[i + 2]);
+			int hi = hex_digit(seg[i + 1]), lo = hex_digit(seg[i + 2]);
 			if (hi < 0 || lo < 0)
 				return -1;
 			c = (char)(hi * 16 + lo);

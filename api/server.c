@@ -22,7 +22,9 @@
 
 #include "audit.h"
 #include "auth.h"
+#include "clock.h"
 #include "followers.h"
+#include "hex.h"
 #include "log.h"
 #include "readcache.h"
 #include "stream_hub.h"
@@ -30,17 +32,9 @@
 
 typedef struct req_slot {
 	api_req rq;
-	struct timespec start;
+	double start; /* clock_mono_s() */
 	bool answered;
 } req_slot;
-
-static double elapsed_ms(const struct timespec *start)
-{
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - start->tv_sec) * 1e3 +
-	       (double)(now.tv_nsec - start->tv_nsec) / 1e6;
-}
 
 static bool request_id_ok(const char *s)
 {
@@ -185,7 +179,7 @@ static void log_request(const req_slot *slot)
 	const api_req *rq = &slot->rq;
 	json_t *f = json_pack("{s:s, s:s, s:s, s:i, s:f}", "request_id", rq->request_id, "method",
 	                      rq->method, "path", rq->path_shown, "status", rq->status,
-	                      "latency_ms", elapsed_ms(&slot->start));
+	                      "latency_ms", (clock_mono_s() - slot->start) * 1e3);
 	if (rq->rt)
 		json_object_set_new(f, "route", json_string(rq->rt->pattern));
 	if (rq->who.authenticated)
@@ -284,7 +278,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		slot = calloc(1, sizeof(*slot));
 		if (!slot)
 			return MHD_NO;
-		clock_gettime(CLOCK_MONOTONIC, &slot->start);
+		slot->start = clock_mono_s();
 		api_req *rq = &slot->rq;
 		rq->srv = s;
 		rq->cfg = s->cfg;

@@ -9,6 +9,7 @@
 
 #include "cmd.h"
 #include "http.h"
+#include "httpc.h"
 #include "jobstate.h"
 #include "routes.h"
 #include "sbuf.h"
@@ -126,7 +127,7 @@ static int job_submit(cli_ctx *ctx, const cli_command *self, int argc, char **ar
 	if (rc >= 0)
 		return rc;
 	const char *key = o.val[OPT_IDEMPOTENCY_KEY];
-	if (key && (!http_header_value_ok(key) || strlen(key) > 255))
+	if (key && (!httpc_header_value_ok(key) || strlen(key) > 255))
 		return args_usage_error(ctx, self,
 		                        "the idempotency key is 1-255 printable characters");
 	char *path = URL_PATH(ROUTE_TENANT_JOBS, o.val[OPT_SUBMIT_TENANT]);

@@ -55,7 +55,4 @@ int http_exit_status(long status);
 /* RET: the exit status for a trainyard error code (its HTTP status decides). */
 int http_exit_from_err(err_code e);
 
-/* RET: true when s may be sent in a header value (printable ASCII, 1..1024 bytes). */
-bool http_header_value_ok(const char *s);
-
 #endif

@@ -2,13 +2,12 @@
  * ckpt.c - sharded checkpoints: shard files with named sections, the JSON
  * manifest, and finding, verifying and pruning checkpoints in a store.
  *
- * Shard file (all integers little-endian; see worker/README.md):
+ * Shard file (all integers little-endian; see trainer/README.md):
  *   header  64 bytes: "TYCKSHRD", u32 version, u32 header size (64),
  *           u32 rank, u32 world, u64 step, 32 zero bytes
  *   section 64-byte NUL-padded name, u64 length, length bytes
  *   trailer 64 zero bytes (an empty name), u64 number of sections; then EOF
  */
-#include "errbuf.h"
 #include "ckpt.h"
 
 #include <openssl/evp.h>
@@ -17,6 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "error.h"
+#include "hex.h"
 
 #define HEADER_BYTES 64
 #define NAME_BYTES   64
@@ -49,26 +51,6 @@ static uint64_t get_u64(const unsigned char *p)
 	for (int i = 7; i >= 0; i--)
 		v = (v << 8) | p[i];
 	return v;
-}
-
-static void hex_of(const unsigned char *d, size_t n, char *out)
-{
-	static const char digits[] = "0123456789abcdef";
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = digits[d[i] >> 4];
-		out[2 * i + 1] = digits[d[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
-static bool sha256_hex_valid(const char *h)
-{
-	if (h == NULL || strlen(h) != 64)
-		return false;
-	for (int i = 0; i < 64; i++)
-		if (!((h[i] >= '0' && h[i] <= '9') || (h[i] >= 'a' && h[i] <= 'f')))
-			return false;
-	return true;
 }
 
 static bool section_name_valid(const char *name)
@@ -105,7 +87,7 @@ static int check_ids(int step, int rank, int world, char *err, size_t errlen)
 {
 	if (step < 0 || step > CKPT_STEP_MAX || world < 1 || world > CKPT_WORLD_MAX || rank < 0 ||
 	    rank >= world) {
-		train_errf(
+		err_printf(
 		    err, errlen,
 		    "invalid checkpoint shard: step %d, rank %d of world %d (need 0 <= step <= "
 		    "%d and 0 <= rank < world <= %d)",
@@ -135,7 +117,7 @@ static int writer_emit(ckpt_writer *w, const void *buf, size_t n)
 	if (w->rc)
 		return w->rc;
 	if (EVP_DigestUpdate(w->md, buf, n) != 1) {
-		train_errf(w->err, sizeof(w->err), "could not hash checkpoint shard \"%s\"",
+		err_printf(w->err, sizeof(w->err), "could not hash checkpoint shard \"%s\"",
 		           w->path);
 		return w->rc = CKPT_ERR_NOMEM;
 	}
@@ -163,7 +145,7 @@ int ckpt_shard_begin(ckpt_store *s, int step, int rank, int world, ckpt_writer *
 		return rc;
 	ckpt_writer *w = calloc(1, sizeof(*w));
 	if (w == NULL) {
-		train_errf(err, errlen, "out of memory");
+		err_printf(err, errlen, "out of memory");
 		return CKPT_ERR_NOMEM;
 	}
 	w->store = s;
@@ -176,7 +158,7 @@ int ckpt_shard_begin(ckpt_store *s, int step, int rank, int world, ckpt_writer *
 	step_file(step, CKPT_MANIFEST_NAME, manifest);
 	w->md = EVP_MD_CTX_new();
 	if (w->md == NULL || EVP_DigestInit_ex(w->md, EVP_sha256(), NULL) != 1) {
-		train_errf(err, errlen, "could not start hashing checkpoint shard \"%s\"", w->path);
+		err_printf(err, errlen, "could not start hashing checkpoint shard \"%s\"", w->path);
 		rc = CKPT_ERR_NOMEM;
 		goto fail;
 	}
@@ -203,7 +185,7 @@ int ckpt_shard_begin(ckpt_store *s, int step, int rank, int world, ckpt_writer *
 	put_u64(h + 24, (uint64_t)step);
 	rc = writer_emit(w, h, sizeof(h));
 	if (rc) {
-		train_errf(err, errlen, "%s", w->err);
+		err_printf(err, errlen, "%s", w->err);
 		goto fail;
 	}
 	*out = w;
@@ -218,7 +200,7 @@ int ckpt_put(ckpt_writer *w, const char *name, const void *data, size_t n)
 	if (w->rc)
 		return w->rc;
 	if (name == NULL || !section_name_valid(name)) {
-		train_errf(
+		err_printf(
 		    w->err, sizeof(w->err),
 		    "invalid section name \"%s\" for checkpoint shard \"%s\": expected 1 to %d "
 		    "characters of [A-Za-z0-9._/-]",
@@ -227,7 +209,7 @@ int ckpt_put(ckpt_writer *w, const char *name, const void *data, size_t n)
 	}
 	for (size_t i = 0; i < w->nsections; i++)
 		if (strcmp(w->names[i], name) == 0) {
-			train_errf(w->err, sizeof(w->err),
+			err_printf(w->err, sizeof(w->err),
 			           "could not add section \"%s\" to checkpoint shard \"%s\": it is "
 			           "already there",
 			           name, w->path);
@@ -237,7 +219,7 @@ int ckpt_put(ckpt_writer *w, const char *name, const void *data, size_t n)
 		size_t ncap = w->cap ? 2 * w->cap : 16;
 		void *nn = realloc(w->names, ncap * sizeof(*w->names));
 		if (nn == NULL) {
-			train_errf(w->err, sizeof(w->err), "out of memory");
+			err_printf(w->err, sizeof(w->err), "out of memory");
 			return w->rc = CKPT_ERR_NOMEM;
 		}
 		w->names = nn;
@@ -265,12 +247,12 @@ int ckpt_shard_commit(ckpt_writer *w, ckpt_shard_info *info, char *err, size_t e
 	unsigned char digest[32];
 	unsigned int dlen = 0;
 	if (rc == 0 && (EVP_DigestFinal_ex(w->md, digest, &dlen) != 1 || dlen != 32)) {
-		train_errf(w->err, sizeof(w->err), "could not hash checkpoint shard \"%s\"",
+		err_printf(w->err, sizeof(w->err), "could not hash checkpoint shard \"%s\"",
 		           w->path);
 		rc = CKPT_ERR_NOMEM;
 	}
 	if (rc) {
-		train_errf(err, errlen, "%s", w->err);
+		err_printf(err, errlen, "%s", w->err);
 		goto out;
 	}
 	ckpt_stream *f = w->out;
@@ -281,7 +263,7 @@ int ckpt_shard_commit(ckpt_writer *w, ckpt_shard_info *info, char *err, size_t e
 	info->rank = w->rank;
 	info->bytes = w->bytes;
 	ckpt_shard_name(w->rank, w->world, info->name);
-	hex_of(digest, 32, info->sha256);
+	hex_encode(digest, 32, info->sha256);
 out:
 	writer_free(w);
 	return rc;
@@ -323,7 +305,7 @@ typedef struct scan {
 
 static int truncated(const scan *sc, const char *what)
 {
-	train_errf(sc->err, sc->errlen,
+	err_printf(sc->err, sc->errlen,
 	           "checkpoint shard \"%s\" is corrupt: it ends after %llu bytes, inside %s",
 	           sc->r->path, (unsigned long long)sc->pos, what);
 	return CKPT_ERR_CORRUPT;
@@ -336,7 +318,7 @@ static int scan_read(scan *sc, void *buf, size_t n, size_t *got)
 	if (rc)
 		return rc;
 	if (*got > 0 && EVP_DigestUpdate(sc->md, buf, *got) != 1) {
-		train_errf(sc->err, sc->errlen, "could not hash checkpoint shard \"%s\"",
+		err_printf(sc->err, sc->errlen, "could not hash checkpoint shard \"%s\"",
 		           sc->r->path);
 		return CKPT_ERR_NOMEM;
 	}
@@ -360,14 +342,14 @@ static int scan_header(scan *sc, int step, int rank, int world)
 	if (rc)
 		return rc;
 	if (memcmp(h, CKPT_SHARD_MAGIC, 8) != 0) {
-		train_errf(sc->err, sc->errlen,
+		err_printf(sc->err, sc->errlen,
 		           "checkpoint shard \"%s\" is corrupt: it does not start with \"%s\"",
 		           sc->r->path, CKPT_SHARD_MAGIC);
 		return CKPT_ERR_CORRUPT;
 	}
 	uint32_t version = get_u32(h + 8);
 	if (version != CKPT_SHARD_VERSION) {
-		train_errf(sc->err, sc->errlen,
+		err_printf(sc->err, sc->errlen,
 		           "checkpoint shard \"%s\" has format version %u, this build reads %d",
 		           sc->r->path, version, CKPT_SHARD_VERSION);
 		return CKPT_ERR_VERSION;
@@ -376,7 +358,7 @@ static int scan_header(scan *sc, int step, int rank, int world)
 	uint64_t hstep = get_u64(h + 24);
 	if (hbytes != HEADER_BYTES || hrank != (uint32_t)rank || hworld != (uint32_t)world ||
 	    hstep != (uint64_t)step) {
-		train_errf(
+		err_printf(
 		    sc->err, sc->errlen,
 		    "checkpoint shard \"%s\" is corrupt: its header says step %llu, rank %u of "
 		    "%u (header size %u), expected step %d, rank %d of %d",
@@ -392,7 +374,7 @@ static int reader_add(scan *sc, const char *name, uint64_t size)
 	ckpt_reader *r = sc->r;
 	for (size_t i = 0; i < r->n; i++)
 		if (strcmp(r->sections[i].name, name) == 0) {
-			train_errf(
+			err_printf(
 			    sc->err, sc->errlen,
 			    "checkpoint shard \"%s\" is corrupt: section \"%s\" appears twice",
 			    r->path, name);
@@ -402,7 +384,7 @@ static int reader_add(scan *sc, const char *name, uint64_t size)
 		size_t ncap = r->cap ? 2 * r->cap : 16;
 		section *ns = realloc(r->sections, ncap * sizeof(*ns));
 		if (ns == NULL) {
-			train_errf(sc->err, sc->errlen, "out of memory");
+			err_printf(sc->err, sc->errlen, "out of memory");
 			return CKPT_ERR_NOMEM;
 		}
 		r->sections = ns;
@@ -419,7 +401,7 @@ static int reader_add(scan *sc, const char *name, uint64_t size)
 static int scan_trailer(scan *sc, uint64_t count, unsigned char *chunk)
 {
 	if (count != sc->r->n) {
-		train_errf(sc->err, sc->errlen,
+		err_printf(sc->err, sc->errlen,
 		           "checkpoint shard \"%s\" is corrupt: its trailer counts %llu sections, "
 		           "the file has %zu",
 		           sc->r->path, (unsigned long long)count, sc->r->n);
@@ -430,7 +412,7 @@ static int scan_trailer(scan *sc, uint64_t count, unsigned char *chunk)
 	if (rc)
 		return rc;
 	if (got != 0) {
-		train_errf(sc->err, sc->errlen,
+		err_printf(sc->err, sc->errlen,
 		           "checkpoint shard \"%s\" is corrupt: bytes follow its trailer",
 		           sc->r->path);
 		return CKPT_ERR_CORRUPT;
@@ -451,7 +433,7 @@ static int scan_sections(scan *sc, unsigned char *chunk)
 		memcpy(name, rec, NAME_BYTES);
 		if (name[NAME_BYTES - 1] != '\0' ||
 		    (name[0] != '\0' && !section_name_valid(name))) {
-			train_errf(
+			err_printf(
 			    sc->err, sc->errlen,
 			    "checkpoint shard \"%s\" is corrupt: bad section name at byte %llu",
 			    sc->r->path, (unsigned long long)(sc->pos - RECORD_BYTES));
@@ -490,14 +472,14 @@ static int scan_finish(scan *sc, int rc, unsigned char *chunk, const char *expec
 	if (EVP_DigestFinal_ex(sc->md, digest, &dlen) != 1 || dlen != 32) {
 		if (rc)
 			return rc;
-		train_errf(sc->err, sc->errlen, "could not hash checkpoint shard \"%s\"",
+		err_printf(sc->err, sc->errlen, "could not hash checkpoint shard \"%s\"",
 		           sc->r->path);
 		return CKPT_ERR_NOMEM;
 	}
 	char hex[65];
-	hex_of(digest, 32, hex);
+	hex_encode(digest, 32, hex);
 	if (expected != NULL && strcmp(hex, expected) != 0) {
-		train_errf(sc->err, sc->errlen,
+		err_printf(sc->err, sc->errlen,
 		           "checkpoint shard \"%s\" is corrupt: its SHA-256 is %s, the manifest "
 		           "records %s",
 		           sc->r->path, hex, expected);
@@ -522,8 +504,8 @@ int ckpt_shard_open(ckpt_store *s, int step, int rank, int world, const char *ex
 	int rc = check_ids(step, rank, world, err, errlen);
 	if (rc)
 		return rc;
-	if (expected_sha256 != NULL && !sha256_hex_valid(expected_sha256)) {
-		train_errf(err, errlen,
+	if (expected_sha256 != NULL && !hex_is_lower(expected_sha256, 64)) {
+		err_printf(err, errlen,
 		           "invalid expected SHA-256 \"%s\": need 64 lower-case hex digits",
 		           expected_sha256);
 		return CKPT_ERR_ARG;
@@ -534,7 +516,7 @@ int ckpt_shard_open(ckpt_store *s, int step, int rank, int world, const char *ex
 	sc.md = EVP_MD_CTX_new();
 	if (chunk == NULL || r == NULL || sc.md == NULL ||
 	    EVP_DigestInit_ex(sc.md, EVP_sha256(), NULL) != 1) {
-		train_errf(err, errlen, "out of memory");
+		err_printf(err, errlen, "out of memory");
 		rc = CKPT_ERR_NOMEM;
 		goto fail;
 	}
@@ -595,12 +577,12 @@ int ckpt_get(ckpt_reader *r, const char *name, void *buf, size_t n, char *err, s
 {
 	const section *s = find_section(r, name);
 	if (s == NULL) {
-		train_errf(err, errlen, "checkpoint shard \"%s\" has no section \"%s\"", r->path,
+		err_printf(err, errlen, "checkpoint shard \"%s\" has no section \"%s\"", r->path,
 		           name);
 		return CKPT_ERR_NOTFOUND;
 	}
 	if (s->size != (uint64_t)n) {
-		train_errf(err, errlen,
+		err_printf(err, errlen,
 		           "could not read section \"%s\" of checkpoint shard \"%s\": it has %llu "
 		           "bytes, the caller expects %zu",
 		           name, r->path, (unsigned long long)s->size, n);
@@ -634,7 +616,7 @@ int ckpt_get(ckpt_reader *r, const char *name, void *buf, size_t n, char *err, s
 		goto changed;
 	return 0;
 changed:
-	train_errf(err, errlen,
+	err_printf(err, errlen,
 	           "checkpoint shard \"%s\" is corrupt: it became shorter after it was verified",
 	           r->path);
 	rc = CKPT_ERR_CORRUPT;
@@ -695,12 +677,12 @@ int ckpt_manifest_write(ckpt_store *s, int step, int world, const json_t *config
 	if (rc)
 		return rc;
 	if (config != NULL && !json_is_object(config)) {
-		train_errf(err, errlen,
+		err_printf(err, errlen,
 		           "could not write checkpoint manifest: config is not an object");
 		return CKPT_ERR_ARG;
 	}
 	if (n != world) {
-		train_errf(
+		err_printf(
 		    err, errlen,
 		    "could not write checkpoint manifest for step %d: %d shards for a world of "
 		    "%d",
@@ -709,7 +691,7 @@ int ckpt_manifest_write(ckpt_store *s, int step, int world, const json_t *config
 	}
 	byrank = calloc((size_t)world, sizeof(*byrank));
 	if (byrank == NULL) {
-		train_errf(err, errlen, "out of memory");
+		err_printf(err, errlen, "out of memory");
 		return CKPT_ERR_NOMEM;
 	}
 	for (int i = 0; i < n; i++) {
@@ -718,8 +700,8 @@ int ckpt_manifest_write(ckpt_store *s, int step, int world, const json_t *config
 		if (r >= 0 && r < world)
 			ckpt_shard_name(r, world, want);
 		if (r < 0 || r >= world || byrank[r].name[0] != '\0' ||
-		    strcmp(shards[i].name, want) != 0 || !sha256_hex_valid(shards[i].sha256)) {
-			train_errf(
+		    strcmp(shards[i].name, want) != 0 || !hex_is_lower(shards[i].sha256, 64)) {
+			err_printf(
 			    err, errlen,
 			    "could not write checkpoint manifest for step %d: shard entry %d "
 			    "(rank %d, \"%.63s\") is invalid or repeated",
@@ -732,7 +714,7 @@ int ckpt_manifest_write(ckpt_store *s, int step, int world, const json_t *config
 	doc = manifest_json(step, world, config, byrank);
 	text = doc ? json_dumps(doc, JSON_INDENT(2)) : NULL;
 	if (text == NULL) {
-		train_errf(err, errlen, "out of memory");
+		err_printf(err, errlen, "out of memory");
 		rc = CKPT_ERR_NOMEM;
 		goto out;
 	}
@@ -757,7 +739,7 @@ out:
 
 static int manifest_bad(char *err, size_t errlen, const char *path, const char *why)
 {
-	train_errf(err, errlen, "checkpoint manifest \"%s\" is invalid: %s", path, why);
+	err_printf(err, errlen, "checkpoint manifest \"%s\" is invalid: %s", path, why);
 	return CKPT_ERR_CORRUPT;
 }
 
@@ -775,7 +757,7 @@ static int read_all(ckpt_store *s, const char *name, size_t max, char **out, siz
 	for (;;) {
 		if (n == cap) {
 			if (cap > max) {
-				train_errf(err, errlen,
+				err_printf(err, errlen,
 				           "checkpoint file \"%s\" is larger than %zu bytes", name,
 				           max);
 				rc = CKPT_ERR_CORRUPT;
@@ -784,7 +766,7 @@ static int read_all(ckpt_store *s, const char *name, size_t max, char **out, siz
 			size_t ncap = cap ? 2 * cap : 4096;
 			char *nb = realloc(buf, ncap + 1);
 			if (nb == NULL) {
-				train_errf(err, errlen, "out of memory");
+				err_printf(err, errlen, "out of memory");
 				rc = CKPT_ERR_NOMEM;
 				goto out;
 			}
@@ -800,7 +782,7 @@ static int read_all(ckpt_store *s, const char *name, size_t max, char **out, siz
 			break;
 	}
 	if (n > max) {
-		train_errf(err, errlen, "checkpoint file \"%s\" is larger than %zu bytes", name,
+		err_printf(err, errlen, "checkpoint file \"%s\" is larger than %zu bytes", name,
 		           max);
 		rc = CKPT_ERR_CORRUPT;
 		goto out;
@@ -822,7 +804,7 @@ static int manifest_shards(const json_t *arr, ckpt_manifest *m, const char *path
 		return manifest_bad(err, errlen, path, "\"shards\" must list one entry per rank");
 	m->shards = calloc((size_t)m->world, sizeof(*m->shards));
 	if (m->shards == NULL) {
-		train_errf(err, errlen, "out of memory");
+		err_printf(err, errlen, "out of memory");
 		return CKPT_ERR_NOMEM;
 	}
 	size_t i;
@@ -839,7 +821,7 @@ static int manifest_shards(const json_t *arr, ckpt_manifest *m, const char *path
 			return manifest_bad(err, errlen, path,
 			                    "a shard rank is out of range or repeated");
 		ckpt_shard_name((int)rank, m->world, want);
-		if (strcmp(name, want) != 0 || bytes < 0 || !sha256_hex_valid(sha))
+		if (strcmp(name, want) != 0 || bytes < 0 || !hex_is_lower(sha, 64))
 			return manifest_bad(err, errlen, path,
 			                    "a shard entry has a bad name, size or sha256");
 		ckpt_shard_info *si = &m->shards[rank];
@@ -863,13 +845,13 @@ int ckpt_manifest_read(ckpt_store *s, int step, ckpt_manifest *out, char *err, s
 	step_file(step, CKPT_MANIFEST_NAME, path);
 	rc = read_all(s, path, CKPT_MANIFEST_MAX, &text, &len, err, errlen);
 	if (rc == CKPT_ERR_NOTFOUND)
-		train_errf(err, errlen, "checkpoint manifest \"%s\" does not exist", path);
+		err_printf(err, errlen, "checkpoint manifest \"%s\" does not exist", path);
 	if (rc)
 		return rc;
 	json_error_t jerr;
 	doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (doc == NULL) {
-		train_errf(err, errlen, "checkpoint manifest \"%s\" is invalid: line %d: %s", path,
+		err_printf(err, errlen, "checkpoint manifest \"%s\" is invalid: line %d: %s", path,
 		           jerr.line, jerr.text);
 		rc = CKPT_ERR_CORRUPT;
 		goto out;
@@ -888,7 +870,7 @@ int ckpt_manifest_read(ckpt_store *s, int step, ckpt_manifest *out, char *err, s
 		goto out;
 	}
 	if (version != CKPT_MANIFEST_VERSION) {
-		train_errf(err, errlen,
+		err_printf(err, errlen,
 		           "checkpoint manifest \"%s\" has version %lld, this build reads %d", path,
 		           (long long)version, CKPT_MANIFEST_VERSION);
 		rc = CKPT_ERR_VERSION;
@@ -950,7 +932,7 @@ int ckpt_list(ckpt_store *s, ckpt_entry **out, int *n, char *err, size_t errlen)
 	ckpt_entry *e = calloc(names.n ? names.n : 1, sizeof(*e));
 	if (e == NULL) {
 		ckpt_names_release(&names);
-		train_errf(err, errlen, "out of memory");
+		err_printf(err, errlen, "out of memory");
 		return CKPT_ERR_NOMEM;
 	}
 	int k = 0;
@@ -992,7 +974,7 @@ int ckpt_latest(ckpt_store *s, int *step, char *err, size_t errlen)
 	}
 	free(e);
 	if (*step < 0) {
-		train_errf(err, errlen, "no checkpoint with a readable manifest in the store");
+		err_printf(err, errlen, "no checkpoint with a readable manifest in the store");
 		return CKPT_ERR_NOTFOUND;
 	}
 	return 0;
@@ -1033,7 +1015,7 @@ int ckpt_prune(ckpt_store *s, int keep, int *removed, char *err, size_t errlen)
 	if (removed)
 		*removed = 0;
 	if (keep < 1) {
-		train_errf(err, errlen,
+		err_printf(err, errlen,
 		           "could not prune checkpoints: keep must be at least 1, not %d", keep);
 		return CKPT_ERR_ARG;
 	}
@@ -1068,7 +1050,7 @@ int ckpt_verify(ckpt_store *s, const ckpt_manifest *m, int part, int parts, char
                 size_t errlen)
 {
 	if (parts < 1 || part < 0 || part >= parts) {
-		train_errf(err, errlen, "could not verify checkpoint: part %d of %d", part, parts);
+		err_printf(err, errlen, "could not verify checkpoint: part %d of %d", part, parts);
 		return CKPT_ERR_ARG;
 	}
 	for (int r = part; r < m->world; r += parts) {
@@ -1082,7 +1064,7 @@ int ckpt_verify(ckpt_store *s, const ckpt_manifest *m, int part, int parts, char
 		if (bytes != m->shards[r].bytes) {
 			char dir[32];
 			ckpt_step_dir(m->step, dir);
-			train_errf(err, errlen,
+			err_printf(err, errlen,
 			           "checkpoint shard \"%s/%s\" is corrupt: it has %llu bytes, the "
 			           "manifest records %llu",
 			           dir, m->shards[r].name, (unsigned long long)bytes,
@@ -1134,10 +1116,10 @@ int ckpt_find_valid(ckpt_store *s, const ckpt_find_opts *opts, ckpt_manifest *ou
 	}
 	free(e);
 	if (complete == 0) {
-		train_errf(err, errlen, "no complete checkpoint in the store");
+		err_printf(err, errlen, "no complete checkpoint in the store");
 		return CKPT_ERR_NOTFOUND;
 	}
-	train_errf(err, errlen, "none of %d checkpoints verifies; the newest was refused at %s",
+	err_printf(err, errlen, "none of %d checkpoints verifies; the newest was refused at %s",
 	           complete, first);
 	return CKPT_ERR_CORRUPT;
 }

@@ -5,6 +5,7 @@
 #include "crypt.h"
 #include "crypt_aead.h"
 #include "error.h"
+#include "hex.h"
 #include "storage.h"
 
 #include <errno.h>
@@ -36,30 +37,12 @@ void crypt_key_clear(crypt_key *k)
 		OPENSSL_cleanse(k->bytes, sizeof(k->bytes));
 }
 
-static int hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 bool crypt_key_from_hex(const char *hex, size_t len, crypt_key *out)
 {
-	if (hex == NULL || len != 2 * CRYPT_KEY_LEN)
-		return false;
-	for (size_t i = 0; i < CRYPT_KEY_LEN; i++) {
-		int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
-		if (hi < 0 || lo < 0) {
-			crypt_key_clear(out);
-			return false;
-		}
-		out->bytes[i] = (unsigned char)(hi << 4 | lo);
-	}
-	return true;
+	if (hex_decode(hex, len, out->bytes, CRYPT_KEY_LEN))
+		return true;
+	crypt_key_clear(out);
+	return false;
 }
 
 /* ---- the master key ------------------------------------------------- */

@@ -29,6 +29,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fileio.h"
+
 #define RECORD_OVERHEAD (4 + CRYPT_TAG_LEN)
 #define RECORD_BYTES    (RECORD_OVERHEAD + CRYPT_LOG_RECORD_MAX)
 #define CLOSING_BIT     0x80000000u
@@ -74,41 +76,6 @@ struct crypt_log_reader {
 	int failed;
 };
 
-/* Read up to n bytes at off. RET bytes read (short only at the end), or -1. */
-static ssize_t pread_full(int fd, void *buf, size_t n, off_t off)
-{
-	size_t got = 0;
-	while (got < n) {
-		ssize_t k = pread(fd, (unsigned char *)buf + got, n - got, off + (off_t)got);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return -1;
-		if (k == 0)
-			break;
-		got += (size_t)k;
-	}
-	return (ssize_t)got;
-}
-
-static int pwrite_full(int fd, const void *buf, size_t n, off_t off)
-{
-	size_t done = 0;
-	while (done < n) {
-		ssize_t k =
-		    pwrite(fd, (const unsigned char *)buf + done, n - done, off + (off_t)done);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0) {
-			if (k == 0)
-				errno = EIO;
-			return -1;
-		}
-		done += (size_t)k;
-	}
-	return 0;
-}
-
 static int log_io_error(const char *what, const char *path, char *err, size_t errlen)
 {
 	err_printf(err, errlen, "could not %s sealed log \"%s\": %s", what, path, strerror(errno));
@@ -126,7 +93,7 @@ static int log_auth_error(const log_scan *s, const char *why, char *err, size_t 
 static int scan_segment(log_scan *s, char *err, size_t errlen)
 {
 	unsigned char h[CRYPT_HEADER_LEN];
-	ssize_t k = pread_full(s->fd, h, sizeof(h), s->off);
+	ssize_t k = fileio_pread_all(s->fd, h, sizeof(h), s->off);
 	if (k < 0)
 		return log_io_error("read", s->path, err, errlen);
 	if (k == 0 && s->aead.evp == NULL)
@@ -154,7 +121,7 @@ static int scan_next(log_scan *s, const void **rec, size_t *len, char *err, size
 	if (s->aead.evp == NULL)
 		return scan_segment(s, err, errlen);
 	unsigned char word[4];
-	ssize_t k = pread_full(s->fd, word, sizeof(word), s->off);
+	ssize_t k = fileio_pread_all(s->fd, word, sizeof(word), s->off);
 	if (k < 0)
 		return log_io_error("read", s->path, err, errlen);
 	if (k == 0)
@@ -168,7 +135,7 @@ static int scan_next(log_scan *s, const void **rec, size_t *len, char *err, size
 	size_t n = w & ~CLOSING_BIT;
 	if (n > CRYPT_LOG_RECORD_MAX)
 		return log_auth_error(s, "its length is out of range", err, errlen);
-	k = pread_full(s->fd, s->buf, n + CRYPT_TAG_LEN, s->off + 4);
+	k = fileio_pread_all(s->fd, s->buf, n + CRYPT_TAG_LEN, s->off + 4);
 	if (k < 0)
 		return log_io_error("read", s->path, err, errlen);
 	if ((size_t)k < n + CRYPT_TAG_LEN)
@@ -261,7 +228,7 @@ int crypt_log_writer_open(const char *path, const crypt_object_ctx *ctx, const c
 		rc = crypt_aead_init(&w->aead, ctx, name, h, true, err, errlen);
 	if (rc)
 		goto fail;
-	if (pwrite_full(w->fd, h, sizeof(h), w->off) != 0) {
+	if (fileio_pwrite_all(w->fd, h, sizeof(h), w->off) != 0) {
 		rc = log_io_error("write", path, err, errlen);
 		goto fail;
 	}
@@ -291,7 +258,7 @@ static int append_record(crypt_log_writer *w, const void *rec, size_t n, bool cl
 		return w->failed = -ERR_INTERNAL;
 	}
 	/* After a failed write the index may be on disk in part: never seal it again. */
-	if (pwrite_full(w->fd, w->buf, RECORD_OVERHEAD + n, w->off) != 0)
+	if (fileio_pwrite_all(w->fd, w->buf, RECORD_OVERHEAD + n, w->off) != 0)
 		return w->failed = log_io_error("append to", w->name, err, errlen);
 	w->off += (off_t)(RECORD_OVERHEAD + n);
 	w->index++;
@@ -374,7 +341,7 @@ int crypt_log_reader_open(const char *path, const crypt_object_ctx *ctx, const c
 static int check_nothing_follows(crypt_log_reader *r, char *err, size_t errlen)
 {
 	unsigned char b;
-	ssize_t k = pread_full(r->scan.fd, &b, 1, r->scan.off);
+	ssize_t k = fileio_pread_all(r->scan.fd, &b, 1, r->scan.off);
 	if (k < 0)
 		return log_io_error("read", r->path, err, errlen);
 	if (k > 0)

@@ -9,30 +9,13 @@
 
 #include "db.h"
 #include "error.h"
+#include "hex.h"
 
 /* bytea text form of PostgreSQL ("\x..."). RET true and fills out when it is one wrapped key. */
 static bool wrapped_from_pg(const char *v, unsigned char out[CRYPT_WRAPPED_LEN])
 {
-	if (!v || strncmp(v, "\\x", 2) != 0 || strlen(v) != 2 + 2 * CRYPT_WRAPPED_LEN)
-		return false;
-	for (size_t i = 0; i < CRYPT_WRAPPED_LEN; i++) {
-		unsigned hi, lo;
-		if (sscanf(v + 2 + 2 * i, "%1x%1x", &hi, &lo) != 2)
-			return false;
-		out[i] = (unsigned char)(hi << 4 | lo);
-	}
-	return true;
-}
-
-static void wrapped_hex(const unsigned char w[CRYPT_WRAPPED_LEN],
-                        char hex[2 * CRYPT_WRAPPED_LEN + 1])
-{
-	static const char digits[] = "0123456789abcdef";
-	for (size_t i = 0; i < CRYPT_WRAPPED_LEN; i++) {
-		hex[2 * i] = digits[w[i] >> 4];
-		hex[2 * i + 1] = digits[w[i] & 15];
-	}
-	hex[2 * CRYPT_WRAPPED_LEN] = '\0';
+	return v && strncmp(v, "\\x", 2) == 0 &&
+	       hex_decode(v + 2, strlen(v + 2), out, CRYPT_WRAPPED_LEN);
 }
 
 static int unwrap_row(const crypt_key *kek, const char *kind, const char *id, int version,
@@ -56,7 +39,7 @@ static int wrap_hex(const crypt_key *kek, const char *kind, const char *id, int 
 	if (rc == 0)
 		rc = crypt_wrap(kek, ctx, key, w);
 	if (rc == 0)
-		wrapped_hex(w, hex);
+		hex_encode(w, CRYPT_WRAPPED_LEN, hex);
 	return rc;
 }
 

@@ -10,6 +10,7 @@
 #include "audit.h"
 #include "db.h"
 #include "error.h"
+#include "hex.h"
 
 int store_user_create(PGconn *c, const char *name, const char *email, role platform,
                       const char *granted_by, char id[UUID_STR_LEN + 1])

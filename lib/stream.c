@@ -6,7 +6,6 @@
  * "<root>/<name>.tmp.<pid>" and renames at commit, with fsync of the file
  * before and of its directory after the rename.
  */
-#include "errbuf.h"
 #include "stream.h"
 
 #include <dirent.h>
@@ -19,6 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "error.h"
+
 #define SKIP_CHUNK 65536
 
 /* ---- names ---------------------------------------------------------- */
@@ -29,7 +30,7 @@ static int check_name(const char *name, bool root_ok, char *err, size_t errlen)
 		return 0;
 	if (storage_name_valid(name))
 		return 0;
-	train_errf(
+	err_printf(
 	    err, errlen,
 	    "invalid checkpoint file name \"%s\": expected a relative path of [A-Za-z0-9._-] "
 	    "components without \".\" or \"..\"",
@@ -74,7 +75,7 @@ int ckpt_store_open_write(ckpt_store *s, const char *name, ckpt_stream **out, ch
 int ckpt_stream_write(ckpt_stream *f, const void *buf, size_t n, char *err, size_t errlen)
 {
 	if (!f->writing) {
-		train_errf(err, errlen,
+		err_printf(err, errlen,
 		           "could not write checkpoint file: it was opened for reading");
 		return CKPT_STORE_ERR_IO;
 	}
@@ -87,7 +88,7 @@ int ckpt_stream_commit(ckpt_stream *f, char *err, size_t errlen)
 {
 	if (!f->writing) {
 		f->store->ops->close(f);
-		train_errf(err, errlen,
+		err_printf(err, errlen,
 		           "could not commit checkpoint file: it was opened for reading");
 		return CKPT_STORE_ERR_IO;
 	}
@@ -123,7 +124,7 @@ int ckpt_stream_read(ckpt_stream *f, void *buf, size_t n, size_t *got, char *err
 {
 	*got = 0;
 	if (f->writing) {
-		train_errf(err, errlen,
+		err_printf(err, errlen,
 		           "could not read checkpoint file: it was opened for writing");
 		return CKPT_STORE_ERR_IO;
 	}
@@ -136,7 +137,7 @@ int ckpt_stream_skip(ckpt_stream *f, size_t n, size_t *got, char *err, size_t er
 {
 	*got = 0;
 	if (f->writing) {
-		train_errf(err, errlen,
+		err_printf(err, errlen,
 		           "could not read checkpoint file: it was opened for writing");
 		return CKPT_STORE_ERR_IO;
 	}
@@ -234,7 +235,7 @@ static char *dir_path(const dir_store *d, const char *name)
 
 static int nomem(char *err, size_t errlen)
 {
-	train_errf(err, errlen, "out of memory");
+	err_printf(err, errlen, "out of memory");
 	return CKPT_STORE_ERR_NOMEM;
 }
 
@@ -259,7 +260,7 @@ static int sync_parent(const char *root, const char *path, char *err, size_t err
 		snprintf(dir, strlen(dir) + 1, ".");
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || fsync(fd) != 0) {
-		train_errf(err, errlen, "could not sync directory \"%s\": %m", in_store(root, dir));
+		err_printf(err, errlen, "could not sync directory \"%s\": %m", in_store(root, dir));
 		rc = CKPT_STORE_ERR_IO;
 	}
 	if (fd >= 0)
@@ -298,7 +299,7 @@ static int dir_open_write(ckpt_store *s, const char *name, ckpt_stream **out, ch
 	f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (f->fd < 0) {
 		int e = errno;
-		train_errf(err, errlen, "could not create file \"%s\": %m", f->tmp + f->skip);
+		err_printf(err, errlen, "could not create file \"%s\": %m", f->tmp + f->skip);
 		rc = errno_code(e);
 		goto fail;
 	}
@@ -320,7 +321,7 @@ static int dir_write(ckpt_stream *s, const void *buf, size_t n, char *err, size_
 		if (k <= 0) {
 			if (k == 0)
 				errno = EIO;
-			train_errf(err, errlen, "could not write to file \"%s\": %m",
+			err_printf(err, errlen, "could not write to file \"%s\": %m",
 			           f->tmp + f->skip);
 			return CKPT_STORE_ERR_IO;
 		}
@@ -335,19 +336,19 @@ static int dir_commit(ckpt_stream *s, char *err, size_t errlen)
 	dir_stream *f = (dir_stream *)s;
 	int rc = 0;
 	if (fsync(f->fd) != 0) {
-		train_errf(err, errlen, "could not sync file \"%s\": %m", f->tmp + f->skip);
+		err_printf(err, errlen, "could not sync file \"%s\": %m", f->tmp + f->skip);
 		rc = CKPT_STORE_ERR_IO;
 		goto fail;
 	}
 	int fd = f->fd;
 	f->fd = -1;
 	if (close(fd) != 0) {
-		train_errf(err, errlen, "could not close file \"%s\": %m", f->tmp + f->skip);
+		err_printf(err, errlen, "could not close file \"%s\": %m", f->tmp + f->skip);
 		rc = CKPT_STORE_ERR_IO;
 		goto fail;
 	}
 	if (rename(f->tmp, f->path) != 0) {
-		train_errf(err, errlen, "could not rename file \"%s\" to \"%s\": %m",
+		err_printf(err, errlen, "could not rename file \"%s\" to \"%s\": %m",
 		           f->tmp + f->skip, f->path + f->skip);
 		rc = CKPT_STORE_ERR_IO;
 		goto fail;
@@ -390,13 +391,13 @@ static int dir_open_read(ckpt_store *s, const char *name, ckpt_stream **out, cha
 	f->fd = open(f->path, O_RDONLY | O_CLOEXEC);
 	if (f->fd < 0) {
 		int e = errno;
-		train_errf(err, errlen, "could not open file \"%s\": %m", f->path + f->skip);
+		err_printf(err, errlen, "could not open file \"%s\": %m", f->path + f->skip);
 		rc = errno_code(e);
 		goto fail;
 	}
 	struct stat st;
 	if (fstat(f->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		train_errf(err, errlen, "could not open file \"%s\": not a regular file",
+		err_printf(err, errlen, "could not open file \"%s\": not a regular file",
 		           f->path + f->skip);
 		rc = CKPT_STORE_ERR_IO;
 		goto fail;
@@ -418,7 +419,7 @@ static int dir_read(ckpt_stream *s, void *buf, size_t n, size_t *got, char *err,
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0) {
-			train_errf(err, errlen, "could not read file \"%s\": %m",
+			err_printf(err, errlen, "could not read file \"%s\": %m",
 			           f->path + f->skip);
 			return CKPT_STORE_ERR_IO;
 		}
@@ -435,13 +436,13 @@ static int dir_skip(ckpt_stream *s, size_t n, size_t *got, char *err, size_t err
 	struct stat st;
 	off_t pos = lseek(f->fd, 0, SEEK_CUR);
 	if (pos < 0 || fstat(f->fd, &st) != 0) {
-		train_errf(err, errlen, "could not seek in file \"%s\": %m", f->path + f->skip);
+		err_printf(err, errlen, "could not seek in file \"%s\": %m", f->path + f->skip);
 		return CKPT_STORE_ERR_IO;
 	}
 	size_t left = st.st_size > pos ? (size_t)(st.st_size - pos) : 0;
 	size_t k = n < left ? n : left;
 	if (lseek(f->fd, pos + (off_t)k, SEEK_SET) < 0) {
-		train_errf(err, errlen, "could not seek in file \"%s\": %m", f->path + f->skip);
+		err_printf(err, errlen, "could not seek in file \"%s\": %m", f->path + f->skip);
 		return CKPT_STORE_ERR_IO;
 	}
 	*got = k;
@@ -463,7 +464,7 @@ static int dir_exists(ckpt_store *s, const char *name, bool *yes, char *err, siz
 	if (stat(path, &st) == 0)
 		*yes = true;
 	else if (errno != ENOENT && errno != ENOTDIR) {
-		train_errf(err, errlen, "could not stat file \"%s\": %m", name);
+		err_printf(err, errlen, "could not stat file \"%s\": %m", name);
 		rc = CKPT_STORE_ERR_IO;
 	}
 	free(path);
@@ -485,7 +486,7 @@ static int dir_list(ckpt_store *s, const char *dirname, ckpt_names *out, char *e
 	DIR *dir = opendir(path);
 	if (dir == NULL) {
 		int e = errno;
-		train_errf(err, errlen, "could not open directory \"%s\": %m",
+		err_printf(err, errlen, "could not open directory \"%s\": %m",
 		           dirname[0] ? dirname : ".");
 		rc = errno_code(e);
 		goto out;
@@ -495,7 +496,7 @@ static int dir_list(ckpt_store *s, const char *dirname, ckpt_names *out, char *e
 		struct dirent *de = readdir(dir);
 		if (de == NULL) {
 			if (errno != 0) {
-				train_errf(err, errlen, "could not read directory \"%s\": %m",
+				err_printf(err, errlen, "could not read directory \"%s\": %m",
 				           dirname[0] ? dirname : ".");
 				rc = CKPT_STORE_ERR_IO;
 			}
@@ -545,7 +546,7 @@ static int mkdir_parents(const char *root, char *path, char *err, size_t errlen)
 				return rc;
 			}
 		} else if (errno != EEXIST) {
-			train_errf(err, errlen, "could not create directory \"%s\": %m",
+			err_printf(err, errlen, "could not create directory \"%s\": %m",
 			           in_store(root, path));
 			*p = c;
 			return CKPT_STORE_ERR_IO;
@@ -556,7 +557,7 @@ static int mkdir_parents(const char *root, char *path, char *err, size_t errlen)
 	}
 	struct stat st;
 	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		train_errf(err, errlen, "could not create directory \"%s\": a file is in the way",
+		err_printf(err, errlen, "could not create directory \"%s\": a file is in the way",
 		           in_store(root, path));
 		return CKPT_STORE_ERR_IO;
 	}
@@ -582,11 +583,11 @@ static int dir_remove(ckpt_store *s, const char *name, char *err, size_t errlen)
 	struct stat st;
 	if (lstat(path, &st) != 0) {
 		int e = errno;
-		train_errf(err, errlen, "could not remove \"%s\": %m", name);
+		err_printf(err, errlen, "could not remove \"%s\": %m", name);
 		rc = errno_code(e);
 	} else if ((S_ISDIR(st.st_mode) ? rmdir(path) : unlink(path)) != 0) {
 		int e = errno;
-		train_errf(err, errlen, "could not remove \"%s\": %m", name);
+		err_printf(err, errlen, "could not remove \"%s\": %m", name);
 		rc = errno_code(e);
 	} else {
 		rc = sync_parent(((dir_store *)s)->root, path, err, errlen);

@@ -11,7 +11,7 @@
  * job come from the store's context.
  */
 #include "crypt.h"
-#include "errbuf.h"
+#include "error.h"
 #include "stream.h"
 
 #include <fcntl.h>
@@ -43,10 +43,10 @@ static int stream_result(crypt_stream *f, int rc, const char *cerr, char *err, s
 	if (rc == 0)
 		return 0;
 	if (f->inner_rc != 0) {
-		train_errf(err, errlen, "%s", f->inner_err);
+		err_printf(err, errlen, "%s", f->inner_err);
 		return f->inner_rc;
 	}
-	train_errf(err, errlen, "%s", cerr);
+	err_printf(err, errlen, "%s", cerr);
 	return CKPT_STORE_ERR_IO;
 }
 
@@ -99,7 +99,7 @@ static int open_stream(ckpt_store *s, const char *name, bool write, ckpt_stream 
 	crypt_store *cs = (crypt_store *)s;
 	crypt_stream *f = calloc(1, sizeof(*f));
 	if (f == NULL) {
-		train_errf(err, errlen, "out of memory");
+		err_printf(err, errlen, "out of memory");
 		return CKPT_STORE_ERR_NOMEM;
 	}
 	int rc = write ? ckpt_store_open_write(cs->inner, name, &f->inner, err, errlen)
@@ -195,13 +195,13 @@ static int make_private(const crypt_store *cs, const char *dir, size_t len, char
 	char path[4096];
 	int k = snprintf(path, sizeof(path), "%s%s%.*s", cs->root, len ? "/" : "", (int)len, dir);
 	if (k < 0 || (size_t)k >= sizeof(path)) {
-		train_errf(err, errlen, "checkpoint directory \"%.*s\" has too long a path",
+		err_printf(err, errlen, "checkpoint directory \"%.*s\" has too long a path",
 		           (int)len, dir);
 		return CKPT_STORE_ERR_NAME;
 	}
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 || fchmod(fd, 0700) != 0) {
-		train_errf(err, errlen, "could not make directory \"%.*s\" private: %m",
+		err_printf(err, errlen, "could not make directory \"%.*s\" private: %m",
 		           len ? (int)len : 1, len ? dir : ".");
 		if (fd >= 0)
 			close(fd);

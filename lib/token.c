@@ -73,13 +73,3 @@ bool token_equal_ct(const void *a, const void *b, size_t n)
 {
 	return CRYPTO_memcmp(a, b, n) == 0;
 }
-
-void hex_encode(const unsigned char *in, size_t n, char *hex)
-{
-	static const char digits[] = "0123456789abcdef";
-	for (size_t i = 0; i < n; i++) {
-		hex[2 * i] = digits[in[i] >> 4];
-		hex[2 * i + 1] = digits[in[i] & 15];
-	}
-	hex[2 * n] = '\0';
-}

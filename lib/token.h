@@ -37,7 +37,4 @@ void token_hash(const char *secret, unsigned char hash[TOKEN_HASH_LEN]);
 /* Constant-time equality of n bytes (hashes, or their hex forms). */
 bool token_equal_ct(const void *a, const void *b, size_t n);
 
-/* OUT: hex, 2*n+1 bytes. */
-void hex_encode(const unsigned char *in, size_t n, char *hex);
-
 #endif

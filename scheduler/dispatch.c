@@ -17,8 +17,10 @@
 
 #include "attemptstate.h"
 #include "batch.h"
+#include "clock.h"
 #include "db.h"
 #include "failure.h"
+#include "hex.h"
 #include "jobstate.h"
 #include "leader.h"
 #include "log.h"
@@ -34,13 +36,6 @@
 	" (j.spec->'resources'->>'gpus_per_node')::int,"                                           \
 	" (j.spec->'resources'->>'time_limit_minutes')::int,"                                      \
 	" coalesce(j.spec->'resources'->>'partition', ''), (a.config->'overrides')::text"
-
-static double mono_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static void item_fill(dispatch_item *it, const PGresult *r, int row)
 {
@@ -194,7 +189,7 @@ static int prepare_batch(sched *s, char (*ids)[37], int n, dispatch_item *items)
 static void submit_one(sched *s, dispatch_item *it, double leased_at)
 {
 	/* a lease about to run out is left to recovery rather than raced */
-	if (mono_s() - leased_at > s->lease_s / 2.0) {
+	if (clock_mono_s() - leased_at > s->lease_s / 2.0) {
 		it->result = 2;
 		return;
 	}
@@ -424,7 +419,7 @@ static int prepare_commit(batch_run *b)
 	sched *s = b->s;
 	int rc = db_begin(s->db);
 	b->k = rc == 0 ? prepare_batch(s, b->ids, b->n, b->items) : rc;
-	b->leased_at = mono_s();
+	b->leased_at = clock_mono_s();
 	rc = b->k < 0 ? b->k : db_commit(s->db);
 	if (rc) {
 		db_rollback(s->db);
@@ -645,7 +640,7 @@ int dispatch_recover(sched *s)
 	s->n_sj = n_fresh;
 	/* each job on its own: one that fails is noted on it and blocks no other */
 	dispatch_item renew[64];
-	double leased_at = mono_s(); /* no later than any lease renewed below */
+	double leased_at = clock_mono_s(); /* no later than any lease renewed below */
 	for (int i = 0; i < n && !sched_db_lost(s); i++) {
 		bool again;
 		if (recover_one(s, &items[i], state[i], started[i], &again) < 0)

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "log.h"
 
 #define COMM_MAGIC 0x636f6d6dU /* "comm" */
@@ -24,13 +25,6 @@ struct comm {
 	char err[256];
 	void *impl;
 };
-
-static double comm_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 const char *comm_strerror(int rc)
 {
@@ -165,7 +159,7 @@ static int comm_check_idle(comm *c, const comm_request *req, const char *op)
 /* Add the time since t0 to c's counter; RET rc. */
 static int comm_timed(comm *c, double t0, int rc)
 {
-	c->seconds += comm_now() - t0;
+	c->seconds += clock_mono_s() - t0;
 	return rc;
 }
 
@@ -174,7 +168,7 @@ int comm_allreduce_sum(comm *c, float *buf, size_t n)
 	int rc = comm_check_count(c, n, 1, "all-reduce");
 	if (rc)
 		return rc;
-	double t0 = comm_now();
+	double t0 = clock_mono_s();
 	return comm_timed(c, t0, c->ops->allreduce_sum(c, buf, n));
 }
 
@@ -183,7 +177,7 @@ int comm_reduce_scatter_sum(comm *c, const float *send, float *recv, size_t bloc
 	int rc = comm_check_count(c, block, (size_t)c->size, "reduce-scatter");
 	if (rc)
 		return rc;
-	double t0 = comm_now();
+	double t0 = clock_mono_s();
 	return comm_timed(c, t0, c->ops->reduce_scatter_sum(c, send, recv, block));
 }
 
@@ -192,7 +186,7 @@ int comm_allgather(comm *c, const float *send, float *recv, size_t block)
 	int rc = comm_check_count(c, block, (size_t)c->size, "all-gather");
 	if (rc)
 		return rc;
-	double t0 = comm_now();
+	double t0 = clock_mono_s();
 	return comm_timed(c, t0, c->ops->allgather(c, send, recv, block));
 }
 
@@ -201,7 +195,7 @@ int comm_bcast(comm *c, void *buf, size_t bytes, int root)
 	int rc = comm_check_peer(c, root, "root", "broadcast");
 	if (rc)
 		return rc;
-	double t0 = comm_now();
+	double t0 = clock_mono_s();
 	return comm_timed(c, t0, c->ops->bcast(c, buf, bytes, root));
 }
 
@@ -212,7 +206,7 @@ int comm_send(comm *c, const void *buf, size_t bytes, int peer, int tag)
 		return rc;
 	if (tag < 0)
 		return COMM_FAIL(c, COMM_ERR_ARG, "could not start send: tag %d is negative", tag);
-	double t0 = comm_now();
+	double t0 = clock_mono_s();
 	return comm_timed(c, t0, c->ops->send(c, buf, bytes, peer, tag));
 }
 
@@ -224,14 +218,14 @@ int comm_recv(comm *c, void *buf, size_t bytes, int peer, int tag)
 	if (tag < 0)
 		return COMM_FAIL(c, COMM_ERR_ARG, "could not start receive: tag %d is negative",
 		                 tag);
-	double t0 = comm_now();
+	double t0 = clock_mono_s();
 	return comm_timed(c, t0, c->ops->recv(c, buf, bytes, peer, tag));
 }
 
 int comm_barrier(comm *c)
 {
 	assert(c && c->magic == COMM_MAGIC);
-	double t0 = comm_now();
+	double t0 = clock_mono_s();
 	return comm_timed(c, t0, c->ops->barrier(c));
 }
 
@@ -242,7 +236,7 @@ int comm_iallreduce_sum(comm *c, float *buf, size_t n, comm_request *req)
 		rc = comm_check_idle(c, req, "all-reduce");
 	if (rc)
 		return rc;
-	double t0 = comm_now();
+	double t0 = clock_mono_s();
 	return comm_timed(c, t0, c->ops->iallreduce_sum(c, buf, n, req));
 }
 
@@ -254,7 +248,7 @@ int comm_ireduce_scatter_sum(comm *c, const float *send, float *recv, size_t blo
 		rc = comm_check_idle(c, req, "reduce-scatter");
 	if (rc)
 		return rc;
-	double t0 = comm_now();
+	double t0 = clock_mono_s();
 	return comm_timed(c, t0, c->ops->ireduce_scatter_sum(c, send, recv, block, req));
 }
 
@@ -265,7 +259,7 @@ int comm_iallgather(comm *c, const float *send, float *recv, size_t block, comm_
 		rc = comm_check_idle(c, req, "all-gather");
 	if (rc)
 		return rc;
-	double t0 = comm_now();
+	double t0 = clock_mono_s();
 	return comm_timed(c, t0, c->ops->iallgather(c, send, recv, block, req));
 }
 
@@ -285,7 +279,7 @@ int comm_isend(comm *c, const void *buf, size_t bytes, int peer, int tag, comm_r
 	int rc = comm_check_p2p(c, peer, tag, req, "send");
 	if (rc)
 		return rc;
-	double t0 = comm_now();
+	double t0 = clock_mono_s();
 	return comm_timed(c, t0, c->ops->isend(c, buf, bytes, peer, tag, req));
 }
 
@@ -294,7 +288,7 @@ int comm_irecv(comm *c, void *buf, size_t bytes, int peer, int tag, comm_request
 	int rc = comm_check_p2p(c, peer, tag, req, "receive");
 	if (rc)
 		return rc;
-	double t0 = comm_now();
+	double t0 = clock_mono_s();
 	return comm_timed(c, t0, c->ops->irecv(c, buf, bytes, peer, tag, req));
 }
 
@@ -304,7 +298,7 @@ int comm_split(comm *c, int color, int key, comm **out)
 	*out = NULL;
 	if (color < 0)
 		return COMM_FAIL(c, COMM_ERR_ARG, "could not split: color %d is negative", color);
-	double t0 = comm_now();
+	double t0 = clock_mono_s();
 	return comm_timed(c, t0, c->ops->split(c, color, key, out));
 }
 
@@ -314,7 +308,7 @@ int comm_wait(comm_request *req)
 		return 0;
 	comm *c = req->c;
 	assert(c->magic == COMM_MAGIC);
-	double t0 = comm_now();
+	double t0 = clock_mono_s();
 	return comm_timed(c, t0, c->ops->wait(c, req));
 }
 
@@ -325,7 +319,7 @@ int comm_test(comm_request *req, int *done)
 		return 0;
 	comm *c = req->c;
 	assert(c->magic == COMM_MAGIC);
-	double t0 = comm_now();
+	double t0 = clock_mono_s();
 	return comm_timed(c, t0, c->ops->test(c, req, done));
 }
 

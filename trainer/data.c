@@ -10,7 +10,6 @@
  * next). The batch itself is produced by fill_batch(), called by data_next
  * without prefetch, or by the thread for the position in d->want.
  */
-#include "errbuf.h"
 #include "data.h"
 #include "datapath.h"
 #include "error.h"
@@ -26,14 +25,19 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+#include "fileio.h"
+
 #define SCAN_TOKENS (1u << 16)
 #define ERR_LEN     512
 
-static double now_seconds(void)
+/* Read exactly n bytes at off. RET: 0, or -1 with errno (0 at end of file). */
+static int read_exactly(int fd, void *buf, size_t n, off_t off)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+	ssize_t k = fileio_pread_all(fd, buf, n, off);
+	if (k >= 0 && (size_t)k < n)
+		errno = 0;
+	return k >= 0 && (size_t)k == n ? 0 : -1;
 }
 
 /* ---- the order ------------------------------------------------------ */
@@ -146,39 +150,19 @@ static data_position advance(const data_loader *d, data_position p)
 	return normalize(d, p);
 }
 
-/* Read exactly n bytes at off. RET: 0, or -1 with errno (0 at end of file). */
-static int pread_full(int fd, void *buf, size_t n, off_t off)
-{
-	unsigned char *p = buf;
-	while (n > 0) {
-		ssize_t k = pread(fd, p, n, off);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0) {
-			if (k == 0)
-				errno = 0;
-			return -1;
-		}
-		p += k;
-		n -= (size_t)k;
-		off += k;
-	}
-	return 0;
-}
-
 static int read_failed(const shard *s, char *err, size_t errlen)
 {
 	if (errno == 0)
-		train_errf(err, errlen, "could not read data file \"%s\": it ended early", s->path);
+		err_printf(err, errlen, "could not read data file \"%s\": it ended early", s->path);
 	else
-		train_errf(err, errlen, "could not read data file \"%s\": %m", s->path);
+		err_printf(err, errlen, "could not read data file \"%s\": %m", s->path);
 	return DATA_ERR_IO;
 }
 
 static int bad_token(const data_loader *d, const shard *s, unsigned tok, uint64_t index, char *err,
                      size_t errlen)
 {
-	train_errf(
+	err_printf(
 	    err, errlen,
 	    "data file \"%s\" holds token %u at index %llu, not below the vocabulary size %d",
 	    s->path, tok, (unsigned long long)index, d->vocab);
@@ -208,7 +192,7 @@ static int read_sequence(data_loader *d, uint64_t k, int32_t *in, int32_t *tg, c
 	size_t done = 0;
 	for (size_t si = shard_find(d, off); done < n; si++) {
 		if (si >= d->nshards) {
-			train_errf(err, errlen,
+			err_printf(err, errlen,
 			           "could not read sequence %llu: past the end of the data",
 			           (unsigned long long)k);
 			return DATA_ERR_IO;
@@ -221,7 +205,7 @@ static int read_sequence(data_loader *d, uint64_t k, int32_t *in, int32_t *tg, c
 		if ((uint64_t)take > s->count - at)
 			take = (size_t)(s->count - at);
 		off_t where = (off_t)(DATA_SHARD_HEADER_BYTES + 2 * at);
-		if (pread_full(s->fd, d->raw, 2 * take, where) != 0)
+		if (read_exactly(s->fd, d->raw, 2 * take, where) != 0)
 			return read_failed(s, err, errlen);
 		for (size_t i = 0; i < take; i++) {
 			unsigned tok = d->raw[2 * i] | (unsigned)d->raw[2 * i + 1] << 8;
@@ -301,38 +285,38 @@ static int open_shard(shard *s, char *err, size_t errlen)
 {
 	struct stat st;
 	if (fstat(s->fd, &st) != 0) {
-		train_errf(err, errlen, "could not stat data file \"%s\": %m", s->path);
+		err_printf(err, errlen, "could not stat data file \"%s\": %m", s->path);
 		return DATA_ERR_IO;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		train_errf(err, errlen, "data file \"%s\" is not a regular file", s->path);
+		err_printf(err, errlen, "data file \"%s\" is not a regular file", s->path);
 		return DATA_ERR_DATA;
 	}
 	unsigned char h[DATA_SHARD_HEADER_BYTES];
 	if (st.st_size < DATA_SHARD_HEADER_BYTES) {
-		train_errf(err, errlen,
+		err_printf(err, errlen,
 		           "data file \"%s\" is not a token shard: %lld bytes is too short for the "
 		           "%d-byte header",
 		           s->path, (long long)st.st_size, DATA_SHARD_HEADER_BYTES);
 		return DATA_ERR_DATA;
 	}
-	if (pread_full(s->fd, h, sizeof(h), 0) != 0)
+	if (read_exactly(s->fd, h, sizeof(h), 0) != 0)
 		return read_failed(s, err, errlen);
 	int32_t magic = get_i32(h), version = get_i32(h + 4), count = get_i32(h + 8);
 	if (magic != DATA_SHARD_MAGIC) {
-		train_errf(err, errlen,
+		err_printf(err, errlen,
 		           "data file \"%s\" is not a token shard: magic %d, expected %d", s->path,
 		           magic, DATA_SHARD_MAGIC);
 		return DATA_ERR_DATA;
 	}
 	if (version != DATA_SHARD_VERSION) {
-		train_errf(err, errlen, "data file \"%s\" has shard version %d, expected %d",
+		err_printf(err, errlen, "data file \"%s\" has shard version %d, expected %d",
 		           s->path, version, DATA_SHARD_VERSION);
 		return DATA_ERR_DATA;
 	}
 	long long want = (long long)DATA_SHARD_HEADER_BYTES + 2 * (long long)count;
 	if (count < 0 || (long long)st.st_size != want) {
-		train_errf(
+		err_printf(
 		    err, errlen,
 		    "data file \"%s\" has %lld bytes, but its header declares %d tokens (%lld "
 		    "bytes)",
@@ -349,7 +333,7 @@ static int scan_shard(const data_loader *d, const shard *s, unsigned char *buf, 
 	for (uint64_t at = 0; at < s->count;) {
 		size_t n = s->count - at < SCAN_TOKENS ? (size_t)(s->count - at) : SCAN_TOKENS;
 		off_t where = (off_t)(DATA_SHARD_HEADER_BYTES + 2 * at);
-		if (pread_full(s->fd, buf, 2 * n, where) != 0)
+		if (read_exactly(s->fd, buf, 2 * n, where) != 0)
 			return read_failed(s, err, errlen);
 		for (size_t i = 0; i < n; i++) {
 			unsigned tok = buf[2 * i] | (unsigned)buf[2 * i + 1] << 8;
@@ -376,7 +360,7 @@ static int check_config(const data_config *c, char *err, size_t errlen)
 		why = "accum_steps must not be negative";
 	if (why == NULL)
 		return 0;
-	train_errf(err, errlen, "could not open training data: %s", why);
+	err_printf(err, errlen, "could not open training data: %s", why);
 	return DATA_ERR_ARG;
 }
 
@@ -386,7 +370,7 @@ static int match_shards(data_loader *d, const data_config *cfg, char *err, size_
 	const char *root = cfg->root && cfg->root[0] ? cfg->root : ".";
 	int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0) {
-		train_errf(err, errlen, "could not open the data root \"%s\": %m", root);
+		err_printf(err, errlen, "could not open the data root \"%s\": %m", root);
 		return DATA_ERR_IO;
 	}
 	datapath_matches m;
@@ -399,11 +383,11 @@ static int match_shards(data_loader *d, const data_config *cfg, char *err, size_
 	else if (rc < 0)
 		rc = DATA_ERR_DATA; /* not allowed, or a way out of the root */
 	else if (m.n == 0) {
-		train_errf(err, errlen, "no data files match \"%s\" in the data root \"%s\"",
+		err_printf(err, errlen, "no data files match \"%s\" in the data root \"%s\"",
 		           cfg->pattern, root);
 		rc = DATA_ERR_DATA;
 	} else if (!(d->shards = calloc(m.n, sizeof(*d->shards)))) {
-		train_errf(err, errlen, "out of memory");
+		err_printf(err, errlen, "out of memory");
 		rc = DATA_ERR_NOMEM;
 	}
 	for (size_t i = 0; rc == 0 && i < m.n; i++) {
@@ -428,7 +412,7 @@ int data_open(const data_config *cfg, data_loader **out, char *err, size_t errle
 		return rc;
 	data_loader *d = calloc(1, sizeof(*d));
 	if (d == NULL) {
-		train_errf(err, errlen, "out of memory");
+		err_printf(err, errlen, "out of memory");
 		return DATA_ERR_NOMEM;
 	}
 	d->B = cfg->B;
@@ -445,7 +429,7 @@ int data_open(const data_config *cfg, data_loader **out, char *err, size_t errle
 	d->sequences = data_sequence_count(d->tokens, d->T);
 	uint64_t step = group_size(d) * (uint64_t)d->accum;
 	if (d->sequences < step) {
-		train_errf(
+		err_printf(
 		    err, errlen,
 		    "too little data in \"%s\": %llu tokens make %llu sequences of %d tokens, "
 		    "one optimizer step needs %llu",
@@ -455,7 +439,7 @@ int data_open(const data_config *cfg, data_loader **out, char *err, size_t errle
 		goto fail;
 	}
 	if (d->sequences > UINT32_MAX) {
-		train_errf(err, errlen, "too much data in \"%s\": %llu sequences, at most %u",
+		err_printf(err, errlen, "too much data in \"%s\": %llu sequences, at most %u",
 		           cfg->pattern, (unsigned long long)d->sequences, (unsigned)UINT32_MAX);
 		rc = DATA_ERR_DATA;
 		goto fail;
@@ -466,7 +450,7 @@ int data_open(const data_config *cfg, data_loader **out, char *err, size_t errle
 	if (d->shuffle)
 		d->perm = malloc((size_t)d->sequences * sizeof(*d->perm));
 	if (d->raw == NULL || (d->shuffle && d->perm == NULL)) {
-		train_errf(err, errlen, "out of memory");
+		err_printf(err, errlen, "out of memory");
 		rc = DATA_ERR_NOMEM;
 		goto fail;
 	}
@@ -480,7 +464,7 @@ int data_open(const data_config *cfg, data_loader **out, char *err, size_t errle
 		d->slot_in = malloc(bt * sizeof(int32_t));
 		d->slot_tg = malloc(bt * sizeof(int32_t));
 		if (d->slot_in == NULL || d->slot_tg == NULL) {
-			train_errf(err, errlen, "out of memory");
+			err_printf(err, errlen, "out of memory");
 			rc = DATA_ERR_NOMEM;
 			goto fail;
 		}
@@ -491,7 +475,7 @@ int data_open(const data_config *cfg, data_loader **out, char *err, size_t errle
 		d->want = d->pos;
 		int prc = pthread_create(&d->thread, NULL, prefetch_main, d);
 		if (prc != 0) {
-			train_errf(err, errlen, "could not start the data prefetch thread: %s",
+			err_printf(err, errlen, "could not start the data prefetch thread: %s",
 			           strerror(prc));
 			rc = DATA_ERR_NOMEM;
 			goto fail;
@@ -554,20 +538,20 @@ void data_close(data_loader *d)
 
 int data_next(data_loader *d, int32_t *inputs, int32_t *targets)
 {
-	double t0 = now_seconds();
+	double t0 = clock_mono_s();
 	int rc;
 	if (!d->prefetch) {
 		rc = fill_batch(d, d->pos, inputs, targets, d->err, sizeof(d->err));
 		if (rc == 0)
 			d->pos = advance(d, d->pos);
-		d->wait += now_seconds() - t0;
+		d->wait += clock_mono_s() - t0;
 		return rc;
 	}
 	size_t bytes = (size_t)d->B * (size_t)d->T * sizeof(int32_t);
 	pthread_mutex_lock(&d->mu);
 	while (d->state != SLOT_READY)
 		pthread_cond_wait(&d->cv, &d->mu);
-	d->wait += now_seconds() - t0;
+	d->wait += clock_mono_s() - t0;
 	rc = d->slot_rc;
 	if (rc == 0) {
 		memcpy(inputs, d->slot_in, bytes);
@@ -595,7 +579,7 @@ data_position data_tell(const data_loader *d)
 int data_seek(data_loader *d, data_position p)
 {
 	if (p.sequences != 0 && p.sequences != d->sequences) {
-		train_errf(d->err, sizeof(d->err),
+		err_printf(d->err, sizeof(d->err),
 		           "could not resume the data position: it was taken over %llu sequences, "
 		           "the data now has %llu (did the data files or T change?)",
 		           (unsigned long long)p.sequences, (unsigned long long)d->sequences);
@@ -652,25 +636,6 @@ void data_shard_header(unsigned char out[DATA_SHARD_HEADER_BYTES], uint32_t ntok
 			out[4 * i + b] = (unsigned char)(v[i] >> (8 * b));
 }
 
-static int write_full(int fd, const void *buf, size_t n, off_t off)
-{
-	const unsigned char *p = buf;
-	while (n > 0) {
-		ssize_t k = pwrite(fd, p, n, off);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0) {
-			if (k == 0)
-				errno = EIO;
-			return -1;
-		}
-		p += k;
-		n -= (size_t)k;
-		off += k;
-	}
-	return 0;
-}
-
 void data_shard_discard(data_shard_writer *w)
 {
 	if (w == NULL)
@@ -696,13 +661,13 @@ int data_shard_create(const char *path, data_shard_writer **out, char *err, size
 			w->tmp = NULL;
 		}
 		data_shard_discard(w);
-		train_errf(err, errlen, "out of memory");
+		err_printf(err, errlen, "out of memory");
 		return DATA_ERR_NOMEM;
 	}
 	snprintf(w->tmp, n, "%s.tmp.%ld", path, (long)getpid());
 	w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (w->fd < 0) {
-		train_errf(err, errlen, "could not create data file \"%s\": %m", w->tmp);
+		err_printf(err, errlen, "could not create data file \"%s\": %m", w->tmp);
 		free(w->tmp);
 		w->tmp = NULL; /* nothing to remove */
 		data_shard_discard(w);
@@ -710,8 +675,8 @@ int data_shard_create(const char *path, data_shard_writer **out, char *err, size
 	}
 	unsigned char h[DATA_SHARD_HEADER_BYTES];
 	data_shard_header(h, 0);
-	if (write_full(w->fd, h, sizeof(h), 0) != 0) {
-		train_errf(err, errlen, "could not write data file \"%s\": %m", w->tmp);
+	if (fileio_pwrite_all(w->fd, h, sizeof(h), 0) != 0) {
+		err_printf(err, errlen, "could not write data file \"%s\": %m", w->tmp);
 		data_shard_discard(w);
 		return DATA_ERR_IO;
 	}
@@ -728,7 +693,7 @@ int data_shard_append(data_shard_writer *w, const uint16_t *tokens, size_t n, ch
                       size_t errlen)
 {
 	if (n > DATA_SHARD_MAX_TOKENS - w->tokens) {
-		train_errf(err, errlen, "could not write data file \"%s\": more than %zu tokens",
+		err_printf(err, errlen, "could not write data file \"%s\": more than %zu tokens",
 		           w->path, DATA_SHARD_MAX_TOKENS);
 		return DATA_ERR_ARG;
 	}
@@ -741,8 +706,8 @@ int data_shard_append(data_shard_writer *w, const uint16_t *tokens, size_t n, ch
 			buf[2 * i + 1] = (unsigned char)(tokens[done + i] >> 8);
 		}
 		off_t where = (off_t)(DATA_SHARD_HEADER_BYTES + 2 * (w->tokens + done));
-		if (write_full(w->fd, buf, 2 * k, where) != 0) {
-			train_errf(err, errlen, "could not write data file \"%s\": %m", w->tmp);
+		if (fileio_pwrite_all(w->fd, buf, 2 * k, where) != 0) {
+			err_printf(err, errlen, "could not write data file \"%s\": %m", w->tmp);
 			return DATA_ERR_IO;
 		}
 		done += k;
@@ -756,7 +721,7 @@ static int sync_dir_of(const char *path, char *err, size_t errlen)
 {
 	char *dir = strdup(path);
 	if (dir == NULL) {
-		train_errf(err, errlen, "out of memory");
+		err_printf(err, errlen, "out of memory");
 		return DATA_ERR_NOMEM;
 	}
 	char *slash = strrchr(dir, '/');
@@ -769,7 +734,7 @@ static int sync_dir_of(const char *path, char *err, size_t errlen)
 		name = ".";
 	int rc = 0, fd = open(name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || fsync(fd) != 0) {
-		train_errf(err, errlen, "could not sync directory \"%s\": %m", name);
+		err_printf(err, errlen, "could not sync directory \"%s\": %m", name);
 		rc = DATA_ERR_IO;
 	}
 	if (fd >= 0)
@@ -783,20 +748,20 @@ int data_shard_finish(data_shard_writer *w, char *err, size_t errlen)
 	int rc = 0;
 	unsigned char h[DATA_SHARD_HEADER_BYTES];
 	data_shard_header(h, (uint32_t)w->tokens);
-	if (write_full(w->fd, h, sizeof(h), 0) != 0 || fsync(w->fd) != 0) {
-		train_errf(err, errlen, "could not write data file \"%s\": %m", w->tmp);
+	if (fileio_pwrite_all(w->fd, h, sizeof(h), 0) != 0 || fsync(w->fd) != 0) {
+		err_printf(err, errlen, "could not write data file \"%s\": %m", w->tmp);
 		rc = DATA_ERR_IO;
 		goto out;
 	}
 	int fd = w->fd;
 	w->fd = -1;
 	if (close(fd) != 0) {
-		train_errf(err, errlen, "could not close data file \"%s\": %m", w->tmp);
+		err_printf(err, errlen, "could not close data file \"%s\": %m", w->tmp);
 		rc = DATA_ERR_IO;
 		goto out;
 	}
 	if (rename(w->tmp, w->path) != 0) {
-		train_errf(err, errlen, "could not rename data file \"%s\" to \"%s\": %m", w->tmp,
+		err_printf(err, errlen, "could not rename data file \"%s\" to \"%s\": %m", w->tmp,
 		           w->path);
 		rc = DATA_ERR_IO;
 		goto out;

@@ -3,10 +3,10 @@
  * blocks and streamed into data.c's shard writer, so memory stays small
  * whatever the size of the files or the shards.
  */
-#include "errbuf.h"
 #include "tokenize.h"
 
 #include "data.h"
+#include "error.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -77,7 +77,7 @@ static int tokenize_one(tokenizer *t, const char *path)
 	uint16_t tok[BLOCK];
 	int rc = 0, fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		train_errf(t->err, t->errlen, "could not open input file \"%s\": %m", path);
+		err_printf(t->err, t->errlen, "could not open input file \"%s\": %m", path);
 		return DATA_ERR_IO;
 	}
 	for (;;) {
@@ -85,7 +85,7 @@ static int tokenize_one(tokenizer *t, const char *path)
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0) {
-			train_errf(t->err, t->errlen, "could not read input file \"%s\": %m", path);
+			err_printf(t->err, t->errlen, "could not read input file \"%s\": %m", path);
 			rc = DATA_ERR_IO;
 			break;
 		}
@@ -119,7 +119,7 @@ static int remove_stale(tokenizer *t)
 			continue;
 		if (errno == ENOENT)
 			return 0;
-		train_errf(t->err, t->errlen, "could not remove stale data file \"%s\": %m",
+		err_printf(t->err, t->errlen, "could not remove stale data file \"%s\": %m",
 		           t->path);
 		return DATA_ERR_IO;
 	}
@@ -139,16 +139,16 @@ int tokenize_files(char *const *paths, int n, const char *out_prefix, size_t sha
 	if (total != NULL)
 		*total = 0;
 	if (paths == NULL || n < 1 || out_prefix == NULL || out_prefix[0] == '\0') {
-		train_errf(err, errlen, "could not tokenize: no input files or no output prefix");
+		err_printf(err, errlen, "could not tokenize: no input files or no output prefix");
 		return DATA_ERR_ARG;
 	}
 	if (shard_tokens == 0 || shard_tokens > DATA_SHARD_MAX_TOKENS) {
-		train_errf(err, errlen, "could not tokenize: shard size %zu is not in 1..%zu",
+		err_printf(err, errlen, "could not tokenize: shard size %zu is not in 1..%zu",
 		           shard_tokens, DATA_SHARD_MAX_TOKENS);
 		return DATA_ERR_ARG;
 	}
 	if (strlen(out_prefix) + 32 > sizeof(t.path)) {
-		train_errf(err, errlen, "could not tokenize: output prefix \"%s\" is too long",
+		err_printf(err, errlen, "could not tokenize: output prefix \"%s\" is too long",
 		           out_prefix);
 		return DATA_ERR_ARG;
 	}
@@ -157,7 +157,7 @@ int tokenize_files(char *const *paths, int n, const char *out_prefix, size_t sha
 	if (rc == 0)
 		rc = finish_current(&t);
 	if (rc == 0 && t.total == 0) {
-		train_errf(err, errlen, "could not tokenize: the input files are empty");
+		err_printf(err, errlen, "could not tokenize: the input files are empty");
 		rc = DATA_ERR_DATA;
 	}
 	if (rc == 0)

@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "ckpt.h"
+#include "clock.h"
 #include "comm.h"
 #include "data.h"
 #include "failure.h"
@@ -80,13 +81,6 @@ typedef struct run {
 	json_t *from_grid; /* the grid of the checkpoint resumed from, or NULL */
 	char err[1024];
 } run;
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* Print a failure on rank 0 (others too when only they know). */
 static int fail(run *r, int status, const char *what)
@@ -416,7 +410,7 @@ static int next_batch(void *ctx, int32_t *inputs, int32_t *targets)
 static int train_step(run *r, int s, step_result *out)
 {
 	const train_config *tc = r->tc;
-	double t0 = now(), d0 = data_wait_seconds(r->data);
+	double t0 = clock_mono_s(), d0 = data_wait_seconds(r->data);
 	reset_seconds(r);
 	int rc = dp_begin_step(r->dp, tc->run.grad_accum);
 	if (rc < 0)
@@ -443,7 +437,7 @@ static int train_step(run *r, int s, step_result *out)
 		snprintf(r->err, sizeof(r->err), "%s", comm_error(r->c));
 		return fail(r, comm_status(rc), "the optimizer step failed");
 	}
-	out->seconds = now() - t0;
+	out->seconds = clock_mono_s() - t0;
 	out->tp_s = group_seconds(r, G_TP);
 	out->bubble_s = group_seconds(r, G_PP);
 	out->dp_s = group_seconds(r, G_DP) + group_seconds(r, G_TIE);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "classify.h"
+#include "clock.h"
 #include "ladder.h"
 #include "launch.h"
 #include "relay.h"
@@ -56,13 +57,6 @@ typedef struct driver {
 
 /* The stop escalation of one launch. */
 enum { STOP_NONE, STOP_ASKED, STOP_TERMINATED, STOP_KILLED };
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* One of the driver's own messages: on stderr and in the sink's log. */
 static void say(driver *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -137,7 +131,7 @@ static void pump_read(driver *d, int *fd, runtime_stream from)
 	for (;;) {
 		ssize_t n = read(*fd, buf, sizeof(buf));
 		if (n > 0) {
-			relay_feed(&d->rl, from, buf, (size_t)n, now());
+			relay_feed(&d->rl, from, buf, (size_t)n, clock_mono_s());
 			continue;
 		}
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -174,7 +168,7 @@ static void pump_stop(driver *d, pump *p, double t)
 static void pump_run(driver *d, pump *p)
 {
 	for (;;) {
-		double t = now();
+		double t = clock_mono_s();
 		sink_tick(d->sink, t);
 		pump_stop(d, p, t);
 		if (!p->ended && launch_reap(&p->l, &p->status)) {
@@ -378,7 +372,7 @@ static int drive(driver *d)
 		return finish(d, FAILURE_INVALID_CONFIG, "no layout of the job fits in %d slots",
 		              d->healthy);
 	for (;;) {
-		sink_tick(d->sink, now());
+		sink_tick(d->sink, clock_mono_s());
 		if (stop_requests)
 			return finish(d, FAILURE_STOPPED, "stopped before launch %d",
 			              d->launches + 1);

@@ -24,6 +24,7 @@
 
 #include "ckpt.h"
 #include "client.h"
+#include "clock.h"
 #include "crypt.h"
 #include "driver.h"
 #include "sink.h"
@@ -55,13 +56,6 @@ typedef struct api_sink {
 	bool cancelling; /* the job is being cancelled */
 	int dropped;     /* reports given up */
 } api_sink;
-
-static double mono(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void sleep_s(double sec)
 {
@@ -165,7 +159,7 @@ static bool outbox_flush(api_sink *s, double now, int max)
 		if (rc == RETRY)
 			return false;
 		outbox_pop(s);
-		now = mono();
+		now = clock_mono_s();
 	}
 	return !s->head;
 }
@@ -182,7 +176,7 @@ static int outbox_add(api_sink *s, const char *what, json_t *body)
 	r->body = body;
 	*s->tail = r;
 	s->tail = &r->next;
-	outbox_flush(s, mono(), SENDS_PER_TICK);
+	outbox_flush(s, clock_mono_s(), SENDS_PER_TICK);
 	return 0;
 }
 
@@ -276,9 +270,10 @@ static void as_tick(runtime_sink *base, double now)
 static int as_finish(runtime_sink *base, const runtime_outcome *o)
 {
 	api_sink *s = (api_sink *)base;
-	double deadline = mono() + FINISH_FLUSH_S;
-	while (!s->ended && !outbox_flush(s, mono(), SENDS_PER_TICK) && mono() < deadline) {
-		sleep_s(s->next_try - mono());
+	double deadline = clock_mono_s() + FINISH_FLUSH_S;
+	while (!s->ended && !outbox_flush(s, clock_mono_s(), SENDS_PER_TICK) &&
+	       clock_mono_s() < deadline) {
+		sleep_s(s->next_try - clock_mono_s());
 	}
 	if (s->head && !s->ended)
 		note(s, "the API did not take every report in %.0f s; some are lost",
@@ -303,8 +298,9 @@ static int as_finish(runtime_sink *base, const runtime_outcome *o)
 	s->backoff = 0;
 	s->next_try = 0;
 	int sent = RETRY;
-	while (body && !s->ended && (sent = send_report(s, "/finish", body, mono())) == RETRY &&
-	       mono() < deadline) {
+	while (body && !s->ended &&
+	       (sent = send_report(s, "/finish", body, clock_mono_s())) == RETRY &&
+	       clock_mono_s() < deadline) {
 		sleep_s(s->backoff);
 	}
 	json_decref(body);

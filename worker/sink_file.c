@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "sink.h"
 
 typedef struct file_sink {
@@ -36,17 +37,11 @@ static int put_json(FILE *f, const json_t *j)
 	return rc;
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* One events line: kind and time first, then the fields of detail (borrowed, may be NULL). */
 static int put_event(file_sink *fs, const char *kind, json_t *detail)
 {
-	json_t *line = json_pack("{s:s, s:I}", "kind", kind, "time_ms", (json_int_t)now_ms());
+	json_t *line =
+	    json_pack("{s:s, s:I}", "kind", kind, "time_ms", (json_int_t)clock_epoch_ms());
 	if (!line)
 		return -1;
 	if (detail && json_object_update(line, detail) < 0) {

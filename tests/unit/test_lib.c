@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "attemptstate.h"
+#include "hex.h"
 #include "jobstate.h"
 #include "jsonx.h"
 #include "followers.h"
