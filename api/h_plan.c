@@ -16,13 +16,7 @@
 #include "jobspec.h"
 #include "plan.h"
 
-#define PLAN_DEVICES_MAX     1048576
-#define PLAN_CONFIGS_DEFAULT 20
-#define PLAN_CONFIGS_MAX     4096
-#define PLAN_BYTES_MAX       9007199254740992.0 /* 2^53: byte counts stay exact in JSON */
-#define PLAN_FLOPS_MAX       1e21
-#define PLAN_LINK_MAX        1e15
-#define MIB                  1048576.0
+#define MIB 1048576.0
 
 typedef struct plan_request {
 	plan_input in;

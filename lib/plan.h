@@ -66,6 +66,14 @@
 
 #define PLAN_REASON_MAX 160
 
+/* The ranges of a plan request (POST /v1/plan; the OpenAPI document's PlanRequest) */
+#define PLAN_DEVICES_MAX     1048576
+#define PLAN_CONFIGS_DEFAULT 20
+#define PLAN_CONFIGS_MAX     4096
+#define PLAN_BYTES_MAX       9007199254740992.0 /* 2^53: byte counts stay exact in JSON */
+#define PLAN_FLOPS_MAX       1e21
+#define PLAN_LINK_MAX        1e15
+
 /* One run's question: the model, the batch and the devices. */
 typedef struct plan_input {
 	jobspec_model model; /* layers, d_model, heads, vocab_size, seq_len */
@@ -123,7 +131,7 @@ typedef struct plan_list {
 /* ---- the formulas, one by one (docs/plan.md) ---- */
 
 /*
- * RET: the model's parameters as the trainer lays them out (worker/gpt.c):
+ * RET: the model's parameters as the trainer lays them out (trainer/gpt.c):
  * (Vp + seq_len) d + layers (12 d^2 + 13 d) + 2 d, Vp the padded vocabulary.
  */
 double plan_params(const jobspec_model *m);
@@ -153,7 +161,7 @@ int plan_in_flight(int pp, int stage, int m);
 double plan_bubble(int pp, int m);
 
 /*
- * RET: training FLOPs per token: 6 N + 6 L d s (worker/gpt.c
+ * RET: training FLOPs per token: 6 N + 6 L d s (trainer/gpt.c
  * gpt_flops_per_token), plus the repeated forward of recompute: a third
  * of it for full, a third of the attention term for selective.
  */
