@@ -1,6 +1,6 @@
 /*
  * mpicheck.h - the assertion framework of the MPI test programs
- * (tests/mpi/mpitest_*.c, one translation unit each).
+ * (tests/trainer/mpitest_*.c, one translation unit each).
  *
  * CHECK(cond, fmt, ...) counts a check; a failure is printed by the rank
  * that saw it, to stdout and flushed at once, as

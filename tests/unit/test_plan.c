@@ -142,7 +142,7 @@ START_TEST(bubble_and_in_flight)
 END_TEST
 
 /*
- * The trainer's layout (worker/gpt.c): gpt2-124m has Vp = 50304 and
+ * The trainer's layout (trainer/gpt.c): gpt2-124m has Vp = 50304 and
  * (50304 + 1024) 768 + 12 (12 768^2 + 13 768) + 2 768 = 124,475,904
  * parameters (llm.c's count). GPT-3 175B: 174,604,836,864.
  */
@@ -163,7 +163,7 @@ START_TEST(parameter_counts)
 END_TEST
 
 /*
- * 6 N + 6 L h s per token (worker/gpt.c gpt_flops_per_token): gpt2-124m,
+ * 6 N + 6 L h s per token (trainer/gpt.c gpt_flops_per_token): gpt2-124m,
  * 6 x 124,475,904 + 6 x 12 x 768 x 1024 = 803,478,528. Full recompute
  * adds a third (1,071,304,704); selective a third of the attention term
  * (822,352,896).
