@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PLAN_MAX_DP 65536 /* the job spec's largest data_parallel */
 #define GIB         (1024.0 * 1024.0 * 1024.0)
 
 static double padded_vocab(const jobspec_model *m)
@@ -291,6 +290,8 @@ int plan_enumerate(const plan_input *in, plan_list *out)
 	size_t cap = 0;
 	out->items = NULL;
 	out->n = 0;
+	/* the candidates: the degrees that divide the devices, the heads and the
+	 * layers; plan_evaluate() holds each to every rule of layout.h */
 	for (int tp = 1; tp <= m->heads && tp <= in->devices; tp++) {
 		if (m->heads % tp || in->devices % tp)
 			continue;
@@ -298,7 +299,7 @@ int plan_enumerate(const plan_input *in, plan_list *out)
 			if (m->layers % pp || (in->devices / tp) % pp)
 				continue;
 			int64_t dp = in->devices / tp / pp;
-			if (dp > PLAN_MAX_DP)
+			if (dp > LAYOUT_DATA_PARALLEL_MAX)
 				continue;
 			for (int z = 0; z <= (dp > 1 ? 3 : 0); z++) {
 				layout l = {.data_parallel = (int)dp,
