@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "audit.h"
 #include "authz.h"
 #include "config.h"
 #include "db.h"
@@ -152,6 +153,14 @@ const char *api_header(api_req *rq, const char *name);
  * RET 0 or -ERR_*.
  */
 int api_query_json(api_req *rq, const char *sql, int n, const char *const *params, json_t **out);
+
+/*
+ * An audit record of rq: who (and the platform role acted with), the
+ * tenant, the path as resource, the request id and peer; action, outcome
+ * and status as given. The caller adds resource and detail as it needs.
+ */
+audit_record api_audit_record(const api_req *rq, const char *action, const char *outcome,
+                              int status);
 
 /*
  * Write the success audit record of rq's mutation (answered with status)

@@ -264,6 +264,9 @@ static int authenticate(api_req *rq, bool *found, err_code *missing, doc_read *d
 		api_fail(rq, ERR_UNAUTHENTICATED, "the token is not valid");
 		return -1;
 	}
+	/* a revoked or expired token still names its user in the record of the denial */
+	copy_col(rq->who.user_id, sizeof(rq->who.user_id), r, "user_id");
+	copy_col(rq->who.user_name, sizeof(rq->who.user_name), r, "user_name");
 	if (strcmp(db_get(r, 0, "revoked"), "t") == 0) {
 		PQclear(r);
 		api_fail(rq, ERR_TOKEN_REVOKED, "the token has been revoked");
@@ -381,18 +384,8 @@ static void audit_denial(api_req *rq, const char *why)
 	json_t *d =
 	    json_pack("{s:s, s:s, s:s, s:s}", "route", rq->rt->pattern, "method", rq->method,
 	              "permission", perm_name(rq->rt->permission), "reason", why);
-	audit_record a = {
-	    .actor_id = rq->who.user_id[0] ? rq->who.user_id : NULL,
-	    .actor_name = rq->who.user_name,
-	    .tenant_id = rq->scope.tenant_id[0] ? rq->scope.tenant_id : NULL,
-	    .action = "authz.deny",
-	    .resource = rq->path_shown,
-	    .outcome = "denied",
-	    .status = rq->status,
-	    .request_id = rq->request_id,
-	    .client_addr = rq->client_addr,
-	    .detail = d,
-	};
+	audit_record a = api_audit_record(rq, "authz.deny", "denied", rq->status);
+	a.detail = d;
 	if (audit_write(rq->db, &a) < 0)
 		log_printf(LOG_ERROR, "could not write the audit record of a denial");
 	json_decref(d);

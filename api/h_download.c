@@ -150,7 +150,9 @@ int h_checkpoint_download(api_req *rq)
 		                "the checkpoint has no file of that name: ask for " MANIFEST_NAME
 		                " or one of its shards");
 	crypt_object_ctx ctx;
-	int rc = jobdata_ctx(rq->srv, rq->db, rq->scope.tenant_id, rq->scope.job_id, &ctx);
+	int version = 0;
+	int rc =
+	    jobdata_ctx(rq->srv, rq->db, rq->scope.tenant_id, rq->scope.job_id, &ctx, &version);
 	if (rc)
 		return jobdata_fail(rq, rc);
 	download *d = calloc(1, sizeof(*d));
@@ -162,7 +164,10 @@ int h_checkpoint_download(api_req *rq)
 	snprintf(d->request_id, sizeof(d->request_id), "%s", rq->request_id);
 	rc = download_open(rq, d, &ctx, name, step);
 	crypt_object_ctx_clear(&ctx); /* the reader keeps its derived key only */
-	if (rc < 0) {
+	char res[64];
+	snprintf(res, sizeof(res), "checkpoint/%s", rq->scope.checkpoint_id);
+	if (rc < 0 || jobdata_audit(rq, res, json_pack("{s:s, s:i}", "file", name, "step", step),
+	                            version) < 0) {
 		download_free(d);
 		return 0;
 	}

@@ -110,7 +110,7 @@ static void look(log_stream *ls)
 		ls->newest = newest > ls->newest ? newest : ls->newest;
 	}
 	if (!ls->have_key && ls->srv->has_master &&
-	    jobdata_ctx(ls->srv, c, ls->tenant_id, ls->job_id, &ls->ctx) == 0)
+	    jobdata_ctx(ls->srv, c, ls->tenant_id, ls->job_id, &ls->ctx, NULL) == 0)
 		ls->have_key = true;
 	db_release(ls->srv->pool, c);
 }
@@ -324,11 +324,12 @@ int h_job_logs(api_req *rq)
 	snprintf(ls->job_id, sizeof(ls->job_id), "%s", rq->scope.job_id);
 	snprintf(ls->request_id, sizeof(ls->request_id), "%s", rq->request_id);
 	ls->attempt = 1;
+	int version = 0;
 	int rc = api_db(rq);
 	if (rc == 0)
 		rc = job_progress(rq->db, ls->job_id, &ls->final, &ls->newest);
 	if (rc == 0) {
-		rc = jobdata_ctx(rq->srv, rq->db, ls->tenant_id, ls->job_id, &ls->ctx);
+		rc = jobdata_ctx(rq->srv, rq->db, ls->tenant_id, ls->job_id, &ls->ctx, &version);
 		ls->have_key = rc == 0;
 		/* no key and no log: nothing was written, so there is nothing to decrypt */
 		if (rc == -ERR_KEYS_UNAVAILABLE && rq->srv->has_master && !any_log(rq, ls->newest))
@@ -339,7 +340,10 @@ int h_job_logs(api_req *rq)
 		return rc == -ERR_JOB_NOT_FOUND ? api_fail(rq, rc, "%s", err_info(-rc)->doc)
 		                                : jobdata_fail(rq, rc);
 	}
-	if (follow && follower_take(rq) < 0) {
+	char res[64];
+	snprintf(res, sizeof(res), "job/%s/logs", ls->job_id);
+	if (jobdata_audit(rq, res, json_pack("{s:b}", "follow", follow), version) < 0 ||
+	    (follow && follower_take(rq) < 0)) {
 		log_stream_free(ls);
 		return 0;
 	}

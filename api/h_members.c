@@ -146,7 +146,8 @@ int h_member_put(api_req *rq)
 	    4, p, &m);
 	char res[160];
 	snprintf(res, sizeof(res), "tenant/%s/member/%s", rq->scope.tenant_name, uid);
-	json_t *d = json_pack("{s:s, s:s}", "from", role_name(current), "to", role_name(next));
+	json_t *d = json_pack("{s:s, s:s, s:s}", "user_id", uid, "from", role_name(current), "to",
+	                      role_name(next));
 	if (rc || (rc = api_audit(rq, 200, res, d)) || (rc = db_commit(rq->db))) {
 		json_decref(d);
 		json_decref(m);
@@ -175,7 +176,7 @@ int h_member_delete(api_req *rq)
 	              "DELETE FROM role_bindings WHERE user_id = $1 AND tenant_id = $2", 2, p);
 	char res[160];
 	snprintf(res, sizeof(res), "tenant/%s/member/%s", rq->scope.tenant_name, uid);
-	json_t *d = json_pack("{s:s}", "from", role_name(current));
+	json_t *d = json_pack("{s:s, s:s}", "user_id", uid, "from", role_name(current));
 	if (rc || (rc = api_audit(rq, 204, res, d)) || (rc = db_commit(rq->db))) {
 		json_decref(d);
 		return api_fail_db(rq, rc);

@@ -7,6 +7,7 @@
 #define TY_HANDLERS_H
 
 #include "api.h"
+#include "auditlog.h"
 
 /* h_meta.c */
 int h_healthz(api_req *rq);
@@ -64,6 +65,23 @@ int h_checkpoint_get(api_req *rq);
 
 /* h_logs.c, h_download.c: a job's encrypted files, decrypted and streamed */
 int h_job_logs(api_req *rq);
+
+/* h_audit.c: the verifiable audit log */
+int h_audit_key(api_req *rq);
+int h_audit_head(api_req *rq);
+int h_audit_head_create(api_req *rq);
+int h_audit_inclusion(api_req *rq);
+int h_audit_consistency(api_req *rq);
+int h_audit_export(api_req *rq);
+/*
+ * Sequence whatever is queued, then sign a head of the whole log (or find
+ * the newest, when it already covers it). OUT: *h. RET 0 or answered (-1).
+ */
+int api_audit_head_now(api_req *rq, auditlog_head *h);
+
+/* h_reports.c: evidence reports from the audit log (lib/report.h) */
+int h_report(api_req *rq);
+int h_tenant_report(api_req *rq);
 int h_checkpoint_download(api_req *rq);
 
 #endif

@@ -7,13 +7,15 @@
 #include "server.h"
 
 int jobdata_ctx(const api_server *s, PGconn *c, const char *tenant_id, const char *job_id,
-                crypt_object_ctx *ctx)
+                crypt_object_ctx *ctx, int *version)
 {
 	if (!s->has_master)
 		return -ERR_KEYS_UNAVAILABLE;
 	crypt_key k;
-	int version = 0;
-	int rc = keys_job_data_key_existing(c, &s->master, tenant_id, job_id, &k, &version);
+	int v = 0;
+	int rc = keys_job_data_key_existing(c, &s->master, tenant_id, job_id, &k, &v);
+	if (version)
+		*version = rc == 0 ? v : 0;
 	if (rc == 0)
 		rc = crypt_object_ctx_init(ctx, tenant_id, job_id, &k);
 	crypt_key_clear(&k);
@@ -31,4 +33,18 @@ int jobdata_fail(api_req *rq, int rc)
 		return api_fail(rq, ERR_KEY_UNWRAP_FAILED,
 		                "a stored key did not unwrap: wrong master key, or altered rows");
 	return api_fail_db(rq, rc);
+}
+
+int jobdata_audit(api_req *rq, const char *resource, json_t *detail, int version)
+{
+	json_object_set_new(detail, "job_id", json_string(rq->scope.job_id));
+	if (version > 0)
+		json_object_set_new(detail, "tenant_key_version", json_integer(version));
+	int rc = api_db(rq);
+	if (rc == 0)
+		rc = api_audit(rq, 200, resource, detail);
+	json_decref(detail);
+	if (rc)
+		return api_fail_db(rq, rc), -1;
+	return 0;
 }

@@ -13,12 +13,21 @@
 
 /*
  * Fill *ctx (the caller clears it: crypt_object_ctx_clear) with the job's
- * data key, read on connection c. RET 0; -ERR_KEYS_UNAVAILABLE (no master
+ * data key, read on connection c; *version, when not NULL, the tenant key
+ * version that wraps it. RET 0; -ERR_KEYS_UNAVAILABLE (no master
  * key on this server, or the job has no data key); -ERR_KEY_UNWRAP_FAILED;
  * -ERR_DB_UNAVAILABLE; -ERR_INTERNAL.
  */
 int jobdata_ctx(const api_server *s, PGconn *c, const char *tenant_id, const char *job_id,
-                crypt_object_ctx *ctx);
+                crypt_object_ctx *ctx, int *version);
+
+/*
+ * Record a read of the job's data (the route's action: log.read,
+ * checkpoint.download) before any of it is sent: no read without its
+ * record. detail is the record's (it gains job_id and, with a key,
+ * tenant_key_version: version > 0). RET 0, or -1 answered.
+ */
+int jobdata_audit(api_req *rq, const char *resource, json_t *detail, int version);
 
 /* Answer a failed jobdata_ctx(). RET 0. */
 int jobdata_fail(api_req *rq, int rc);

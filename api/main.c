@@ -69,6 +69,17 @@ int main(int argc, char **argv)
 		log_printf(LOG_WARN, "no master key (TRAINYARD_MASTER_KEY_FILE): encrypted storage "
 		                     "and its keys are unavailable");
 	}
+	if (cfg.audit_key_file[0]) {
+		char kerr[512];
+		if (auditsign_load(&srv.audit_key, cfg.audit_key_file, kerr, sizeof(kerr)) < 0) {
+			log_printf(LOG_ERROR, "%s", kerr);
+			return 1;
+		}
+		srv.has_audit_key = true;
+	} else {
+		log_printf(LOG_WARN, "no audit signing key (TRAINYARD_AUDIT_KEY_FILE): the audit "
+		                     "log grows, but no tree head is signed");
+	}
 	db_pool *pool = db_pool_new(cfg.db, cfg.db_pool, cfg.db_wait_ms, cfg.db_retry_ms);
 	if (!pool || server_start(&srv, &cfg, pool) < 0) {
 		db_pool_free(pool);
@@ -85,5 +96,6 @@ int main(int argc, char **argv)
 	server_stop(&srv);
 	db_pool_free(pool);
 	crypt_key_clear(&srv.master);
+	auditsign_release(&srv.audit_key);
 	return 0;
 }

@@ -86,20 +86,30 @@ int api_reply_row(api_req *rq, const char *sql, int n, const char *const *params
 	return 0;
 }
 
-int api_audit(api_req *rq, int status, const char *resource, const json_t *detail)
+audit_record api_audit_record(const api_req *rq, const char *action, const char *outcome,
+                              int status)
 {
-	audit_record a = {
+	return (audit_record){
 	    .actor_id = rq->who.user_id[0] ? rq->who.user_id : NULL,
 	    .actor_name = rq->who.user_name,
+	    .actor_role = rq->who.platform == ROLE_ADMIN              ? "admin"
+	                  : rq->who.platform == ROLE_PLATFORM_AUDITOR ? "auditor"
+	                                                              : NULL,
 	    .tenant_id = rq->scope.tenant_id[0] ? rq->scope.tenant_id : NULL,
-	    .action = rq->rt->action,
-	    .resource = resource,
-	    .outcome = "success",
+	    .action = action,
+	    .resource = rq->path_shown,
+	    .outcome = outcome,
 	    .status = status,
 	    .request_id = rq->request_id,
 	    .client_addr = rq->client_addr,
-	    .detail = detail,
 	};
+}
+
+int api_audit(api_req *rq, int status, const char *resource, const json_t *detail)
+{
+	audit_record a = api_audit_record(rq, rq->rt->action, "success", status);
+	a.resource = resource;
+	a.detail = detail;
 	int rc = audit_write(rq->db, &a);
 	if (rc == 0)
 		rq->audited = true;

@@ -2,6 +2,9 @@
  * routes.c - the route table: every route of the API, its permission and
  * the scope the permission is checked in. Nothing reaches a handler
  * without passing auth_check() against its row (public rows excepted).
+ * A row with an audit action writes an audit record under that name:
+ * every change, and the reads an auditor asks about (logs, checkpoint
+ * downloads, reports); a refused request to it is recorded too.
  * tests/unit/test_openapi.c checks this table against api/openapi.json, and
  * tests/unit/test_router.c checks its invariants.
  */
@@ -46,9 +49,19 @@ static const route table[] = {
 	{"GET",    "/v1/jobs/{job}/metrics",              PERM_JOB_READ,        SCOPE_JOB,      NULL,             0,   h_job_metrics},
 	{"GET",    "/v1/jobs/{job}/checkpoints",          PERM_JOB_READ,        SCOPE_JOB,      NULL,             0,   h_job_checkpoints},
 	{"GET",    "/v1/checkpoints/{checkpoint}",        PERM_JOB_READ,        SCOPE_CHECKPOINT, NULL,           0,   h_checkpoint_get},
-	{"GET",    "/v1/jobs/{job}/logs",                 PERM_JOB_READ,        SCOPE_JOB,      NULL,             0,   h_job_logs},
-	{"GET",    "/v1/checkpoints/{checkpoint}/download", PERM_CHECKPOINT_DOWNLOAD, SCOPE_CHECKPOINT, NULL,     0,   h_checkpoint_download},
+	{"GET",    "/v1/jobs/{job}/logs",                 PERM_JOB_READ,        SCOPE_JOB,      "log.read",       0,   h_job_logs},
+	{"GET",    "/v1/checkpoints/{checkpoint}/download", PERM_CHECKPOINT_DOWNLOAD, SCOPE_CHECKPOINT, "checkpoint.download", 0, h_checkpoint_download},
 	{"POST",   "/v1/jobs/{job}/attempts",             PERM_JOB_DISPATCH,    SCOPE_JOB,      "attempt.create", 0,   h_attempt_create},
+
+	/* the verifiable audit log (docs/audit.md) */
+	{"GET",    "/v1/audit/signing-key",               PERM_AUTHENTICATED,   SCOPE_PLATFORM, NULL,             0,   h_audit_key},
+	{"GET",    "/v1/audit/head",                      PERM_AUTHENTICATED,   SCOPE_PLATFORM, NULL,             0,   h_audit_head},
+	{"POST",   "/v1/audit/heads",                     PERM_AUDIT_READ,      SCOPE_PLATFORM, "audit.head",     0,   h_audit_head_create},
+	{"GET",    "/v1/audit/proof/inclusion",           PERM_AUDIT_READ,      SCOPE_PLATFORM, NULL,             0,   h_audit_inclusion},
+	{"GET",    "/v1/audit/proof/consistency",         PERM_AUTHENTICATED,   SCOPE_PLATFORM, NULL,             0,   h_audit_consistency},
+	{"GET",    "/v1/audit/export",                    PERM_AUDIT_READ,      SCOPE_PLATFORM, NULL,             0,   h_audit_export},
+	{"GET",    "/v1/reports/{kind}",                  PERM_AUDIT_READ,      SCOPE_PLATFORM, "audit.report",   0,   h_report},
+	{"GET",    "/v1/tenants/{tenant}/reports/{kind}", PERM_AUDIT_READ,      SCOPE_TENANT,   "audit.report",   0,   h_tenant_report},
 
 	/* the worker runtime of an attempt, with the attempt's credential only */
 	{"GET",    "/internal/v1/attempts/{attempt}",     PERM_ATTEMPT_REPORT,  SCOPE_ATTEMPT,  NULL,             0,   h_attempt_get},

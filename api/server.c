@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "audit.h"
+#include "auditseq.h"
 #include "auth.h"
 #include "clock.h"
 #include "followers.h"
@@ -89,33 +90,31 @@ int api_db(api_req *rq)
 	return db_acquire(rq->srv->pool, &rq->db);
 }
 
-static bool is_mutation(const api_req *rq)
+/* A route whose requests are recorded (every change, and the reads auditors ask about). */
+static bool is_audited(const api_req *rq)
 {
 	return rq->rt && rq->rt->action != NULL;
 }
 
-/* A refused or failed mutation still leaves a record (best effort). */
+static bool is_mutation(const api_req *rq)
+{
+	return rq->rt && strcmp(rq->method, "GET") != 0 && strcmp(rq->method, "HEAD") != 0;
+}
+
+/* A refused or failed request to an audited route still leaves a record (best effort). */
 static void audit_refusal(api_req *rq)
 {
-	if (!is_mutation(rq) || rq->audited || rq->error == ERR_DB_UNAVAILABLE ||
-	    rq->status < 400 || !rq->who.authenticated)
+	if (!is_audited(rq) || rq->audited || rq->error == ERR_DB_UNAVAILABLE || rq->status < 400 ||
+	    !rq->who.authenticated)
 		return;
 	if (api_db(rq) < 0)
 		return;
 	db_rollback(rq->db);
 	json_t *d = json_pack("{s:s}", "code", err_info(rq->error)->code);
-	audit_record a = {
-	    .actor_id = rq->who.user_id[0] ? rq->who.user_id : NULL,
-	    .actor_name = rq->who.user_name,
-	    .tenant_id = rq->scope.tenant_id[0] ? rq->scope.tenant_id : NULL,
-	    .action = rq->rt->action,
-	    .resource = rq->path_shown,
-	    .outcome = rq->status == 403 || rq->status == 404 ? "denied" : "failure",
-	    .status = rq->status,
-	    .request_id = rq->request_id,
-	    .client_addr = rq->client_addr,
-	    .detail = d,
-	};
+	audit_record a = api_audit_record(
+	    rq, rq->rt->action, rq->status == 403 || rq->status == 404 ? "denied" : "failure",
+	    rq->status);
+	a.detail = d;
 	if (audit_write(rq->db, &a) < 0)
 		log_printf(LOG_ERROR, "could not write the audit record of a refused request");
 	json_decref(d);
@@ -386,6 +385,8 @@ static void parts_free(api_server *s)
 	s->followers = NULL;
 	readcache_free(s->reads);
 	s->reads = NULL;
+	auditseq_stop(s->auditseq);
+	s->auditseq = NULL;
 	ratelimit_free(s->rl);
 	s->rl = NULL;
 }
@@ -408,7 +409,8 @@ int server_start(api_server *s, const ty_config *cfg, db_pool *pool)
 	s->followers = followers_new(cfg->log_followers, cfg->log_followers_per_tenant,
 	                             cfg->log_followers_per_token);
 	s->reads = readcache_new(cfg->read_cache_ms, cfg->db, cfg->db_retry_ms);
-	s->hub = s->rl && s->followers && s->reads ? stream_hub_start() : NULL;
+	s->auditseq = auditseq_start(cfg, s->has_audit_key ? &s->audit_key : NULL);
+	s->hub = s->rl && s->followers && s->reads && s->auditseq ? stream_hub_start() : NULL;
 	if (!s->hub) {
 		parts_free(s);
 		return -1;

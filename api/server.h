@@ -6,13 +6,17 @@
 #define TY_SERVER_H
 
 #include "api.h"
+#include "auditsign.h"
 #include "crypt.h"
 #include "ratelimit.h"
 
 struct api_server {
 	const ty_config *cfg;
-	crypt_key master; /* wraps the tenants' keys (crypt.h, keys.h) */
-	bool has_master;  /* false: no master key configured; key routes answer 503 */
+	crypt_key master;          /* wraps the tenants' keys (crypt.h, keys.h) */
+	bool has_master;           /* false: no master key configured; key routes answer 503 */
+	audit_signer audit_key;    /* signs the audit log's tree heads (auditsign.h) */
+	bool has_audit_key;        /* false: TRAINYARD_AUDIT_KEY_FILE unset; no head is signed */
+	struct auditseq *auditseq; /* the audit log's sequencer thread (auditseq.h) */
 	db_pool *pool;
 	ratelimit *rl;
 	const route *routes;

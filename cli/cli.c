@@ -25,6 +25,20 @@ static const cli_command top_commands[] = {
     {"member", NULL, "tenant members and their roles", NULL, NULL, member_commands},
     {"job", NULL, "training jobs", NULL, NULL, job_commands},
     {"checkpoint", NULL, "registered checkpoints of jobs", NULL, NULL, checkpoint_commands},
+    {"audit", NULL, "the verifiable audit log: heads, proofs, export, offline verification", NULL,
+     NULL, audit_commands},
+    {"report",
+     "KIND [--from T] [--to T | --at T] [--tenant TENANT] [--format csv|json|html]\n"
+     "      [--out FILE]",
+     "an evidence report from the audit log, computed from a signed tree head",
+     "KIND is access-review, permission-changes, data-access, denials, key-management\n"
+     "or admin-actions. T is an RFC 3339 time or a date; the period is [from, to), by\n"
+     "default the 30 days up to now; access-review is the moment --at (default: now).\n"
+     "--tenant keeps the report to one tenant (its owners and auditors may ask for it);\n"
+     "without it the report covers every tenant (platform admins and auditors). Each\n"
+     "row lists the sequence numbers of the records behind it. The format is csv\n"
+     "unless asked; html is one printable page.\n",
+     cmd_report, NULL},
     {"whoami", "", "show the caller, its roles and its token", NULL, cmd_whoami, NULL},
     {"plan",
      "[FILE] [--preset P | --layers N --d-model N --heads N --vocab-size N --seq-len N]\n"

@@ -80,10 +80,12 @@ extern const cli_command member_commands[];
 extern const cli_command job_commands[];
 extern const cli_command checkpoint_commands[];
 extern const cli_command db_commands[];
+extern const cli_command audit_commands[];
 
 /* Leaf commands that stand at the top level. */
 int cmd_bootstrap(cli_ctx *ctx, const cli_command *self, int argc, char **argv);
 int cmd_whoami(cli_ctx *ctx, const cli_command *self, int argc, char **argv);
 int cmd_plan(cli_ctx *ctx, const cli_command *self, int argc, char **argv);
+int cmd_report(cli_ctx *ctx, const cli_command *self, int argc, char **argv);
 
 #endif

@@ -4,8 +4,9 @@
  * audit_write() runs inside the caller's transaction, so a change and its
  * record commit together or not at all. Denials are written in a
  * transaction of their own by the API's authorisation step.
- * prev_hash/hash columns are left NULL here; a tamper-evident chain over
- * them is computed by a later writer (see migrations/0001).
+ * Every record joins the verifiable log (auditlog.h): a trigger queues it
+ * in the same transaction, and the sequencer gives it its place in the
+ * Merkle tree.
  */
 #ifndef TY_AUDIT_H
 #define TY_AUDIT_H
@@ -16,6 +17,7 @@
 typedef struct audit_record {
 	const char *actor_id;    /* user id, or NULL (bootstrap, anonymous) */
 	const char *actor_name;  /* user name, or "" */
+	const char *actor_role;  /* the platform role acted with: "admin", "auditor", or NULL */
 	const char *tenant_id;   /* tenant id, or NULL for platform actions */
 	const char *action;      /* e.g. "job.submit", "member.grant", "authz.deny" */
 	const char *resource;    /* e.g. "job/<id>", "tenant/<name>" */

@@ -50,29 +50,32 @@ bool crypt_key_from_hex(const char *hex, size_t len, crypt_key *out)
 /* A key file that anyone but its owner, the service user, could read or swap is refused. */
 static const storage_private_kind key_file = {.what = "master key file"};
 
-int crypt_master_load_file(const char *path, crypt_key *out, char *err, size_t errlen)
+int crypt_key_file_read(const char *path, const char *what, unsigned char *out, size_t n, char *err,
+                        size_t errlen)
 {
-	char text[2 * CRYPT_KEY_LEN + 3];
+	storage_private_kind kind = {.what = what};
+	char text[2 * CRYPT_KEY_FILE_MAX + 3];
 	size_t len = 0;
 	int rc = 0;
-	crypt_key_clear(out);
+	if (n > CRYPT_KEY_FILE_MAX)
+		return -ERR_INTERNAL;
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == ELOOP)
-			err_printf(err, errlen, "master key file \"%s\" is a symbolic link", path);
+			err_printf(err, errlen, "%s \"%s\" is a symbolic link", what, path);
 		else
-			err_printf(err, errlen, "could not open master key file \"%s\": %s", path,
+			err_printf(err, errlen, "could not open %s \"%s\": %s", what, path,
 			           strerror(errno));
 		return -ERR_MASTER_KEY_INVALID;
 	}
-	if (storage_fd_private(fd, &key_file, path, err, errlen) != 0)
+	if (storage_fd_private(fd, &kind, path, err, errlen) != 0)
 		rc = -ERR_MASTER_KEY_INVALID;
-	while (rc == 0 && len < sizeof(text)) {
-		ssize_t k = read(fd, text + len, sizeof(text) - len);
+	while (rc == 0 && len < 2 * n + 2) {
+		ssize_t k = read(fd, text + len, 2 * n + 2 - len);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0) {
-			err_printf(err, errlen, "could not read master key file \"%s\": %s", path,
+			err_printf(err, errlen, "could not read %s \"%s\": %s", what, path,
 			           strerror(errno));
 			rc = -ERR_MASTER_KEY_INVALID;
 		}
@@ -81,15 +84,25 @@ int crypt_master_load_file(const char *path, crypt_key *out, char *err, size_t e
 		len += (size_t)k;
 	}
 	close(fd);
-	if (rc == 0 && len == 2 * CRYPT_KEY_LEN + 1 && text[len - 1] == '\n')
+	if (rc == 0 && len == 2 * n + 1 && text[len - 1] == '\n')
 		len--;
-	if (rc == 0 && !crypt_key_from_hex(text, len, out)) {
+	if (rc == 0 && !hex_decode(text, len, out, n)) {
+		OPENSSL_cleanse(out, n);
 		err_printf(err, errlen,
-		           "master key file \"%s\" must hold 64 hex digits and an optional newline",
-		           path);
+		           "%s \"%s\" must hold %zu hex digits and an optional newline", what, path,
+		           2 * n);
 		rc = -ERR_MASTER_KEY_INVALID;
 	}
 	OPENSSL_cleanse(text, sizeof(text));
+	return rc;
+}
+
+int crypt_master_load_file(const char *path, crypt_key *out, char *err, size_t errlen)
+{
+	crypt_key_clear(out);
+	int rc = crypt_key_file_read(path, key_file.what, out->bytes, CRYPT_KEY_LEN, err, errlen);
+	if (rc)
+		crypt_key_clear(out);
 	return rc;
 }
 

@@ -93,6 +93,18 @@ void crypt_key_clear(crypt_key *k);
 bool crypt_key_from_hex(const char *hex, size_t len, crypt_key *out);
 
 /*
+ * Read a secret key of n bytes (at most CRYPT_KEY_FILE_MAX) from path: a
+ * regular file (not a symlink) owned by the process's effective user, of
+ * mode 0600 or stricter, holding 2n hex digits and an optional trailing
+ * newline; messages name it what ("master key file"). The master key and
+ * the audit log's signing key are read this way.
+ * RET 0; -ERR_MASTER_KEY_INVALID with the reason in err (out wiped).
+ */
+#define CRYPT_KEY_FILE_MAX 64
+int crypt_key_file_read(const char *path, const char *what, unsigned char *out, size_t n, char *err,
+                        size_t errlen);
+
+/*
  * Load the master key from path: a regular file (not a symlink) owned by
  * the process's effective user, of mode 0600 or stricter, holding 64 hex
  * digits and an optional trailing newline.

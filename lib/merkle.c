@@ -10,13 +10,18 @@
 static void sha256_parts(const void *a, size_t na, const void *b, size_t nb, const void *c,
                          size_t nc, merkle_hash out)
 {
-	EVP_MD_CTX *x = EVP_MD_CTX_new();
+	/* one context per thread, kept: a verifier hashes millions of short inputs */
+	static _Thread_local EVP_MD_CTX *x;
+	static _Thread_local const EVP_MD *md;
+	if (!x) {
+		x = EVP_MD_CTX_new();
+		md = EVP_sha256();
+	}
 	unsigned int len = 0;
-	if (!x || EVP_DigestInit_ex(x, EVP_sha256(), NULL) != 1 ||
-	    EVP_DigestUpdate(x, a, na) != 1 || (nb && EVP_DigestUpdate(x, b, nb) != 1) ||
-	    (nc && EVP_DigestUpdate(x, c, nc) != 1) || EVP_DigestFinal_ex(x, out, &len) != 1)
+	if (!x || EVP_DigestInit_ex(x, md, NULL) != 1 || EVP_DigestUpdate(x, a, na) != 1 ||
+	    (nb && EVP_DigestUpdate(x, b, nb) != 1) || (nc && EVP_DigestUpdate(x, c, nc) != 1) ||
+	    EVP_DigestFinal_ex(x, out, &len) != 1)
 		memset(out, 0, MERKLE_HASH_LEN); /* never a valid hash of anything */
-	EVP_MD_CTX_free(x);
 }
 
 void merkle_leaf_hash(const void *data, size_t len, merkle_hash out)

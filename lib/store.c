@@ -122,14 +122,18 @@ int store_bootstrap_admin(PGconn *c, const char *name, int ttl_days, store_token
 		goto out;
 	char resource[64];
 	snprintf(resource, sizeof(resource), "user/%s", id);
+	json_t *d = json_pack("{s:s}", "token_id", t->id);
 	audit_record a = {.actor_id = NULL,
 	                  .actor_name = "bootstrap",
 	                  .action = "platform.bootstrap",
 	                  .resource = resource,
 	                  .outcome = "success",
 	                  .status = 201,
-	                  .client_addr = "local"};
-	if ((rc = audit_write(c, &a)))
+	                  .client_addr = "local",
+	                  .detail = d};
+	rc = audit_write(c, &a);
+	json_decref(d);
+	if (rc)
 		goto out;
 	rc = db_commit(c);
 out:

@@ -6,7 +6,9 @@
 # order, a follower that receives appended lines and ends by itself, the
 # checkpoint's files with their registered SHA-256. Tampered bytes are
 # never sent, other tenants see nothing, viewers may read logs but not
-# download, followers are bounded, and destroyed keys answer 503.
+# download, followers are bounded, and destroyed keys answer 503. Every
+# read and refusal is on record, as tenant A's data-access and denials
+# reports show (and tenant B's do not).
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -176,8 +178,30 @@ get "$ALICE" "/v1/jobs/$J/logs" "$TY_TMP/badlog" >/dev/null
 check_eq "an altered record ends the log with the marker, after the good lines" \
 	"$(printf 'attempt 1 line 1\ntrainyard: log record failed authentication')" "$(cat "$TY_TMP/badlog")"
 cp "$TY_TMP/log.orig" "$LOG_FILE"
-check_eq "reads are not audited" 0 \
-	"$(q "SELECT count(*) FROM audit_log WHERE outcome = 'success' AND (resource LIKE '%/logs%' OR resource LIKE '%/download%')")"
+
+# every read of the tenant's data is on record: the data-access report
+TOKEN=$ADMIN
+check_status "tenant A's data-access report" 200 GET "/v1/tenants/$TA/reports/data-access?format=json"
+ROWS=$(printf '%s' "$BODY" | jq -c '.sections[0].rows[]')
+rows() { printf '%s\n' "$ROWS" | jq -s "map(select($1)) | length"; }
+check_eq "lists alice's downloads of the shard, with the tenant key version" true \
+	"$(($(rows ".actor == \"alice-$SFX\" and .action == \"checkpoint.download\" and .file == \"shard_00000_of_00001.bin\" and .outcome == \"success\" and (.key_version | type) == \"number\" and .job == \"$J\"") >= 2))"
+check_eq "the admin's download" 1 \
+	"$(rows '.actor == "admin" and .action == "checkpoint.download" and .outcome == "success"')"
+check_eq "the download refused for its altered first chunk" 1 \
+	"$(rows ".actor == \"alice-$SFX\" and .action == \"checkpoint.download\" and .outcome == \"failure\"")"
+check_eq "the viewer's log read" 1 \
+	"$(rows ".actor == \"vic-$SFX\" and .action == \"log.read\" and .outcome == \"success\"")"
+check_eq "and the viewer's refused download" 1 \
+	"$(rows ".actor == \"vic-$SFX\" and .action == \"checkpoint.download\" and .outcome == \"denied\"")"
+check_eq "the keys released to the attempts, with their version" 2 \
+	"$(rows '.action == "key.release" and .outcome == "success" and .key_version != null')"
+check_eq "every row names its record" 0 "$(rows '(.seqs | length) != 1')"
+check_status "tenant B's data-access report" 200 GET "/v1/tenants/$TB/reports/data-access?format=json"
+check_eq "holds none of tenant A's reads" 0 "$(printf '%s' "$BODY" | jq '.sections[0].summary.rows')"
+check_status "tenant A's denials report" 200 GET "/v1/tenants/$TA/reports/denials?format=json"
+check_eq "holds tenant B's owner reaching for A's checkpoint and log" 2 \
+	"$(printf '%s' "$BODY" | jq "[.sections[0].rows[] | select(.actor == \"bob-$SFX\")] | length")"
 
 # Followers are bounded, wait without holding a server thread, end at the
 # follow limit, free their slot when the client goes, and do not keep the

@@ -281,7 +281,8 @@ static bool body_optional(const route *r)
 	               (strcmp(r->pattern, "/v1/jobs/{job}/attempts") == 0 ||
 	                strcmp(r->pattern, "/internal/v1/attempts/{attempt}/heartbeat") == 0 ||
 	                strcmp(r->pattern, "/internal/v1/attempts/{attempt}/key") == 0 ||
-	                strcmp(r->pattern, "/v1/tenants/{tenant}/keys/rotate") == 0);
+	                strcmp(r->pattern, "/v1/tenants/{tenant}/keys/rotate") == 0 ||
+	                strcmp(r->pattern, "/v1/audit/heads") == 0);
 	return strcmp(r->method, "DELETE") == 0 || cancel || token_create || no_body;
 }
 
@@ -292,7 +293,7 @@ START_TEST(mutations_document_their_body)
 	for (size_t i = 0; i < n; i++) {
 		json_t *op = operation(&rt[i]);
 		json_t *body = json_object_get(op, "requestBody");
-		if (rt[i].action == NULL && !(rt[i].flags & ROUTE_COMPUTE)) {
+		if (strcmp(rt[i].method, "GET") == 0 && !(rt[i].flags & ROUTE_COMPUTE)) {
 			ck_assert_msg(body == NULL, "%s %s: a read takes no body", rt[i].method,
 			              rt[i].pattern);
 			continue;
