@@ -18,8 +18,8 @@
 #define LOGGED                                                                                     \
 	" FROM audit_log a JOIN audit_leaves l ON l.id = a.id"                                     \
 	" LEFT JOIN tenants t ON t.id = a.tenant_id"                                               \
-	" WHERE l.seq < $1 AND a.at >= $2 AND a.at < $3 AND ($4::uuid IS NULL OR a.tenant_id = "   \
-	"$4)"
+	" WHERE l.seq < $1 AND a.at >= $2 AND a.at < $3"                                           \
+	" AND ($4::uuid IS NULL OR a.tenant_id = $4)"
 
 /*
  * Roles at the moment $3, replayed from the log: the newest grant or
@@ -46,175 +46,158 @@
 
 /* ---- access-review ----------------------------------------------------------------------- */
 
+/* clang-format off */
 static const report_column tenant_role_cols[] = {
-    {"tenant", RT_TEXT},     {"user", RT_TEXT},       {"role", RT_TEXT},
-    {"granted_by", RT_TEXT}, {"granted_at", RT_TIME}, {NULL, 0},
+	{"tenant", RT_TEXT}, {"user", RT_TEXT}, {"role", RT_TEXT}, {"granted_by", RT_TEXT},
+	{"granted_at", RT_TIME}, {NULL, 0},
 };
 static const report_column platform_role_cols[] = {
-    {"user", RT_TEXT},       {"role", RT_TEXT}, {"granted_by", RT_TEXT},
-    {"granted_at", RT_TIME}, {NULL, 0},
+	{"user", RT_TEXT}, {"role", RT_TEXT}, {"granted_by", RT_TEXT}, {"granted_at", RT_TIME},
+	{NULL, 0},
 };
 static const report_column token_cols[] = {
-    {"user", RT_TEXT},        {"tokens", RT_INT},     {"oldest_age_days", RT_INT},
-    {"next_expiry", RT_TIME}, {"last_used", RT_TIME}, {NULL, 0},
+	{"user", RT_TEXT}, {"tokens", RT_INT}, {"oldest_age_days", RT_INT},
+	{"next_expiry", RT_TIME}, {"last_used", RT_TIME}, {NULL, 0},
 };
 static const report_column idle_cols[] = {
-    {"user", RT_TEXT},
-    {"last_used", RT_TIME},
-    {"roles", RT_TEXT},
-    {NULL, 0},
+	{"user", RT_TEXT}, {"last_used", RT_TIME}, {"roles", RT_TEXT}, {NULL, 0},
 };
 
 static const report_section access_review[] = {
-    {"tenant-roles", "Tenant roles held", tenant_role_cols,
-     "WITH " TENANT_ROLES " SELECT coalesce(tn.name, ''), coalesce(u.name, tr.uid), tr.role,"
-     " tr.actor_name, " TS("tr.at") ", ARRAY[tr.seq] FROM tr"
-                                    " LEFT JOIN tenants tn ON tn.id = tr.tenant_id LEFT JOIN users "
-                                    "u ON u.id::text = tr.uid"
-                                    " ORDER BY 1, 2",
-     false},
-    {"platform-roles", "Platform admins and auditors", platform_role_cols,
-     "WITH " PLATFORM_ROLES " SELECT coalesce(u.name, pr.uid), pr.role, pr.actor_name,"
-     " " TS("pr.at") ", ARRAY[pr.seq] FROM pr LEFT JOIN users u ON u.id::text = pr.uid"
-                     " ORDER BY 2, 1",
-     true},
-    {"tokens", "API tokens live at the time", token_cols,
-     "WITH " TENANT_ROLES " SELECT u.name, count(DISTINCT k.id),"
-     " floor(extract(epoch FROM $3 - min(k.created_at)) / 86400)::bigint,"
-     " " TS("min(k.expires_at)") ", " TS(
-         "max(k.last_used_at)") ","
-                                " array_remove(array_agg(DISTINCT l.seq), NULL)"
-                                " FROM api_tokens k JOIN users u ON u.id = k.user_id"
-                                " LEFT JOIN audit_log a ON a.action = 'token.create' AND a.outcome "
-                                "= 'success'"
-                                " AND a.resource = 'token/' || k.id"
-                                " LEFT JOIN audit_log b ON b.action = 'platform.bootstrap'"
-                                " AND b.detail->>'token_id' = k.id::text"
-                                " LEFT JOIN audit_leaves l ON l.id = coalesce(a.id, b.id) AND "
-                                "l.seq < $1"
-                                " WHERE k.created_at <= $3 AND (k.revoked_at IS NULL OR "
-                                "k.revoked_at > $3)"
-                                " AND k.expires_at > $3"
-                                " AND ($4::uuid IS NULL OR k.user_id::text IN (SELECT uid FROM tr))"
-                                " GROUP BY u.name ORDER BY u.name",
-     false},
-    {"idle-users", "Users holding roles whose tokens went unused for 90 days", idle_cols,
-     "WITH " TENANT_ROLES ", " PLATFORM_ROLES ","
-     " held AS (SELECT uid, coalesce(tn.name, '') || ':' || tr.role AS what, seq FROM tr"
-     " LEFT JOIN tenants tn ON tn.id = tr.tenant_id"
-     " UNION ALL SELECT uid, 'platform:' || role, seq FROM pr)"
-     " SELECT u.name, " TS(
-         "max(k.last_used_at)") ","
-                                " string_agg(DISTINCT h.what, ' '), array_agg(DISTINCT h.seq)"
-                                " FROM held h JOIN users u ON u.id::text = h.uid"
-                                " LEFT JOIN api_tokens k ON k.user_id = u.id AND k.last_used_at <= "
-                                "$3"
-                                " WHERE u.created_at <= $3 - interval '90 days'"
-                                " GROUP BY u.name HAVING coalesce(max(k.last_used_at), '-infinity')"
-                                " < $3 - interval '90 days' ORDER BY u.name",
-     false},
+	{"tenant-roles", "Tenant roles held", tenant_role_cols,
+	 "WITH " TENANT_ROLES
+	 " SELECT coalesce(tn.name, ''), coalesce(u.name, tr.uid), tr.role, tr.actor_name,"
+	 " " TS("tr.at") ", ARRAY[tr.seq] FROM tr"
+	 " LEFT JOIN tenants tn ON tn.id = tr.tenant_id LEFT JOIN users u ON u.id::text = tr.uid"
+	 " ORDER BY 1, 2",
+	 false},
+	{"platform-roles", "Platform admins and auditors", platform_role_cols,
+	 "WITH " PLATFORM_ROLES
+	 " SELECT coalesce(u.name, pr.uid), pr.role, pr.actor_name, " TS("pr.at") ","
+	 " ARRAY[pr.seq] FROM pr LEFT JOIN users u ON u.id::text = pr.uid ORDER BY 2, 1",
+	 true},
+	/* a token's record: its creation, or the bootstrap that made it */
+	{"tokens", "API tokens live at the time", token_cols,
+	 "WITH " TENANT_ROLES
+	 " SELECT u.name, count(DISTINCT k.id),"
+	 " floor(extract(epoch FROM $3 - min(k.created_at)) / 86400)::bigint,"
+	 " " TS("min(k.expires_at)") ", " TS("max(k.last_used_at)") ","
+	 " array_remove(array_agg(DISTINCT l.seq), NULL)"
+	 " FROM api_tokens k JOIN users u ON u.id = k.user_id"
+	 " LEFT JOIN audit_log a ON a.action = 'token.create' AND a.outcome = 'success'"
+	 " AND a.resource = 'token/' || k.id"
+	 " LEFT JOIN audit_log b ON b.action = 'platform.bootstrap'"
+	 " AND b.detail->>'token_id' = k.id::text"
+	 " LEFT JOIN audit_leaves l ON l.id = coalesce(a.id, b.id) AND l.seq < $1"
+	 " WHERE k.created_at <= $3 AND (k.revoked_at IS NULL OR k.revoked_at > $3)"
+	 " AND k.expires_at > $3"
+	 " AND ($4::uuid IS NULL OR k.user_id::text IN (SELECT uid FROM tr))"
+	 " GROUP BY u.name ORDER BY u.name",
+	 false},
+	{"idle-users", "Users holding roles whose tokens went unused for 90 days", idle_cols,
+	 "WITH " TENANT_ROLES ", " PLATFORM_ROLES ","
+	 " held AS (SELECT uid, coalesce(tn.name, '') || ':' || tr.role AS what, seq FROM tr"
+	 " LEFT JOIN tenants tn ON tn.id = tr.tenant_id"
+	 " UNION ALL SELECT uid, 'platform:' || role, seq FROM pr)"
+	 " SELECT u.name, " TS("max(k.last_used_at)") ", string_agg(DISTINCT h.what, ' '),"
+	 " array_agg(DISTINCT h.seq)"
+	 " FROM held h JOIN users u ON u.id::text = h.uid"
+	 " LEFT JOIN api_tokens k ON k.user_id = u.id AND k.last_used_at <= $3"
+	 " WHERE u.created_at <= $3 - interval '90 days'"
+	 " GROUP BY u.name HAVING coalesce(max(k.last_used_at), '-infinity')"
+	 " < $3 - interval '90 days' ORDER BY u.name",
+	 false},
 };
 
 /* ---- the kinds over a period ------------------------------------------------------------- */
 
 static const report_column change_cols[] = {
-    {"at", RT_TIME},     {"actor", RT_TEXT},  {"actor_role", RT_TEXT},
-    {"tenant", RT_TEXT}, {"action", RT_TEXT}, {"subject", RT_TEXT},
-    {"from", RT_TEXT},   {"to", RT_TEXT},     {NULL, 0},
+	{"at", RT_TIME}, {"actor", RT_TEXT}, {"actor_role", RT_TEXT}, {"tenant", RT_TEXT},
+	{"action", RT_TEXT}, {"subject", RT_TEXT}, {"from", RT_TEXT}, {"to", RT_TEXT}, {NULL, 0},
 };
 static const report_section permission_changes[] = {
-    {"changes", "Grants, revocations, platform roles and quotas", change_cols,
-     "SELECT " TS(
-         "x.at") ", x.actor_name, x.actor_role, x.tenant, x.action,"
-                 " CASE WHEN x.action = 'quota.update' THEN 'quota' ELSE coalesce(u.name, x.uid) "
-                 "END,"
-                 " coalesce(x.detail->>'from', ''),"
-                 " CASE x.action WHEN 'quota.update' THEN x.detail::text"
-                 " WHEN 'platform.bootstrap' THEN 'admin'"
-                 " WHEN 'user.create' THEN x.detail->>'platform_role'"
-                 " WHEN 'member.revoke' THEN 'none' ELSE coalesce(x.detail->>'to', '') END,"
-                 " ARRAY[x.seq] FROM (SELECT a.*, l.seq, coalesce(t.name, '') AS tenant,"
-                 " CASE WHEN a.action LIKE 'member.%'"
-                 " THEN coalesce(a.detail->>'user_id', split_part(a.resource, '/', 4))"
-                 " ELSE split_part(a.resource, '/', 2) END AS uid" LOGGED
-                 " AND a.outcome = 'success' AND (a.action IN ('member.grant', 'member.revoke',"
-                 " 'quota.update', 'platform.bootstrap') OR (a.action = 'user.create'"
-                 " AND a.detail->>'platform_role' IS NOT NULL))) x"
-                 " LEFT JOIN users u ON u.id::text = x.uid ORDER BY x.seq",
-     false},
+	{"changes", "Grants, revocations, platform roles and quotas", change_cols,
+	 "SELECT " TS("x.at") ", x.actor_name, x.actor_role, x.tenant, x.action,"
+	 " CASE WHEN x.action = 'quota.update' THEN 'quota' ELSE coalesce(u.name, x.uid) END,"
+	 " coalesce(x.detail->>'from', ''),"
+	 " CASE x.action WHEN 'quota.update' THEN x.detail::text"
+	 " WHEN 'platform.bootstrap' THEN 'admin'"
+	 " WHEN 'user.create' THEN x.detail->>'platform_role'"
+	 " WHEN 'member.revoke' THEN 'none' ELSE coalesce(x.detail->>'to', '') END,"
+	 " ARRAY[x.seq] FROM (SELECT a.*, l.seq, coalesce(t.name, '') AS tenant,"
+	 " CASE WHEN a.action LIKE 'member.%'"
+	 " THEN coalesce(a.detail->>'user_id', split_part(a.resource, '/', 4))"
+	 " ELSE split_part(a.resource, '/', 2) END AS uid" LOGGED
+	 " AND a.outcome = 'success' AND (a.action IN ('member.grant', 'member.revoke',"
+	 " 'quota.update', 'platform.bootstrap') OR (a.action = 'user.create'"
+	 " AND a.detail->>'platform_role' IS NOT NULL))) x"
+	 " LEFT JOIN users u ON u.id::text = x.uid ORDER BY x.seq",
+	 false},
 };
 
+/* The routes that read a tenant's data: a refusal of one is data access refused. */
+#define DATA_LOGS     "'/v1/jobs/{job}/logs'"
+#define DATA_DOWNLOAD "'/v1/checkpoints/{checkpoint}/download'"
+
 static const report_column access_cols[] = {
-    {"at", RT_TIME},         {"actor", RT_TEXT},   {"tenant", RT_TEXT},
-    {"action", RT_TEXT},     {"job", RT_TEXT},     {"file", RT_TEXT},
-    {"key_version", RT_INT}, {"outcome", RT_TEXT}, {NULL, 0},
+	{"at", RT_TIME}, {"actor", RT_TEXT}, {"tenant", RT_TEXT}, {"action", RT_TEXT},
+	{"job", RT_TEXT}, {"file", RT_TEXT}, {"key_version", RT_INT}, {"outcome", RT_TEXT},
+	{NULL, 0},
 };
 static const report_section data_access[] = {
-    {"access", "Log reads, checkpoint downloads and data keys released to attempts", access_cols,
-     "SELECT " TS(
-         "a.at") ", a.actor_name, coalesce(t.name, ''), a.action,"
-                 " coalesce(a.detail->>'job_id', CASE WHEN a.resource LIKE 'job/%'"
-                 " THEN split_part(a.resource, '/', 2) END, ''), coalesce(a.detail->>'file', ''),"
-                 " a.detail->>'tenant_key_version', a.outcome, ARRAY[l.seq]" LOGGED
-                 " AND a.action IN ('log.read', 'checkpoint.download', 'key.release') ORDER BY "
-                 "l.seq",
-     false},
+	{"access", "Log reads, checkpoint downloads and data keys released to attempts",
+	 access_cols,
+	 "SELECT " TS("a.at") ", a.actor_name, coalesce(t.name, ''),"
+	 " CASE a.detail->>'route' WHEN " DATA_LOGS " THEN 'log.read'"
+	 " WHEN " DATA_DOWNLOAD " THEN 'checkpoint.download' ELSE a.action END,"
+	 " coalesce(a.detail->>'job_id', CASE WHEN a.resource LIKE 'job/%'"
+	 " THEN split_part(a.resource, '/', 2) END, ''), coalesce(a.detail->>'file', ''),"
+	 " a.detail->>'tenant_key_version', a.outcome, ARRAY[l.seq]" LOGGED
+	 " AND (a.action IN ('log.read', 'checkpoint.download', 'key.release')"
+	 " OR (a.action = 'authz.deny'"
+	 " AND a.detail->>'route' IN (" DATA_LOGS ", " DATA_DOWNLOAD ")))"
+	 " ORDER BY l.seq",
+	 false},
 };
 
 static const report_column denial_cols[] = {
-    {"actor", RT_TEXT},
-    {"tenant", RT_TEXT},
-    {"route", RT_TEXT},
-    {"denials", RT_INT},
-    {"failed_authentications", RT_INT},
-    {"first", RT_TIME},
-    {"last", RT_TIME},
-    {NULL, 0},
+	{"actor", RT_TEXT}, {"tenant", RT_TEXT}, {"route", RT_TEXT}, {"denials", RT_INT},
+	{"failed_authentications", RT_INT}, {"first", RT_TIME}, {"last", RT_TIME}, {NULL, 0},
 };
 static const report_section denials[] = {
-    {"denials", "Denied requests and failed authentications", denial_cols,
-     "SELECT coalesce(nullif(a.actor_name, ''), '(unauthenticated)'), coalesce(t.name, ''),"
-     " coalesce((a.detail->>'method') || ' ' || (a.detail->>'route'), a.action),"
-     " count(*), count(*) FILTER (WHERE a.status = 401), " TS(
-         "min(a.at)") ","
-                      " " TS("max(a.at)") ", array_agg(l.seq ORDER BY l.seq)" LOGGED
-                                          " AND a.outcome = 'denied' GROUP BY 1, 2, 3 ORDER BY 1, "
-                                          "2, 3",
-     false},
+	{"denials", "Denied requests and failed authentications", denial_cols,
+	 "SELECT coalesce(nullif(a.actor_name, ''), '(unauthenticated)'), coalesce(t.name, ''),"
+	 " coalesce((a.detail->>'method') || ' ' || (a.detail->>'route'), a.action),"
+	 " count(*), count(*) FILTER (WHERE a.status = 401), " TS("min(a.at)") ","
+	 " " TS("max(a.at)") ", array_agg(l.seq ORDER BY l.seq)" LOGGED
+	 " AND a.outcome = 'denied' GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
+	 false},
 };
 
 static const report_column key_cols[] = {
-    {"at", RT_TIME},
-    {"actor", RT_TEXT},
-    {"tenant", RT_TEXT},
-    {"action", RT_TEXT},
-    {"outcome", RT_TEXT},
-    {"key_version", RT_INT},
-    {"rewrapped", RT_INT},
-    {"data_keys_destroyed", RT_INT},
-    {NULL, 0},
+	{"at", RT_TIME}, {"actor", RT_TEXT}, {"tenant", RT_TEXT}, {"action", RT_TEXT},
+	{"outcome", RT_TEXT}, {"key_version", RT_INT}, {"rewrapped", RT_INT},
+	{"data_keys_destroyed", RT_INT}, {NULL, 0},
 };
 static const report_section key_management[] = {
-    {"keys", "Key rotations, re-wraps and shreds", key_cols,
-     "SELECT " TS(
-         "a.at") ", a.actor_name, coalesce(t.name, ''), a.action, a.outcome,"
-                 " a.detail->>'version', a.detail->>'rewrapped', a.detail->>'data_keys_destroyed',"
-                 " ARRAY[l.seq]" LOGGED
-                 " AND a.action IN ('key.rotate', 'key.shred') ORDER BY l.seq",
-     false},
+	{"keys", "Key rotations, re-wraps and shreds", key_cols,
+	 "SELECT " TS("a.at") ", a.actor_name, coalesce(t.name, ''), a.action, a.outcome,"
+	 " a.detail->>'version', a.detail->>'rewrapped', a.detail->>'data_keys_destroyed',"
+	 " ARRAY[l.seq]" LOGGED " AND a.action IN ('key.rotate', 'key.shred') ORDER BY l.seq",
+	 false},
 };
 
 static const report_column admin_cols[] = {
-    {"at", RT_TIME},       {"actor", RT_TEXT},   {"tenant", RT_TEXT}, {"action", RT_TEXT},
-    {"resource", RT_TEXT}, {"outcome", RT_TEXT}, {"status", RT_INT},  {NULL, 0},
+	{"at", RT_TIME}, {"actor", RT_TEXT}, {"tenant", RT_TEXT}, {"action", RT_TEXT},
+	{"resource", RT_TEXT}, {"outcome", RT_TEXT}, {"status", RT_INT}, {NULL, 0},
 };
 static const report_section admin_actions[] = {
-    {"actions", "Everything done with platform-admin rights", admin_cols,
-     "SELECT " TS("a.at") ", a.actor_name, coalesce(t.name, ''), a.action, a.resource,"
-                          " a.outcome, a.status, ARRAY[l.seq]" LOGGED
-                          " AND a.actor_role = 'admin' ORDER BY l.seq",
-     false},
+	{"actions", "Everything done with platform-admin rights", admin_cols,
+	 "SELECT " TS("a.at") ", a.actor_name, coalesce(t.name, ''), a.action, a.resource,"
+	 " a.outcome, a.status, ARRAY[l.seq]" LOGGED " AND a.actor_role = 'admin' ORDER BY l.seq",
+	 false},
 };
+/* clang-format on */
 
 #define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
