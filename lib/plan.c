@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GIB         (1024.0 * 1024.0 * 1024.0)
+#define GIB (1024.0 * 1024.0 * 1024.0)
 
 static double padded_vocab(const jobspec_model *m)
 {
