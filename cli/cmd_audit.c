@@ -172,6 +172,53 @@ static int public_key(const char *arg, unsigned char pub[AUDIT_KEY_LEN])
 	return ok ? 0 : -1;
 }
 
+/* Bytes verify reads at a time: they stay in the core's cache while they are checked. */
+#define VERIFY_CHUNK (256u << 10)
+
+/*
+ * Feed the lines of f to the check, until one fails: read a chunk at a
+ * time, each complete line checked where it lies in the chunk (a line
+ * longer than the chunk grows it). RET 0, or -1 when f cannot be read.
+ */
+static int verify_lines(auditverify *v, FILE *f)
+{
+	size_t cap = VERIFY_CHUNK, have = 0;
+	char *buf = malloc(cap);
+	int fd = fileno(f);
+	bool eof = false;
+	while (buf && !eof && !v->failed) {
+		if (have == cap) {
+			char *nb = realloc(buf, cap * 2);
+			if (!nb) {
+				free(buf);
+				errno = ENOMEM;
+				return -1;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		ssize_t n = read(fd, buf + have, cap - have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			free(buf);
+			return -1;
+		}
+		eof = n == 0;
+		have += (size_t)n;
+		char *p = buf, *end = buf + have;
+		for (char *nl; (nl = memchr(p, '\n', (size_t)(end - p))) && !v->failed; p = nl + 1)
+			auditverify_line(v, p, (size_t)(nl - p));
+		if (eof && p < end && !v->failed) /* a last line without its newline */
+			auditverify_line(v, p, (size_t)(end - p)), p = end;
+		have = (size_t)(end - p);
+		memmove(buf, p, have);
+	}
+	int rc = buf ? 0 : -1;
+	free(buf);
+	return rc;
+}
+
 enum { OPT_PUBKEY, OPT_PREVIOUS };
 static const opt_spec verify_opts[] = {
     {"pubkey", true, true}, {"previous-head", true, false}, {NULL, false, false}};
@@ -208,16 +255,13 @@ static int audit_verify(cli_ctx *ctx, const cli_command *self, int argc, char **
 		return CLI_SERVER;
 	}
 	auditverify_init(v, pub, o.set[OPT_PREVIOUS] ? &previous : NULL);
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	while ((n = getline(&line, &cap, f)) > 0) {
-		if (line[n - 1] == '\n')
-			n--;
-		if (auditverify_line(v, line, (size_t)n) < 0)
-			break;
+	if (verify_lines(v, f) < 0) {
+		fprintf(stderr, "yardctl: could not read %s: %s\n", path, strerror(errno));
+		free(v);
+		if (f != stdin)
+			fclose(f);
+		return CLI_USAGE;
 	}
-	free(line);
 	if (f != stdin)
 		fclose(f);
 	rc = auditverify_end(v);

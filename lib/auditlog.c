@@ -406,8 +406,8 @@ int auditlog_step(PGconn *c, const audit_signer *signer, const auditlog_policy *
 	out->size = (int64_t)f.size;
 	out->more = r && PQntuples(r) == AUDITLOG_BATCH;
 	bool err = false;
-	if (rc == 0 && signer && !out->more &&
-	    (force ? out->size > 0 : head_due(c, p, out->size, &err))) {
+	/* due heads are signed while a backlog drains too: at the end of its batches */
+	if (rc == 0 && signer && (force ? out->size > 0 : head_due(c, p, out->size, &err))) {
 		auditlog_head last;
 		bool found = false;
 		if (force && auditlog_head_latest(c, &last, &found) == 0 && found &&
