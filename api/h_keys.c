@@ -42,12 +42,14 @@ int h_attempt_key(api_req *rq)
 		return api_fail_db(rq, rc);
 	crypt_key k;
 	int version = 0;
+	bool rotated = false;
 	rc = keys_job_data_key(rq->db, &rq->srv->master, rq->scope.tenant_id, rq->scope.job_id, &k,
-	                       &version);
+	                       &version, &rotated);
 	char res[160];
 	snprintf(res, sizeof(res), "job/%s/key", rq->scope.job_id);
-	json_t *d = json_pack("{s:i, s:s}", "tenant_key_version", version, "attempt_id",
-	                      rq->scope.attempt_id);
+	/* a key version that had wrapped its limit is rotated on the way: key-management says so */
+	json_t *d = json_pack("{s:i, s:s, s:b}", "tenant_key_version", version, "attempt_id",
+	                      rq->scope.attempt_id, "rotated", rotated);
 	if (rc == 0)
 		rc = api_audit(rq, 200, res, d);
 	json_decref(d);

@@ -102,8 +102,10 @@ static int kek_current(PGconn *c, const crypt_key *master, const char *tenant_id
 }
 
 int keys_job_data_key(PGconn *c, const crypt_key *master, const char *tenant_id, const char *job_id,
-                      crypt_key *key, int *version)
+                      crypt_key *key, int *version, bool *rotated)
 {
+	if (rotated)
+		*rotated = false;
 	crypt_key kek;
 	int64_t wraps = 0;
 	int rc = kek_current(c, master, tenant_id, &kek, version, &wraps);
@@ -128,6 +130,8 @@ int keys_job_data_key(PGconn *c, const crypt_key *master, const char *tenant_id,
 			if ((rc = keys_rotate(c, master, tenant_id, version, &n)) ||
 			    (rc = kek_current(c, master, tenant_id, &kek, version, &wraps)))
 				return rc;
+			if (rotated)
+				*rotated = true;
 		}
 		char hex[2 * CRYPT_WRAPPED_LEN + 1], ver[16];
 		snprintf(ver, sizeof(ver), "%d", *version);

@@ -22,6 +22,7 @@
 #define TY_KEYS_H
 
 #include <libpq-fe.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "crypt.h"
@@ -30,10 +31,11 @@
  * The job's data key, made (and wrapped under the tenant's current KEK,
  * made too when the tenant has none yet) on first use. A KEK that has
  * wrapped CRYPT_WRAPS_PER_KEY_LIMIT keys is rotated first.
- * OUT: *key, *version (the KEK version wrapping it).
+ * OUT: *key, *version (the KEK version wrapping it); *rotated (when not
+ * NULL), whether the tenant's KEK was rotated for it.
  */
 int keys_job_data_key(PGconn *c, const crypt_key *master, const char *tenant_id, const char *job_id,
-                      crypt_key *key, int *version);
+                      crypt_key *key, int *version, bool *rotated);
 
 /*
  * The job's data key when it has one, for reading: nothing is made,

@@ -180,10 +180,14 @@ static const report_column key_cols[] = {
 	{"data_keys_destroyed", RT_INT}, {NULL, 0},
 };
 static const report_section key_management[] = {
+	/* a data key released to an attempt rotates the tenant's key once it wrapped its limit */
 	{"keys", "Key rotations, re-wraps and shreds", key_cols,
-	 "SELECT " TS("a.at") ", a.actor_name, coalesce(t.name, ''), a.action, a.outcome,"
-	 " a.detail->>'version', a.detail->>'rewrapped', a.detail->>'data_keys_destroyed',"
-	 " ARRAY[l.seq]" LOGGED " AND a.action IN ('key.rotate', 'key.shred') ORDER BY l.seq",
+	 "SELECT " TS("a.at") ", a.actor_name, coalesce(t.name, ''),"
+	 " CASE a.action WHEN 'key.release' THEN 'key.release (rotated)' ELSE a.action END,"
+	 " a.outcome, coalesce(a.detail->>'version', a.detail->>'tenant_key_version'),"
+	 " a.detail->>'rewrapped', a.detail->>'data_keys_destroyed', ARRAY[l.seq]" LOGGED
+	 " AND (a.action IN ('key.rotate', 'key.shred')"
+	 " OR (a.action = 'key.release' AND a.detail->>'rotated' = 'true')) ORDER BY l.seq",
 	 false},
 };
 

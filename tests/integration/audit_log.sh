@@ -47,6 +47,20 @@ check_status "the admin changes A's quota" 200 PUT "/v1/tenants/$TA/quota" "${JS
 	-d '{"max_gpus": 8, "max_running_jobs": 2, "gpu_hours_per_month": 100,
 	     "max_storage_bytes": 1000000, "weight": 2}'
 check_status "the admin rotates A's key" 200 POST "/v1/tenants/$TA/keys/rotate"
+# a key version that has wrapped its limit is rotated when the next job's key is made
+JOB='{"name": "al", "model": {"preset": "tiny"}, "data": {"train": "x_*.bin"},
+ "parallel": {"data_parallel": 1, "micro_batch": 4, "global_batch": 8},
+ "resources": {"nodes": 1, "ranks_per_node": 1}, "training": {"steps": 10}}'
+TOKEN=$ALICE
+check_status "alice submits a job" 201 POST "/v1/tenants/$TA/jobs" "${JSON[@]}" -d "$JOB"
+J=$(printf '%s' "$BODY" | jq -r .id)
+q "UPDATE tenant_keys SET wraps = $((1 << 24)) WHERE tenant_id = (SELECT id FROM tenants WHERE name = '$TA')" >/dev/null
+TOKEN=$ADMIN
+check_status "the admin starts its attempt" 201 POST "/v1/jobs/$J/attempts"
+A=$(printf '%s' "$BODY" | jq -r .id)
+TOKEN=$(printf '%s' "$BODY" | jq -r .credential)
+check_status "whose runtime fetches the job's data key" 200 POST "/internal/v1/attempts/$A/key"
+check_eq "wrapped by a key version rotated for it" 3 "$(q "SELECT key_version FROM job_keys WHERE job_id = '$J'")"
 TOKEN=$VIC
 check_status "a viewer of A may not change its quota" 403 PUT "/v1/tenants/$TA/quota" "${JSON[@]}" \
 	-d '{"max_gpus": 1}'
@@ -149,8 +163,15 @@ report() { TOKEN=$1 api GET "$2"; }
 rows() { printf '%s' "$BODY" | jq -c "[.sections[] | select(.name == \"$1\") | .rows[]]"; }
 count() { printf '%s' "$BODY" | jq "[.sections[] | select(.name == \"$1\") | .rows[] | select($2)] | length"; }
 
+# the viewer has been around for 120 days, and last used a token 100 days ago
+q "UPDATE users SET created_at = now() - interval '120 days' WHERE name = 'al-vic-$SFX'" >/dev/null
+q "UPDATE api_tokens SET last_used_at = now() - interval '100 days'
+   WHERE user_id = (SELECT id FROM users WHERE name = 'al-vic-$SFX')" >/dev/null
 report "$ALICE" "/v1/tenants/$TA/reports/access-review"
 check_eq "A's owner gets A's access review" 200 "$STATUS"
+check_eq "the viewer is idle, with the role they hold" "al-vic-$SFX $TA:viewer" \
+	"$(rows idle-users | jq -r 'map("\(.user) \(.roles)") | join(";")')"
+check_match "last seen 100 days ago" "^20" "$(rows idle-users | jq -r '.[0].last_used')"
 check_eq "computed from a head whose signature verifies" verified "$(printf '%s' "$BODY" | jq -r .head.signature_status)"
 check_eq "owner, auditor and viewer of A, granted by the admin" \
 	"al-alice-$SFX owner admin;al-aud-$SFX auditor admin;al-vic-$SFX viewer admin" \
@@ -195,6 +216,8 @@ check_eq "one record a row" 0 "$(count changes '(.seqs | length) != 1')"
 report "$ALICE" "/v1/tenants/$TA/reports/key-management"
 check_eq "the rotation, with A's new key version" 1 "$(count keys '.action == "key.rotate" and .actor == "admin" and .key_version >= 1')"
 check_eq "and its record's number" "$SEQ" "$(printf '%s' "$BODY" | jq '[.sections[0].rows[] | select(.action == "key.rotate")][-1].seqs[0]')"
+check_eq "the rotation made for the attempt's key, with the version it made" 1 \
+	"$(count keys ".action == \"key.release (rotated)\" and .actor == \"attempt $A\" and .key_version == 3")"
 
 report "$ALICE" "/v1/tenants/$TA/reports/denials"
 check_eq "the viewer's refused quota change" 1 "$(count denials ".actor == \"al-vic-$SFX\" and .route == \"PUT /v1/tenants/{tenant}/quota\" and .denials == 1")"
