@@ -195,6 +195,8 @@ static const char html_style[] =
     "font-size:9pt;overflow-wrap:anywhere}"
     "th{background:#eee}table.meta th{width:12em}table.summary{width:auto}"
     "code{font-size:8.5pt}.ok{color:#060;font-weight:bold}.bad{color:#a00;font-weight:bold}"
+    "td.n{white-space:nowrap}"
+    "@page{size:A4 landscape;margin:12mm}"
     "@media print{body{margin:0}thead{display:table-header-group}tr{break-inside:avoid}}";
 
 static void meta_row(report_out *o, const char *th, const char *td)
@@ -321,7 +323,8 @@ void report_fmt_row(report_out *o, const report_params *p, const report_section 
 	} else {
 		report_out_adds(o, "<tr>");
 		for (const report_column *c = s->columns; c->name; c++, i++) {
-			report_out_adds(o, "<td>");
+			/* numbers and times never break across lines */
+			report_out_adds(o, c->type == RT_TEXT ? "<td>" : "<td class=\"n\">");
 			html_text(o, values[i] ? values[i] : "");
 			report_out_adds(o, "</td>");
 		}
