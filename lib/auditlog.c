@@ -372,9 +372,16 @@ int auditlog_step(PGconn *c, const audit_signer *signer, const auditlog_policy *
 	if (rc == 0 && merkle_frontier_load(&f, auditlog_subtree, c, (uint64_t)size) < 0)
 		rc = -ERR_INTERNAL;
 	if (rc == 0)
+		/*
+		 * Each queued record looked up by its id: the queue is short while
+		 * the log is long, and a plan that scans the log (a hash join,
+		 * which a queue estimated long invites) costs more with every record.
+		 * OFFSET 0 keeps the lookup a per-row subquery.
+		 */
 		rc = db_query(c, &r,
-		              "SELECT " AUDITLOG_COLS " FROM audit_pending p JOIN audit_log a"
-		              " ON a.id = p.id ORDER BY p.id LIMIT $1",
+		              "SELECT " AUDITLOG_COLS " FROM (SELECT id FROM audit_pending"
+		              " ORDER BY id LIMIT $1) p CROSS JOIN LATERAL (SELECT * FROM audit_log"
+		              " WHERE id = p.id OFFSET 0) a ORDER BY p.id",
 		              1, lp);
 	if (rc == 0)
 		rc = add_leaves(r, &f, &b);
