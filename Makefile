@@ -4,7 +4,7 @@
 CC        ?= cc
 SANITIZE  ?=
 BUILD     ?= $(if $(SANITIZE),build/san,build)
-PKGS      := libmicrohttpd jansson libpq libcurl openssl
+PKGS      := libmicrohttpd jansson libpq libcurl openssl libpcre2-8
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)

@@ -78,6 +78,24 @@ typedef struct api_stream {
 	int idle_s;               /* the connection's idle limit while streaming; 0: the server's */
 } api_stream;
 
+/*
+ * A request body taken as it arrives (a route flagged ROUTE_UPLOAD). The
+ * route's handler runs when the headers are in, after authentication, and
+ * either answers (a refusal: the body is never read) or fills this in;
+ * the server then hands each piece of the body to feed, and calls finish
+ * after the last, which answers. release runs once at the end whatever
+ * happened, a connection cut off half-way included, and undoes what did
+ * not complete.
+ */
+typedef struct api_upload {
+	void *ctx;
+	int (*feed)(struct api_req *rq, const char *buf, size_t n); /* <0: answered, stop */
+	int (*finish)(struct api_req *rq);                          /* answers */
+	void (*release)(void *ctx);
+	unsigned long long limit; /* bytes the body may hold (more answers 413) */
+	unsigned long long received;
+} api_upload;
+
 typedef struct api_req {
 	api_server *srv;
 	const ty_config *cfg;
@@ -106,6 +124,7 @@ typedef struct api_req {
 	size_t raw_len;
 	char *raw_owned;   /* or malloc'ed and freed after sending */
 	api_stream stream; /* or a streamed body (status 200-299 only) */
+	api_upload upload; /* a body taken as it arrives (ROUTE_UPLOAD) */
 	char retry_after[16];
 	bool replayed;        /* idempotent replay of an earlier submission */
 	bool cached;          /* answered from the read cache (readcache.h) */

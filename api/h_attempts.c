@@ -108,9 +108,14 @@ int h_attempt_get(api_req *rq)
 	    rq,
 	    "SELECT row_to_json(x) FROM (SELECT a.id, a.job_id, j.tenant_id, a.number, "
 	    "a.state, " TS(
-	        "a.expires_at") " AS expires_at, j.name AS job_name, j.state AS job_state, j.spec"
-	                        " FROM job_attempts a JOIN jobs j ON j.id = a.job_id"
-	                        " WHERE a.id = $1) x",
+	        "a.expires_at") " AS expires_at, j.name AS job_name,"
+	                        " j.state AS job_state, j.spec, (SELECT "
+	                        "coalesce(json_agg(json_build_object("
+	                        "'role', jd.role, 'version_id', jd.version_id) ORDER BY jd.role), "
+	                        "'[]')"
+	                        " FROM job_datasets jd WHERE jd.job_id = j.id) AS datasets"
+	                        " FROM job_attempts a JOIN jobs j ON j.id = a.job_id WHERE a.id = "
+	                        "$1) x",
 	    1, p, ERR_ATTEMPT_NOT_FOUND);
 }
 

@@ -22,6 +22,7 @@
 #include "jobstate.h"
 #include "plan.h"
 #include "server.h"
+#include "storage.h"
 #include "token.h"
 
 #define JOB_GET_SQL "SELECT " JOB_DOC JOB_FROM " WHERE j.id = $1"
@@ -77,17 +78,82 @@ static double job_device_memory(const ty_config *cfg, const jobspec *js)
 	return (double)mib * 1048576.0;
 }
 
-/* A new job's id, a random (version 4) UUID. RET 0 or -ERR_INTERNAL. */
-static int job_id_new(char id[37])
+/* The dataset versions a job names, resolved in its tenant at submission. */
+typedef struct job_datasets {
+	int n;
+	struct {
+		const char *role; /* "train" or "val" */
+		char version_id[37];
+	} v[2];
+} job_datasets;
+
+/*
+ * Resolve the spec's dataset references (data.dataset, data.val_dataset)
+ * to versions of the tenant's datasets, the newest where none is named,
+ * and pin them in spec ("name@N"). A reference that resolves to nothing,
+ * or a version with token ids beyond the model's vocabulary, is a field
+ * error in v. OUT *out. RET 0, or -ERR_* from the database.
+ */
+static int datasets_resolve(api_req *rq, const jobspec *js, json_t *spec, job_datasets *out,
+                            verrs *v)
 {
-	unsigned char b[16];
-	if (RAND_bytes(b, sizeof(b)) != 1)
-		return -ERR_INTERNAL;
-	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
-	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-	char hex[33];
-	hex_encode(b, sizeof(b), hex);
-	snprintf(id, 37, "%.8s-%.4s-%.4s-%.4s-%.12s", hex, hex + 8, hex + 12, hex + 16, hex + 20);
+	static const char *const keys[2] = {"dataset", "val_dataset"}, *const roles[2] = {"train",
+	                                                                                  "val"};
+	const char *refs[2] = {js->data.dataset, js->data.val_dataset};
+	char names[2][DATASET_NAME_MAX + 1] = {"", ""}, vers[2][16], why[128];
+	out->n = 0;
+	if (!refs[0][0] && !refs[1][0])
+		return 0;
+	for (int i = 0; i < 2; i++) {
+		int ver = 0;
+		if (refs[i][0])
+			dataset_ref_parse(refs[i], names[i], &ver, why, sizeof(why));
+		snprintf(vers[i], sizeof(vers[i]), "%d", ver);
+	}
+	const char *p[] = {rq->scope.tenant_id, names[0], vers[0], names[1], vers[1]};
+	PGresult *r;
+	int rc = db_query(rq->db, &r,
+	                  "SELECT r.role, v.id, v.version, v.max_token FROM (VALUES"
+	                  " ('train', $2, $3::int), ('val', $4, $5::int)) r (role, name, version)"
+	                  " JOIN datasets d ON d.tenant_id = $1 AND d.name = r.name"
+	                  " JOIN LATERAL (SELECT id, version, max_token FROM dataset_versions"
+	                  " WHERE dataset_id = d.id AND (r.version = 0 OR version = r.version)"
+	                  " ORDER BY version DESC LIMIT 1) v ON true",
+	                  5, p);
+	if (rc)
+		return rc;
+	json_t *data = json_object_get(spec, "data");
+	for (int i = 0; i < 2; i++) {
+		if (!refs[i][0])
+			continue;
+		char ptr[32];
+		snprintf(ptr, sizeof(ptr), "/data/%s", keys[i]);
+		int row = -1;
+		for (int k = 0; k < PQntuples(r); k++)
+			if (strcmp(PQgetvalue(r, k, 0), roles[i]) == 0)
+				row = k;
+		if (row < 0) {
+			verrs_add(v, ptr, ERR_F_UNKNOWN_DATASET,
+			          "no dataset \"%s\" in this tenant, or it has no such version",
+			          refs[i]);
+			continue;
+		}
+		if (atoi(PQgetvalue(r, row, 3)) >= js->model.vocab_size) {
+			verrs_add(
+			    v, ptr, ERR_F_DATASET_VOCAB,
+			    "%s@%s holds token ids up to %s, beyond the model's vocab_size %d",
+			    names[i], PQgetvalue(r, row, 2), PQgetvalue(r, row, 3),
+			    js->model.vocab_size);
+			continue;
+		}
+		char pinned[DATASET_REF_MAX + 1];
+		snprintf(pinned, sizeof(pinned), "%s@%s", names[i], PQgetvalue(r, row, 2));
+		json_object_set_new(data, keys[i], json_string(pinned));
+		out->v[out->n].role = roles[i];
+		snprintf(out->v[out->n].version_id, 37, "%s", PQgetvalue(r, row, 1));
+		out->n++;
+	}
+	PQclear(r);
 	return 0;
 }
 
@@ -96,8 +162,8 @@ static int job_id_new(char id[37])
  * event, its idempotency key (key NULL: none), the audit record, and last
  * the job's document, the answer.
  */
-static void job_insert(api_req *rq, const json_t *spec, const jobspec *js, const char *key,
-                       const char *body_hex, const char *job_id)
+static void job_insert(api_req *rq, const json_t *spec, const jobspec *js, const job_datasets *ds,
+                       const char *key, const char *body_hex, const char *job_id)
 {
 	/* 15 digits: 3e-4 is stored as 0.0003, not its 17-digit binary neighbour */
 	char *text = json_dumps(spec, JSON_COMPACT | JSON_REAL_PRECISION(15));
@@ -111,6 +177,12 @@ static void job_insert(api_req *rq, const json_t *spec, const jobspec *js, const
 	         6, p);
 	free(text);
 	jobstate_record_created(rq->db, job_id, rq->who.user_id);
+	for (int i = 0; i < ds->n; i++) {
+		const char *q[] = {job_id, ds->v[i].role, ds->v[i].version_id};
+		db_query(rq->db, NULL,
+		         "INSERT INTO job_datasets (job_id, role, version_id) VALUES ($1, $2, $3)",
+		         3, q);
+	}
 	if (key) {
 		const char *q[] = {rq->who.user_id, rq->scope.tenant_id, key, body_hex, job_id};
 		db_query(rq->db, NULL,
@@ -171,19 +243,22 @@ static int submit_once(api_req *rq, const json_t *in, const char *key, const cha
 	json_t *spec = NULL;
 	verrs v;
 	verrs_init(&v);
+	job_datasets ds = {0};
 	rc = jobspec_parse(in, &quota, &js, &spec, &v);
 	if (rc == 0 && plan_check_job(&js, job_device_memory(rq->cfg, &js), &v) > 0)
+		rc = -ERR_VALIDATION_FAILED;
+	if (rc == 0 && (rc = datasets_resolve(rq, &js, spec, &ds, &v)) == 0 && verrs_count(&v))
 		rc = -ERR_VALIDATION_FAILED;
 	if (rc == -ERR_VALIDATION_FAILED) {
 		json_decref(spec);
 		return api_fail_validation(rq, &v);
 	}
 	verrs_release(&v);
-	if (rc || (rc = job_id_new(job_id)) || (rc = db_pipeline_begin(rq->db))) {
+	if (rc || (rc = storage_uuid_new(job_id)) || (rc = db_pipeline_begin(rq->db))) {
 		json_decref(spec);
 		return rc;
 	}
-	job_insert(rq, spec, &js, key, body_hex, job_id);
+	job_insert(rq, spec, &js, &ds, key, body_hex, job_id);
 	json_decref(spec);
 	PGresult *doc;
 	if ((rc = db_pipeline_end(rq->db, &doc))) {

@@ -38,6 +38,9 @@ typedef struct route {
  * statement that authenticates the caller also reads it, so the request is
  * one round trip to the database (GET /v1/jobs/{job}). */
 #define ROUTE_JOB_DOC 4
+/* The body is not gathered: the handler runs when the headers are in and
+ * takes the body as it arrives (api.h, api_upload); any Content-Type. */
+#define ROUTE_UPLOAD 8
 
 typedef struct route_params {
 	int n;

@@ -14,6 +14,7 @@
 #define PUB ROUTE_PUBLIC
 #define CMP ROUTE_COMPUTE
 #define DOC ROUTE_JOB_DOC
+#define UPL ROUTE_UPLOAD
 
 /* clang-format off */
 static const route table[] = {
@@ -53,6 +54,13 @@ static const route table[] = {
 	{"GET",    "/v1/checkpoints/{checkpoint}/download", PERM_CHECKPOINT_DOWNLOAD, SCOPE_CHECKPOINT, "checkpoint.download", 0, h_checkpoint_download},
 	{"POST",   "/v1/jobs/{job}/attempts",             PERM_JOB_DISPATCH,    SCOPE_JOB,      "attempt.create", 0,   h_attempt_create},
 
+	/* the dataset registry (docs/datasets.md) */
+	{"POST",   "/v1/tenants/{tenant}/datasets",       PERM_DATASET_WRITE,   SCOPE_TENANT,   "dataset.create", 0,   h_dataset_create},
+	{"GET",    "/v1/tenants/{tenant}/datasets",       PERM_DATASET_READ,    SCOPE_TENANT,   NULL,             0,   h_dataset_list},
+	{"GET",    "/v1/tenants/{tenant}/datasets/{dataset}", PERM_DATASET_READ, SCOPE_TENANT,  NULL,             0,   h_dataset_get},
+	{"POST",   "/v1/tenants/{tenant}/datasets/{dataset}/versions", PERM_DATASET_WRITE, SCOPE_TENANT, "dataset.version.create", UPL, h_dataset_version_create},
+	{"PUT",    "/v1/tenants/{tenant}/datasets/{dataset}/exemption", PERM_DATASET_EXEMPT, SCOPE_TENANT, "dataset.exempt", 0, h_dataset_exempt},
+
 	/* the verifiable audit log (docs/audit.md) */
 	{"GET",    "/v1/audit/signing-key",               PERM_AUTHENTICATED,   SCOPE_PLATFORM, NULL,             0,   h_audit_key},
 	{"GET",    "/v1/audit/head",                      PERM_AUTHENTICATED,   SCOPE_PLATFORM, NULL,             0,   h_audit_head},
@@ -66,6 +74,7 @@ static const route table[] = {
 	/* the worker runtime of an attempt, with the attempt's credential only */
 	{"GET",    "/internal/v1/attempts/{attempt}",     PERM_ATTEMPT_REPORT,  SCOPE_ATTEMPT,  NULL,             0,   h_attempt_get},
 	{"POST",   "/internal/v1/attempts/{attempt}/key", PERM_ATTEMPT_REPORT,  SCOPE_ATTEMPT,  "key.release",    0,   h_attempt_key},
+	{"POST",   "/internal/v1/attempts/{attempt}/datasets/{version}/key", PERM_ATTEMPT_REPORT, SCOPE_ATTEMPT, "dataset.read", 0, h_attempt_dataset_key},
 	{"POST",   "/internal/v1/attempts/{attempt}/heartbeat", PERM_ATTEMPT_REPORT, SCOPE_ATTEMPT, "attempt.heartbeat", 0, h_attempt_heartbeat},
 	{"POST",   "/internal/v1/attempts/{attempt}/metrics", PERM_ATTEMPT_REPORT, SCOPE_ATTEMPT, "attempt.metrics", 0,  h_attempt_metrics},
 	{"POST",   "/internal/v1/attempts/{attempt}/checkpoints", PERM_ATTEMPT_REPORT, SCOPE_ATTEMPT, "checkpoint.register", 0, h_attempt_checkpoint},

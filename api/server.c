@@ -35,6 +35,8 @@ typedef struct req_slot {
 	api_req rq;
 	double start; /* clock_mono_s() */
 	bool answered;
+	bool uploading; /* a ROUTE_UPLOAD route: the body goes to rq.upload as it arrives */
+	unsigned long long upload_failed_at; /* bytes in when the upload failed; 0: it did not */
 } req_slot;
 
 static bool request_id_ok(const char *s)
@@ -135,6 +137,18 @@ static void reads_forget(const api_req *rq)
 		readcache_drop_all(rq->srv->reads);
 }
 
+/* What every request ends with, after its handler (or its upload's finish) returned rc. */
+static void end_pipeline(api_req *rq, int rc)
+{
+	if (rc < 0 && rq->error == ERR_OK && rq->status == 0)
+		api_fail(rq, rc, "the request could not be completed");
+	if (rq->db)
+		db_rollback(rq->db); /* a handler that failed mid-transaction */
+	audit_refusal(rq);
+	if (is_mutation(rq))
+		reads_forget(rq);
+}
+
 static void run_pipeline(api_req *rq)
 {
 	const api_server *s = rq->srv;
@@ -153,7 +167,7 @@ static void run_pipeline(api_req *rq)
 		api_fail(rq, ERR_BODY_TOO_LARGE, "the body exceeds %d bytes", rq->cfg->body_limit);
 		return;
 	}
-	if (rq->body_len > 0) {
+	if (rq->body_len > 0 && !(rq->rt->flags & ROUTE_UPLOAD)) {
 		const char *ct = api_header(rq, "Content-Type");
 		if (!ct || strncasecmp(ct, "application/json", 16) != 0 ||
 		    (ct[16] != '\0' && ct[16] != ';')) {
@@ -164,13 +178,9 @@ static void run_pipeline(api_req *rq)
 	if (!(rq->rt->flags & ROUTE_PUBLIC) && auth_check(rq) < 0)
 		return;
 	int rc = rq->rt->handler(rq);
-	if (rc < 0 && rq->error == ERR_OK && rq->status == 0)
-		api_fail(rq, rc, "the request could not be completed");
-	if (rq->db)
-		db_rollback(rq->db); /* a handler that failed mid-transaction */
-	audit_refusal(rq);
-	if (is_mutation(rq))
-		reads_forget(rq);
+	if (rc == 0 && rq->upload.feed && rq->status == 0 && rq->error == ERR_OK)
+		return; /* an upload under way: its finish ends the pipeline */
+	end_pipeline(rq, rc);
 }
 
 static void log_request(const req_slot *slot)
@@ -266,6 +276,82 @@ static enum MHD_Result send_response(req_slot *slot)
 	return r;
 }
 
+/* RET: whether method and url name a ROUTE_UPLOAD route. */
+static bool is_upload(const api_server *s, const char *method, const char *url)
+{
+	const route *rt;
+	route_params p;
+	return router_match(s->routes, s->n_routes, method, url, &rt, &p) == ROUTE_FOUND &&
+	       (rt->flags & ROUTE_UPLOAD);
+}
+
+static void release_db(api_req *rq)
+{
+	if (rq->db) {
+		db_release(rq->srv->pool, rq->db);
+		rq->db = NULL;
+	}
+}
+
+/*
+ * The headers of an upload are in: authenticate and run the handler now,
+ * before a byte of the body is read. A refusal is answered at once (with
+ * Expect: 100-continue the client never sends the body).
+ */
+static enum MHD_Result upload_begin(req_slot *slot, const char *content_length)
+{
+	api_req *rq = &slot->rq;
+	slot->uploading = true;
+	run_pipeline(rq);
+	release_db(rq);
+	if (rq->status != 0 || rq->error != ERR_OK || !rq->upload.feed)
+		return send_response(slot);
+	if (content_length && strtoull(content_length, NULL, 10) > rq->upload.limit) {
+		api_fail(rq, ERR_BODY_TOO_LARGE, "the upload exceeds %llu bytes", rq->upload.limit);
+		end_pipeline(rq, 0);
+		release_db(rq);
+		return send_response(slot);
+	}
+	return MHD_YES;
+}
+
+/*
+ * After an upload failed, the rest of its body is read and dropped before
+ * the answer goes out (up to this much more): a connection closed on
+ * unread bytes is reset, and the client may never see the answer.
+ */
+#define UPLOAD_DRAIN_MAX (16ull << 20)
+
+/* A piece of an upload's body, or (*upload_size 0) its end. */
+static enum MHD_Result upload_step(req_slot *slot, const char *upload, size_t *upload_size)
+{
+	api_req *rq = &slot->rq;
+	int rc = 0;
+	size_t n = *upload_size;
+	*upload_size = 0;
+	rq->upload.received += n;
+	if (n > 0 && slot->upload_failed_at) {
+		if (rq->upload.received - slot->upload_failed_at <= UPLOAD_DRAIN_MAX)
+			return MHD_YES; /* dropped */
+	} else if (n > 0) {
+		if (rq->upload.received > rq->upload.limit)
+			api_fail(rq, ERR_BODY_TOO_LARGE, "the upload exceeds %llu bytes",
+			         rq->upload.limit);
+		else
+			rc = rq->upload.feed(rq, upload, n);
+		if (rq->status == 0 && rc == 0)
+			return MHD_YES;
+		end_pipeline(rq, rc);
+		release_db(rq);
+		slot->upload_failed_at = rq->upload.received;
+		return MHD_YES; /* answered once the rest is read */
+	} else if (!slot->upload_failed_at) {
+		end_pipeline(rq, rq->upload.finish(rq));
+		release_db(rq);
+	}
+	return send_response(slot);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls)
@@ -290,6 +376,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*con_cls = slot;
 		const char *cl =
 		    MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+		if (is_upload(s, method, url))
+			return upload_begin(slot, cl);
 		if (cl && strtoull(cl, NULL, 10) > (unsigned long long)s->cfg->body_limit) {
 			/* refuse before reading a byte of an announced oversized body */
 			api_fail(rq, ERR_BODY_TOO_LARGE, "the body exceeds %d bytes",
@@ -303,6 +391,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*upload_size = 0; /* discard the rest of a refused body */
 		return MHD_YES;
 	}
+	if (slot->uploading)
+		return upload_step(slot, upload, upload_size);
 	if (*upload_size > 0) {
 		size_t n = *upload_size;
 		*upload_size = 0;
@@ -341,6 +431,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		db_release(rq->srv->pool, rq->db);
 	if (rq->stream.free)
 		rq->stream.free(rq->stream.ctx); /* a stream left behind by a problem answer */
+	if (rq->upload.release)
+		rq->upload.release(rq->upload.ctx); /* finished, refused or cut off */
 	json_decref(rq->out);
 	json_decref(rq->field_errors);
 	free(rq->raw_owned);

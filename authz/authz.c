@@ -6,7 +6,7 @@
 #include <string.h>
 
 #define P(x)  (1u << PERM_##x)
-#define READS (P(TENANT_READ) | P(QUOTA_READ) | P(MEMBER_READ) | P(JOB_READ))
+#define READS (P(TENANT_READ) | P(QUOTA_READ) | P(MEMBER_READ) | P(JOB_READ) | P(DATASET_READ))
 
 /* The one permission table of trainyard. */
 static const unsigned role_perms[ROLE__COUNT] = {
@@ -15,9 +15,9 @@ static const unsigned role_perms[ROLE__COUNT] = {
     [ROLE_PLATFORM_AUDITOR] =
         P(AUTHENTICATED) | READS | P(TENANT_LIST_ALL) | P(USER_READ) | P(AUDIT_READ),
     [ROLE_OWNER] = P(AUTHENTICATED) | READS | P(MEMBER_WRITE) | P(JOB_SUBMIT) | P(JOB_CANCEL) |
-                   P(AUDIT_READ) | P(CHECKPOINT_DOWNLOAD) | P(KEY_ROTATE),
-    [ROLE_EDITOR] =
-        P(AUTHENTICATED) | READS | P(JOB_SUBMIT) | P(JOB_CANCEL) | P(CHECKPOINT_DOWNLOAD),
+                   P(AUDIT_READ) | P(CHECKPOINT_DOWNLOAD) | P(KEY_ROTATE) | P(DATASET_WRITE),
+    [ROLE_EDITOR] = P(AUTHENTICATED) | READS | P(JOB_SUBMIT) | P(JOB_CANCEL) |
+                    P(CHECKPOINT_DOWNLOAD) | P(DATASET_WRITE),
     [ROLE_VIEWER] = P(AUTHENTICATED) | READS,
     [ROLE_TENANT_AUDITOR] = P(AUTHENTICATED) | READS | P(AUDIT_READ),
     [ROLE_SELF] = P(AUTHENTICATED) | P(USER_READ) | P(TOKEN_MANAGE),
@@ -57,6 +57,9 @@ static const char *const perm_names[PERM__COUNT] = {
     [PERM_KEY_ROTATE] = "key.rotate",
     [PERM_KEY_SHRED] = "key.shred",
     [PERM_ATTEMPT_REPORT] = "attempt.report",
+    [PERM_DATASET_READ] = "dataset.read",
+    [PERM_DATASET_WRITE] = "dataset.write",
+    [PERM_DATASET_EXEMPT] = "dataset.exempt",
 };
 
 static const char *const scope_names[SCOPE__COUNT] = {

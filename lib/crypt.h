@@ -9,6 +9,8 @@
  *                master key (context "tenant-kek|<tenant uuid>|v<n>")
  *   job data key one per job and version, random, kept wrapped under its
  *                tenant's KEK (context "job-dek|<job uuid>|v<n>")
+ *   dataset key  one per dataset, the same way ("dataset-dek|<dataset uuid>|v<n>");
+ *                its objects take the dataset's id where a job's take the job's
  * A data key never encrypts anything itself: every object and every log
  * derives its own key from it and a fresh random salt.
  *
@@ -65,6 +67,7 @@
 #define CRYPT_CONTEXT_MAX         255 /* bytes of a wrapping context string */
 #define CRYPT_CONTEXT_TENANT_KEK  "tenant-kek"
 #define CRYPT_CONTEXT_JOB_DEK     "job-dek"
+#define CRYPT_CONTEXT_DATASET_DEK "dataset-dek"
 
 #define CRYPT_MAGIC          "TYEC" /* 4 bytes, no terminator in the file */
 #define CRYPT_FORMAT_VERSION 1

@@ -7,6 +7,7 @@
  * bad field is reported once and never hides, or fakes, another problem.
  */
 #include "jobspec.h"
+#include "dataset.h"
 #include "datapath.h"
 
 #include <stdarg.h>
@@ -67,7 +68,7 @@ static const char *const top_fields[] = {"name",       "model",           "data"
                                          "checkpoint", "fault_tolerance", NULL};
 static const char *const model_fields[] = {"preset",     "layers",  "d_model", "heads",
                                            "vocab_size", "seq_len", NULL};
-static const char *const data_fields[] = {"train", "val", NULL};
+static const char *const data_fields[] = {"train", "val", "dataset", "val_dataset", NULL};
 static const char *const parallel_fields[] = {
     "data_parallel", "tensor_parallel", "pipeline_parallel", "zero_stage",
     "micro_batch",   "global_batch",    "grad_accum",        NULL};
@@ -352,6 +353,28 @@ static void rd_data_path(ctx *c, const json_t *d, const char *key, bool required
 	dst[0] = '\0';
 }
 
+/* RET: whether obj has key with a value other than null (null stands for absent). */
+static bool given(const json_t *obj, const char *key)
+{
+	const json_t *m = json_object_get(obj, key);
+	return m && !json_is_null(m);
+}
+
+/* A dataset reference, "name" or "name@N" (dataset.h); its tenant resolves it at submission. */
+static void rd_dataset_ref(ctx *c, const json_t *d, const char *key, char *dst, size_t dstlen)
+{
+	char why[128], ptr[PTR_MAX], name[DATASET_NAME_MAX + 1];
+	int version;
+	if (rd_text(c, d, "/data", key, false, TEXT_PATH, DATASET_REF_MAX, dst, dstlen) <= 0)
+		return;
+	if (dataset_ref_parse(dst, name, &version, why, sizeof(why)) == 0)
+		return;
+	jsonx_pointer(ptr, sizeof(ptr), "/data", key);
+	problem(c, ptr, ERR_F_INVALID_VALUE, "%s must be \"name\" or \"name@version\": %s", key,
+	        why);
+	dst[0] = '\0';
+}
+
 static void read_data(ctx *c, const json_t *root)
 {
 	const json_t *d;
@@ -359,8 +382,20 @@ static void read_data(ctx *c, const json_t *root)
 		return;
 	only(c, d, "/data", data_fields);
 	jobspec_data *x = &c->s->data;
-	rd_data_path(c, d, "train", true, x->train, sizeof(x->train));
+	rd_data_path(c, d, "train", false, x->train, sizeof(x->train));
 	rd_data_path(c, d, "val", false, x->val, sizeof(x->val));
+	rd_dataset_ref(c, d, "dataset", x->dataset, sizeof(x->dataset));
+	rd_dataset_ref(c, d, "val_dataset", x->val_dataset, sizeof(x->val_dataset));
+	bool train = given(d, "train"), ds = given(d, "dataset");
+	if (!train && !ds)
+		problem(c, "/data/train", ERR_F_REQUIRED,
+		        "data needs train (a path) or dataset (a registered dataset)");
+	if (train && ds)
+		problem(c, "/data/dataset", ERR_F_INVALID_VALUE,
+		        "data takes train (a path) or dataset, not both");
+	if (given(d, "val") && given(d, "val_dataset"))
+		problem(c, "/data/val_dataset", ERR_F_INVALID_VALUE,
+		        "data takes val (a path) or val_dataset, not both");
 }
 
 /*
@@ -714,15 +749,17 @@ static json_t *training_json(const jobspec_training *t)
  */
 static json_t *spec_json(const jobspec *s)
 {
-	return json_pack(
-	    "{s:s, s:o, s:{s:s, s:s*}, s:o, s:o, s:o, s:{s:i, s:i}, s:{s:i, s:i, s:o}}", "name",
-	    s->name, "model", model_json(&s->model), "data", "train", s->data.train, "val",
-	    or_null(s->data.val), "parallel", parallel_json(&s->parallel, s->global_batch),
-	    "resources", resources_json(&s->resources), "training", training_json(&s->training),
-	    "checkpoint", "every_steps", s->checkpoint.every_steps, "keep", s->checkpoint.keep,
-	    "fault_tolerance", "max_restarts", s->fault_tolerance.max_restarts,
-	    "heartbeat_timeout_s", s->fault_tolerance.heartbeat_timeout_s, "fallback",
-	    fallback_json(s));
+	return json_pack("{s:s, s:o, s:{s:s*, s:s*, s:s*, s:s*}, s:o, s:o, s:o, s:{s:i, s:i}, "
+	                 "s:{s:i, s:i, s:o}}",
+	                 "name", s->name, "model", model_json(&s->model), "data", "train",
+	                 or_null(s->data.train), "val", or_null(s->data.val), "dataset",
+	                 or_null(s->data.dataset), "val_dataset", or_null(s->data.val_dataset),
+	                 "parallel", parallel_json(&s->parallel, s->global_batch), "resources",
+	                 resources_json(&s->resources), "training", training_json(&s->training),
+	                 "checkpoint", "every_steps", s->checkpoint.every_steps, "keep",
+	                 s->checkpoint.keep, "fault_tolerance", "max_restarts",
+	                 s->fault_tolerance.max_restarts, "heartbeat_timeout_s",
+	                 s->fault_tolerance.heartbeat_timeout_s, "fallback", fallback_json(s));
 }
 
 int jobspec_parse(const json_t *in, const jobspec_quota *quota, jobspec *out, json_t **normalized,

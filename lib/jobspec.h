@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "dataset.h"
 #include "jsonx.h"
 #include "layout.h"
 
@@ -52,9 +53,16 @@ typedef struct jobspec_model {
 } jobspec_model;
 
 typedef struct jobspec_data {
-	/* data paths of token shards, inside the tenant's data root (datapath.h) */
+	/*
+	 * The training data: data paths of token shards inside the tenant's
+	 * data root (datapath.h), or registered datasets (dataset.h). Exactly
+	 * one of train and dataset is set; val and val_dataset are optional,
+	 * at most one of them. "" when absent.
+	 */
 	char train[JOBSPEC_PATH_BYTES + 1]; /* a path, or a pattern in its last component */
-	char val[JOBSPEC_PATH_BYTES + 1];   /* "" when absent */
+	char val[JOBSPEC_PATH_BYTES + 1];
+	char dataset[DATASET_REF_MAX + 1]; /* "name" or "name@N" */
+	char val_dataset[DATASET_REF_MAX + 1];
 } jobspec_data;
 
 typedef struct jobspec_resources {

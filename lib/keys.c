@@ -101,25 +101,56 @@ static int kek_current(PGconn *c, const crypt_key *master, const char *tenant_id
 	return rc;
 }
 
-int keys_job_data_key(PGconn *c, const crypt_key *master, const char *tenant_id, const char *job_id,
-                      crypt_key *key, int *version, bool *rotated)
+/*
+ * What owns a data key: a job or a dataset. Each kind has its table and its
+ * wrapping context; everything else about their keys is the same.
+ */
+typedef struct key_owner {
+	const char *context;  /* CRYPT_CONTEXT_*_DEK */
+	const char *select;   /* $1 owner: key_version, wrapped */
+	const char *insert;   /* $1 owner, $2 tenant, $3 version, $4 wrapped hex */
+	const char *existing; /* $1 owner, $2 tenant: key_version, wrapped, the KEK's wrapped */
+	const char *all;      /* $1 tenant: owner, key_version, wrapped, the KEK's wrapped */
+	const char *update;   /* $1 owner, $2 version, $3 wrapped hex */
+} key_owner;
+
+#define OWNER_SQL(table, col)                                                                      \
+	"SELECT key_version, wrapped FROM " table " WHERE " col " = $1",                           \
+	    "INSERT INTO " table " (" col ", tenant_id, key_version, wrapped)"                     \
+	    " VALUES ($1, $2, $3::int, decode($4, 'hex'))",                                        \
+	    "SELECT k.key_version, k.wrapped, t.wrapped FROM " table " k"                          \
+	    " JOIN tenant_keys t ON t.tenant_id = k.tenant_id AND t.version = k.key_version"       \
+	    " WHERE k." col " = $1 AND k.tenant_id = $2",                                          \
+	    "SELECT k." col ", k.key_version, k.wrapped, t.wrapped FROM " table " k"               \
+	    " JOIN tenant_keys t ON t.tenant_id = k.tenant_id AND t.version = k.key_version"       \
+	    " WHERE k.tenant_id = $1 FOR UPDATE OF k",                                             \
+	    "UPDATE " table " SET key_version = $2::int, wrapped = decode($3, 'hex')"              \
+	    " WHERE " col " = $1"
+
+static const key_owner owners[] = {
+    {CRYPT_CONTEXT_JOB_DEK, OWNER_SQL("job_keys", "job_id")},
+    {CRYPT_CONTEXT_DATASET_DEK, OWNER_SQL("dataset_keys", "dataset_id")},
+};
+#define JOB_OWNER     (&owners[0])
+#define DATASET_OWNER (&owners[1])
+
+/* The data key of owner id (made on first use), as keys_job_data_key() describes. */
+static int data_key(PGconn *c, const crypt_key *master, const key_owner *o, const char *tenant_id,
+                    const char *id, crypt_key *key, int *version, bool *rotated)
 {
 	if (rotated)
 		*rotated = false;
 	crypt_key kek;
 	int64_t wraps = 0;
 	int rc = kek_current(c, master, tenant_id, &kek, version, &wraps);
-	const char *p[] = {job_id};
+	const char *p[] = {id};
 	PGresult *r = NULL;
 	if (rc == 0)
-		rc = db_query(c, &r,
-		              "SELECT k.key_version, k.wrapped FROM job_keys k WHERE k.job_id = $1",
-		              1, p);
+		rc = db_query(c, &r, o->select, 1, p);
 	if (rc == 0 && PQntuples(r) == 1) {
 		/* rotation keeps every data key under the current version */
 		int v = atoi(PQgetvalue(r, 0, 0));
-		rc = v == *version ? unwrap_row(&kek, CRYPT_CONTEXT_JOB_DEK, job_id, v,
-		                                PQgetvalue(r, 0, 1), key)
+		rc = v == *version ? unwrap_row(&kek, o->context, id, v, PQgetvalue(r, 0, 1), key)
 		                   : -ERR_KEY_UNWRAP_FAILED;
 	} else if (rc == 0) {
 		PQclear(r);
@@ -137,14 +168,10 @@ int keys_job_data_key(PGconn *c, const crypt_key *master, const char *tenant_id,
 		snprintf(ver, sizeof(ver), "%d", *version);
 		rc = crypt_key_generate(key) < 0 ? -ERR_INTERNAL : 0;
 		if (rc == 0)
-			rc = wrap_hex(&kek, CRYPT_CONTEXT_JOB_DEK, job_id, *version, key, hex);
-		const char *q[] = {job_id, tenant_id, ver, hex};
+			rc = wrap_hex(&kek, o->context, id, *version, key, hex);
+		const char *q[] = {id, tenant_id, ver, hex};
 		if (rc == 0)
-			rc = db_query(
-			    c, NULL,
-			    "INSERT INTO job_keys (job_id, tenant_id, key_version, wrapped)"
-			    " VALUES ($1, $2, $3::int, decode($4, 'hex'))",
-			    4, q);
+			rc = db_query(c, NULL, o->insert, 4, q);
 		const char *w[] = {tenant_id, ver};
 		if (rc == 0)
 			rc =
@@ -160,16 +187,12 @@ int keys_job_data_key(PGconn *c, const crypt_key *master, const char *tenant_id,
 	return rc;
 }
 
-int keys_job_data_key_existing(PGconn *c, const crypt_key *master, const char *tenant_id,
-                               const char *job_id, crypt_key *key, int *version)
+static int data_key_existing(PGconn *c, const crypt_key *master, const key_owner *o,
+                             const char *tenant_id, const char *id, crypt_key *key, int *version)
 {
-	const char *p[] = {job_id, tenant_id};
+	const char *p[] = {id, tenant_id};
 	PGresult *r;
-	int rc = db_query(c, &r,
-	                  "SELECT k.key_version, k.wrapped, t.wrapped FROM job_keys k"
-	                  " JOIN tenant_keys t ON t.tenant_id = k.tenant_id"
-	                  " AND t.version = k.key_version WHERE k.job_id = $1 AND k.tenant_id = $2",
-	                  2, p);
+	int rc = db_query(c, &r, o->existing, 2, p);
 	if (rc == 0 && PQntuples(r) != 1)
 		rc = -ERR_KEYS_UNAVAILABLE;
 	crypt_key kek;
@@ -178,8 +201,7 @@ int keys_job_data_key_existing(PGconn *c, const crypt_key *master, const char *t
 		rc = unwrap_row(master, CRYPT_CONTEXT_TENANT_KEK, tenant_id, *version,
 		                PQgetvalue(r, 0, 2), &kek);
 		if (rc == 0)
-			rc = unwrap_row(&kek, CRYPT_CONTEXT_JOB_DEK, job_id, *version,
-			                PQgetvalue(r, 0, 1), key);
+			rc = unwrap_row(&kek, o->context, id, *version, PQgetvalue(r, 0, 1), key);
 		crypt_key_clear(&kek);
 	}
 	PQclear(r);
@@ -188,45 +210,70 @@ int keys_job_data_key_existing(PGconn *c, const crypt_key *master, const char *t
 	return rc;
 }
 
-/* Re-wrap every data key of the tenant from old (version v) under neu (version nv). */
-static int rewrap_all(PGconn *c, const char *tenant_id, const crypt_key *master, int nv,
-                      const crypt_key *neu, int64_t *rewrapped)
+int keys_job_data_key(PGconn *c, const crypt_key *master, const char *tenant_id, const char *job_id,
+                      crypt_key *key, int *version, bool *rotated)
+{
+	return data_key(c, master, JOB_OWNER, tenant_id, job_id, key, version, rotated);
+}
+
+int keys_job_data_key_existing(PGconn *c, const crypt_key *master, const char *tenant_id,
+                               const char *job_id, crypt_key *key, int *version)
+{
+	return data_key_existing(c, master, JOB_OWNER, tenant_id, job_id, key, version);
+}
+
+int keys_dataset_key(PGconn *c, const crypt_key *master, const char *tenant_id,
+                     const char *dataset_id, crypt_key *key, int *version, bool *rotated)
+{
+	return data_key(c, master, DATASET_OWNER, tenant_id, dataset_id, key, version, rotated);
+}
+
+int keys_dataset_key_existing(PGconn *c, const crypt_key *master, const char *tenant_id,
+                              const char *dataset_id, crypt_key *key, int *version)
+{
+	return data_key_existing(c, master, DATASET_OWNER, tenant_id, dataset_id, key, version);
+}
+
+/* Re-wrap every data key of kind o of the tenant under neu (version nv). */
+static int rewrap_owner(PGconn *c, const key_owner *o, const char *tenant_id,
+                        const crypt_key *master, int nv, const crypt_key *neu, int64_t *rewrapped)
 {
 	const char *p[] = {tenant_id};
 	PGresult *r;
-	int rc = db_query(c, &r,
-	                  "SELECT k.job_id, k.key_version, k.wrapped, t.wrapped FROM job_keys k"
-	                  " JOIN tenant_keys t ON t.tenant_id = k.tenant_id"
-	                  " AND t.version = k.key_version WHERE k.tenant_id = $1 FOR UPDATE OF k",
-	                  1, p);
+	int rc = db_query(c, &r, o->all, 1, p);
 	char ver[16];
 	snprintf(ver, sizeof(ver), "%d", nv);
-	*rewrapped = 0;
 	for (int i = 0; rc == 0 && i < PQntuples(r); i++) {
-		const char *job = PQgetvalue(r, i, 0);
+		const char *id = PQgetvalue(r, i, 0);
 		int v = atoi(PQgetvalue(r, i, 1));
 		crypt_key old_kek, dk;
 		char hex[2 * CRYPT_WRAPPED_LEN + 1];
 		rc = unwrap_row(master, CRYPT_CONTEXT_TENANT_KEK, tenant_id, v, PQgetvalue(r, i, 3),
 		                &old_kek);
 		if (rc == 0)
-			rc = unwrap_row(&old_kek, CRYPT_CONTEXT_JOB_DEK, job, v,
-			                PQgetvalue(r, i, 2), &dk);
+			rc = unwrap_row(&old_kek, o->context, id, v, PQgetvalue(r, i, 2), &dk);
 		if (rc == 0)
-			rc = wrap_hex(neu, CRYPT_CONTEXT_JOB_DEK, job, nv, &dk, hex);
+			rc = wrap_hex(neu, o->context, id, nv, &dk, hex);
 		crypt_key_clear(&old_kek);
 		crypt_key_clear(&dk);
-		const char *q[] = {job, ver, hex};
+		const char *q[] = {id, ver, hex};
 		if (rc == 0)
-			rc = db_query(
-			    c, NULL,
-			    "UPDATE job_keys SET key_version = $2::int, wrapped = decode($3, 'hex')"
-			    " WHERE job_id = $1",
-			    3, q);
+			rc = db_query(c, NULL, o->update, 3, q);
 		if (rc == 0)
 			(*rewrapped)++;
 	}
 	PQclear(r);
+	return rc;
+}
+
+/* Re-wrap every data key of the tenant, jobs' and datasets', under neu (version nv). */
+static int rewrap_all(PGconn *c, const char *tenant_id, const crypt_key *master, int nv,
+                      const crypt_key *neu, int64_t *rewrapped)
+{
+	*rewrapped = 0;
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < sizeof(owners) / sizeof(owners[0]); i++)
+		rc = rewrap_owner(c, &owners[i], tenant_id, master, nv, neu, rewrapped);
 	return rc;
 }
 
@@ -270,10 +317,12 @@ int keys_shred(PGconn *c, const char *tenant_id, int64_t *destroyed)
 	PGresult *r;
 	int rc = db_query(c, &r,
 	                  "WITH k AS (DELETE FROM job_keys WHERE tenant_id = $1 RETURNING 1),"
+	                  " d AS (DELETE FROM dataset_keys WHERE tenant_id = $1 RETURNING 1),"
 	                  " t AS (DELETE FROM tenant_keys WHERE tenant_id = $1 RETURNING 1),"
 	                  " s AS (INSERT INTO tenant_key_shreds (tenant_id) VALUES ($1)"
 	                  " ON CONFLICT DO NOTHING RETURNING 1)"
-	                  " SELECT (SELECT count(*) FROM k), (SELECT count(*) FROM t)",
+	                  " SELECT (SELECT count(*) FROM k) + (SELECT count(*) FROM d),"
+	                  " (SELECT count(*) FROM t)",
 	                  1, p);
 	if (rc == 0)
 		*destroyed = strtoll(PQgetvalue(r, 0, 0), NULL, 10);

@@ -1,7 +1,8 @@
 /*
  * keys.h - the envelope keys in the database: each tenant's key-encryption
- * key (KEK), wrapped by the master key, and each job's data key, wrapped by
- * a version of its tenant's KEK (crypt.h does the cryptography).
+ * key (KEK), wrapped by the master key, and each job's and each dataset's
+ * data key, wrapped by a version of its tenant's KEK (crypt.h does the
+ * cryptography).
  *
  * Every function runs inside the caller's open transaction and locks what
  * it changes, so concurrent callers see one KEK version and one data key
@@ -47,7 +48,16 @@ int keys_job_data_key(PGconn *c, const crypt_key *master, const char *tenant_id,
 int keys_job_data_key_existing(PGconn *c, const crypt_key *master, const char *tenant_id,
                                const char *job_id, crypt_key *key, int *version);
 
-/* OUT: *version, the new KEK version; *rewrapped, the data keys re-wrapped. */
+/*
+ * A dataset's data key, the same way: made on first use (a dataset's first
+ * version), and read back without change by keys_dataset_key_existing().
+ */
+int keys_dataset_key(PGconn *c, const crypt_key *master, const char *tenant_id,
+                     const char *dataset_id, crypt_key *key, int *version, bool *rotated);
+int keys_dataset_key_existing(PGconn *c, const crypt_key *master, const char *tenant_id,
+                              const char *dataset_id, crypt_key *key, int *version);
+
+/* OUT: *version, the new KEK version; *rewrapped, the data keys (jobs' and datasets') re-wrapped. */
 int keys_rotate(PGconn *c, const crypt_key *master, const char *tenant_id, int *version,
                 int64_t *rewrapped);
 

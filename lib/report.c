@@ -145,15 +145,16 @@ static const report_column access_cols[] = {
 	{NULL, 0},
 };
 static const report_section data_access[] = {
-	{"access", "Log reads, checkpoint downloads and data keys released to attempts",
+	{"access", "Log reads, checkpoint downloads, data keys and dataset versions released to attempts",
 	 access_cols,
 	 "SELECT " TS("a.at") ", a.actor_name, coalesce(t.name, ''),"
 	 " CASE a.detail->>'route' WHEN " DATA_LOGS " THEN 'log.read'"
 	 " WHEN " DATA_DOWNLOAD " THEN 'checkpoint.download' ELSE a.action END,"
 	 " coalesce(a.detail->>'job_id', CASE WHEN a.resource LIKE 'job/%'"
-	 " THEN split_part(a.resource, '/', 2) END, ''), coalesce(a.detail->>'file', ''),"
+	 " THEN split_part(a.resource, '/', 2) END, ''), coalesce(a.detail->>'file',"
+	 " CASE WHEN a.action = 'dataset.read' THEN a.resource END, ''),"
 	 " a.detail->>'tenant_key_version', a.outcome, ARRAY[l.seq]" LOGGED
-	 " AND (a.action IN ('log.read', 'checkpoint.download', 'key.release')"
+	 " AND (a.action IN ('log.read', 'checkpoint.download', 'key.release', 'dataset.read')"
 	 " OR (a.action = 'authz.deny'"
 	 " AND a.detail->>'route' IN (" DATA_LOGS ", " DATA_DOWNLOAD ")))"
 	 " ORDER BY l.seq",
@@ -214,8 +215,8 @@ static const report_kind kinds[] = {
      "Grants, revocations, platform roles and quota changes in the period, with their actor.",
      false, permission_changes, N(permission_changes)},
     {"data-access", "Data access",
-     "Log reads, checkpoint downloads and data keys fetched by job attempts, with the "
-     "tenant key version used.",
+     "Log reads, checkpoint downloads, and the data keys and dataset versions fetched by job "
+     "attempts, with the tenant key version used.",
      false, data_access, N(data_access)},
     {"denials", "Denials",
      "Denied requests and failed authentications, grouped by actor, tenant and route.", false,

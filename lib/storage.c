@@ -5,9 +5,11 @@
  */
 #include "storage.h"
 #include "error.h"
+#include "hex.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <openssl/rand.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,6 +34,20 @@ bool storage_uuid_valid(const char *id)
 			return false;
 	}
 	return true;
+}
+
+int storage_uuid_new(char id[STORAGE_UUID_LEN + 1])
+{
+	unsigned char b[16];
+	if (RAND_bytes(b, sizeof(b)) != 1)
+		return -ERR_INTERNAL;
+	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+	char hex[33];
+	hex_encode(b, sizeof(b), hex);
+	snprintf(id, STORAGE_UUID_LEN + 1, "%.8s-%.4s-%.4s-%.4s-%.12s", hex, hex + 8, hex + 12,
+	         hex + 16, hex + 20);
+	return 0;
 }
 
 static bool name_char_ok(char c)

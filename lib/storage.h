@@ -44,6 +44,8 @@ typedef enum storage_area {
 
 /* RET: true for a canonical lower-case UUID. */
 bool storage_uuid_valid(const char *id);
+/* OUT id: a new random (version 4) UUID, canonical. RET 0 or -ERR_INTERNAL. */
+int storage_uuid_new(char id[STORAGE_UUID_LEN + 1]);
 /* RET: true for a valid relative object name (see above). */
 bool storage_name_valid(const char *name);
 /*

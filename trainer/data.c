@@ -629,11 +629,7 @@ struct data_shard_writer {
 
 void data_shard_header(unsigned char out[DATA_SHARD_HEADER_BYTES], uint32_t ntokens)
 {
-	const uint32_t v[3] = {DATA_SHARD_MAGIC, DATA_SHARD_VERSION, ntokens};
-	memset(out, 0, DATA_SHARD_HEADER_BYTES);
-	for (int i = 0; i < 3; i++)
-		for (int b = 0; b < 4; b++)
-			out[4 * i + b] = (unsigned char)(v[i] >> (8 * b));
+	tokshard_header_encode(out, ntokens);
 }
 
 void data_shard_discard(data_shard_writer *w)

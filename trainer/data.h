@@ -40,6 +40,7 @@
 #include <stdint.h>
 
 #include "datapath.h"
+#include "tokshard.h"
 
 enum {
 	DATA_ERR_IO = -10,    /* a data file could not be opened or read */
@@ -48,11 +49,12 @@ enum {
 	DATA_ERR_NOMEM = -13, /* out of memory */
 };
 
-#define DATA_SHARD_MAGIC        20240520
-#define DATA_SHARD_VERSION      1
-#define DATA_SHARD_HEADER_INTS  256
-#define DATA_SHARD_HEADER_BYTES (4 * DATA_SHARD_HEADER_INTS)
-#define DATA_SHARD_MAX_TOKENS   ((size_t)INT32_MAX)
+/* The shard format is lib/tokshard.h's. */
+#define DATA_SHARD_MAGIC        TOKSHARD_MAGIC
+#define DATA_SHARD_VERSION      TOKSHARD_VERSION
+#define DATA_SHARD_HEADER_INTS  TOKSHARD_HEADER_INTS
+#define DATA_SHARD_HEADER_BYTES TOKSHARD_HEADER_BYTES
+#define DATA_SHARD_MAX_TOKENS   TOKSHARD_MAX_TOKENS
 #define DATA_VOCAB_MAX          65536 /* tokens are uint16 */
 
 typedef struct data_config {

@@ -648,6 +648,14 @@ static int setup(run *r)
 	free(init);
 	if (rc != TRAIN_OK)
 		return rc;
+	if (!spec->data.train[0]) {
+		/* the worker runtime unseals a registered dataset and names its shards here */
+		snprintf(r->err, sizeof(r->err),
+		         "the spec names data.dataset \"%s\": datasets are read by the worker "
+		         "runtime, the trainer reads data.train paths only",
+		         spec->data.dataset);
+		return fail(r, TRAIN_DATA, "could not open data");
+	}
 	int B = tc->run.micro_batch, T = tc->model.max_seq_len;
 	data_config dc = {.root = r->o->data_root,
 	                  .pattern = spec->data.train,

@@ -18,6 +18,7 @@
 #include "config.h"
 #include "crypt.h"
 #include "datapath.h"
+#include "datasets.h"
 #include "failure.h"
 #include "sink.h"
 #include "storage.h"
@@ -36,6 +37,9 @@ typedef struct attempt {
 	char *key_env;        /* "TRAINYARD_DATA_KEY=<hex>", for the launcher only */
 	char *launch_env[2];  /* {key_env, NULL}: what the driver adds for the launcher */
 	char encrypt_for[2 * STORAGE_UUID_LEN + 2];
+	json_t *spec;        /* the normalised spec, until it is written for the trainer */
+	json_t *datasets;    /* [{role, version_id}]: the registered datasets to unseal */
+	char data_dir[4096]; /* where they were unsealed; "" when none */
 } attempt;
 
 static void sleep_s(double s)
@@ -116,7 +120,9 @@ static int attempt_read(attempt *at)
 		goto out;
 	}
 	at->number = (int)number;
-	rc = spec_write(at, spec);
+	at->spec = json_deep_copy(spec);
+	at->datasets = json_incref(json_object_get(a.body, "datasets"));
+	rc = at->spec ? 0 : -1;
 out:
 	rt_answer_release(&a);
 	return rc;
@@ -211,12 +217,20 @@ static void attempt_release(attempt *at)
 {
 	if (at->spec_path[0])
 		unlink(at->spec_path);
+	datasets_remove(at->data_dir);
+	json_decref(at->spec);
+	json_decref(at->datasets);
 	if (at->key_env) {
 		OPENSSL_cleanse(at->key_env, strlen(at->key_env));
 		free(at->key_env);
 	}
 	crypt_object_ctx_clear(&at->ctx);
 	rt_client_free(at->client);
+}
+
+static int dataset_call(void *arg, const char *what, rt_answer *a)
+{
+	return call_setup(arg, "POST", what, a);
 }
 
 /* Storage, the sink, the driver. RET the driver's exit status, or -1 before it ran. */
@@ -239,6 +253,16 @@ static int attempt_train(attempt *at, const ty_config *cfg, runtime_options *o)
 	    datapath_tenant_dir(cfg->data_root, at->tenant_id, data_dir, sizeof(data_dir)) < 0) {
 		fprintf(stderr, "trainyard-worker: the tenant's data root: %s\n", err);
 		finish_early(at, "internal: the worker could not open the tenant's data root");
+		return -1;
+	}
+	datasets_where where = {cfg->storage_root, cfg->data_root, at->tenant_id, at->id};
+	if (datasets_fetch(at->datasets, &where, at->spec, dataset_call, at, at->data_dir,
+	                   sizeof(at->data_dir)) < 0) {
+		finish_early(at, "internal: the worker could not read the job's datasets");
+		return -1;
+	}
+	if (spec_write(at, at->spec) < 0) {
+		finish_early(at, "internal: the worker could not write the job's spec");
 		return -1;
 	}
 	runtime_sink *sink = sink_api_new(at->client, &at->ctx, ckpt_dir, log_path, log_name,

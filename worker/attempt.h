@@ -6,15 +6,17 @@
  * credential, tya_...) come from the environment; the credential is wiped
  * from the environment as soon as it is read and is never on a command
  * line or in a file. The attempt:
- *   1. GET the attempt: its tenant, job, number and normalised spec; the
- *      spec goes to a private temporary file (0600) for the trainer,
- *      removed at the end;
+ *   1. GET the attempt: its tenant, job, number, normalised spec and
+ *      pinned dataset versions; the spec goes to a private temporary file
+ *      (0600) for the trainer (step 3), removed at the end;
  *   2. POST .../key: the job's data key, held in memory and handed to the
  *      launcher in its environment only (TRAINYARD_DATA_KEY, passed to the
  *      ranks with mpirun -x; srun passes the environment by itself);
  *   3. storage_job_prepare(): the job's directories under the storage root;
  *      datapath_tenant_prepare(): the tenant's directory under the data
- *      root, which every rank gets as trainyard-train --data-root;
+ *      root, which every rank gets as trainyard-train --data-root; the
+ *      job's registered datasets unsealed beneath it (datasets.h), the
+ *      spec pointed at them and written for the trainer;
  *   4. runtime_run() with the checkpoints in the job's checkpoints area,
  *      sealed by the trainer (--encrypt TENANT_ID:JOB_ID), and the API sink
  *      (sink.h): the sealed log logs/attempt-<number>.log, metrics,

@@ -17,17 +17,19 @@ static bool expected_has(role r, perm p)
 	    [ROLE_ADMIN] = "authenticated tenant.create tenant.list_all tenant.read quota.read "
 	                   "quota.write member.read member.write user.create user.read "
 	                   "token.manage job.submit job.read job.cancel audit.read job.dispatch "
-	                   "checkpoint.download key.rotate key.shred",
+	                   "checkpoint.download key.rotate key.shred dataset.read dataset.write "
+	                   "dataset.exempt",
 	    [ROLE_PLATFORM_AUDITOR] = "authenticated tenant.list_all tenant.read quota.read "
-	                              "member.read user.read job.read audit.read",
+	                              "member.read user.read job.read audit.read dataset.read",
 	    [ROLE_OWNER] = "authenticated tenant.read quota.read member.read member.write "
 	                   "job.submit job.read job.cancel audit.read checkpoint.download "
-	                   "key.rotate",
+	                   "key.rotate dataset.read dataset.write",
 	    [ROLE_EDITOR] = "authenticated tenant.read quota.read member.read job.submit "
-	                    "job.read job.cancel checkpoint.download",
-	    [ROLE_VIEWER] = "authenticated tenant.read quota.read member.read job.read",
+	                    "job.read job.cancel checkpoint.download dataset.read dataset.write",
+	    [ROLE_VIEWER] =
+	        "authenticated tenant.read quota.read member.read job.read dataset.read",
 	    [ROLE_TENANT_AUDITOR] = "authenticated tenant.read quota.read member.read job.read "
-	                            "audit.read",
+	                            "audit.read dataset.read",
 	    [ROLE_SELF] = "authenticated user.read token.manage",
 	    [ROLE_ATTEMPT] = "attempt.report",
 	};

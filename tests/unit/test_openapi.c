@@ -277,12 +277,14 @@ static bool body_optional(const route *r)
 	bool cancel = n >= 7 && strcmp(r->pattern + n - 7, "/cancel") == 0;
 	bool token_create =
 	    strcmp(r->method, "POST") == 0 && strcmp(r->pattern, "/v1/users/{user}/tokens") == 0;
-	bool no_body = strcmp(r->method, "POST") == 0 &&
-	               (strcmp(r->pattern, "/v1/jobs/{job}/attempts") == 0 ||
-	                strcmp(r->pattern, "/internal/v1/attempts/{attempt}/heartbeat") == 0 ||
-	                strcmp(r->pattern, "/internal/v1/attempts/{attempt}/key") == 0 ||
-	                strcmp(r->pattern, "/v1/tenants/{tenant}/keys/rotate") == 0 ||
-	                strcmp(r->pattern, "/v1/audit/heads") == 0);
+	bool no_body =
+	    strcmp(r->method, "POST") == 0 &&
+	    (strcmp(r->pattern, "/v1/jobs/{job}/attempts") == 0 ||
+	     strcmp(r->pattern, "/internal/v1/attempts/{attempt}/heartbeat") == 0 ||
+	     strcmp(r->pattern, "/internal/v1/attempts/{attempt}/key") == 0 ||
+	     strcmp(r->pattern, "/internal/v1/attempts/{attempt}/datasets/{version}/key") == 0 ||
+	     strcmp(r->pattern, "/v1/tenants/{tenant}/keys/rotate") == 0 ||
+	     strcmp(r->pattern, "/v1/audit/heads") == 0);
 	return strcmp(r->method, "DELETE") == 0 || cancel || token_create || no_body;
 }
 
@@ -310,6 +312,19 @@ START_TEST(mutations_document_their_body)
 		}
 		if (body == NULL)
 			continue;
+		if (rt[i].flags & ROUTE_UPLOAD) {
+			/* a streamed upload: raw media types, and the answers a body can get */
+			json_t *content = json_object_get(deref(body), "content");
+			ck_assert_msg(json_object_get(content, "application/json") == NULL &&
+			                  json_object_size(content) > 0,
+			              "%s %s: an upload names its raw media types", rt[i].method,
+			              rt[i].pattern);
+			static const char *const upload_errors[] = {"400", "413", "422", NULL};
+			for (size_t k = 0; upload_errors[k]; k++)
+				ck_assert_msg(has_response(op, upload_errors[k]), "%s %s: no %s",
+				              rt[i].method, rt[i].pattern, upload_errors[k]);
+			continue;
+		}
 		json_t *media =
 		    json_object_get(json_object_get(deref(body), "content"), "application/json");
 		json_t *schema = deref(json_object_get(media, "schema"));

@@ -1,0 +1,280 @@
+/*
+ * h_datasets.c - the dataset registry (docs/datasets.md): a tenant's
+ * datasets and their versions, a platform admin's masking exemption, and
+ * an attempt's read of a dataset version its job was pinned to. Uploading
+ * a version is h_dataset_upload.c's.
+ */
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dataset.h"
+#include "handlers.h"
+#include "hex.h"
+#include "keys.h"
+#include "mask.h"
+#include "server.h"
+
+static const char *const classifications[] = {"public", "internal", "confidential", "restricted",
+                                              NULL};
+
+#define DATASET_COLS                                                                               \
+	"d.id, d.name, d.description, d.classification, d.mask_patterns,"                          \
+	" d.exempt_reason IS NOT NULL AS masking_exempt, d.exempt_reason,"                         \
+	" " TS("d.exempt_at") " AS exempt_at, " TS(                                                \
+	    "d.created_at") " AS created_at,"                                                      \
+	                    " (SELECT max(version) FROM dataset_versions WHERE dataset_id = "      \
+	                    "d.id) AS latest_version"
+#define VERSION_COLS                                                                               \
+	"v.id, v.version, v.format, v.shards, v.tokens, v.max_token, v.bytes,"                     \
+	" encode(v.sha256, 'hex') AS sha256, v.masking, v.unmasked,"                               \
+	" " TS("v.created_at") " AS created_at"
+
+/* The custom masking patterns of a dataset body, checked by compiling them. */
+static void read_patterns(const json_t *in, verrs *v)
+{
+	const json_t *a = json_object_get(in, "mask_patterns");
+	if (!a)
+		return;
+	if (!json_is_array(a) || json_array_size(a) > MASK_CUSTOM_MAX) {
+		verrs_add(v, "/mask_patterns", ERR_F_WRONG_TYPE,
+		          "mask_patterns is an array of at most %d {\"name\", \"regex\"} objects",
+		          MASK_CUSTOM_MAX);
+		return;
+	}
+	mask_custom c[MASK_CUSTOM_MAX];
+	size_t n = 0, i;
+	const json_t *e;
+	json_array_foreach (a, i, e) {
+		static const char *const fields[] = {"name", "regex", NULL};
+		char base[48];
+		snprintf(base, sizeof(base), "/mask_patterns/%zu", i);
+		const char *name = NULL, *regex = NULL;
+		if (!json_is_object(e)) {
+			verrs_add(v, base, ERR_F_WRONG_TYPE,
+			          "a pattern is a {\"name\", \"regex\"} object");
+			continue;
+		}
+		jsonx_only_fields(e, base, fields, v);
+		if (jsonx_get_str(e, base, "name", true, MASK_NAME_MAX, &name, v) > 0 &&
+		    jsonx_get_str(e, base, "regex", true, MASK_REGEX_MAX, &regex, v) > 0)
+			c[n++] = (mask_custom){name, regex};
+	}
+	if (verrs_count(v) || n == 0)
+		return;
+	mask_policy *p = NULL;
+	char err[512];
+	if (mask_policy_new(c, n, &p, err, sizeof(err)) < 0)
+		verrs_add(v, "/mask_patterns", ERR_F_INVALID_VALUE, "%s", err);
+	mask_policy_free(p);
+}
+
+int h_dataset_create(api_req *rq)
+{
+	json_t *in;
+	if (api_body_object(rq, &in) < 0)
+		return 0;
+	verrs v;
+	verrs_init(&v);
+	static const char *const fields[] = {"name", "description", "classification",
+	                                     "mask_patterns", NULL};
+	jsonx_only_fields(in, "", fields, &v);
+	const char *name = NULL, *desc = "", *cls = NULL;
+	if (jsonx_get_str(in, "", "name", true, DATASET_NAME_MAX, &name, &v) > 0 &&
+	    !dataset_name_valid(name))
+		verrs_add(&v, "/name", ERR_F_INVALID_VALUE,
+		          "name must be 1-63 of a-z, 0-9, '.', '_' and '-', starting with a letter "
+		          "or digit");
+	jsonx_get_str(in, "", "description", false, 1000, &desc, &v);
+	if (jsonx_get_str(in, "", "classification", true, 16, &cls, &v) > 0 &&
+	    jsonx_enum_index(cls, classifications) < 0)
+		verrs_add(&v, "/classification", ERR_F_INVALID_VALUE,
+		          "classification is public, internal, confidential or restricted");
+	read_patterns(in, &v);
+	if (verrs_count(&v)) {
+		json_decref(in);
+		return api_fail_validation(rq, &v);
+	}
+	verrs_release(&v);
+	json_t *pat = json_object_get(in, "mask_patterns");
+	char *pats = json_dumps(pat ? pat : json_array(), JSON_COMPACT | JSON_ENCODE_ANY);
+	json_t *out = NULL;
+	int rc = api_db(rq);
+	if (rc == 0)
+		rc = db_begin(rq->db);
+	const char *p[] = {rq->scope.tenant_id, name, desc, cls, pats, rq->who.user_id};
+	if (rc == 0)
+		rc =
+		    api_query_json(rq,
+		                   "WITH d AS (INSERT INTO datasets (tenant_id, name, description,"
+		                   " classification, mask_patterns, created_by)"
+		                   " VALUES ($1, $2, $3, $4, $5::jsonb, $6) RETURNING *)"
+		                   " SELECT row_to_json(x) FROM (SELECT " DATASET_COLS " FROM d) x",
+		                   6, p, &out);
+	free(pats);
+	char res[128];
+	snprintf(res, sizeof(res), "dataset/%s", name);
+	json_t *d = json_pack("{s:s}", "classification", cls);
+	if (rc == 0)
+		rc = api_audit(rq, 201, res, d);
+	json_decref(d);
+	json_decref(in);
+	if (rc == 0)
+		rc = db_commit(rq->db);
+	if (rc) {
+		json_decref(out);
+		if (rc == -ERR_CONFLICT)
+			return api_fail(rq, ERR_DATASET_EXISTS,
+			                "the tenant already has a dataset of that name");
+		return api_fail_db(rq, rc);
+	}
+	return api_reply(rq, 201, out);
+}
+
+int h_dataset_list(api_req *rq)
+{
+	const char *p[] = {rq->scope.tenant_id};
+	json_t *items;
+	int rc =
+	    api_query_json(rq,
+	                   "SELECT coalesce(json_agg(x ORDER BY x.name), '[]') FROM"
+	                   " (SELECT " DATASET_COLS " FROM datasets d WHERE d.tenant_id = $1) x",
+	                   1, p, &items);
+	if (rc)
+		return api_fail_db(rq, rc);
+	return api_reply(rq, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
+}
+
+int h_dataset_get(api_req *rq)
+{
+	const char *p[] = {rq->scope.tenant_id, route_param(&rq->params, "dataset")};
+	return api_reply_row(rq,
+	                     "SELECT row_to_json(x) FROM (SELECT " DATASET_COLS ","
+	                     " (SELECT coalesce(json_agg(y ORDER BY y.version), '[]') FROM"
+	                     " (SELECT " VERSION_COLS " FROM dataset_versions v"
+	                     " WHERE v.dataset_id = d.id) y) AS versions"
+	                     " FROM datasets d WHERE d.tenant_id = $1 AND d.name = $2) x",
+	                     2, p, ERR_DATASET_NOT_FOUND);
+}
+
+int h_dataset_exempt(api_req *rq)
+{
+	json_t *in;
+	if (api_body_object(rq, &in) < 0)
+		return 0;
+	verrs v;
+	verrs_init(&v);
+	static const char *const fields[] = {"reason", NULL};
+	jsonx_only_fields(in, "", fields, &v);
+	const char *reason = NULL;
+	if (jsonx_get_str(in, "", "reason", true, 1000, &reason, &v) > 0 && reason[0] == '\0')
+		verrs_add(&v, "/reason", ERR_F_INVALID_VALUE,
+		          "reason says why, in 1 to 1000 bytes");
+	if (verrs_count(&v)) {
+		json_decref(in);
+		return api_fail_validation(rq, &v);
+	}
+	verrs_release(&v);
+	const char *name = route_param(&rq->params, "dataset");
+	const char *p[] = {rq->scope.tenant_id, name, reason, rq->who.user_id};
+	json_t *out = NULL;
+	int rc = api_db(rq);
+	if (rc == 0)
+		rc = db_begin(rq->db);
+	if (rc == 0)
+		rc = api_query_json(
+		    rq,
+		    "WITH d AS (UPDATE datasets SET exempt_reason = $3, exempt_by = $4,"
+		    " exempt_at = clock_timestamp() WHERE tenant_id = $1 AND name = $2"
+		    " RETURNING *) SELECT row_to_json(x) FROM (SELECT " DATASET_COLS " FROM d) x",
+		    4, p, &out);
+	if (rc == 0 && !out)
+		rc = -ERR_DATASET_NOT_FOUND;
+	char res[128];
+	snprintf(res, sizeof(res), "dataset/%s", name);
+	json_t *d = json_pack("{s:s}", "reason", reason);
+	if (rc == 0)
+		rc = api_audit(rq, 200, res, d);
+	json_decref(d);
+	json_decref(in);
+	if (rc == 0)
+		rc = db_commit(rq->db);
+	if (rc) {
+		json_decref(out);
+		if (rc == -ERR_DATASET_NOT_FOUND)
+			return api_fail(rq, rc, "no dataset \"%s\" in this tenant", name);
+		return api_fail_db(rq, rc);
+	}
+	return api_reply(rq, 200, out);
+}
+
+/*
+ * POST /internal/v1/attempts/{attempt}/datasets/{version}/key: the data key
+ * of a dataset version the attempt's job was pinned to, with what the
+ * worker needs to unseal it. Each answer is a recorded read of the data.
+ */
+int h_attempt_dataset_key(api_req *rq)
+{
+	if (!rq->srv->has_master)
+		return api_fail(rq, ERR_KEYS_UNAVAILABLE,
+		                "no master key is configured on this server");
+	const char *ver = route_param(&rq->params, "version");
+	if (!jsonx_is_uuid(ver))
+		return api_fail(rq, ERR_DATASET_NOT_FOUND, "no such dataset version for this job");
+	const char *p[] = {rq->scope.job_id, ver};
+	PGresult *r = NULL;
+	int rc = api_db(rq);
+	if (rc == 0)
+		rc = db_begin(rq->db);
+	if (rc == 0)
+		rc = db_query(
+		    rq->db, &r,
+		    "SELECT d.id, d.tenant_id, d.name, d.classification, v.version, v.shards,"
+		    " v.tokens, encode(v.sha256, 'hex'), jd.role FROM job_datasets jd"
+		    " JOIN dataset_versions v ON v.id = jd.version_id"
+		    " JOIN datasets d ON d.id = v.dataset_id"
+		    " WHERE jd.job_id = $1 AND jd.version_id = $2 LIMIT 1",
+		    2, p);
+	if (rc == 0 && PQntuples(r) != 1)
+		rc = -ERR_DATASET_NOT_FOUND;
+	crypt_key k;
+	int kv = 0;
+	json_t *out = NULL;
+	if (rc == 0) {
+		const char *ds = PQgetvalue(r, 0, 0), *tenant = PQgetvalue(r, 0, 1);
+		rc = keys_dataset_key_existing(rq->db, &rq->srv->master, tenant, ds, &k, &kv);
+		char res[160];
+		snprintf(res, sizeof(res), "dataset/%s@%s", PQgetvalue(r, 0, 2),
+		         PQgetvalue(r, 0, 4));
+		json_t *d =
+		    json_pack("{s:i, s:s, s:s, s:s, s:s}", "tenant_key_version", kv, "attempt_id",
+		              rq->scope.attempt_id, "job_id", rq->scope.job_id, "version_id", ver,
+		              "role", PQgetvalue(r, 0, 8));
+		if (rc == 0)
+			rc = api_audit(rq, 200, res, d);
+		json_decref(d);
+		if (rc == 0)
+			rc = db_commit(rq->db);
+		if (rc == 0) {
+			char hex[2 * CRYPT_KEY_LEN + 1];
+			hex_encode(k.bytes, CRYPT_KEY_LEN, hex);
+			out = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:s, s:i}", "key",
+			                hex, "dataset_id", ds, "tenant_id", tenant, "name",
+			                PQgetvalue(r, 0, 2), "version_id", ver, "version",
+			                atoi(PQgetvalue(r, 0, 4)), "shards",
+			                atoi(PQgetvalue(r, 0, 5)), "tokens",
+			                (json_int_t)strtoll(PQgetvalue(r, 0, 6), NULL, 10),
+			                "sha256", PQgetvalue(r, 0, 7), "tenant_key_version", kv);
+			OPENSSL_cleanse(hex, sizeof(hex));
+		}
+		crypt_key_clear(&k);
+	}
+	PQclear(r);
+	if (rc == -ERR_DATASET_NOT_FOUND)
+		return api_fail(rq, rc, "no such dataset version for this job");
+	if (rc == -ERR_KEYS_UNAVAILABLE)
+		return api_fail(rq, rc, "the dataset's keys were destroyed");
+	if (rc)
+		return api_fail_db(rq, rc);
+	return api_reply(rq, 200, out);
+}

@@ -1,0 +1,247 @@
+#!/usr/bin/env bash
+# tests/integration/datasets.sh - the dataset registry from outside
+# (docs/datasets.md). Registering: names, classifications and custom
+# patterns checked, duplicates refused, viewers and other tenants kept out.
+# Uploading text: personal data masked before it is stored (each kind
+# counted, Luhn-failing numbers, dates and version strings left alone),
+# the shards sealed on disk with no plaintext in them. A restricted
+# dataset: unmasked text and token shards refused until a platform admin
+# records an exemption. Token shards: several in one body, each kept; a
+# body that is not shards, one cut short, an empty one, the wrong
+# Content-Type, and an upload cut off half-way leave no version and no
+# file. Jobs: name@version and the newest pinned at submission, unknown
+# names and versions and another tenant's dataset refused, a vocabulary
+# the model does not cover refused; then the worker unseals the version,
+# the job trains on it and succeeds, the read is audited with its key
+# version and listed by the data-access report, and the unsealed files
+# are gone afterwards.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=SCRIPTDIR/lib.sh disable=SC1091
+. "$HERE/lib.sh"
+# shellcheck source=SCRIPTDIR/../trainer/lib.sh disable=SC1091
+. "$HERE/../trainer/lib.sh"
+
+WORKER_BIN=$(dirname "$TRAIN_BIN")/trainyard-worker
+if [[ -z ${TRAINYARD_URL:-} || -z ${TRAINYARD_DB:-} || -z ${TRAINYARD_DATA_ROOT:-} ||
+	-z ${TRAINYARD_STORAGE_ROOT:-} || ! -x $WORKER_BIN ]]; then
+	not_ok "environment" "needs TRAINYARD_URL, TRAINYARD_DB, TRAINYARD_DATA_ROOT," \
+		"TRAINYARD_STORAGE_ROOT and $WORKER_BIN"
+	summary
+	exit 1
+fi
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+make_corpus
+
+ADMIN=$(admin_token)
+SFX=$$
+TA=ds-a-$SFX TB=ds-b-$SFX
+TA_ID=$(tenant_new "$TA")
+tenant_new "$TB" >/dev/null
+ALICE=$(member_new "$TA" "ds-alice-$SFX" editor)
+VIC=$(member_new "$TA" "ds-vic-$SFX" viewer)
+BOB=$(member_new "$TB" "ds-bob-$SFX" editor)
+JSON=(-H 'Content-Type: application/json')
+jb() { printf '%s' "$BODY" | jq -r "$1" 2>&1; } # jb FILTER: the filter over the last answer
+
+# ---- registering -----------------------------------------------------------
+TOKEN=$ALICE
+check_status "a dataset is registered" 201 POST "/v1/tenants/$TA/datasets" "${JSON[@]}" \
+	-d '{"name": "notes", "description": "support notes", "classification": "internal",
+	     "mask_patterns": [{"name": "employee_id", "regex": "EMP-[0-9]{6}"}]}'
+check_json "with its classification" internal .classification
+check_json "and no version yet" null .latest_version
+check_status "the same name again: 409" 409 POST "/v1/tenants/$TA/datasets" "${JSON[@]}" \
+	-d '{"name": "notes", "classification": "public"}'
+check_json "dataset_exists" dataset_exists .code
+check_status "a bad name: 422" 422 POST "/v1/tenants/$TA/datasets" "${JSON[@]}" \
+	-d '{"name": "Bad/Name", "classification": "public"}'
+check_json "at /name" /name '.errors[0].pointer'
+check_status "an unknown classification: 422" 422 POST "/v1/tenants/$TA/datasets" "${JSON[@]}" \
+	-d '{"name": "x1", "classification": "secret"}'
+check_json "at /classification" /classification '.errors[0].pointer'
+check_status "a pattern PCRE2 cannot compile: 422" 422 POST "/v1/tenants/$TA/datasets" \
+	"${JSON[@]}" -d '{"name": "x2", "classification": "public",
+	"mask_patterns": [{"name": "broken", "regex": "(unclosed"}]}'
+check_json "at /mask_patterns" /mask_patterns '.errors[0].pointer'
+check_status "a pattern matching the empty string: 422" 422 POST "/v1/tenants/$TA/datasets" \
+	"${JSON[@]}" -d '{"name": "x3", "classification": "public",
+	"mask_patterns": [{"name": "anything", "regex": "a*"}]}'
+TOKEN=$VIC
+check_status "a viewer may not register one: 403" 403 POST "/v1/tenants/$TA/datasets" \
+	"${JSON[@]}" -d '{"name": "v1", "classification": "public"}'
+check_status "a viewer reads the list" 200 GET "/v1/tenants/$TA/datasets"
+check_json "which holds notes" notes '[.items[].name] | join(",")'
+TOKEN=$BOB
+check_status "another tenant's member sees nothing: 404" 404 GET "/v1/tenants/$TA/datasets/notes"
+
+# ---- text, masked ----------------------------------------------------------
+cat >"$TY_TMP/notes.txt" <<'TEXT'
+Ticket 1: mail jane.doe@example.com or j.smith+ops@mail.example.org about it.
+Card 4111 1111 1111 1111 was charged; 4111 1111 1111 1112 is only a reference.
+Logged in from 192.168.10.25 and from 2001:db8::8a2e:370:7334 at 12:30.
+Call +1 415 555 0123 or (415) 555-0199 before 2024-05-20; build 1.2.3.4.5 is fine.
+Employee EMP-123456 closed it.
+TEXT
+upload() { # upload TENANT DATASET QUERY CONTENT_TYPE FILE
+	api POST "/v1/tenants/$1/datasets/$2/versions?$3" -H "Content-Type: $4" \
+		--data-binary "@$5"
+}
+TOKEN=$ALICE
+upload "$TA" notes "format=text" text/plain "$TY_TMP/notes.txt"
+check_eq "masked text is stored as version 1" "201 1" "$STATUS $(jb .version)"
+check_json "as text, masked" "text false" '"\(.format) \(.unmasked)"'
+check_json "two addresses, one card, one IPv6, one IPv4, two phones, one employee id" \
+	"email=2 card=1 ipv6=1 ipv4=1 phone=2 employee_id=1" \
+	'.masking.counts | "email=\(.email) card=\(.card) ipv6=\(.ipv6) ipv4=\(.ipv4) phone=\(.phone) employee_id=\(.employee_id)"'
+check_json "the policy recorded names the built-in and the dataset's patterns" \
+	"email,card,ipv6,ipv4,phone employee_id" \
+	'"\(.masking.policy.builtin | join(",")) \([.masking.policy.custom[].name] | join(","))"'
+# the text as stored: what the placeholders left, counted in tokens (one per byte)
+masked_len=$(sed -e 's/jane.doe@example.com/[EMAIL]/; s/j.smith+ops@mail.example.org/[EMAIL]/' \
+	-e 's/4111 1111 1111 1111/[CARD]/; s/192.168.10.25/[IPV4]/; s/2001:db8::8a2e:370:7334/[IPV6]/' \
+	-e 's/+1 415 555 0123/[PHONE]/; s/(415) 555-0199/[PHONE]/; s/EMP-123456/[EMPLOYEE_ID]/' \
+	"$TY_TMP/notes.txt" | wc -c)
+check_json "its tokens are the masked text's bytes" "$masked_len" .tokens
+V1=$(jb .id)
+NOTES_ID=$(q "SELECT id FROM datasets WHERE name = 'notes' AND tenant_id = '$TA_ID'")
+VDIR=$TRAINYARD_STORAGE_ROOT/tenants/$TA_ID/datasets/$NOTES_ID/$V1
+check "its shard is on disk, sealed" test -s "$VDIR/shard_000000.bin"
+check_eq "in a private directory" 700 "$(stat -c %a "$VDIR")"
+check "no address, card or id appears in the stored bytes" \
+	bash -c "! grep -a -q -e 'jane.doe' -e '4111 1111' -e 'EMP-123456' -e 'Ticket' '$VDIR/shard_000000.bin'"
+
+# ---- a restricted dataset ----------------------------------------------------
+check_status "a restricted dataset" 201 POST "/v1/tenants/$TA/datasets" "${JSON[@]}" \
+	-d '{"name": "pii", "classification": "restricted"}'
+upload "$TA" pii "format=text&mask=off" text/plain "$TY_TMP/notes.txt"
+check_eq "takes no unmasked text: 422 masking_required" "422 masking_required" \
+	"$STATUS $(jb .code)"
+cat "$DATA"/train_*.bin >"$TY_TMP/shards.bin"
+upload "$TA" pii "format=tokens" application/octet-stream "$TY_TMP/shards.bin"
+check_eq "nor token shards" "422 masking_required" "$STATUS $(jb .code)"
+check_status "an editor may not exempt it: 403" 403 PUT "/v1/tenants/$TA/datasets/pii/exemption" \
+	"${JSON[@]}" -d '{"reason": "please"}'
+TOKEN=$ADMIN
+check_status "a platform admin exempts it, with a reason" 200 PUT \
+	"/v1/tenants/$TA/datasets/pii/exemption" "${JSON[@]}" \
+	-d '{"reason": "tokenized upstream under contract 7"}'
+check_json "the exemption shows" "true" .masking_exempt
+TOKEN=$ALICE
+upload "$TA" pii "format=tokens" application/octet-stream "$TY_TMP/shards.bin"
+check_eq "then token shards are taken" "201 true" "$STATUS $(jb .unmasked)"
+check_eq "the exemption is on record with its reason" "tokenized upstream under contract 7" \
+	"$(q "SELECT detail->>'reason' FROM audit_log WHERE action = 'dataset.exempt'
+		AND resource = 'dataset/pii' AND outcome = 'success'")"
+
+# ---- token shards ------------------------------------------------------------
+TOKEN=$ALICE
+check_status "a dataset of token shards" 201 POST "/v1/tenants/$TA/datasets" "${JSON[@]}" \
+	-d '{"name": "corpus", "classification": "internal"}'
+nshards=$(ls "$DATA"/train_*.bin | wc -l)
+want_tokens=$(($(cat "$DATA"/train_*.bin | wc -c) / 2 - 512 * nshards))
+upload "$TA" corpus "format=tokens" application/octet-stream "$TY_TMP/shards.bin"
+check_eq "several shards in one body: version 1" "201 1" "$STATUS $(jb .version)"
+check_json "each kept as a shard, every token counted" "$nshards $want_tokens" \
+	'"\(.shards) \(.tokens)"'
+CORPUS_SHA=$(jb .sha256)
+
+versions() { q "SELECT count(*) FROM dataset_versions v JOIN datasets d ON d.id = v.dataset_id
+	WHERE d.name = 'corpus' AND d.tenant_id = '$TA_ID'"; }
+leftovers() { find "$TRAINYARD_STORAGE_ROOT/tenants/$TA_ID/datasets" -name '*.partial' | wc -l; }
+head -c 5000 /dev/urandom >"$TY_TMP/noise.bin"
+upload "$TA" corpus "format=tokens" application/octet-stream "$TY_TMP/noise.bin"
+check_eq "bytes that are not a shard: 422 dataset_not_shards" "422 dataset_not_shards" \
+	"$STATUS $(jb .code)"
+head -c 3000 "$DATA/train_000000.bin" >"$TY_TMP/cut.bin"
+upload "$TA" corpus "format=tokens" application/octet-stream "$TY_TMP/cut.bin"
+check_eq "a shard cut short: 422 dataset_not_shards" "422 dataset_not_shards" \
+	"$STATUS $(jb .code)"
+check_match "which says where" "shard 1 of the upload: the upload ends inside its tokens" \
+	"$(jb .detail)"
+: >"$TY_TMP/empty.txt"
+upload "$TA" corpus "format=text" text/plain "$TY_TMP/empty.txt"
+check_eq "an empty body: 422 dataset_empty" "422 dataset_empty" "$STATUS $(jb .code)"
+upload "$TA" corpus "format=tokens" text/plain "$TY_TMP/shards.bin"
+check_eq "the wrong Content-Type: 400 upload_param_invalid" "400 upload_param_invalid" \
+	"$STATUS $(jb .code)"
+upload "$TA" corpus "format=csv" text/plain "$TY_TMP/notes.txt"
+check_eq "an unknown format: 400" "400 upload_param_invalid" "$STATUS $(jb .code)"
+upload "$TA" nothing "format=text" text/plain "$TY_TMP/notes.txt"
+check_eq "a dataset that does not exist: 404" "404 dataset_not_found" "$STATUS $(jb .code)"
+
+# an upload cut off half-way: the connection closes after part of the body
+host=${TRAINYARD_URL#http://}
+host=${host%%/*}
+exec 7<>"/dev/tcp/${host%:*}/${host##*:}"
+printf 'POST /v1/tenants/%s/datasets/corpus/versions?format=tokens HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n' \
+	"$TA" "$host" "$ALICE" "$(stat -c %s "$TY_TMP/shards.bin")" >&7
+head -c 60000 "$TY_TMP/shards.bin" >&7
+sleep 0.5
+exec 7>&-
+wait_until 10 bash -c "[[ \$(find '$TRAINYARD_STORAGE_ROOT/tenants/$TA_ID/datasets' -name '*.partial' | wc -l) == 0 ]]"
+check_eq "nothing half-registered: still one version" 1 "$(versions)"
+check_eq "and no partial shard left on disk" 0 "$(leftovers)"
+check_eq "every refused upload is on record as a failure" 8 \
+	"$(q "SELECT count(*) FROM audit_log WHERE action = 'dataset.version.create'
+		AND outcome <> 'success' AND tenant_id = '$TA_ID'")"
+
+# a shard with token ids the tiny model (vocabulary 256) does not cover
+perl -e 'print pack("l<3", 20240520, 1, 600), "\0" x 1012, pack("v*", map { $_ * 97 % 60000 } 1 .. 600)' \
+	>"$TY_TMP/wide.bin"
+check_status "a dataset of wide token ids" 201 POST "/v1/tenants/$TA/datasets" "${JSON[@]}" \
+	-d '{"name": "wide", "classification": "public"}'
+upload "$TA" wide "format=tokens" application/octet-stream "$TY_TMP/wide.bin"
+check_eq "its version records the largest id (600 x 97)" "201 58200" "$STATUS $(jb .max_token)"
+
+# ---- jobs --------------------------------------------------------------------
+spec() { # spec DATASET: the tiny one-rank job on a registered dataset
+	jq -n --arg ds "$1" '{"name": "ds", "model": {"preset": "tiny"}, "data": {"dataset": $ds},
+		"parallel": {"data_parallel": 1, "micro_batch": 4, "global_batch": 8},
+		"resources": {"nodes": 1, "ranks_per_node": 1, "time_limit_minutes": 30},
+		"training": {"steps": 6, "lr": 0.002, "seed": 7}, "checkpoint": {"every_steps": 3}}'
+}
+submit_ds() { # submit_ds TOKEN TENANT DATASET
+	TOKEN=$1
+	api POST "/v1/tenants/$2/jobs" "${JSON[@]}" -d "$(spec "$3")"
+}
+submit_ds "$ALICE" "$TA" "corpus@9"
+check_eq "a version that does not exist: 422 unknown_dataset" "422 unknown_dataset" \
+	"$STATUS $(jb '.errors[0].code')"
+submit_ds "$ALICE" "$TA" "nosuch"
+check_eq "a dataset that does not exist: 422 unknown_dataset at /data/dataset" \
+	"422 /data/dataset unknown_dataset" "$STATUS $(jb '.errors[0] | "\(.pointer) \(.code)"')"
+submit_ds "$ALICE" "$TA" "wide"
+check_eq "token ids beyond the model's vocabulary: 422" "422 dataset_vocab_too_large" \
+	"$STATUS $(jb '.errors[0].code')"
+submit_ds "$BOB" "$TB" "corpus"
+check_eq "another tenant's dataset is not there for it" "422 unknown_dataset" \
+	"$STATUS $(jb '.errors[0].code')"
+submit_ds "$ALICE" "$TA" "corpus"
+check_eq "the newest version, pinned at submission" "201 corpus@1" \
+	"$STATUS $(jb .spec.data.dataset)"
+J=$(jb .id)
+TOKEN=$ADMIN
+api POST "/v1/jobs/$J/attempts"
+ATT=$(jb .id)
+WRC=0
+TRAINYARD_ATTEMPT=$ATT TRAINYARD_ATTEMPT_TOKEN=$(jb .credential) TRAINYARD_HEARTBEAT_S=2 \
+	"$WORKER_BIN" attempt --url "$TRAINYARD_URL" >"$TY_TMP/w.out" 2>"$TY_TMP/w.err" || WRC=$?
+check_eq "the worker trains on the registered dataset" 0 "$WRC"
+check_match "having unsealed every token of it" "dataset corpus@1: $want_tokens tokens in $nshards shards" \
+	"$(cat "$TY_TMP/w.err")"
+api GET "/v1/jobs/$J"
+check_json "the job succeeded" succeeded .state
+check_eq "the read is on record, with the tenant key version" "dataset/corpus@1 1" \
+	"$(q "SELECT resource || ' ' || (detail->>'tenant_key_version') FROM audit_log
+		WHERE action = 'dataset.read' AND detail->>'attempt_id' = '$ATT'")"
+check "and the unsealed files went with the attempt" \
+	test ! -e "$TRAINYARD_DATA_ROOT/tenants/$TA_ID/attempts/$ATT"
+api GET "/v1/tenants/$TA/reports/data-access?format=json"
+check_json "the data-access report lists the read" "dataset.read dataset/corpus@1" \
+	"[.sections[0].rows[] | select(.action == \"dataset.read\") | \"\\(.action) \\(.file)\"] | first"
+TOKEN=$ALICE
+api GET "/v1/tenants/$TA/datasets/corpus"
+check_json "the version keeps its hash" "$CORPUS_SHA" '.versions[0].sha256'
+summary
