@@ -230,13 +230,20 @@ int h_attempt_dataset_key(api_req *rq)
 		rc = db_query(
 		    rq->db, &r,
 		    "SELECT d.id, d.tenant_id, d.name, d.classification, v.version, v.shards,"
-		    " v.tokens, encode(v.sha256, 'hex'), jd.role FROM job_datasets jd"
+		    " v.tokens, encode(v.sha256, 'hex'), jd.role, d.tenant_id = j.tenant_id"
+		    " OR EXISTS (SELECT 1 FROM dataset_grants g WHERE g.dataset_id = d.id"
+		    " AND g.tenant_id = j.tenant_id AND g.approved_at IS NOT NULL"
+		    " AND g.revoked_at IS NULL AND g.expires_at > clock_timestamp()),"
+		    " ot.name FROM job_datasets jd JOIN jobs j ON j.id = jd.job_id"
 		    " JOIN dataset_versions v ON v.id = jd.version_id"
-		    " JOIN datasets d ON d.id = v.dataset_id"
+		    " JOIN datasets d ON d.id = v.dataset_id JOIN tenants ot ON ot.id = d.tenant_id"
 		    " WHERE jd.job_id = $1 AND jd.version_id = $2 LIMIT 1",
 		    2, p);
 	if (rc == 0 && PQntuples(r) != 1)
 		rc = -ERR_DATASET_NOT_FOUND;
+	/* another tenant's dataset: only under a grant in force when the attempt asks */
+	if (rc == 0 && strcmp(PQgetvalue(r, 0, 9), "t") != 0)
+		rc = -ERR_GRANT_NOT_IN_FORCE;
 	crypt_key k;
 	int kv = 0;
 	json_t *out = NULL;
@@ -247,9 +254,10 @@ int h_attempt_dataset_key(api_req *rq)
 		snprintf(res, sizeof(res), "dataset/%s@%s", PQgetvalue(r, 0, 2),
 		         PQgetvalue(r, 0, 4));
 		json_t *d =
-		    json_pack("{s:i, s:s, s:s, s:s, s:s}", "tenant_key_version", kv, "attempt_id",
-		              rq->scope.attempt_id, "job_id", rq->scope.job_id, "version_id", ver,
-		              "role", PQgetvalue(r, 0, 8));
+		    json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:s}", "tenant_key_version", kv,
+		              "attempt_id", rq->scope.attempt_id, "job_id", rq->scope.job_id,
+		              "version_id", ver, "role", PQgetvalue(r, 0, 8), "dataset_tenant_id",
+		              tenant, "dataset_tenant", PQgetvalue(r, 0, 10));
 		if (rc == 0)
 			rc = api_audit(rq, 200, res, d);
 		json_decref(d);
@@ -274,6 +282,11 @@ int h_attempt_dataset_key(api_req *rq)
 		return api_fail(rq, rc, "no such dataset version for this job");
 	if (rc == -ERR_KEYS_UNAVAILABLE)
 		return api_fail(rq, rc, "the dataset's keys were destroyed");
+	if (rc == -ERR_GRANT_NOT_IN_FORCE)
+		return api_fail(
+		    rq, rc,
+		    "the dataset is another tenant's, and no grant to this job's tenant is "
+		    "in force: it was revoked or has expired");
 	if (rc)
 		return api_fail_db(rq, rc);
 	return api_reply(rq, 200, out);

@@ -87,10 +87,15 @@ typedef struct job_datasets {
 	} v[2];
 } job_datasets;
 
+/* A grant in force: approved, not revoked, not expired (docs/datasets.md). */
+#define GRANT_IN_FORCE                                                                             \
+	"g.approved_at IS NOT NULL AND g.revoked_at IS NULL AND g.expires_at > clock_timestamp()"
+
 /*
  * Resolve the spec's dataset references (data.dataset, data.val_dataset)
- * to versions of the tenant's datasets, the newest where none is named,
- * and pin them in spec ("name@N"). A reference that resolves to nothing,
+ * to versions of the tenant's datasets, or of another tenant's under a
+ * grant in force to this one, the newest where none is named, and pin
+ * them in spec ("[tenant/]name@N"). A reference that resolves to nothing,
  * or a version with token ids beyond the model's vocabulary, is a field
  * error in v. OUT *out. RET 0, or -ERR_* from the database.
  */
@@ -100,26 +105,33 @@ static int datasets_resolve(api_req *rq, const jobspec *js, json_t *spec, job_da
 	static const char *const keys[2] = {"dataset", "val_dataset"}, *const roles[2] = {"train",
 	                                                                                  "val"};
 	const char *refs[2] = {js->data.dataset, js->data.val_dataset};
-	char names[2][DATASET_NAME_MAX + 1] = {"", ""}, vers[2][16], why[128];
+	char owners[2][DATASET_TENANT_MAX + 1] = {"", ""},
+	                                    names[2][DATASET_NAME_MAX + 1] = {"", ""}, vers[2][16],
+	                                    why[160];
 	out->n = 0;
 	if (!refs[0][0] && !refs[1][0])
 		return 0;
 	for (int i = 0; i < 2; i++) {
 		int ver = 0;
 		if (refs[i][0])
-			dataset_ref_parse(refs[i], names[i], &ver, why, sizeof(why));
+			dataset_ref_parse(refs[i], owners[i], names[i], &ver, why, sizeof(why));
 		snprintf(vers[i], sizeof(vers[i]), "%d", ver);
 	}
-	const char *p[] = {rq->scope.tenant_id, names[0], vers[0], names[1], vers[1]};
+	const char *p[] = {rq->scope.tenant_id, owners[0], names[0], vers[0],
+	                   owners[1],           names[1],  vers[1]};
 	PGresult *r;
-	int rc = db_query(rq->db, &r,
-	                  "SELECT r.role, v.id, v.version, v.max_token FROM (VALUES"
-	                  " ('train', $2, $3::int), ('val', $4, $5::int)) r (role, name, version)"
-	                  " JOIN datasets d ON d.tenant_id = $1 AND d.name = r.name"
-	                  " JOIN LATERAL (SELECT id, version, max_token FROM dataset_versions"
-	                  " WHERE dataset_id = d.id AND (r.version = 0 OR version = r.version)"
-	                  " ORDER BY version DESC LIMIT 1) v ON true",
-	                  5, p);
+	int rc = db_query(
+	    rq->db, &r,
+	    "SELECT r.role, v.id, v.version, v.max_token FROM (VALUES ('train', $2, $3, $4::int),"
+	    " ('val', $5, $6, $7::int)) r (role, owner, name, version)"
+	    " JOIN datasets d ON d.name = r.name AND d.tenant_id = CASE WHEN r.owner = '' THEN $1"
+	    " ELSE (SELECT id FROM tenants WHERE name = r.owner) END"
+	    " JOIN LATERAL (SELECT id, version, max_token FROM dataset_versions"
+	    " WHERE dataset_id = d.id AND (r.version = 0 OR version = r.version)"
+	    " ORDER BY version DESC LIMIT 1) v ON true"
+	    " WHERE d.tenant_id = $1 OR EXISTS (SELECT 1 FROM dataset_grants g"
+	    " WHERE g.dataset_id = d.id AND g.tenant_id = $1 AND " GRANT_IN_FORCE ")",
+	    7, p);
 	if (rc)
 		return rc;
 	json_t *data = json_object_get(spec, "data");
@@ -133,9 +145,11 @@ static int datasets_resolve(api_req *rq, const jobspec *js, json_t *spec, job_da
 			if (strcmp(PQgetvalue(r, k, 0), roles[i]) == 0)
 				row = k;
 		if (row < 0) {
-			verrs_add(v, ptr, ERR_F_UNKNOWN_DATASET,
-			          "no dataset \"%s\" in this tenant, or it has no such version",
-			          refs[i]);
+			verrs_add(
+			    v, ptr, ERR_F_UNKNOWN_DATASET,
+			    "no dataset \"%s\" for this tenant (its own, or granted to it and in "
+			    "force), or it has no such version",
+			    refs[i]);
 			continue;
 		}
 		if (atoi(PQgetvalue(r, row, 3)) >= js->model.vocab_size) {
@@ -147,7 +161,8 @@ static int datasets_resolve(api_req *rq, const jobspec *js, json_t *spec, job_da
 			continue;
 		}
 		char pinned[DATASET_REF_MAX + 1];
-		snprintf(pinned, sizeof(pinned), "%s@%s", names[i], PQgetvalue(r, row, 2));
+		snprintf(pinned, sizeof(pinned), "%s%s%s@%s", owners[i], owners[i][0] ? "/" : "",
+		         names[i], PQgetvalue(r, row, 2));
 		json_object_set_new(data, keys[i], json_string(pinned));
 		out->v[out->n].role = roles[i];
 		snprintf(out->v[out->n].version_id, 37, "%s", PQgetvalue(r, row, 1));

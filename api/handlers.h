@@ -58,13 +58,18 @@ int h_attempt_key(api_req *rq);
 int h_key_rotate(api_req *rq);
 int h_key_shred(api_req *rq);
 
-/* h_datasets.c, h_dataset_upload.c: the dataset registry (docs/datasets.md) */
+/* h_datasets.c, h_dataset_upload.c, h_dataset_grants.c: the dataset registry (docs/datasets.md) */
 int h_dataset_create(api_req *rq);
 int h_dataset_list(api_req *rq);
 int h_dataset_get(api_req *rq);
 int h_dataset_exempt(api_req *rq);
 int h_dataset_version_create(api_req *rq);
 int h_attempt_dataset_key(api_req *rq);
+int h_dataset_grant_create(api_req *rq);
+int h_dataset_grant_list(api_req *rq);
+int h_dataset_grant_approve(api_req *rq);
+int h_dataset_grant_revoke(api_req *rq);
+int h_shared_datasets(api_req *rq);
 
 /* h_results.c */
 int h_job_metrics(api_req *rq);

@@ -60,6 +60,11 @@ static const route table[] = {
 	{"GET",    "/v1/tenants/{tenant}/datasets/{dataset}", PERM_DATASET_READ, SCOPE_TENANT,  NULL,             0,   h_dataset_get},
 	{"POST",   "/v1/tenants/{tenant}/datasets/{dataset}/versions", PERM_DATASET_WRITE, SCOPE_TENANT, "dataset.version.create", UPL, h_dataset_version_create},
 	{"PUT",    "/v1/tenants/{tenant}/datasets/{dataset}/exemption", PERM_DATASET_EXEMPT, SCOPE_TENANT, "dataset.exempt", 0, h_dataset_exempt},
+	{"POST",   "/v1/tenants/{tenant}/datasets/{dataset}/grants", PERM_DATASET_GRANT, SCOPE_TENANT, "dataset.grant", 0, h_dataset_grant_create},
+	{"GET",    "/v1/tenants/{tenant}/datasets/{dataset}/grants", PERM_DATASET_READ, SCOPE_TENANT, NULL,   0,   h_dataset_grant_list},
+	{"POST",   "/v1/tenants/{tenant}/datasets/{dataset}/grants/{grant}/approve", PERM_DATASET_APPROVE, SCOPE_TENANT, "dataset.grant.approve", 0, h_dataset_grant_approve},
+	{"DELETE", "/v1/tenants/{tenant}/datasets/{dataset}/grants/{grant}", PERM_DATASET_GRANT, SCOPE_TENANT, "dataset.grant.revoke", 0, h_dataset_grant_revoke},
+	{"GET",    "/v1/tenants/{tenant}/shared-datasets", PERM_DATASET_READ,   SCOPE_TENANT,   NULL,             0,   h_shared_datasets},
 
 	/* the verifiable audit log (docs/audit.md) */
 	{"GET",    "/v1/audit/signing-key",               PERM_AUTHENTICATED,   SCOPE_PLATFORM, NULL,             0,   h_audit_key},

@@ -56,6 +56,8 @@ typedef enum perm {
 	PERM_DATASET_READ,   /* see a tenant's datasets and their versions */
 	PERM_DATASET_WRITE,  /* register datasets, upload versions */
 	PERM_DATASET_EXEMPT, /* let a restricted dataset take unmasked data (with a reason) */
+	PERM_DATASET_GRANT,  /* grant another tenant read of a dataset, revoke it */
+	PERM_DATASET_APPROVE, /* put a grant of a confidential or restricted dataset in force */
 	PERM__COUNT
 } perm;
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "jsonx.h"
 #include "storage.h"
 
 #define SHARD_FMT   "shard_%06d.bin"
@@ -35,9 +36,31 @@ bool dataset_name_valid(const char *s)
 	return true;
 }
 
-int dataset_ref_parse(const char *ref, char name[DATASET_NAME_MAX + 1], int *version, char *why,
-                      size_t whylen)
+int dataset_ref_parse(const char *ref, char owner[DATASET_TENANT_MAX + 1],
+                      char name[DATASET_NAME_MAX + 1], int *version, char *why, size_t whylen)
 {
+	const char *slash = strchr(ref, '/');
+	owner[0] = '\0';
+	if (slash) {
+		size_t k = (size_t)(slash - ref);
+		if (k > DATASET_TENANT_MAX) {
+			snprintf(why, whylen, "a tenant's name is 2 to %d characters",
+			         DATASET_TENANT_MAX);
+			return -1;
+		}
+		memcpy(owner, ref, k);
+		owner[k] = '\0';
+		if (!jsonx_is_name(owner)) {
+			snprintf(
+			    why, whylen,
+			    "\"%s\" before '/' is not a tenant's name (2-63 of a-z, 0-9 and '-', "
+			    "starting with a letter)",
+			    owner);
+			owner[0] = '\0';
+			return -1;
+		}
+		ref = slash + 1;
+	}
 	const char *at = strchr(ref, '@');
 	size_t n = at ? (size_t)(at - ref) : strlen(ref);
 	*version = 0;

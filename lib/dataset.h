@@ -30,7 +30,8 @@
 #include "tokshard.h"
 
 #define DATASET_NAME_MAX 63 /* [a-z0-9][a-z0-9._-]{0,62} */
-#define DATASET_REF_MAX  (DATASET_NAME_MAX + 12)
+#define DATASET_TENANT_MAX 63 /* a tenant's name */
+#define DATASET_REF_MAX  (DATASET_TENANT_MAX + 1 + DATASET_NAME_MAX + 12)
 
 /* RET: true for a dataset name: 1-63 of a-z, 0-9, '.', '_', '-', starting with a letter or digit.
  */
@@ -38,11 +39,13 @@ bool dataset_name_valid(const char *s);
 
 /*
  * A dataset reference as a job names it: "name" (the newest version when
- * the job is submitted) or "name@N" (version N >= 1).
- * OUT name, *version (0 for the newest). RET 0, or -1 with why set.
+ * the job is submitted) or "name@N" (version N >= 1), each optionally
+ * after "tenant/" for a dataset another tenant granted (a tenant's name).
+ * OUT owner ("" for the job's own tenant), name, *version (0 for the
+ * newest). RET 0, or -1 with why set.
  */
-int dataset_ref_parse(const char *ref, char name[DATASET_NAME_MAX + 1], int *version, char *why,
-                      size_t whylen);
+int dataset_ref_parse(const char *ref, char owner[DATASET_TENANT_MAX + 1],
+                      char name[DATASET_NAME_MAX + 1], int *version, char *why, size_t whylen);
 
 /* OUT buf: "<root>/tenants/<tenant>/datasets/<dataset>/<version>". RET 0 or
  * -ERR_STORAGE_PATH_INVALID. */

@@ -363,15 +363,15 @@ static bool given(const json_t *obj, const char *key)
 /* A dataset reference, "name" or "name@N" (dataset.h); its tenant resolves it at submission. */
 static void rd_dataset_ref(ctx *c, const json_t *d, const char *key, char *dst, size_t dstlen)
 {
-	char why[128], ptr[PTR_MAX], name[DATASET_NAME_MAX + 1];
+	char why[160], ptr[PTR_MAX], owner[DATASET_TENANT_MAX + 1], name[DATASET_NAME_MAX + 1];
 	int version;
 	if (rd_text(c, d, "/data", key, false, TEXT_PATH, DATASET_REF_MAX, dst, dstlen) <= 0)
 		return;
-	if (dataset_ref_parse(dst, name, &version, why, sizeof(why)) == 0)
+	if (dataset_ref_parse(dst, owner, name, &version, why, sizeof(why)) == 0)
 		return;
 	jsonx_pointer(ptr, sizeof(ptr), "/data", key);
-	problem(c, ptr, ERR_F_INVALID_VALUE, "%s must be \"name\" or \"name@version\": %s", key,
-	        why);
+	problem(c, ptr, ERR_F_INVALID_VALUE,
+	        "%s must be [tenant/]name or [tenant/]name@version: %s", key, why);
 	dst[0] = '\0';
 }
 

@@ -22,6 +22,16 @@
 	" AND ($4::uuid IS NULL OR a.tenant_id = $4)"
 
 /*
+ * The same, where a tenant's report also takes the records that name it in
+ * detail->>field: another tenant's read of its dataset, a grant to it.
+ */
+#define LOGGED_OR(field)                                                                           \
+	" FROM audit_log a JOIN audit_leaves l ON l.id = a.id"                                     \
+	" LEFT JOIN tenants t ON t.id = a.tenant_id"                                               \
+	" WHERE l.seq < $1 AND a.at >= $2 AND a.at < $3"                                           \
+	" AND ($4::uuid IS NULL OR a.tenant_id = $4 OR a.detail->>'" #field "' = $4::text)"
+
+/*
  * Roles at the moment $3, replayed from the log: the newest grant or
  * revocation of each (tenant, user) - tr - and each user's platform role
  * - pr (users are made with it, or the bootstrap makes an admin).
@@ -115,6 +125,10 @@ static const report_column change_cols[] = {
 	{"at", RT_TIME}, {"actor", RT_TEXT}, {"actor_role", RT_TEXT}, {"tenant", RT_TEXT},
 	{"action", RT_TEXT}, {"subject", RT_TEXT}, {"from", RT_TEXT}, {"to", RT_TEXT}, {NULL, 0},
 };
+static const report_column grant_cols[] = {
+	{"at", RT_TIME}, {"actor", RT_TEXT}, {"tenant", RT_TEXT}, {"action", RT_TEXT},
+	{"dataset", RT_TEXT}, {"grantee", RT_TEXT}, {"expires_at_or_reason", RT_TEXT}, {NULL, 0},
+};
 static const report_section permission_changes[] = {
 	{"changes", "Grants, revocations, platform roles and quotas", change_cols,
 	 "SELECT " TS("x.at") ", x.actor_name, x.actor_role, x.tenant, x.action,"
@@ -132,6 +146,14 @@ static const report_section permission_changes[] = {
 	 " 'quota.update', 'platform.bootstrap') OR (a.action = 'user.create'"
 	 " AND a.detail->>'platform_role' IS NOT NULL))) x"
 	 " LEFT JOIN users u ON u.id::text = x.uid ORDER BY x.seq",
+	 false},
+	{"datasets", "Dataset grants, approvals, revocations and masking exemptions", grant_cols,
+	 "SELECT " TS("a.at") ", a.actor_name, coalesce(t.name, ''), a.action,"
+	 " split_part(a.resource, '/', 2), coalesce(a.detail->>'grantee', ''),"
+	 " coalesce(a.detail->>'expires_at', a.detail->>'reason', ''), ARRAY[l.seq]"
+	 LOGGED_OR(grantee_tenant_id) " AND a.outcome = 'success' AND a.action IN"
+	 " ('dataset.grant', 'dataset.grant.approve', 'dataset.grant.revoke', 'dataset.exempt')"
+	 " ORDER BY l.seq",
 	 false},
 };
 
@@ -153,7 +175,7 @@ static const report_section data_access[] = {
 	 " coalesce(a.detail->>'job_id', CASE WHEN a.resource LIKE 'job/%'"
 	 " THEN split_part(a.resource, '/', 2) END, ''), coalesce(a.detail->>'file',"
 	 " CASE WHEN a.action = 'dataset.read' THEN a.resource END, ''),"
-	 " a.detail->>'tenant_key_version', a.outcome, ARRAY[l.seq]" LOGGED
+	 " a.detail->>'tenant_key_version', a.outcome, ARRAY[l.seq]" LOGGED_OR(dataset_tenant_id)
 	 " AND (a.action IN ('log.read', 'checkpoint.download', 'key.release', 'dataset.read')"
 	 " OR (a.action = 'authz.deny'"
 	 " AND a.detail->>'route' IN (" DATA_LOGS ", " DATA_DOWNLOAD ")))"
@@ -212,7 +234,8 @@ static const report_kind kinds[] = {
      "tokens, the platform's admins and auditors, and users idle for 90 days.",
      true, access_review, N(access_review)},
     {"permission-changes", "Permission changes",
-     "Grants, revocations, platform roles and quota changes in the period, with their actor.",
+     "Grants, revocations, platform roles and quota changes in the period, with their actor; "
+     "dataset grants and masking exemptions.",
      false, permission_changes, N(permission_changes)},
     {"data-access", "Data access",
      "Log reads, checkpoint downloads, and the data keys and dataset versions fetched by job "

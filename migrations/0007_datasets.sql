@@ -62,3 +62,22 @@ CREATE TABLE job_datasets (
     PRIMARY KEY (job_id, role)
 );
 CREATE INDEX job_datasets_by_version ON job_datasets (version_id);
+
+-- Another tenant's leave to read a dataset, until it expires or is
+-- revoked. A grant of a confidential or restricted dataset is in force
+-- only once a platform admin approved it (approved_at); any other is
+-- approved when it is made. Rows are never deleted: the history stays.
+CREATE TABLE dataset_grants (
+    id          uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    dataset_id  uuid NOT NULL REFERENCES datasets(id) ON DELETE CASCADE,
+    tenant_id   uuid NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+    granted_by  uuid REFERENCES users(id) ON DELETE SET NULL,
+    created_at  timestamptz NOT NULL DEFAULT clock_timestamp(),
+    expires_at  timestamptz NOT NULL,
+    approved_by uuid REFERENCES users(id) ON DELETE SET NULL,
+    approved_at timestamptz,
+    revoked_by  uuid REFERENCES users(id) ON DELETE SET NULL,
+    revoked_at  timestamptz,
+    CHECK (expires_at > created_at)
+);
+CREATE INDEX dataset_grants_by_grantee ON dataset_grants (tenant_id, dataset_id);

@@ -244,4 +244,87 @@ check_json "the data-access report lists the read" "dataset.read dataset/corpus@
 TOKEN=$ALICE
 api GET "/v1/tenants/$TA/datasets/corpus"
 check_json "the version keeps its hash" "$CORPUS_SHA" '.versions[0].sha256'
+
+# ---- grants --------------------------------------------------------------------
+OLGA=$(member_new "$TA" "ds-olga-$SFX" owner)
+in_days() { date -u -d "+$1 days" +%Y-%m-%dT%H:%M:%SZ; }
+submit_ds "$BOB" "$TB" "$TA/corpus"
+check_eq "without a grant another tenant's dataset is not there" "422 unknown_dataset" \
+	"$STATUS $(jb '.errors[0].code')"
+grant() { # grant TOKEN DATASET GRANTEE EXPIRES
+	TOKEN=$1
+	api POST "/v1/tenants/$TA/datasets/$2/grants" "${JSON[@]}" \
+		-d "{\"tenant\": \"$3\", \"expires_at\": \"$4\"}"
+}
+grant "$ALICE" corpus "$TB" "$(in_days 7)"
+check_eq "an editor may not grant: 403" 403 "$STATUS"
+grant "$OLGA" corpus "$TA" "$(in_days 7)"
+check_eq "nor grant the dataset's own tenant" "422 /tenant" "$STATUS $(jb '.errors[0].pointer')"
+grant "$OLGA" corpus "$TB" "2020-01-01T00:00:00Z"
+check_eq "nor with an expiry in the past" "422 /expires_at" "$STATUS $(jb '.errors[0].pointer')"
+grant "$OLGA" corpus "$TB" "$(in_days 7)"
+check_eq "the owner grants an internal dataset: in force at once" "201 active" \
+	"$STATUS $(jb .state)"
+CORPUS_GRANT=$(jb .id)
+TOKEN=$BOB
+check_status "the grantee sees it among its shared datasets" 200 GET "/v1/tenants/$TB/shared-datasets"
+check_json "with its owner" "$TA corpus" '.items[] | "\(.owner) \(.name)"'
+submit_ds "$BOB" "$TB" "$TA/corpus"
+check_eq "the grantee's job names owner/name, pinned" "201 $TA/corpus@1" "$STATUS $(jb .spec.data.dataset)"
+J2=$(jb .id)
+submit_ds "$BOB" "$TB" "$TA/corpus@1"
+J3=$(jb .id)
+attempt() { # attempt JOB NAME: start an attempt and run the worker; WRC, ATT
+	TOKEN=$ADMIN
+	api POST "/v1/jobs/$1/attempts"
+	ATT=$(jb .id)
+	WRC=0
+	TRAINYARD_ATTEMPT=$ATT TRAINYARD_ATTEMPT_TOKEN=$(jb .credential) TRAINYARD_HEARTBEAT_S=2 \
+		"$WORKER_BIN" attempt --url "$TRAINYARD_URL" >"$TY_TMP/$2.out" 2>"$TY_TMP/$2.err" || WRC=$?
+}
+attempt "$J2" shared
+check_eq "the grantee's job trains on the shared dataset" 0 "$WRC"
+check_eq "the read is on record with the owner's tenant" "$TA dataset/corpus@1" \
+	"$(q "SELECT (detail->>'dataset_tenant') || ' ' || resource FROM audit_log
+		WHERE action = 'dataset.read' AND detail->>'attempt_id' = '$ATT'")"
+TOKEN=$OLGA
+api GET "/v1/tenants/$TA/reports/data-access?format=json"
+check_json "the owner's data-access report lists the other tenant's read" "$TB" \
+	"[.sections[0].rows[] | select(.action == \"dataset.read\" and .tenant == \"$TB\") | .tenant] | first"
+check_status "the owner revokes the grant" 204 DELETE "/v1/tenants/$TA/datasets/corpus/grants/$CORPUS_GRANT"
+check_status "a second revocation: 409" 409 DELETE "/v1/tenants/$TA/datasets/corpus/grants/$CORPUS_GRANT"
+submit_ds "$BOB" "$TB" "$TA/corpus"
+check_eq "after the revocation no new job names it" "422 unknown_dataset" "$STATUS $(jb '.errors[0].code')"
+attempt "$J3" revoked
+check "an attempt that starts after the revocation does not run" test "$WRC" -ne 0
+check_match "it was refused the key" "/key: HTTP 403" "$(cat "$TY_TMP/revoked.err")"
+check_eq "and the refusal is on record" grant_not_in_force \
+	"$(q "SELECT detail->>'code' FROM audit_log WHERE action = 'dataset.read' AND status = 403
+		AND resource LIKE '%/$ATT/%'")"
+TOKEN=$ADMIN
+api GET "/v1/jobs/$J3"
+check_json "and its job failed" failed .state
+check "nothing of the dataset was unsealed for it" test ! -e "$TRAINYARD_DATA_ROOT/tenants/$(q "SELECT id FROM tenants WHERE name = '$TB'")/attempts/$ATT"
+
+grant "$OLGA" pii "$TB" "$(in_days 3)"
+check_eq "a restricted dataset's grant waits for a platform admin" "201 pending" "$STATUS $(jb .state)"
+PII_GRANT=$(jb .id)
+submit_ds "$BOB" "$TB" "$TA/pii"
+check_eq "a pending grant is not in force" "422 unknown_dataset" "$STATUS $(jb '.errors[0].code')"
+TOKEN=$OLGA
+check_status "the owner cannot approve it: 403" 403 POST "/v1/tenants/$TA/datasets/pii/grants/$PII_GRANT/approve"
+TOKEN=$ADMIN
+check_status "a platform admin approves it" 200 POST "/v1/tenants/$TA/datasets/pii/grants/$PII_GRANT/approve"
+check_json "in force" active .state
+check_status "approving twice: 409" 409 POST "/v1/tenants/$TA/datasets/pii/grants/$PII_GRANT/approve"
+submit_ds "$BOB" "$TB" "$TA/pii"
+check_eq "then the grantee's job may name it" 201 "$STATUS"
+TOKEN=$ADMIN
+api GET "/v1/tenants/$TA/reports/permission-changes?format=json"
+check_json "the owner's permission-changes report lists grants, approval, revocation and exemption" \
+	"dataset.exempt dataset.grant dataset.grant.approve dataset.grant.revoke" \
+	'[.sections[] | select(.name == "datasets") | .rows[].action] | unique | join(" ")'
+api GET "/v1/tenants/$TB/reports/permission-changes?format=json"
+check_json "and the grantee's lists the grants made to it" "corpus pii" \
+	'[.sections[] | select(.name == "datasets") | .rows[] | select(.action == "dataset.grant") | .dataset] | unique | join(" ")'
 summary

@@ -68,17 +68,24 @@ START_TEST(names_and_refs)
 	big[63] = '\0';
 	ck_assert(dataset_name_valid(big));
 
-	char name[DATASET_NAME_MAX + 1], why[128];
+	char owner[DATASET_TENANT_MAX + 1], name[DATASET_NAME_MAX + 1], why[160];
 	int v = -1;
-	ck_assert_int_eq(dataset_ref_parse("owt", name, &v, why, sizeof(why)), 0);
+	ck_assert_int_eq(dataset_ref_parse("owt", owner, name, &v, why, sizeof(why)), 0);
 	ck_assert_str_eq(name, "owt");
+	ck_assert_str_eq(owner, "");
 	ck_assert_int_eq(v, 0);
-	ck_assert_int_eq(dataset_ref_parse("owt@12", name, &v, why, sizeof(why)), 0);
+	ck_assert_int_eq(dataset_ref_parse("owt@12", owner, name, &v, why, sizeof(why)), 0);
 	ck_assert_int_eq(v, 12);
+	ck_assert_int_eq(dataset_ref_parse("team-b/owt@3", owner, name, &v, why, sizeof(why)), 0);
+	ck_assert_str_eq(owner, "team-b");
+	ck_assert_str_eq(name, "owt");
+	ck_assert_int_eq(v, 3);
 	static const char *const bad[] = {"owt@", "owt@0", "owt@01", "owt@-1",         "owt@1x",
-	                                  "@3",   "O@1",   "a@1@2",  "owt@99999999999"};
+	                                  "@3",   "O@1",   "a@1@2",  "/owt",           "Team/owt",
+	                                  "t/",   "a/b/c", "9t/owt", "owt@99999999999"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		ck_assert_msg(dataset_ref_parse(bad[i], name, &v, why, sizeof(why)) < 0 && why[0],
+		ck_assert_msg(dataset_ref_parse(bad[i], owner, name, &v, why, sizeof(why)) < 0 &&
+		                  why[0],
 		              "%s was accepted", bad[i]);
 }
 END_TEST
