@@ -101,6 +101,16 @@ int h_attempt_create(api_req *rq)
 	return api_reply(rq, 201, a);
 }
 
+/*
+ * The classification of what job $1 trains on: the most sensitive of its
+ * datasets, or 'internal' for data paths (docs/datasets.md).
+ */
+#define JOB_CLASSIFICATION                                                                         \
+	"coalesce((SELECT d.classification FROM job_datasets jd"                                   \
+	" JOIN dataset_versions v ON v.id = jd.version_id JOIN datasets d ON d.id = v.dataset_id"  \
+	" WHERE jd.job_id = $1 ORDER BY array_position(ARRAY['public', 'internal',"                \
+	" 'confidential', 'restricted'], d.classification) DESC LIMIT 1), 'internal')"
+
 int h_attempt_get(api_req *rq)
 {
 	const char *p[] = {rq->scope.attempt_id};
@@ -364,10 +374,13 @@ int h_attempt_checkpoint(api_req *rq)
 		rc = api_query_json(
 		    rq,
 		    "WITH c AS (INSERT INTO checkpoints (job_id, attempt_id, step, world, bytes, "
-		    "shards)"
-		    " VALUES ($1, $2, $3::int, $4::int, $5::bigint, $6::jsonb)"
+		    "shards, classification, parent_step)"
+		    " VALUES ($1, $2, $3::int, $4::int, $5::bigint, $6::jsonb, " JOB_CLASSIFICATION
+		    ","
+		    " (SELECT max(step) FROM checkpoints WHERE job_id = $1 AND step < $3::int))"
 		    " ON CONFLICT (job_id, step) DO UPDATE SET attempt_id = EXCLUDED.attempt_id,"
 		    " world = EXCLUDED.world, bytes = EXCLUDED.bytes, shards = EXCLUDED.shards,"
+		    " classification = EXCLUDED.classification, parent_step = EXCLUDED.parent_step,"
 		    " created_at = clock_timestamp() RETURNING id, step)"
 		    " SELECT row_to_json(c) FROM c",
 		    6, p, &c);

@@ -291,3 +291,58 @@ int h_attempt_dataset_key(api_req *rq)
 		return api_fail_db(rq, rc);
 	return api_reply(rq, 200, out);
 }
+
+/*
+ * GET /v1/tenants/{tenant}/datasets/{dataset}/derived[?version=N&limit=N]:
+ * the checkpoints trained on the dataset (or one version of it), the
+ * newest first, its grantees' included (docs/datasets.md, lineage).
+ */
+int h_dataset_derived(api_req *rq)
+{
+	const char *ver = api_query(rq, "version"), *lim = api_query(rq, "limit");
+	char v[16] = "0", l[16];
+	long n = 100;
+	if (ver) {
+		char *end;
+		long x = strtol(ver, &end, 10);
+		if (*end || x < 1 || x > 100000000)
+			return api_fail(rq, ERR_BAD_REQUEST, "version is a whole number from 1");
+		snprintf(v, sizeof(v), "%ld", x);
+	}
+	if (lim) {
+		char *end;
+		n = strtol(lim, &end, 10);
+		if (*end || n < 1 || n > rq->cfg->page_max)
+			return api_fail(rq, ERR_BAD_REQUEST, "limit must be 1 to %d",
+			                rq->cfg->page_max);
+	}
+	snprintf(l, sizeof(l), "%ld", n);
+	const char *p[] = {rq->scope.tenant_id, route_param(&rq->params, "dataset"), v, l};
+	json_t *items = NULL;
+	int rc = api_query_json(
+	    rq,
+	    "SELECT CASE WHEN d.id IS NULL THEN NULL ELSE (SELECT coalesce(json_agg(x"
+	    " ORDER BY x.created_at DESC, x.checkpoint_id), '[]') FROM (SELECT c.id AS "
+	    "checkpoint_id,"
+	    " jt.name AS tenant, j.id AS job_id, j.name AS job, c.step, c.classification,"
+	    " v.version, jd.role, " TS(
+	        "c.created_at") " AS created_at"
+	                        " FROM dataset_versions v JOIN job_datasets jd ON jd.version_id = "
+	                        "v.id"
+	                        " JOIN jobs j ON j.id = jd.job_id JOIN tenants jt ON jt.id = "
+	                        "j.tenant_id"
+	                        " JOIN checkpoints c ON c.job_id = j.id WHERE v.dataset_id = d.id"
+	                        " AND ($3::int = 0 OR v.version = $3::int) ORDER BY c.created_at "
+	                        "DESC, c.id"
+	                        " LIMIT $4::int) x) END FROM (SELECT 1) one LEFT JOIN datasets d"
+	                        " ON d.tenant_id = $1 AND d.name = $2",
+	    4, p, &items);
+	if (rc)
+		return api_fail_db(rq, rc);
+	if (!items || json_is_null(items)) {
+		json_decref(items);
+		return api_fail(rq, ERR_DATASET_NOT_FOUND, "no dataset \"%s\" in this tenant",
+		                p[1]);
+	}
+	return api_reply(rq, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
+}

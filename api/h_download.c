@@ -80,10 +80,20 @@ static int checkpoint_file(api_req *rq, const char *name, int *step)
 	int rc = api_db(rq);
 	if (rc == 0)
 		rc = db_query(rq->db, &r,
-		              "SELECT step FROM checkpoints WHERE id = $1 AND ($2 = '" MANIFEST_NAME
-		              "' OR EXISTS (SELECT 1 FROM jsonb_array_elements(shards) s"
-		              " WHERE s->>'name' = $2))",
+		              "SELECT step, classification FROM checkpoints WHERE id = $1"
+		              " AND ($2 = '" MANIFEST_NAME "' OR EXISTS (SELECT 1 FROM"
+		              " jsonb_array_elements(shards) s WHERE s->>'name' = $2))",
 		              2, p);
+	/* weights trained on restricted data leave only by the tenant's owner or an admin */
+	if (rc == 0 && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 1), "restricted") == 0 &&
+	    rq->scope.tenant_role != ROLE_OWNER && rq->who.platform != ROLE_ADMIN) {
+		PQclear(r);
+		api_fail(
+		    rq, ERR_FORBIDDEN,
+		    "the checkpoint was trained on restricted data: only the tenant's owner or "
+		    "a platform admin may download it");
+		return -1;
+	}
 	if (rc) {
 		PQclear(r);
 		api_fail_db(rq, rc);

@@ -9,7 +9,7 @@
 #include "server.h"
 
 #define CHECKPOINT_COLS                                                                            \
-	"c.id, c.job_id, c.attempt_id, c.step, c.world, c.bytes, c.shards, " TS(                   \
+	"c.id, c.job_id, c.attempt_id, c.step, c.world, c.bytes, c.shards, c.classification, " TS( \
 	    "c.created_at") " AS created_at"
 
 /* GET /v1/jobs/{job}/metrics?after=STEP: step lines in order, a page at a time. */
@@ -55,4 +55,38 @@ int h_checkpoint_get(api_req *rq)
 	                     "SELECT row_to_json(x) FROM (SELECT " CHECKPOINT_COLS
 	                     " FROM checkpoints c WHERE c.id = $1) x",
 	                     1, p, ERR_CHECKPOINT_NOT_FOUND);
+}
+
+/*
+ * GET /v1/checkpoints/{checkpoint}/lineage: what the checkpoint was trained
+ * on and from. Its job's dataset versions (with their owners, hashes and
+ * classifications) or data paths, and the checkpoint of the same job it
+ * follows (parent_step; its id while it is kept).
+ */
+int h_checkpoint_lineage(api_req *rq)
+{
+	const char *p[] = {rq->scope.checkpoint_id};
+	return api_reply_row(
+	    rq,
+	    "SELECT row_to_json(x) FROM (SELECT json_build_object('id', c.id, 'job_id', c.job_id,"
+	    " 'step', c.step, 'classification', c.classification) AS checkpoint,"
+	    " json_build_object('id', j.id, 'name', j.name, 'tenant', jt.name) AS job,"
+	    " (SELECT coalesce(json_agg(json_build_object('role', jd.role, 'owner', ot.name,"
+	    " 'dataset', d.name, 'version', v.version, 'version_id', v.id,"
+	    " 'classification', d.classification, 'sha256', encode(v.sha256, 'hex'),"
+	    " 'unmasked', v.unmasked) ORDER BY jd.role), '[]') FROM job_datasets jd"
+	    " JOIN dataset_versions v ON v.id = jd.version_id JOIN datasets d ON d.id = "
+	    "v.dataset_id"
+	    " JOIN tenants ot ON ot.id = d.tenant_id WHERE jd.job_id = j.id) AS datasets,"
+	    " CASE WHEN j.spec->'data'->>'train' IS NOT NULL AND NOT EXISTS (SELECT 1"
+	    " FROM job_datasets jd WHERE jd.job_id = j.id AND jd.role = 'train')"
+	    " THEN json_build_object('train', j.spec->'data'->>'train',"
+	    " 'val', j.spec->'data'->>'val') END AS data_paths,"
+	    " CASE WHEN c.parent_step IS NOT NULL THEN json_build_object('step', c.parent_step,"
+	    " 'checkpoint_id', (SELECT p.id FROM checkpoints p WHERE p.job_id = c.job_id"
+	    " AND p.step = c.parent_step)) END AS follows"
+	    " FROM checkpoints c JOIN jobs j ON j.id = c.job_id JOIN tenants jt ON jt.id = "
+	    "j.tenant_id"
+	    " WHERE c.id = $1) x",
+	    1, p, ERR_CHECKPOINT_NOT_FOUND);
 }

@@ -70,11 +70,13 @@ int h_dataset_grant_list(api_req *rq);
 int h_dataset_grant_approve(api_req *rq);
 int h_dataset_grant_revoke(api_req *rq);
 int h_shared_datasets(api_req *rq);
+int h_dataset_derived(api_req *rq);
 
 /* h_results.c */
 int h_job_metrics(api_req *rq);
 int h_job_checkpoints(api_req *rq);
 int h_checkpoint_get(api_req *rq);
+int h_checkpoint_lineage(api_req *rq);
 
 /* h_logs.c, h_download.c: a job's encrypted files, decrypted and streamed */
 int h_job_logs(api_req *rq);

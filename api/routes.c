@@ -50,6 +50,7 @@ static const route table[] = {
 	{"GET",    "/v1/jobs/{job}/metrics",              PERM_JOB_READ,        SCOPE_JOB,      NULL,             0,   h_job_metrics},
 	{"GET",    "/v1/jobs/{job}/checkpoints",          PERM_JOB_READ,        SCOPE_JOB,      NULL,             0,   h_job_checkpoints},
 	{"GET",    "/v1/checkpoints/{checkpoint}",        PERM_JOB_READ,        SCOPE_CHECKPOINT, NULL,           0,   h_checkpoint_get},
+	{"GET",    "/v1/checkpoints/{checkpoint}/lineage", PERM_JOB_READ,       SCOPE_CHECKPOINT, NULL,           0,   h_checkpoint_lineage},
 	{"GET",    "/v1/jobs/{job}/logs",                 PERM_JOB_READ,        SCOPE_JOB,      "log.read",       0,   h_job_logs},
 	{"GET",    "/v1/checkpoints/{checkpoint}/download", PERM_CHECKPOINT_DOWNLOAD, SCOPE_CHECKPOINT, "checkpoint.download", 0, h_checkpoint_download},
 	{"POST",   "/v1/jobs/{job}/attempts",             PERM_JOB_DISPATCH,    SCOPE_JOB,      "attempt.create", 0,   h_attempt_create},
@@ -64,6 +65,7 @@ static const route table[] = {
 	{"GET",    "/v1/tenants/{tenant}/datasets/{dataset}/grants", PERM_DATASET_READ, SCOPE_TENANT, NULL,   0,   h_dataset_grant_list},
 	{"POST",   "/v1/tenants/{tenant}/datasets/{dataset}/grants/{grant}/approve", PERM_DATASET_APPROVE, SCOPE_TENANT, "dataset.grant.approve", 0, h_dataset_grant_approve},
 	{"DELETE", "/v1/tenants/{tenant}/datasets/{dataset}/grants/{grant}", PERM_DATASET_GRANT, SCOPE_TENANT, "dataset.grant.revoke", 0, h_dataset_grant_revoke},
+	{"GET",    "/v1/tenants/{tenant}/datasets/{dataset}/derived", PERM_DATASET_READ, SCOPE_TENANT, NULL, 0,   h_dataset_derived},
 	{"GET",    "/v1/tenants/{tenant}/shared-datasets", PERM_DATASET_READ,   SCOPE_TENANT,   NULL,             0,   h_shared_datasets},
 
 	/* the verifiable audit log (docs/audit.md) */

@@ -81,3 +81,13 @@ CREATE TABLE dataset_grants (
     CHECK (expires_at > created_at)
 );
 CREATE INDEX dataset_grants_by_grantee ON dataset_grants (tenant_id, dataset_id);
+
+-- A checkpoint is classified as the most sensitive data it was trained on:
+-- its job's datasets ('internal' for a job on data paths), fixed when it
+-- is registered. Downloads obey it.
+-- parent_step: the job's newest checkpoint when this one was registered,
+-- the state its attempt resumed from or trained on from (NULL: the first).
+ALTER TABLE checkpoints
+    ADD COLUMN classification text NOT NULL DEFAULT 'internal'
+        CHECK (classification IN ('public', 'internal', 'confidential', 'restricted')),
+    ADD COLUMN parent_step integer;

@@ -327,4 +327,37 @@ check_json "the owner's permission-changes report lists grants, approval, revoca
 api GET "/v1/tenants/$TB/reports/permission-changes?format=json"
 check_json "and the grantee's lists the grants made to it" "corpus pii" \
 	'[.sections[] | select(.name == "datasets") | .rows[] | select(.action == "dataset.grant") | .dataset] | unique | join(" ")'
+
+# ---- lineage and weights -------------------------------------------------------
+TOKEN=$ALICE
+check_status "the first job's checkpoints" 200 GET "/v1/jobs/$J/checkpoints"
+check_json "classified as their data: internal" internal '[.items[].classification] | unique | join(",")'
+CK=$(jb '.items | max_by(.step) | .id')
+check_status "a checkpoint's lineage" 200 GET "/v1/checkpoints/$CK/lineage"
+check_json "names the dataset version it was trained on, with its hash" \
+	"train $TA corpus 1 $CORPUS_SHA" '.datasets[0] | "\(.role) \(.owner) \(.dataset) \(.version) \(.sha256)"'
+check_json "and the checkpoint it continues from" 3 .follows.step
+check_json "and no data paths" null .data_paths
+TOKEN=$BOB
+check_status "another tenant cannot read it: 404" 404 GET "/v1/checkpoints/$CK/lineage"
+TOKEN=$VIC
+check_status "the derived checkpoints of corpus" 200 GET "/v1/tenants/$TA/datasets/corpus/derived"
+check_json "are the owner's and the grantee's" "$TA $TB" '[.items[].tenant] | unique | join(" ")'
+check_json "each at its version" 1 '[.items[].version] | unique | join(",")'
+check_status "of a version that has none" 200 GET "/v1/tenants/$TA/datasets/corpus/derived?version=2"
+check_json "none" 0 '.items | length'
+check_status "of a dataset that does not exist: 404" 404 GET "/v1/tenants/$TA/datasets/nosuch/derived"
+
+submit_ds "$ALICE" "$TA" "pii"
+check_eq "a job on restricted data" 201 "$STATUS"
+JR=$(jb .id)
+attempt "$JR" restricted
+check_eq "trains" 0 "$WRC"
+TOKEN=$ALICE
+api GET "/v1/jobs/$JR/checkpoints"
+check_json "its checkpoints are restricted" restricted '[.items[].classification] | unique | join(",")'
+CKR=$(jb '.items[0].id')
+check_status "an editor may not download them: 403" 403 GET "/v1/checkpoints/$CKR/download"
+TOKEN=$OLGA
+check_status "the tenant's owner may" 200 GET "/v1/checkpoints/$CKR/download"
 summary
