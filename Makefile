@@ -87,7 +87,7 @@ help:
 	@echo "make SANITIZE=address,undefined test   the same under ASan/UBSan (build/san)"
 	@echo "make fuzz         libFuzzer targets, FUZZ_SECONDS each (default 20)"
 	@echo "make chaos        the chaos test alone, CHAOS_SECONDS long (default 600)"
-	@echo "make bench        API, trainer, crypto, scheduler and audit log benchmarks"
+	@echo "make bench        API, trainer, crypto, scheduler, audit log and lineage benchmarks"
 	@echo "make demo         bring up the local stack and submit a job"
 	@echo "make deps         install the Debian packages when missing"
 	@echo "make docs         regenerate docs/errors.md from lib/errors.def"
@@ -256,6 +256,8 @@ bench: $(BINS) $(BUILD)/bench/sgemm $(BUILD)/bench/crypto $(BUILD)/bench/sched
 	@BUILD=$(BUILD) bench/sched
 	@echo
 	@BUILD=$(BUILD) bench/audit
+	@echo
+	@BUILD=$(BUILD) bench/lineage
 
 demo:
 	@deploy/demo
