@@ -133,6 +133,14 @@ static int take_option(const opt_spec *specs, int argc, char **argv, int *i, opt
 		}
 		val = argv[++*i];
 	}
+	if (specs[k].has_arg) {
+		if (out->ngiven == ARGS_MAX_GIVEN) {
+			snprintf(err, errlen, "more than %d options with values", ARGS_MAX_GIVEN);
+			return -1;
+		}
+		out->given_opt[out->ngiven] = k;
+		out->given_val[out->ngiven++] = val;
+	}
 	out->set[k] = true;
 	out->val[k] = val;
 	return 0;
@@ -212,6 +220,16 @@ int args_parse_cmd(const cli_ctx *ctx, const cli_command *cmd, const opt_spec *s
 		return CLI_OK;
 	}
 	return -1;
+}
+
+int args_pair(const char *s, size_t *name_len, const char **value)
+{
+	const char *eq = strchr(s, '=');
+	if (!eq || eq == s)
+		return -1;
+	*name_len = (size_t)(eq - s);
+	*value = eq + 1;
+	return 0;
 }
 
 int args_int(const char *s, long long min, long long max, long long *out)

@@ -14,8 +14,9 @@
 
 #include "cli.h"
 
-#define ARGS_MAX_OPTS 24 /* yardctl plan has 19 */
-#define ARGS_MAX_POS  8
+#define ARGS_MAX_OPTS  24 /* yardctl plan has 19 */
+#define ARGS_MAX_POS   8
+#define ARGS_MAX_GIVEN 64 /* options with a value on one command line, repeats included */
 
 /* The global flags as found on the command line; NULL when absent. */
 typedef struct args_global {
@@ -44,9 +45,13 @@ typedef struct opt_spec {
 
 typedef struct opt_result {
 	bool set[ARGS_MAX_OPTS];        /* by index in the spec list */
-	const char *val[ARGS_MAX_OPTS]; /* the value, for options with has_arg */
+	const char *val[ARGS_MAX_OPTS]; /* the value (the last, if repeated), for has_arg */
 	const char *pos[ARGS_MAX_POS];  /* positional arguments in order */
 	int npos;
+	/* every option with a value, in the order given: all the values of a repeated one */
+	int given_opt[ARGS_MAX_GIVEN];         /* its index in the spec list */
+	const char *given_val[ARGS_MAX_GIVEN]; /* its value */
+	int ngiven;
 	bool help; /* -h or --help was given */
 } opt_result;
 
@@ -70,6 +75,13 @@ int args_parse_cmd(const cli_ctx *ctx, const cli_command *cmd, const opt_spec *s
 
 /* Print "yardctl: <msg>" and the usage of cmd on stderr. RET: CLI_USAGE. */
 int args_usage_error(const cli_ctx *ctx, const cli_command *cmd, const char *msg);
+
+/*
+ * Split "NAME=VALUE" at its first '='. OUT: *name_len (the name is
+ * s[0..*name_len)), *value (after the '=', may be empty). RET 0, or -1
+ * when s has no '=' or the name is empty.
+ */
+int args_pair(const char *s, size_t *name_len, const char **value);
 
 /* RET 0 and *out when s is a whole decimal integer in [min, max], else -1. */
 int args_int(const char *s, long long min, long long max, long long *out);

@@ -25,6 +25,8 @@ static const cli_command top_commands[] = {
     {"member", NULL, "tenant members and their roles", NULL, NULL, member_commands},
     {"job", NULL, "training jobs", NULL, NULL, job_commands},
     {"checkpoint", NULL, "registered checkpoints of jobs", NULL, NULL, checkpoint_commands},
+    {"dataset", NULL, "a tenant's registered datasets and their versions", NULL, NULL,
+     dataset_commands},
     {"audit", NULL, "the verifiable audit log: heads, proofs, export, offline verification", NULL,
      NULL, audit_commands},
     {"report",

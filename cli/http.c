@@ -48,14 +48,24 @@ static int transport(const cli_ctx *ctx, const http_request *req, FILE *stream_t
 	    .idempotency_key = req->idempotency_key,
 	    .body = req->body,
 	    .body_len = req->body_len,
+	    .upload_from = req->upload_from,
+	    .upload_size = req->upload_size,
+	    .content_type = req->content_type,
 	    .agent = "yardctl",
 	    .connect_timeout_s = HTTP_CONNECT_TIMEOUT_S,
-	    .timeout_s = stream_to ? 0 : HTTP_TIMEOUT_S, /* a stream lasts as the server sends */
+	    /* a stream lasts as the server sends, an upload as long as the file */
+	    .timeout_s = stream_to || req->upload_from ? 0 : HTTP_TIMEOUT_S,
+	    /* but an upload that stalls fails */
+	    .low_speed_bps = req->upload_from ? HTTP_STALL_BPS : 0,
+	    .low_speed_time_s = req->upload_from ? HTTP_STALL_S : 0,
 	    .answer_max = HTTP_BODY_MAX,
 	    .stream_to = stream_to,
 	};
 	int rc = httpc_send(NULL, &r, a) == 0 ? CLI_OK : CLI_SERVER;
-	if (rc != CLI_OK && a->too_big)
+	if (rc != CLI_OK && a->read_failed) {
+		fprintf(stderr, "yardctl: %s\n", a->error);
+		rc = CLI_USAGE;
+	} else if (rc != CLI_OK && a->too_big)
 		fprintf(stderr, "yardctl: the answer from %s is larger than %u bytes\n", ctx->url,
 		        HTTP_BODY_MAX);
 	else if (rc != CLI_OK)
@@ -123,6 +133,17 @@ int http_stream(const cli_ctx *ctx, const char *path, FILE *out)
 	}
 	httpc_answer_release(&a);
 	return rc;
+}
+
+int http_upload(const cli_ctx *ctx, const char *path, const char *content_type, FILE *from,
+                long long size, json_t **resp)
+{
+	http_request req = {.method = "POST",
+	                    .path = path,
+	                    .upload_from = from,
+	                    .upload_size = size,
+	                    .content_type = content_type};
+	return http_call(ctx, &req, resp);
 }
 
 int http_json(const cli_ctx *ctx, const char *method, const char *path, const json_t *body,

@@ -7,6 +7,10 @@
  * the answer at HTTP_BODY_MAX, and on any failure prints the reason on
  * stderr (the server's problem+json, or the transport error) before
  * returning the exit status. The token is never printed or logged.
+ *
+ * An upload (http_upload()) streams its body from a file and has no total
+ * timeout, only the connect timeout and a stall limit: it fails when less
+ * than HTTP_STALL_BPS bytes/s move for HTTP_STALL_S seconds.
  */
 #ifndef YARDCTL_HTTP_H
 #define YARDCTL_HTTP_H
@@ -22,6 +26,8 @@
 #define HTTP_BODY_MAX          (16u << 20)
 #define HTTP_CONNECT_TIMEOUT_S 5L
 #define HTTP_TIMEOUT_S         30L
+#define HTTP_STALL_BPS         1L
+#define HTTP_STALL_S           60L
 
 typedef struct http_request {
 	const char *method;          /* "GET", "POST", "PUT", "DELETE" */
@@ -29,6 +35,9 @@ typedef struct http_request {
 	const char *body;            /* request body, or NULL for none */
 	size_t body_len;             /* bytes of body */
 	const char *idempotency_key; /* Idempotency-Key header, or NULL */
+	FILE *upload_from;           /* or a body streamed from here (see httpc.h), or NULL */
+	long long upload_size;       /* its bytes; -1: unknown, sent chunked */
+	const char *content_type;    /* of the body; NULL: application/json */
 } http_request;
 
 /*
@@ -44,6 +53,15 @@ int http_call(const cli_ctx *ctx, const http_request *req, json_t **resp);
  * reported as by http_call(). RET: CLI_OK or the exit status.
  */
 int http_stream(const cli_ctx *ctx, const char *path, FILE *out);
+
+/*
+ * POST path with the body read from `from` as it is sent (size bytes, or
+ * -1 when unknown: chunked) as content_type. A file that cannot be read,
+ * or ends short of size, fails with CLI_USAGE after saying so; anything
+ * else as http_call(). OUT: *resp. RET: CLI_OK or the exit status.
+ */
+int http_upload(const cli_ctx *ctx, const char *path, const char *content_type, FILE *from,
+                long long size, json_t **resp);
 
 /* http_call() with body encoded from a JSON value (borrowed; may be NULL). */
 int http_json(const cli_ctx *ctx, const char *method, const char *path, const json_t *body,

@@ -4,6 +4,7 @@
 #include "httpc.h"
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <openssl/crypto.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,40 @@ static size_t on_body(char *data, size_t size, size_t n, void *arg)
 	return add;
 }
 
+/* The body being sent from upload_from. */
+typedef struct sending {
+	const httpc_request *r;
+	long long sent; /* bytes handed to curl so far */
+	int read_errno; /* errno of a failed read, or 0 */
+	bool failed;    /* the read failed, or the file ended before upload_size */
+} sending;
+
+static size_t on_read(char *buf, size_t size, size_t n, void *arg)
+{
+	sending *out = arg;
+	const httpc_request *r = out->r;
+	size_t want = size * n;
+	if (r->upload_size >= 0) {
+		long long left = r->upload_size - out->sent;
+		if (left <= 0)
+			return 0; /* all of it is out: whatever the file gained since is not sent */
+		if ((unsigned long long)left < want)
+			want = (size_t)left;
+	}
+	size_t got = fread(buf, 1, want, r->upload_from);
+	if (got == 0 && ferror(r->upload_from)) {
+		out->read_errno = errno;
+		out->failed = true;
+		return CURL_READFUNC_ABORT;
+	}
+	if (got == 0 && r->upload_size >= 0) {
+		out->failed = true; /* the file shrank after its size was taken */
+		return CURL_READFUNC_ABORT;
+	}
+	out->sent += (long long)got;
+	return got;
+}
+
 /* Overwrite every header before freeing: one of them holds the token. */
 static void headers_free(struct curl_slist *h)
 {
@@ -99,15 +134,58 @@ static int header_add(struct curl_slist **h, const char *name, const char *prefi
 static struct curl_slist *headers_build(const httpc_request *r)
 {
 	struct curl_slist *h = NULL;
+	bool upload = r->upload_from != NULL;
+	const char *type = r->content_type ? r->content_type : "application/json";
 	if (header_add(&h, "Accept", "", "application/json") < 0 ||
-	    header_add(&h, "Content-Type", "", "application/json") < 0 ||
+	    header_add(&h, "Content-Type", "", type) < 0 ||
 	    (r->bearer && header_add(&h, "Authorization", "Bearer ", r->bearer) < 0) ||
-	    (r->idempotency_key && header_add(&h, "Idempotency-Key", "", r->idempotency_key) < 0))
+	    (r->idempotency_key && header_add(&h, "Idempotency-Key", "", r->idempotency_key) < 0) ||
+	    (upload && r->upload_size < 0 &&
+	     header_add(&h, "Transfer-Encoding", "", "chunked") < 0))
 		return NULL;
-	struct curl_slist *n = curl_slist_append(h, "Expect:"); /* no 100-continue round trip */
+	/*
+	 * A JSON body is small: no 100-continue round trip. An upload waits for
+	 * the server's go-ahead, so a refusal costs none of its bytes.
+	 */
+	struct curl_slist *n = curl_slist_append(h, upload ? "Expect: 100-continue" : "Expect:");
 	if (!n)
 		headers_free(h);
 	return n;
+}
+
+/* Set the body options: JSON from memory, a stream from upload_from, or none. */
+static void body_set(CURL *c, const httpc_request *r, sending *out)
+{
+	if (r->upload_from) {
+		curl_easy_setopt(c, CURLOPT_POST, 1L);
+		curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
+		curl_easy_setopt(c, CURLOPT_READDATA, out);
+		/* -1 (unknown) leaves the size out: the chunked header above takes over */
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
+		                 (curl_off_t)(r->upload_size >= 0 ? r->upload_size : -1));
+	} else if (r->body) {
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, r->body);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
+	} else if (strcmp(r->method, "POST") == 0) {
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
+	}
+}
+
+/* Say why the exchange failed, into a->error. */
+static void error_set(httpc_answer *a, const sending *out, CURLcode res, const char *errbuf)
+{
+	if (out->failed) {
+		a->read_failed = true;
+		snprintf(a->error, sizeof(a->error), "could not read the body: %s",
+		         out->read_errno
+		             ? strerror(out->read_errno)
+		             : "it ended before its size (it changed while being sent)");
+	} else {
+		snprintf(a->error, sizeof(a->error), "%s",
+		         a->too_big ? "the answer is too large"
+		         : *errbuf  ? errbuf
+		                    : curl_easy_strerror(res));
+	}
 }
 
 int httpc_send(void *curl, const httpc_request *r, httpc_answer *a)
@@ -123,33 +201,30 @@ int httpc_send(void *curl, const httpc_request *r, httpc_answer *a)
 	}
 	char errbuf[CURL_ERROR_SIZE] = "";
 	receiving in = {.a = a, .r = r, .curl = c};
+	sending out = {.r = r};
 	curl_easy_reset(c);
 	curl_easy_setopt(c, CURLOPT_URL, r->url);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, r->connect_timeout_s);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, r->timeout_s);
+	if (r->low_speed_time_s > 0) {
+		curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, r->low_speed_bps);
+		curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, r->low_speed_time_s);
+	}
 	curl_easy_setopt(c, CURLOPT_USERAGENT, r->agent);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &in);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	if (r->body) {
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, r->body);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
-	} else if (strcmp(r->method, "POST") == 0) {
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
-	}
+	body_set(c, r, &out);
 	if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "POST") != 0)
 		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, r->method);
 	CURLcode res = curl_easy_perform(c);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
 	int rc = 0;
 	if (res != CURLE_OK) {
-		snprintf(a->error, sizeof(a->error), "%s",
-		         a->too_big ? "the answer is too large"
-		         : *errbuf  ? errbuf
-		                    : curl_easy_strerror(res));
+		error_set(a, &out, res, errbuf);
 		rc = -1;
 	} else {
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &a->status);

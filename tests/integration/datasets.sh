@@ -112,13 +112,32 @@ check_eq "in a private directory" 700 "$(stat -c %a "$VDIR")"
 check "no address, card or id appears in the stored bytes" \
 	bash -c "! grep -a -q -e 'jane.doe' -e '4111 1111' -e 'EMP-123456' -e 'Ticket' '$VDIR/shard_000000.bin'"
 
+cat "$DATA"/train_*.bin >"$TY_TMP/shards.bin"
+
+# ---- the same through yardctl (streamed from a file and from a pipe) ---------
+y "$ALICE" dataset create "$TA" clidata --classification internal --mask-pattern 'ticket=Ticket [0-9]+'
+expect_rc "yardctl dataset create" 0
+y "$ALICE" dataset create "$TA" clidata2 --classification internal --mask-pattern 'noequals'
+expect_rc "a --mask-pattern without NAME=REGEX is a usage error" 2
+y "$ALICE" -o json dataset upload "$TA" clidata "$TY_TMP/notes.txt" --format text
+expect_rc "yardctl dataset upload FILE" 0
+check_eq "masks the dataset's own pattern too" "1 2" \
+	"$(printf '%s' "$OUT" | jq -r '"\(.masking.counts.ticket) \(.masking.counts.email)"')"
+OUT=$(TRAINYARD_TOKEN=$ALICE "$YARDCTL" -o json dataset upload "$TA" clidata - --format tokens \
+	<"$TY_TMP/shards.bin" 2>&1) || true
+check_eq "and from a pipe, sent chunked" "2 tokens" "$(printf '%s' "$OUT" | jq -r '"\(.version) \(.format)"')"
+y "$ALICE" -o json dataset show "$TA" clidata
+check_eq "yardctl dataset show lists both versions" "1,2" \
+	"$(printf '%s' "$OUT" | jq -r '[.versions[].version] | join(",")')"
+y "$VIC" dataset list "$TA"
+check_match "yardctl dataset list" "clidata +internal +2" "$OUT"
+
 # ---- a restricted dataset ----------------------------------------------------
 check_status "a restricted dataset" 201 POST "/v1/tenants/$TA/datasets" "${JSON[@]}" \
 	-d '{"name": "pii", "classification": "restricted"}'
 upload "$TA" pii "format=text&mask=off" text/plain "$TY_TMP/notes.txt"
 check_eq "takes no unmasked text: 422 masking_required" "422 masking_required" \
 	"$STATUS $(jb .code)"
-cat "$DATA"/train_*.bin >"$TY_TMP/shards.bin"
 upload "$TA" pii "format=tokens" application/octet-stream "$TY_TMP/shards.bin"
 check_eq "nor token shards" "422 masking_required" "$STATUS $(jb .code)"
 check_status "an editor may not exempt it: 403" 403 PUT "/v1/tenants/$TA/datasets/pii/exemption" \
@@ -306,6 +325,19 @@ api GET "/v1/jobs/$J3"
 check_json "and its job failed" failed .state
 check "nothing of the dataset was unsealed for it" test ! -e "$TRAINYARD_DATA_ROOT/tenants/$(q "SELECT id FROM tenants WHERE name = '$TB'")/attempts/$ATT"
 
+soon=$(date -u -d '+2 seconds' +%Y-%m-%dT%H:%M:%SZ)
+grant "$OLGA" notes "$TB" "$soon"
+check_eq "a grant that ends in two seconds" "201 active" "$STATUS $(jb .state)"
+submit_ds "$BOB" "$TB" "$TA/notes"
+check_eq "is in force until then" 201 "$STATUS"
+sleep 3
+submit_ds "$BOB" "$TB" "$TA/notes"
+check_eq "and not after: an expired grant gives nothing" "422 unknown_dataset" \
+	"$STATUS $(jb '.errors[0].code')"
+TOKEN=$OLGA
+api GET "/v1/tenants/$TA/datasets/notes/grants"
+check_json "the grant shows as expired" expired '.items[0].state'
+
 grant "$OLGA" pii "$TB" "$(in_days 3)"
 check_eq "a restricted dataset's grant waits for a platform admin" "201 pending" "$STATUS $(jb .state)"
 PII_GRANT=$(jb .id)
@@ -325,7 +357,7 @@ check_json "the owner's permission-changes report lists grants, approval, revoca
 	"dataset.exempt dataset.grant dataset.grant.approve dataset.grant.revoke" \
 	'[.sections[] | select(.name == "datasets") | .rows[].action] | unique | join(" ")'
 api GET "/v1/tenants/$TB/reports/permission-changes?format=json"
-check_json "and the grantee's lists the grants made to it" "corpus pii" \
+check_json "and the grantee's lists the grants made to it" "corpus notes pii" \
 	'[.sections[] | select(.name == "datasets") | .rows[] | select(.action == "dataset.grant") | .dataset] | unique | join(" ")'
 
 # ---- lineage and weights -------------------------------------------------------

@@ -318,6 +318,69 @@ START_TEST(test_parse_positional_counts)
 }
 END_TEST
 
+START_TEST(test_parse_repeated_option)
+{
+	static const opt_spec rep_specs[] = {
+	    {"mask-pattern", true, false},
+	    {"all", false, false},
+	    {"limit", true, false},
+	    {NULL, false, false},
+	};
+	const char *args[] = {"--mask-pattern",       "a=1", "--all", "--limit=5",
+	                      "--mask-pattern=b=2=3", "x",   NULL};
+	targv a;
+	opt_result o;
+	char err[128];
+	targv_init(&a, args);
+	ck_assert_int_eq(args_parse(rep_specs, 1, 1, a.argc, a.argv, &o, err, sizeof(err)), 0);
+	ck_assert_str_eq(o.val[0], "b=2=3"); /* val[] keeps the last */
+	ck_assert_int_eq(o.ngiven, 3);       /* --all takes no value: not listed */
+	ck_assert_int_eq(o.given_opt[0], 0);
+	ck_assert_str_eq(o.given_val[0], "a=1");
+	ck_assert_int_eq(o.given_opt[1], 2);
+	ck_assert_str_eq(o.given_val[1], "5");
+	ck_assert_int_eq(o.given_opt[2], 0);
+	ck_assert_str_eq(o.given_val[2], "b=2=3");
+	ck_assert_str_eq(o.pos[0], "x");
+	targv_free(&a);
+}
+END_TEST
+
+START_TEST(test_parse_too_many_values)
+{
+	static const opt_spec one[] = {{"p", true, false}, {NULL, false, false}};
+	char *argv[ARGS_MAX_GIVEN + 2];
+	char arg[] = "--p=v";
+	opt_result o;
+	char err[128];
+	for (int i = 0; i < ARGS_MAX_GIVEN + 1; i++)
+		argv[i] = arg;
+	argv[ARGS_MAX_GIVEN + 1] = NULL;
+	ck_assert_int_eq(args_parse(one, 0, 0, ARGS_MAX_GIVEN, argv, &o, err, sizeof(err)), 0);
+	ck_assert_int_eq(o.ngiven, ARGS_MAX_GIVEN);
+	ck_assert_int_eq(args_parse(one, 0, 0, ARGS_MAX_GIVEN + 1, argv, &o, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "more than 64 options with values");
+}
+END_TEST
+
+START_TEST(test_pair)
+{
+	size_t n;
+	const char *v;
+	ck_assert_int_eq(args_pair("employee_id=EMP-[0-9]{6}", &n, &v), 0);
+	ck_assert_uint_eq(n, 11);
+	ck_assert_str_eq(v, "EMP-[0-9]{6}");
+	ck_assert_int_eq(args_pair("k=a=b", &n, &v), 0); /* split at the first '=' */
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(v, "a=b");
+	ck_assert_int_eq(args_pair("k=", &n, &v), 0);
+	ck_assert_str_eq(v, "");
+	ck_assert_int_eq(args_pair("noequals", &n, &v), -1);
+	ck_assert_int_eq(args_pair("=x", &n, &v), -1);
+	ck_assert_int_eq(args_pair("", &n, &v), -1);
+}
+END_TEST
+
 START_TEST(test_numbers)
 {
 	long long v;
@@ -384,6 +447,38 @@ static const dispatch_case dispatch_cases[] = {
     {{"bootstrap", "--help"}, CLI_OK, "yardctl bootstrap"},
     {{"whoami", "--help"}, CLI_OK, "yardctl whoami"},
     {{"whoami", "extra"}, CLI_USAGE, NULL},
+    {{"dataset"}, CLI_USAGE, "yardctl dataset"},
+    {{"dataset", "--help"}, CLI_OK, "yardctl dataset"},
+    {{"dataset", "upload", "--help"}, CLI_OK, "yardctl dataset upload"},
+    {{"dataset", "list"}, CLI_USAGE, "yardctl dataset list"},
+    {{"dataset", "show", "t"}, CLI_USAGE, NULL},
+    {{"dataset", "create", "t", "d"}, CLI_USAGE, "yardctl dataset create"},
+    {{"dataset", "create", "t", "d", "--classification=secret"}, CLI_USAGE, NULL},
+    {{"dataset", "create", "t", "d", "--classification=public", "--mask-pattern=noeq"},
+     CLI_USAGE,
+     NULL},
+    {{"dataset", "create", "t", "d", "--classification=public", "--mask-pattern==x"},
+     CLI_USAGE,
+     NULL},
+    {{"dataset", "create", "t", "d", "--classification=public", "--mask-pattern=x="},
+     CLI_USAGE,
+     NULL},
+    {{"dataset", "create", "t", "d", "--classification=public", "--mask-pattern=a=1",
+      "--mask-pattern=b"},
+     CLI_USAGE,
+     NULL},
+    /* a command line that parses goes on to the (absent) server */
+    {{"dataset", "create", "t", "d", "--classification=restricted", "--mask-pattern=a=1",
+      "--mask-pattern=b=c=d"},
+     CLI_SERVER,
+     NULL},
+    {{"dataset", "upload", "t", "d", "/dev/null"}, CLI_USAGE, NULL},
+    {{"dataset", "upload", "t", "d", "/dev/null", "--format=csv"}, CLI_USAGE, NULL},
+    {{"dataset", "upload", "t", "d", "/dev/null", "--format=tokens", "--no-mask"}, CLI_USAGE, NULL},
+    {{"dataset", "upload", "t", "d", "/nonexistent/data.txt", "--format=text"}, CLI_USAGE, NULL},
+    {{"dataset", "upload", "t", "d", "/dev/null", "--format=text", "--no-mask"}, CLI_SERVER, NULL},
+    {{"dataset", "exempt", "t", "d"}, CLI_USAGE, NULL},
+    {{"dataset", "exempt", "t", "d", "--reason="}, CLI_USAGE, NULL},
 };
 
 START_TEST(test_dispatch_table)
@@ -433,6 +528,11 @@ START_TEST(test_usage_lists_every_leaf)
 	                      "  job show JOB_ID\n",
 	                      "  job cancel JOB_ID\n",
 	                      "  job events JOB_ID\n",
+	                      "  dataset create TENANT NAME --classification C",
+	                      "  dataset list TENANT\n",
+	                      "  dataset show TENANT NAME\n",
+	                      "  dataset upload TENANT NAME FILE --format tokens|text",
+	                      "  dataset exempt TENANT NAME --reason TEXT\n",
 	                      "  whoami\n",
 	                      "  5  server or connection error",
 	                      "--token TOKEN"};
@@ -725,6 +825,9 @@ static Suite *make_suite(void)
 	tcase_add_loop_test(t, test_parse_table, 0,
 	                    (int)(sizeof(parse_cases) / sizeof(parse_cases[0])));
 	tcase_add_test(t, test_parse_positional_counts);
+	tcase_add_test(t, test_parse_repeated_option);
+	tcase_add_test(t, test_parse_too_many_values);
+	tcase_add_test(t, test_pair);
 	tcase_add_test(t, test_numbers);
 	suite_add_tcase(s, t);
 

@@ -1,0 +1,349 @@
+/*
+ * cmd_dataset.c - yardctl dataset create | list | show | upload | exempt:
+ * a tenant's dataset registry (docs/datasets.md).
+ *
+ * An upload streams its file to the API as it reads it (http_upload()):
+ * the file is never held in memory whole, whatever its size.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cmd.h"
+#include "http.h"
+#include "routes.h"
+#include "sbuf.h"
+#include "url.h"
+
+static const out_col dataset_fields[] = {
+    {"id", "id"},
+    {"name", "name"},
+    {"description", "description"},
+    {"classification", "classification"},
+    {"mask_patterns", "mask_patterns"},
+    {"latest_version", "latest_version"},
+    {"masking_exempt", "masking_exempt"},
+    {"exempt_reason", "exempt_reason"},
+    {"exempt_at", "exempt_at"},
+    {"created_at", "created_at"},
+    {NULL, NULL},
+};
+
+static const out_col dataset_cols[] = {
+    {"NAME", "name"},
+    {"CLASSIFICATION", "classification"},
+    {"LATEST_VERSION", "latest_version"},
+    {"MASKING_EXEMPT", "masking_exempt"},
+    {"CREATED", "created_at"},
+    {NULL, NULL},
+};
+
+static const out_col version_fields[] = {
+    {"id", "id"},
+    {"version", "version"},
+    {"format", "format"},
+    {"shards", "shards"},
+    {"tokens", "tokens"},
+    {"max_token", "max_token"},
+    {"bytes", "bytes"},
+    {"sha256", "sha256"},
+    {"unmasked", "unmasked"},
+    {"created_at", "created_at"},
+    {NULL, NULL},
+};
+
+static const out_col version_cols[] = {
+    {"VERSION", "version"},    {"FORMAT", "format"}, {"SHARDS", "shards"},
+    {"TOKENS", "tokens"},      {"SHA256", "sha256"}, {"UNMASKED", "unmasked"},
+    {"CREATED", "created_at"}, {NULL, NULL},
+};
+
+/* The classifications docs/datasets.md names, least sensitive first. */
+static const char *const classifications[] = {"public", "internal", "confidential", "restricted"};
+
+static bool classification_ok(const char *s)
+{
+	for (size_t i = 0; i < sizeof(classifications) / sizeof(classifications[0]); i++)
+		if (strcmp(s, classifications[i]) == 0)
+			return true;
+	return false;
+}
+
+enum { OPT_CLASSIFICATION, OPT_DESCRIPTION, OPT_MASK_PATTERN };
+static const opt_spec create_opts[] = {
+    {"classification", true, true},
+    {"description", true, false},
+    {"mask-pattern", true, false}, /* may repeat: every value is in given_val[] */
+    {NULL, false, false},
+};
+
+/*
+ * The mask_patterns array from every --mask-pattern NAME=REGEX, split at
+ * the first '='. OUT: *patterns (NULL when none was given). RET 0, or -1
+ * with msg.
+ */
+static int mask_patterns_build(const opt_result *o, json_t **patterns, char *msg, size_t msglen)
+{
+	json_t *a = NULL;
+	*patterns = NULL;
+	for (int i = 0; i < o->ngiven; i++) {
+		size_t name_len;
+		const char *regex, *arg = o->given_val[i];
+		if (o->given_opt[i] != OPT_MASK_PATTERN)
+			continue;
+		if (args_pair(arg, &name_len, &regex) || !*regex) {
+			snprintf(msg, msglen,
+			         "--mask-pattern takes NAME=REGEX, both not empty: \"%s\"", arg);
+			goto fail;
+		}
+		json_t *name = json_stringn(arg, name_len), *re = json_string(regex);
+		if (!name || !re) {
+			json_decref(name);
+			json_decref(re);
+			snprintf(msg, msglen, "--mask-pattern \"%s\" is not valid UTF-8", arg);
+			goto fail;
+		}
+		if (!a)
+			a = json_array();
+		json_array_append_new(a, json_pack("{s:o, s:o}", "name", name, "regex", re));
+	}
+	*patterns = a;
+	return 0;
+fail:
+	json_decref(a);
+	return -1;
+}
+
+static int dataset_create(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
+{
+	opt_result o;
+	json_t *patterns;
+	char msg[512];
+	int rc = args_parse_cmd(ctx, self, create_opts, 2, 2, argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	if (!classification_ok(o.val[OPT_CLASSIFICATION]))
+		return args_usage_error(
+		    ctx, self, "--classification is public, internal, confidential or restricted");
+	if (mask_patterns_build(&o, &patterns, msg, sizeof(msg)))
+		return args_usage_error(ctx, self, msg);
+	json_t *body = json_object();
+	if (cmd_set_str(body, "name", o.pos[1]) ||
+	    cmd_set_str(body, "description", o.val[OPT_DESCRIPTION]) ||
+	    cmd_set_str(body, "classification", o.val[OPT_CLASSIFICATION])) {
+		rc = CLI_USAGE;
+	} else {
+		if (patterns)
+			json_object_set(body, "mask_patterns", patterns);
+		rc = cmd_show(ctx, "POST", URL_PATH(ROUTE_TENANT_DATASETS, o.pos[0]), body,
+		              dataset_fields);
+	}
+	json_decref(patterns);
+	json_decref(body);
+	return rc;
+}
+
+static int dataset_list(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
+{
+	opt_result o;
+	int rc = args_parse_cmd(ctx, self, NULL, 1, 1, argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	return cmd_list(ctx, URL_PATH(ROUTE_TENANT_DATASETS, o.pos[0]), true, dataset_cols);
+}
+
+static int dataset_show(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
+{
+	opt_result o;
+	json_t *ds = NULL;
+	int rc = args_parse_cmd(ctx, self, NULL, 2, 2, argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	char *path = URL_PATH(ROUTE_TENANT_DATASET, o.pos[0], o.pos[1]);
+	if (!path)
+		return cmd_bad_path();
+	rc = http_json(ctx, "GET", path, NULL, &ds);
+	free(path);
+	if (rc == CLI_OK)
+		rc = output_object(ctx, ds, dataset_fields); /* -o json: the whole answer */
+	if (rc == CLI_OK && ctx->format == CLI_FMT_TABLE) {
+		const json_t *versions = json_object_get(ds, "versions");
+		printf("\n");
+		if (json_array_size(versions) > 0)
+			rc = output_list(ctx, ds, versions, version_cols);
+		else
+			printf("no versions yet\n");
+	}
+	json_decref(ds);
+	return rc;
+}
+
+/* Print a new version: its fields and, for masked text, the replacements per pattern. */
+static int version_print(const cli_ctx *ctx, const json_t *v)
+{
+	int rc = output_object(ctx, v, version_fields);
+	const json_t *counts = out_lookup(v, "masking.counts");
+	if (rc != CLI_OK || ctx->format != CLI_FMT_TABLE || json_object_size(counts) == 0)
+		return rc;
+	static const char *const headers[] = {"PATTERN", "MASKED"};
+	table t;
+	const char *name;
+	const json_t *n;
+	rc = table_init(&t, 2, headers);
+	json_object_foreach ((json_t *)counts, name, n) {
+		char *cell = out_cell(n);
+		const char *row[] = {name, cell};
+		if (rc == 0)
+			rc = cell ? table_add(&t, row) : -1;
+		free(cell);
+	}
+	if (rc == 0) {
+		printf("\n");
+		table_print(&t, stdout);
+	}
+	table_release(&t);
+	if (rc)
+		fprintf(stderr, "yardctl: out of memory\n");
+	return rc ? CLI_SERVER : CLI_OK;
+}
+
+/*
+ * Open the file to upload ("-": stdin). OUT: *f, *size (bytes of a regular
+ * file; -1 for stdin, a pipe, a device, or a file that says it is empty, as
+ * /proc's do: sent chunked). RET: CLI_OK, or CLI_USAGE after saying why.
+ */
+static int upload_open(const char *file, FILE **f, long long *size)
+{
+	struct stat st;
+	*size = -1;
+	if (strcmp(file, "-") == 0) {
+		*f = stdin;
+		return CLI_OK;
+	}
+	*f = fopen(file, "rb");
+	if (!*f || fstat(fileno(*f), &st) != 0) {
+		fprintf(stderr, "yardctl: could not open \"%s\": %s\n", file, strerror(errno));
+		if (*f)
+			fclose(*f);
+		return CLI_USAGE;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "yardctl: \"%s\" is a directory\n", file);
+		fclose(*f);
+		return CLI_USAGE;
+	}
+	if (S_ISREG(st.st_mode) && st.st_size > 0)
+		*size = (long long)st.st_size;
+	return CLI_OK;
+}
+
+enum { OPT_FORMAT, OPT_NO_MASK };
+static const opt_spec upload_opts[] = {
+    {"format", true, true},
+    {"no-mask", false, false},
+    {NULL, false, false},
+};
+
+/* The versions path with its query. RET: the path (caller frees), or NULL. */
+static char *upload_path(const opt_result *o, bool text)
+{
+	char *base = URL_PATH(ROUTE_DATASET_VERSIONS, o->pos[0], o->pos[1]);
+	sbuf b;
+	if (!base)
+		return NULL;
+	sbuf_init(&b, URL_MAX);
+	int rc = sbuf_adds(&b, base) || url_query_add(&b, "format", text ? "text" : "tokens") ||
+	         url_query_add(&b, "mask", o->set[OPT_NO_MASK] ? "off" : NULL);
+	free(base);
+	if (rc) {
+		sbuf_release(&b);
+		return NULL;
+	}
+	return sbuf_detach(&b);
+}
+
+static int dataset_upload(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
+{
+	opt_result o;
+	FILE *f;
+	long long size;
+	json_t *version = NULL;
+	int rc = args_parse_cmd(ctx, self, upload_opts, 3, 3, argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	const char *format = o.val[OPT_FORMAT];
+	bool text = strcmp(format, "text") == 0;
+	if (!text && strcmp(format, "tokens") != 0)
+		return args_usage_error(ctx, self, "--format is tokens or text");
+	if (o.set[OPT_NO_MASK] && !text)
+		return args_usage_error(
+		    ctx, self, "--no-mask is for --format text (token shards are never masked)");
+	char *path = upload_path(&o, text);
+	if (!path)
+		return cmd_bad_path();
+	rc = upload_open(o.pos[2], &f, &size);
+	if (rc == CLI_OK) {
+		rc = http_upload(ctx, path, text ? "text/plain" : "application/octet-stream", f,
+		                 size, &version);
+		if (f != stdin)
+			fclose(f);
+	}
+	free(path);
+	if (rc == CLI_OK)
+		rc = version_print(ctx, version);
+	json_decref(version);
+	return rc;
+}
+
+enum { OPT_REASON };
+static const opt_spec exempt_opts[] = {
+    {"reason", true, true},
+    {NULL, false, false},
+};
+
+static int dataset_exempt(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
+{
+	opt_result o;
+	int rc = args_parse_cmd(ctx, self, exempt_opts, 2, 2, argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	if (!*o.val[OPT_REASON])
+		return args_usage_error(ctx, self, "--reason must not be empty");
+	json_t *body = json_object();
+	if (cmd_set_str(body, "reason", o.val[OPT_REASON]))
+		rc = CLI_USAGE;
+	else
+		rc = cmd_show(ctx, "PUT", URL_PATH(ROUTE_DATASET_EXEMPTION, o.pos[0], o.pos[1]),
+		              body, dataset_fields);
+	json_decref(body);
+	return rc;
+}
+
+const cli_command dataset_commands[] = {
+    {"create",
+     "TENANT NAME --classification C [--description TEXT]\n"
+     "      [--mask-pattern NAME=REGEX ...]",
+     "register a dataset in TENANT",
+     "C is public, internal, confidential or restricted. NAME is 1 to 63 of a-z 0-9 . _ -,\n"
+     "starting with a letter or digit. --mask-pattern (repeatable, at most 16) adds a\n"
+     "PCRE2 pattern masked in text uploads after the built-in ones (e-mail, card, ipv6,\n"
+     "ipv4, phone) as [NAME]; it is split at the first '='.\n",
+     dataset_create, NULL},
+    {"list", "TENANT", "list TENANT's datasets", NULL, dataset_list, NULL},
+    {"show", "TENANT NAME", "show a dataset and its versions", NULL, dataset_show, NULL},
+    {"upload", "TENANT NAME FILE --format tokens|text [--no-mask]",
+     "upload FILE ('-': stdin) as the dataset's next version",
+     "tokens: token shards laid end to end (cat train_*.bin), sent as\n"
+     "application/octet-stream. text: raw text, sent as text/plain, masked by the server\n"
+     "line by line before it is tokenized and stored; --no-mask stores it as it is\n"
+     "(refused for a restricted dataset without an exemption). The file is streamed as\n"
+     "it is read, with no time limit while bytes move; stdin goes chunked.\n",
+     dataset_upload, NULL},
+    {"exempt", "TENANT NAME --reason TEXT",
+     "let a restricted dataset take unmasked data (platform admins)",
+     "The exemption and its reason are audited and shown on the dataset.\n", dataset_exempt, NULL},
+    {NULL, NULL, NULL, NULL, NULL, NULL},
+};
