@@ -188,6 +188,12 @@ audit_record api_audit_record(const api_req *rq, const char *action, const char 
 int api_audit(api_req *rq, int status, const char *resource, const json_t *detail);
 
 /*
+ * The end of most mutations: when rc (the change so far) is 0, its audit
+ * record and the commit. detail is taken (may be NULL). RET 0 or -ERR_*.
+ */
+int api_audit_commit(api_req *rq, int rc, int status, const char *resource, json_t *detail);
+
+/*
  * Answer with the JSON text of the single row_to_json column sql returns,
  * passed through without parsing; no row answers the problem `missing`.
  * RET 0.

@@ -122,15 +122,12 @@ int h_dataset_grant_create(api_req *rq)
 	char res[160];
 	snprintf(res, sizeof(res), "dataset/%s/grants/%s", route_param(&rq->params, "dataset"),
 	         json_string_value(json_object_get(out, "id")));
-	json_t *d = json_pack("{s:s, s:s?, s:s, s:b}", "grantee", tenant, "grantee_tenant_id",
-	                      json_string_value(json_object_get(out, "tenant_id")), "expires_at",
-	                      expires, "approved", approved);
-	if (rc == 0)
-		rc = api_audit(rq, 201, res, d);
-	json_decref(d);
+	rc = api_audit_commit(rq, rc, 201, res,
+	                      json_pack("{s:s, s:s?, s:s, s:b}", "grantee", tenant,
+	                                "grantee_tenant_id",
+	                                json_string_value(json_object_get(out, "tenant_id")),
+	                                "expires_at", expires, "approved", approved));
 	json_decref(in);
-	if (rc == 0)
-		rc = db_commit(rq->db);
 	if (rc) {
 		json_decref(out);
 		return grant_failed(rq, rc);
@@ -203,15 +200,12 @@ static int grant_change(api_req *rq, bool approve)
 	char res[160];
 	snprintf(res, sizeof(res), "dataset/%s/grants/%s", route_param(&rq->params, "dataset"),
 	         gid);
-	json_t *d = json_pack(
-	    "{s:s?, s:s?, s:s?}", "grantee", json_string_value(json_object_get(out, "tenant")),
-	    "grantee_tenant_id", json_string_value(json_object_get(out, "tenant_id")), "expires_at",
-	    json_string_value(json_object_get(out, "expires_at")));
-	if (rc == 0)
-		rc = api_audit(rq, approve ? 200 : 204, res, d);
-	json_decref(d);
-	if (rc == 0)
-		rc = db_commit(rq->db);
+	rc = api_audit_commit(
+	    rq, rc, approve ? 200 : 204, res,
+	    json_pack("{s:s?, s:s?, s:s?}", "grantee",
+	              json_string_value(json_object_get(out, "tenant")), "grantee_tenant_id",
+	              json_string_value(json_object_get(out, "tenant_id")), "expires_at",
+	              json_string_value(json_object_get(out, "expires_at"))));
 	if (rc) {
 		json_decref(out);
 		return grant_failed(rq, rc);

@@ -114,13 +114,8 @@ int h_dataset_create(api_req *rq)
 	free(pats);
 	char res[128];
 	snprintf(res, sizeof(res), "dataset/%s", name);
-	json_t *d = json_pack("{s:s}", "classification", cls);
-	if (rc == 0)
-		rc = api_audit(rq, 201, res, d);
-	json_decref(d);
+	rc = api_audit_commit(rq, rc, 201, res, json_pack("{s:s}", "classification", cls));
 	json_decref(in);
-	if (rc == 0)
-		rc = db_commit(rq->db);
 	if (rc) {
 		json_decref(out);
 		if (rc == -ERR_CONFLICT)
@@ -192,13 +187,8 @@ int h_dataset_exempt(api_req *rq)
 		rc = -ERR_DATASET_NOT_FOUND;
 	char res[128];
 	snprintf(res, sizeof(res), "dataset/%s", name);
-	json_t *d = json_pack("{s:s}", "reason", reason);
-	if (rc == 0)
-		rc = api_audit(rq, 200, res, d);
-	json_decref(d);
+	rc = api_audit_commit(rq, rc, 200, res, json_pack("{s:s}", "reason", reason));
 	json_decref(in);
-	if (rc == 0)
-		rc = db_commit(rq->db);
 	if (rc) {
 		json_decref(out);
 		if (rc == -ERR_DATASET_NOT_FOUND)

@@ -115,3 +115,11 @@ int api_audit(api_req *rq, int status, const char *resource, const json_t *detai
 		rq->audited = true;
 	return rc;
 }
+
+int api_audit_commit(api_req *rq, int rc, int status, const char *resource, json_t *detail)
+{
+	if (rc == 0)
+		rc = api_audit(rq, status, resource, detail);
+	json_decref(detail);
+	return rc == 0 ? db_commit(rq->db) : rc;
+}
