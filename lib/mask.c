@@ -482,6 +482,9 @@ static int out_of_memory(masker *m, char *err, size_t errlen)
 	return masker_fail(m, -ERR_INTERNAL, false);
 }
 
+/* Rounds of the patterns over a line before a line that still matches fails the text. */
+#define MASK_ROUNDS 8
+
 /*
  * Replace every non-empty match of pattern k in in[0..n) by its placeholder,
  * into out (emptied first) when there is at least one.
@@ -534,18 +537,36 @@ static int mask_piece(masker *m, const char *s, size_t n, bool newline, mask_emi
 	const char *cur = s;
 	size_t len = n;
 	mask_buf *held = NULL; /* the work buffer cur is in, if any */
-	for (size_t k = 0; k < m->policy->n; k++) {
-		mask_buf *out = held == &m->work[0] ? &m->work[1] : &m->work[0];
-		uint64_t hits;
-		int rc = pattern_apply(m, k, cur, len, out, &hits, err, errlen);
-		if (rc)
-			return rc;
-		if (hits) {
-			m->counts[k] += hits;
-			held = out;
-			cur = out->p;
-			len = out->len;
+	/*
+	 * Rounds of every pattern until a round finds nothing: a match's end
+	 * can hide the start of the next (the look-behind that keeps a pattern
+	 * from starting mid-run sees the previous match), and a later
+	 * pattern's placeholder can end a run that hid an earlier one's match.
+	 */
+	for (int round = 0;; round++) {
+		if (round == MASK_ROUNDS) {
+			err_printf(err, errlen,
+			           "the mask patterns still match a line after %d rounds",
+			           MASK_ROUNDS);
+			return masker_fail(m, -ERR_TEXT_UNMASKABLE, false);
 		}
+		uint64_t found = 0;
+		for (size_t k = 0; k < m->policy->n; k++) {
+			mask_buf *out = held == &m->work[0] ? &m->work[1] : &m->work[0];
+			uint64_t hits;
+			int rc = pattern_apply(m, k, cur, len, out, &hits, err, errlen);
+			if (rc)
+				return rc;
+			if (hits) {
+				m->counts[k] += hits;
+				found += hits;
+				held = out;
+				cur = out->p;
+				len = out->len;
+			}
+		}
+		if (!found)
+			break;
 	}
 	if (newline) {
 		if (held) {

@@ -24,8 +24,11 @@
  * nothing is decoded). It is masked line by line: bytes are kept until a
  * '\n', then the line (without its '\n') goes through every pattern in
  * turn, each over the previous one's output, every non-overlapping,
- * non-empty match replaced by the placeholder and counted, and the masked
- * line is emitted with its '\n'. A line longer than MASK_LINE_MAX bytes is
+ * non-empty match replaced by the placeholder and counted; the round of
+ * patterns runs again until one finds nothing more (adjacent matches whose
+ * edges hid each other, or a run a later placeholder cut short; at most 8
+ * rounds, or the text fails), so masking the output again changes
+ * nothing; and the masked line is emitted with its '\n'. A line longer than MASK_LINE_MAX bytes is
  * cut after its last space or tab within the limit, and the parts are
  * masked separately; a run of more than MASK_LINE_MAX bytes without a space,
  * tab or newline cannot be cut without risk of cutting through an address

@@ -92,6 +92,9 @@ static const mask_case cases[] = {
     {"x_y%z-w@sub-domain.example.org", "[EMAIL]"},
     {"<Jane.Roe@Example.COM>", "<[EMAIL]>"},
     {"two: a@x.io,b@y.io", "two: [EMAIL],[EMAIL]"},
+    /* the end of one hides the start of the next: a second pass finds it */
+    {"mail%-e@a.mail%-e@a.cemlcemlpkm", "[EMAIL][EMAIL]"},
+    {"a@b.io%c@d.io%e@f.io", "[EMAIL]%c@[EMAIL]"},
     {"user@localhost", NULL},
     {"name@example.c", NULL},
     {"@example.com and a@ and a@.com", NULL},
