@@ -29,9 +29,9 @@
 #include "crypt.h"
 #include "tokshard.h"
 
-#define DATASET_NAME_MAX 63 /* [a-z0-9][a-z0-9._-]{0,62} */
+#define DATASET_NAME_MAX   63 /* [a-z0-9][a-z0-9._-]{0,62} */
 #define DATASET_TENANT_MAX 63 /* a tenant's name */
-#define DATASET_REF_MAX  (DATASET_TENANT_MAX + 1 + DATASET_NAME_MAX + 12)
+#define DATASET_REF_MAX    (DATASET_TENANT_MAX + 1 + DATASET_NAME_MAX + 12)
 
 /* RET: true for a dataset name: 1-63 of a-z, 0-9, '.', '_', '-', starting with a letter or digit.
  */

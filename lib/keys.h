@@ -57,7 +57,8 @@ int keys_dataset_key(PGconn *c, const crypt_key *master, const char *tenant_id,
 int keys_dataset_key_existing(PGconn *c, const crypt_key *master, const char *tenant_id,
                               const char *dataset_id, crypt_key *key, int *version);
 
-/* OUT: *version, the new KEK version; *rewrapped, the data keys (jobs' and datasets') re-wrapped. */
+/* OUT: *version, the new KEK version; *rewrapped, the data keys (jobs' and datasets') re-wrapped.
+ */
 int keys_rotate(PGconn *c, const crypt_key *master, const char *tenant_id, int *version,
                 int64_t *rewrapped);
 
