@@ -122,18 +122,14 @@ static int upload_register(api_req *rq, upload *u, const dataset_summary *sum, j
 	if (rc == 0)
 		rc = api_query_json(
 		    rq,
-		    "WITH v AS (INSERT INTO dataset_versions (id, dataset_id, version, format, "
-		    "shards,"
-		    " tokens, max_token, bytes, sha256, masking, unmasked, created_by)"
-		    " SELECT $1, $2, coalesce(max(version), 0) + 1, $3, $4::int, $5::bigint, "
-		    "$6::int,"
-		    " $7::bigint, decode($8, 'hex'), $9::jsonb, $10::boolean, $11"
+		    "WITH v AS (INSERT INTO dataset_versions (id, dataset_id, version, format,"
+		    " shards, tokens, max_token, bytes, sha256, masking, unmasked, created_by)"
+		    " SELECT $1, $2, coalesce(max(version), 0) + 1, $3, $4::int, $5::bigint,"
+		    " $6::int, $7::bigint, decode($8, 'hex'), $9::jsonb, $10::boolean, $11"
 		    " FROM dataset_versions WHERE dataset_id = $2 RETURNING *)"
-		    " SELECT row_to_json(x) FROM (SELECT v.id, v.version, v.format, v.shards, "
-		    "v.tokens,"
-		    " v.max_token, v.bytes, encode(v.sha256, 'hex') AS sha256, v.masking, "
-		    "v.unmasked,"
-		    " " TS("v.created_at") " AS created_at FROM v) x",
+		    " SELECT row_to_json(x) FROM (SELECT v.id, v.version, v.format, v.shards,"
+		    " v.tokens, v.max_token, v.bytes, encode(v.sha256, 'hex') AS sha256,"
+		    " v.masking, v.unmasked, " TS("v.created_at") " AS created_at FROM v) x",
 		    11, p, out);
 	free(mtext);
 	if (rc == 0) {
@@ -220,6 +216,34 @@ static int upload_policy(upload *u, const char *patterns)
 	return rc;
 }
 
+/* What crashes left in a dataset's directory goes when it is this old (docs/datasets.md). */
+#define SWEEP_AGE_S (24 * 3600.0)
+
+static bool version_registered(void *arg, const char *id)
+{
+	const PGresult *r = arg;
+	for (int i = 0; i < PQntuples(r); i++)
+		if (strcmp(PQgetvalue(r, i, 0), id) == 0)
+			return true;
+	return false;
+}
+
+/* Remove the dataset's leftovers of crashed uploads (best effort: a failure only logs). */
+static void sweep(api_req *rq, const upload *u)
+{
+	const char *p[] = {u->dataset_id};
+	PGresult *r;
+	int removed = 0;
+	if (db_query(rq->db, &r, "SELECT id FROM dataset_versions WHERE dataset_id = $1", 1, p) ==
+	    0)
+		dataset_sweep(rq->cfg->storage_root, rq->scope.tenant_id, u->dataset_id,
+		              version_registered, r, SWEEP_AGE_S, &removed);
+	PQclear(r);
+	if (removed)
+		log_printf(LOG_INFO, "dataset %s: removed %d directories crashed uploads left",
+		           u->name, removed);
+}
+
 /*
  * Look the dataset up, apply the masking rule, fetch (or make) its key and
  * open the writer. RET 0, or -ERR_* with a message in u->err.
@@ -254,6 +278,8 @@ static int upload_open(api_req *rq, upload *u)
 	if (rc == 0 && u->masked && upload_policy(u, PQgetvalue(r, 0, 2)) < 0)
 		rc = -ERR_INTERNAL;
 	PQclear(r);
+	if (rc == 0)
+		sweep(rq, u);
 	crypt_key k;
 	int kv;
 	if (rc == 0 && (rc = db_begin(rq->db)) == 0 &&

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "error.h"
@@ -339,6 +340,48 @@ void dataset_writer_free(dataset_writer *w, bool keep)
 	EVP_MD_CTX_free(w->sha);
 	crypt_object_ctx_clear(&w->ctx);
 	free(w);
+}
+
+int dataset_sweep(const char *root, const char *tenant_id, const char *dataset_id,
+                  bool (*registered)(void *arg, const char *version_id), void *arg,
+                  double older_than, int *removed)
+{
+	char dir[4096], path[4200];
+	if (removed)
+		*removed = 0;
+	/* the directory of a version with a dummy id, cut at its last '/' */
+	int rc = dataset_version_dir(root, tenant_id, dataset_id,
+	                             "00000000-0000-4000-8000-000000000000", dir, sizeof(dir));
+	if (rc)
+		return rc;
+	*strrchr(dir, '/') = '\0';
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	time_t now = time(NULL);
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		char id[STORAGE_UUID_LEN + 1];
+		size_t n = strlen(e->d_name);
+		bool partial = n == STORAGE_UUID_LEN + strlen(PARTIAL_EXT) &&
+		               strcmp(e->d_name + STORAGE_UUID_LEN, PARTIAL_EXT) == 0;
+		if (n != STORAGE_UUID_LEN && !partial)
+			continue;
+		snprintf(id, sizeof(id), "%.*s", STORAGE_UUID_LEN, e->d_name);
+		struct stat st;
+		if (!storage_uuid_valid(id) ||
+		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    !S_ISDIR(st.st_mode) || difftime(now, st.st_mtime) <= older_than)
+			continue;
+		if (!partial && registered(arg, id))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		remove_version_dir(path);
+		if (removed)
+			++*removed;
+	}
+	closedir(d);
+	return 0;
 }
 
 /* ---- an upload of token shards --------------------------------------- */

@@ -120,6 +120,19 @@ int dataset_shards_feed(dataset_shard_parser *p, dataset_writer *w, const void *
 int dataset_shards_end(const dataset_shard_parser *p, char *err, size_t errlen);
 
 /*
+ * Remove what crashes left in the dataset's directory: "<version>.partial"
+ * directories (an upload cut off by a crash of the API) and "<version>"
+ * directories no row names (a crash between the rename and the commit),
+ * each only when it was last changed more than older_than seconds ago, so
+ * an upload under way is never touched. registered(arg, id) says whether
+ * version id is in the database. OUT *removed (may be NULL). RET 0, or
+ * -ERR_STORAGE_PATH_INVALID; a dataset without a directory is fine.
+ */
+int dataset_sweep(const char *root, const char *tenant_id, const char *dataset_id,
+                  bool (*registered)(void *arg, const char *version_id), void *arg,
+                  double older_than, int *removed);
+
+/*
  * Unseal the version's shards shards into out_dir (an existing private
  * directory) as token shard files "shard_NNNNNN.bin", each written to a
  * temporary name and renamed when whole, and check the whole against

@@ -169,10 +169,19 @@ CORPUS_SHA=$(jb .sha256)
 versions() { q "SELECT count(*) FROM dataset_versions v JOIN datasets d ON d.id = v.dataset_id
 	WHERE d.name = 'corpus' AND d.tenant_id = '$TA_ID'"; }
 leftovers() { find "$TRAINYARD_STORAGE_ROOT/tenants/$TA_ID/datasets" -name '*.partial' | wc -l; }
+# what a crash would leave: a version no row names, a partial upload, both old
+CDIR=$TRAINYARD_STORAGE_ROOT/tenants/$TA_ID/datasets/$(q "SELECT id FROM datasets
+	WHERE name = 'corpus' AND tenant_id = '$TA_ID'")
+ORPHAN=$CDIR/0b9e0c52-0000-4000-8000-00000000aaaa
+mkdir -m 700 "$ORPHAN" "$ORPHAN.partial" "$CDIR/0b9e0c52-0000-4000-8000-00000000bbbb.partial"
+touch -d '2 days ago' "$ORPHAN" "$ORPHAN.partial"
 head -c 5000 /dev/urandom >"$TY_TMP/noise.bin"
 upload "$TA" corpus "format=tokens" application/octet-stream "$TY_TMP/noise.bin"
 check_eq "bytes that are not a shard: 422 dataset_not_shards" "422 dataset_not_shards" \
 	"$STATUS $(jb .code)"
+check "the next upload swept what the crash left" test ! -e "$ORPHAN" -a ! -e "$ORPHAN.partial"
+check "but not a partial upload of today" test -d "$CDIR/0b9e0c52-0000-4000-8000-00000000bbbb.partial"
+rmdir "$CDIR/0b9e0c52-0000-4000-8000-00000000bbbb.partial"
 head -c 3000 "$DATA/train_000000.bin" >"$TY_TMP/cut.bin"
 upload "$TA" corpus "format=tokens" application/octet-stream "$TY_TMP/cut.bin"
 check_eq "a shard cut short: 422 dataset_not_shards" "422 dataset_not_shards" \
@@ -392,4 +401,15 @@ CKR=$(jb '.items[0].id')
 check_status "an editor may not download them: 403" 403 GET "/v1/checkpoints/$CKR/download"
 TOKEN=$OLGA
 check_status "the tenant's owner may" 200 GET "/v1/checkpoints/$CKR/download"
+
+# ---- keys: rotation re-wraps dataset keys, and what was sealed still reads --------
+before=$(q "SELECT count(*) FROM dataset_keys WHERE tenant_id = '$TA_ID'")
+TOKEN=$OLGA
+check_status "the owner rotates the tenant's key" 200 POST "/v1/tenants/$TA/keys/rotate"
+check "every dataset key was re-wrapped with the jobs' keys" test "$(jb .rewrapped)" -ge "$before"
+check_eq "each now under the new key version" "$(jb .version)" \
+	"$(q "SELECT DISTINCT key_version FROM dataset_keys WHERE tenant_id = '$TA_ID'")"
+submit_ds "$ALICE" "$TA" "corpus"
+attempt "$(jb .id)" rotated
+check_eq "a job after the rotation still unseals the dataset and trains" 0 "$WRC"
 summary

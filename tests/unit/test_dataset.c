@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dataset.h"
@@ -340,6 +342,61 @@ START_TEST(tampering_fails)
 }
 END_TEST
 
+static bool only_version(void *arg, const char *id)
+{
+	(void)arg;
+	return strcmp(id, VERSION) == 0;
+}
+
+/* Set dir's times back by ago seconds. */
+static void age(const char *dir, double ago)
+{
+	struct timespec t[2];
+	clock_gettime(CLOCK_REALTIME, &t[0]);
+	t[0].tv_sec -= (time_t)ago;
+	t[1] = t[0];
+	ck_assert_int_eq(utimensat(AT_FDCWD, dir, t, 0), 0);
+}
+
+START_TEST(sweep_leftovers)
+{
+	dataset_summary s;
+	write_version(&s); /* VERSION, registered */
+	char dir[512], orphan[512], partial[600], fresh[600], other[512];
+	ck_assert_int_eq(dataset_version_dir(root, TENANT, DATASET, VERSION, dir, sizeof(dir)), 0);
+	ck_assert_int_eq(
+	    dataset_version_dir(root, TENANT, DATASET, OTHER_V, orphan, sizeof(orphan)), 0);
+	ck_assert_int_eq(dataset_version_dir(root, TENANT, DATASET,
+	                                     "0b9e0c52-0000-4000-8000-0000000000e3", other,
+	                                     sizeof(other)),
+	                 0);
+	snprintf(partial, sizeof(partial), "%s.partial", other);
+	snprintf(fresh, sizeof(fresh), "%s.partial", orphan);
+	ck_assert_int_eq(mkdir(orphan, 0700) | mkdir(partial, 0700) | mkdir(fresh, 0700), 0);
+	char shard[700];
+	snprintf(shard, sizeof(shard), "%s/shard_000000.bin", partial);
+	FILE *f = fopen(shard, "wb");
+	ck_assert_ptr_nonnull(f);
+	fclose(f);
+	age(dir, 7200);
+	age(orphan, 7200);
+	age(partial, 7200);
+	int removed = -1;
+	ck_assert_int_eq(dataset_sweep(root, TENANT, DATASET, only_version, NULL, 3600, &removed),
+	                 0);
+	ck_assert_int_eq(removed, 2);
+	ck_assert_msg(access(dir, F_OK) == 0, "a registered version was removed");
+	ck_assert_msg(access(orphan, F_OK) != 0, "a version no row names was kept");
+	ck_assert_msg(access(partial, F_OK) != 0, "an old partial upload was kept");
+	ck_assert_msg(access(fresh, F_OK) == 0, "an upload under way was removed");
+	/* a dataset without a directory yet */
+	ck_assert_int_eq(dataset_sweep(root, TENANT, "0b9e0c52-0000-4000-8000-0000000000d9",
+	                               only_version, NULL, 3600, &removed),
+	                 0);
+	ck_assert_int_eq(removed, 0);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("dataset");
@@ -352,6 +409,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, shards_in_pieces);
 	tcase_add_test(tc, not_shards);
 	tcase_add_test(tc, tampering_fails);
+	tcase_add_test(tc, sweep_leftovers);
 	suite_add_tcase(s, tc);
 	return s;
 }
