@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "datapath.h"
 #include "handlers.h"
 #include "hex.h"
 #include "jobdoc.h"
@@ -173,6 +174,23 @@ static int datasets_resolve(api_req *rq, const jobspec *js, json_t *spec, job_da
 }
 
 /*
+ * Data paths into the directory where running attempts' datasets are
+ * unsealed are refused: a dataset is read only through a job's own pinned
+ * versions, each read recorded. RET the rows added to v.
+ */
+static int reserved_paths(const jobspec *js, verrs *v)
+{
+	static const char *const why =
+	    "%s is where running attempts' datasets are unsealed; name a dataset instead";
+	int n = 0;
+	if (datapath_reserved(js->data.train) && ++n)
+		verrs_add(v, "/data/train", ERR_F_PATH_NOT_ALLOWED, why, DATAPATH_ATTEMPTS_DIR "/");
+	if (datapath_reserved(js->data.val) && ++n)
+		verrs_add(v, "/data/val", ERR_F_PATH_NOT_ALLOWED, why, DATAPATH_ATTEMPTS_DIR "/");
+	return n;
+}
+
+/*
  * Queue the new job's statements on the pipeline: the job, its creation
  * event, its idempotency key (key NULL: none), the audit record, and last
  * the job's document, the answer.
@@ -263,6 +281,8 @@ static int submit_once(api_req *rq, const json_t *in, const char *key, const cha
 	if (rc == 0 && plan_check_job(&js, job_device_memory(rq->cfg, &js), &v) > 0)
 		rc = -ERR_VALIDATION_FAILED;
 	if (rc == 0 && (rc = datasets_resolve(rq, &js, spec, &ds, &v)) == 0 && verrs_count(&v))
+		rc = -ERR_VALIDATION_FAILED;
+	if (rc == 0 && reserved_paths(&js, &v) > 0)
 		rc = -ERR_VALIDATION_FAILED;
 	if (rc == -ERR_VALIDATION_FAILED) {
 		json_decref(spec);

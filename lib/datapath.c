@@ -325,3 +325,9 @@ void datapath_matches_release(datapath_matches *m)
 	m->files = NULL;
 	m->n = 0;
 }
+
+bool datapath_reserved(const char *path)
+{
+	size_t n = strlen(DATAPATH_ATTEMPTS_DIR);
+	return strncmp(path, DATAPATH_ATTEMPTS_DIR, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}

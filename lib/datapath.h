@@ -31,6 +31,17 @@
 #define DATAPATH_COMPONENT_MAX 255 /* NAME_MAX */
 
 /*
+ * The tenant directory's "attempts/" holds the datasets the worker
+ * unsealed for running attempts (docs/datasets.md): a job reads a dataset
+ * only through its own pinned versions, so no submitted data path may
+ * begin there (datapath_reserved).
+ */
+#define DATAPATH_ATTEMPTS_DIR "attempts"
+
+/* RET: true when path is DATAPATH_ATTEMPTS_DIR or beneath it. */
+bool datapath_reserved(const char *path);
+
+/*
  * RET: 0 when path is a valid data path (above), else -1 with the reason
  * in why ("it is absolute", ...). path is NUL-terminated.
  */

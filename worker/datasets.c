@@ -79,7 +79,7 @@ int datasets_fetch(const json_t *list, const datasets_where *w, json_t *spec, da
 		fprintf(stderr, "trainyard-worker: no place for the job's datasets\n");
 		return -1;
 	}
-	snprintf(dir, dirlen, "%s/attempts/%s", tdir, w->attempt_id);
+	snprintf(dir, dirlen, "%s/" DATAPATH_ATTEMPTS_DIR "/%s", tdir, w->attempt_id);
 	size_t i;
 	const json_t *e;
 	json_array_foreach (list, i, e) {
@@ -90,7 +90,8 @@ int datasets_fetch(const json_t *list, const datasets_where *w, json_t *spec, da
 			fprintf(stderr, "trainyard-worker: the attempt names a dataset badly\n");
 			return -1;
 		}
-		const char *steps[] = {"tenants", w->tenant_id, "attempts", w->attempt_id, role};
+		const char *steps[] = {"tenants", w->tenant_id, DATAPATH_ATTEMPTS_DIR,
+		                       w->attempt_id, role};
 		char out[4200], pattern[128];
 		if (storage_private_dirs(w->data_root, steps, 5, err, sizeof(err)) < 0) {
 			fprintf(stderr, "trainyard-worker: the attempt's data directory: %s\n",
@@ -100,8 +101,8 @@ int datasets_fetch(const json_t *list, const datasets_where *w, json_t *spec, da
 		snprintf(out, sizeof(out), "%s/%s", dir, role);
 		if (fetch_one(vid, out, w, call, arg) < 0)
 			return -1;
-		snprintf(pattern, sizeof(pattern), "attempts/%s/%s/shard_*.bin", w->attempt_id,
-		         role);
+		snprintf(pattern, sizeof(pattern), DATAPATH_ATTEMPTS_DIR "/%s/%s/shard_*.bin",
+		         w->attempt_id, role);
 		json_object_set_new(data, strcmp(role, "train") == 0 ? "train" : "val",
 		                    json_string(pattern));
 		json_object_set_new(data, strcmp(role, "train") == 0 ? "dataset" : "val_dataset",

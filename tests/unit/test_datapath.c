@@ -311,12 +311,24 @@ START_TEST(match_walk)
 }
 END_TEST
 
+START_TEST(attempts_reserved)
+{
+	ck_assert(datapath_reserved("attempts"));
+	ck_assert(datapath_reserved("attempts/x/train/shard_*.bin"));
+	ck_assert(!datapath_reserved("attempts2/x.bin"));
+	ck_assert(!datapath_reserved("owt/attempts/x.bin"));
+	ck_assert(!datapath_reserved("train_*.bin"));
+	ck_assert(!datapath_reserved(""));
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("datapath");
 	TCase *tc = tcase_create("rule");
 	tcase_add_loop_test(tc, rule_table, 0, (int)(sizeof(rules) / sizeof(rules[0])));
 	tcase_add_test(tc, component_length);
+	tcase_add_test(tc, attempts_reserved);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("tree");
 	tcase_add_checked_fixture(tc, setup, teardown);
