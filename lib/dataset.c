@@ -313,20 +313,6 @@ int dataset_writer_finish(dataset_writer *w, dataset_summary *sum, char *err, si
 	return 0;
 }
 
-/* Remove dir and the plain files in it (a version's shards). */
-static void remove_version_dir(const char *dir)
-{
-	DIR *d = opendir(dir);
-	if (d) {
-		struct dirent *e;
-		while ((e = readdir(d)) != NULL)
-			if (e->d_name[0] != '.')
-				unlinkat(dirfd(d), e->d_name, 0);
-		closedir(d);
-	}
-	rmdir(dir);
-}
-
 void dataset_writer_free(dataset_writer *w, bool keep)
 {
 	if (!w)
@@ -336,7 +322,7 @@ void dataset_writer_free(dataset_writer *w, bool keep)
 	if (w->fd >= 0)
 		close(w->fd);
 	if (w->partial[0] && !(w->finished && keep))
-		remove_version_dir(w->finished ? w->final : w->partial);
+		storage_dir_remove(w->finished ? w->final : w->partial);
 	EVP_MD_CTX_free(w->sha);
 	crypt_object_ctx_clear(&w->ctx);
 	free(w);
@@ -376,7 +362,7 @@ int dataset_sweep(const char *root, const char *tenant_id, const char *dataset_i
 		if (!partial && registered(arg, id))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		remove_version_dir(path);
+		storage_dir_remove(path);
 		if (removed)
 			++*removed;
 	}

@@ -7,6 +7,7 @@
 #include "error.h"
 #include "hex.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/rand.h>
@@ -332,4 +333,17 @@ int storage_job_prepare(const char *root, const char *tenant_id, const char *job
 			return rc;
 	}
 	return 0;
+}
+
+void storage_dir_remove(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (d) {
+		struct dirent *e;
+		while ((e = readdir(d)) != NULL)
+			if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+				unlinkat(dirfd(d), e->d_name, 0);
+		closedir(d);
+	}
+	rmdir(dir);
 }

@@ -97,6 +97,12 @@ int storage_private_dirs(const char *root, const char *const *steps, size_t nste
                          size_t errlen);
 
 /*
+ * Remove dir and the plain files directly in it (a dataset version's
+ * shards, an attempt's unsealed data); best effort, nothing is reported.
+ */
+void storage_dir_remove(const char *dir);
+
+/*
  * Check that path is a directory (not a symlink) owned by the service user
  * with no group or other permission bits. RET 0; -ERR_STORAGE_UNSAFE;
  * -ERR_STORAGE_IO (it cannot be examined, e.g. it does not exist).

@@ -4,7 +4,6 @@
  */
 #include "datasets.h"
 
-#include <dirent.h>
 #include <openssl/crypto.h>
 #include <stdio.h>
 #include <string.h>
@@ -111,20 +110,6 @@ int datasets_fetch(const json_t *list, const datasets_where *w, json_t *spec, da
 	return 0;
 }
 
-/* Remove the plain files of path and the directory itself. */
-static void remove_dir(const char *path)
-{
-	DIR *d = opendir(path);
-	if (d) {
-		struct dirent *e;
-		while ((e = readdir(d)) != NULL)
-			if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-				unlinkat(dirfd(d), e->d_name, 0);
-		closedir(d);
-	}
-	rmdir(path);
-}
-
 void datasets_remove(const char *dir)
 {
 	if (!dir || !dir[0])
@@ -133,7 +118,7 @@ void datasets_remove(const char *dir)
 	for (size_t i = 0; i < 2; i++) {
 		char p[4200];
 		snprintf(p, sizeof(p), "%s/%s", dir, roles[i]);
-		remove_dir(p);
+		storage_dir_remove(p);
 	}
 	rmdir(dir);
 }
