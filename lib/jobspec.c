@@ -81,9 +81,9 @@ static const char *const fallback_fields[] = {"data_parallel",
                                               NULL};
 static const char *const resources_fields[] = {
     "nodes", "gpus_per_node", "ranks_per_node", "time_limit_minutes", "partition", NULL};
-static const char *const training_fields[] = {"steps",     "lr",        "warmup_steps", "schedule",
-                                              "precision", "grad_clip", "weight_decay", "seed",
-                                              "recompute", NULL};
+static const char *const training_fields[] = {
+    "steps",        "lr",   "warmup_steps", "schedule",  "precision", "grad_clip",
+    "weight_decay", "seed", "recompute",    "init_from", NULL};
 static const char *const checkpoint_fields[] = {"every_steps", "keep", NULL};
 static const char *const fault_fields[] = {"max_restarts", "heartbeat_timeout_s", "fallback", NULL};
 
@@ -494,6 +494,13 @@ static void read_training(ctx *c, const json_t *root)
 	rd_num(c, t, B, "grad_clip", 0, 1e6, 1.0, &x->grad_clip);
 	rd_num(c, t, B, "weight_decay", 0, 10, 0.1, &x->weight_decay);
 	rd_int64(c, t, B, "seed", 0, INT64_C(1) << 53, 1234, &x->seed);
+	if (rd_text(c, t, B, "init_from", false, TEXT_WORD, 36, x->init_from,
+	            sizeof(x->init_from)) > 0 &&
+	    !jsonx_is_uuid(x->init_from)) {
+		problem(c, "/training/init_from", ERR_F_INVALID_VALUE,
+		        "init_from is the id of a checkpoint to take the initial weights from");
+		x->init_from[0] = '\0';
+	}
 }
 
 /* Optional section: absent means every default. */
@@ -735,12 +742,13 @@ static json_t *resources_json(const jobspec_resources *r)
 
 static json_t *training_json(const jobspec_training *t)
 {
-	return json_pack("{s:i, s:f, s:i, s:s, s:s, s:s, s:f, s:f, s:I}", "steps", t->steps, "lr",
-	                 t->lr, "warmup_steps", t->warmup_steps, "schedule",
-	                 jobspec_schedule_name(t->schedule), "precision",
-	                 jobspec_precision_name(t->precision), "recompute",
-	                 jobspec_recompute_name(t->recompute), "grad_clip", t->grad_clip,
-	                 "weight_decay", t->weight_decay, "seed", (json_int_t)t->seed);
+	/* init_from only when set: the normal form of a job without it is unchanged */
+	return json_pack(
+	    "{s:i, s:f, s:i, s:s, s:s, s:s, s:f, s:f, s:I, s:s*}", "steps", t->steps, "lr", t->lr,
+	    "warmup_steps", t->warmup_steps, "schedule", jobspec_schedule_name(t->schedule),
+	    "precision", jobspec_precision_name(t->precision), "recompute",
+	    jobspec_recompute_name(t->recompute), "grad_clip", t->grad_clip, "weight_decay",
+	    t->weight_decay, "seed", (json_int_t)t->seed, "init_from", or_null(t->init_from));
 }
 
 /*

@@ -83,6 +83,7 @@ typedef struct jobspec_training {
 	double grad_clip; /* 0 disables clipping */
 	double weight_decay;
 	int64_t seed;
+	char init_from[37]; /* a checkpoint's id: the initial weights; "" when absent */
 } jobspec_training;
 
 typedef struct jobspec_checkpoint {

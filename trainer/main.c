@@ -40,6 +40,10 @@ static void usage(FILE *f)
 	        "  --no-resume          start from scratch even when checkpoints exist\n"
 	        "  --metrics DEST       JSON lines per step: \"-\", \"fd:N\" or a file\n"
 	        "  --init-from FILE     start from weights in the llm.c model format\n"
+	        "  --init-ckpt DIR      start from the weights alone of the newest checkpoint in\n"
+	        "                       that store (another run's; step 0, a fresh optimizer)\n"
+	        "  --init-encrypt TENANT_ID:JOB_ID  DIR is sealed for that tenant and job, with\n"
+	        "                       the data key in TRAINYARD_INIT_KEY (64 hex digits)\n"
 	        "  --export FILE        write the final weights in the llm.c model format\n"
 	        "  --stop-after N       take at most N optimizer steps in this run\n"
 	        "  --peak-flops F       per-rank peak FLOP/s for MFU\n"
@@ -89,33 +93,33 @@ static int parse_bytes(const char *text, size_t *out)
 }
 
 /*
- * The sealing context of --encrypt TENANT_ID:JOB_ID, with the data key of
- * TRAINYARD_DATA_KEY, which is then wiped from the environment (the key is
- * never on a command line). RET 0, or -1 after saying why.
+ * The sealing context of --OPTION TENANT_ID:JOB_ID, with the data key of
+ * the environment variable env, which is then wiped from the environment
+ * (a key is never on a command line). RET 0, or -1 after saying why.
  */
-static int sealing_ctx(const char *arg, crypt_object_ctx *out)
+static int sealing_ctx(const char *option, const char *arg, const char *env, crypt_object_ctx *out)
 {
 	char ids[2 * CRYPT_ID_MAX + 2];
 	snprintf(ids, sizeof(ids), "%s", arg);
 	char *job = strchr(ids, ':');
-	char *hex = getenv("TRAINYARD_DATA_KEY");
+	char *hex = getenv(env);
 	crypt_key key;
 	int rc = -1;
 	if (!job)
-		fprintf(stderr, "trainyard-train: --encrypt takes TENANT_ID:JOB_ID\n");
+		fprintf(stderr, "trainyard-train: --%s takes TENANT_ID:JOB_ID\n", option);
 	else if (!hex || !crypt_key_from_hex(hex, strlen(hex), &key))
-		fprintf(stderr,
-		        "trainyard-train: --encrypt needs TRAINYARD_DATA_KEY, 64 hex digits\n");
+		fprintf(stderr, "trainyard-train: --%s needs %s, 64 hex digits\n", option, env);
 	else {
 		*job++ = '\0';
 		rc = crypt_object_ctx_init(out, ids, job, &key);
 		if (rc < 0)
-			fprintf(stderr, "trainyard-train: --encrypt: tenant and job must be ids\n");
+			fprintf(stderr, "trainyard-train: --%s: tenant and job must be ids\n",
+			        option);
 		crypt_key_clear(&key);
 	}
 	if (hex) {
 		OPENSSL_cleanse(hex, strlen(hex));
-		unsetenv("TRAINYARD_DATA_KEY");
+		unsetenv(env);
 	}
 	return rc < 0 ? -1 : 0;
 }
@@ -137,6 +141,8 @@ static int cmd_train(int argc, char **argv)
 	                                     {"loss-scale", required_argument, 0, 'l'},
 	                                     {"memory-limit", required_argument, 0, 'M'},
 	                                     {"encrypt", required_argument, 0, 'E'},
+	                                     {"init-ckpt", required_argument, 0, 'I'},
+	                                     {"init-encrypt", required_argument, 0, 'J'},
 	                                     {"help", no_argument, 0, 'h'},
 	                                     {0, 0, 0, 0}};
 	train_options o = {.stop_after = -1};
@@ -144,8 +150,8 @@ static int cmd_train(int argc, char **argv)
 	char **overrides = calloc((size_t)argc, sizeof(char *));
 	int n_over = 0, c;
 	bool bad_limit = false;
-	const char *encrypt_for = NULL;
-	crypt_object_ctx sealed;
+	const char *encrypt_for = NULL, *init_for = NULL;
+	crypt_object_ctx sealed, init_sealed;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
@@ -193,6 +199,12 @@ static int cmd_train(int argc, char **argv)
 		case 'E':
 			encrypt_for = optarg;
 			break;
+		case 'I':
+			o.init_ckpt = optarg;
+			break;
+		case 'J':
+			init_for = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			free(overrides);
@@ -203,17 +215,27 @@ static int cmd_train(int argc, char **argv)
 			return TRAIN_USAGE;
 		}
 	}
-	if (!spec || optind != argc || o.stop_after < -1 || o.threads < 0 || bad_limit) {
+	if (!spec || optind != argc || o.stop_after < -1 || o.threads < 0 || bad_limit ||
+	    (init_for && !o.init_ckpt) || (o.init_ckpt && o.init_from)) {
 		usage(stderr);
 		free(overrides);
 		return TRAIN_USAGE;
 	}
 	if (encrypt_for) {
-		if (sealing_ctx(encrypt_for, &sealed) < 0) {
+		if (sealing_ctx("encrypt", encrypt_for, "TRAINYARD_DATA_KEY", &sealed) < 0) {
 			free(overrides);
 			return TRAIN_USAGE;
 		}
 		o.encrypt = &sealed;
+	}
+	if (init_for) {
+		if (sealing_ctx("init-encrypt", init_for, "TRAINYARD_INIT_KEY", &init_sealed) < 0) {
+			if (encrypt_for)
+				crypt_object_ctx_clear(&sealed);
+			free(overrides);
+			return TRAIN_USAGE;
+		}
+		o.init_encrypt = &init_sealed;
 	}
 	train_config tc;
 	int rc = load_config(&tc, spec, overrides, n_over, run_layout);
@@ -224,6 +246,8 @@ static int cmd_train(int argc, char **argv)
 	}
 	if (encrypt_for)
 		crypt_object_ctx_clear(&sealed);
+	if (init_for)
+		crypt_object_ctx_clear(&init_sealed);
 	return rc;
 }
 

@@ -294,3 +294,40 @@ size_t train_shard_fill(const train_shard *s, const mp_run *want, size_t nwant, 
 	}
 	return copied;
 }
+
+int train_ckpt_params(ckpt_store *st, const json_t *model, size_t nparams, float *out,
+                      ckpt_manifest *m, char *err, size_t errlen)
+{
+	int step = 0, rc = ckpt_latest(st, &step, err, errlen);
+	memset(m, 0, sizeof(*m));
+	if (rc == 0)
+		rc = ckpt_manifest_read(st, step, m, err, errlen);
+	if (rc < 0)
+		return rc;
+	if (!json_equal(json_object_get(m->config, "model"), model)) {
+		snprintf(err, errlen,
+		         "the checkpoint of step %d is of another model than the job's", m->step);
+		return CKPT_ERR_ARG;
+	}
+	size_t filled = 0;
+	for (int k = 0; rc == 0 && k < m->world; k++) {
+		train_shard s;
+		if ((rc = train_shard_read(&s, st, m, k, nparams, false, err, errlen)) < 0)
+			break;
+		/* the shards' runs do not overlap (each element is owned once) */
+		for (size_t j = 0; j < s.nruns; j++) {
+			uint64_t b = s.ranges[2 * j], e = s.ranges[2 * j + 1];
+			memcpy(out + b, s.sec[TS_PARAMS] + s.at[j],
+			       (size_t)(e - b) * sizeof(float));
+			filled += (size_t)(e - b);
+		}
+		train_shard_release(&s);
+	}
+	if (rc == 0 && filled != nparams) {
+		snprintf(err, errlen,
+		         "the checkpoint of step %d holds %zu of the model's %zu weights", m->step,
+		         filled, nparams);
+		rc = CKPT_ERR_CORRUPT;
+	}
+	return rc;
+}

@@ -71,4 +71,15 @@ void train_shard_release(train_shard *s);
 size_t train_shard_fill(const train_shard *s, const mp_run *want, size_t nwant, size_t base,
                         float *const dst[TS_SECTIONS]);
 
+/*
+ * The weights alone of the newest checkpoint in st, for a run that starts
+ * from them (init-from): every shard's params runs into out[0..nparams),
+ * the whole model's flat vector, checked to cover it exactly. model: the
+ * job's normalized "model", which the checkpoint's must equal.
+ * OUT *m: the manifest read (ckpt_manifest_release it, also on failure).
+ * RET 0 or a CKPT_ERR_*: CKPT_ERR_ARG when the model differs.
+ */
+int train_ckpt_params(ckpt_store *st, const json_t *model, size_t nparams, float *out,
+                      ckpt_manifest *m, char *err, size_t errlen);
+
 #endif

@@ -609,6 +609,75 @@ static int setup_parallel(run *r, const float *init)
 	return TRAIN_OK;
 }
 
+/*
+ * The whole model's initial weights, unit-major: an llm.c model file
+ * (--init-from), the newest checkpoint of another run (--init-ckpt: the
+ * weights alone, the optimizer starts afresh at step 0), or the spec's
+ * seed. OUT *init (caller frees). RET a train_exit.
+ */
+static int initial_params(run *r, float **init)
+{
+	const train_config *tc = r->tc;
+	size_t n = gpt_num_params(&tc->model);
+	*init = NULL;
+	if (tc->spec.training.init_from[0] && !r->o->init_ckpt) {
+		snprintf(
+		    r->err, sizeof(r->err),
+		    "the spec names training.init_from \"%s\": the worker runtime fetches that "
+		    "checkpoint and names it with --init-ckpt",
+		    tc->spec.training.init_from);
+		return fail(r, TRAIN_INVALID_CONFIG, "could not take the initial weights");
+	}
+	if (r->o->init_from) {
+		gpt_config fcfg;
+		if (llmc_read(r->o->init_from, &fcfg, init, r->err, sizeof(r->err)) < 0)
+			return fail(r, TRAIN_INVALID_CONFIG, "could not import weights");
+		if (memcmp(&fcfg, &tc->model, sizeof(fcfg)) != 0) {
+			free(*init);
+			*init = NULL;
+			snprintf(r->err, sizeof(r->err),
+			         "the weights of \"%s\" are for another model than the job spec's",
+			         r->o->init_from);
+			return fail(r, TRAIN_INVALID_CONFIG, "could not import weights");
+		}
+		return TRAIN_OK;
+	}
+	if (!(*init = malloc(n * sizeof(float)))) {
+		snprintf(r->err, sizeof(r->err), "out of memory for the initial parameters");
+		return fail(r, TRAIN_OOM, "setup");
+	}
+	if (!r->o->init_ckpt) {
+		gpt_init_params(&tc->model, *init, (uint64_t)tc->spec.training.seed);
+		return TRAIN_OK;
+	}
+	ckpt_store *st = r->o->init_encrypt
+	                     ? ckpt_store_encrypted(r->o->init_ckpt, r->o->init_encrypt)
+	                     : ckpt_store_dir(r->o->init_ckpt);
+	ckpt_manifest m;
+	int rc = st ? train_ckpt_params(st, json_object_get(tc->normalized, "model"), n, *init, &m,
+	                                r->err, sizeof(r->err))
+	            : CKPT_ERR_NOMEM;
+	if (!st)
+		memset(&m, 0, sizeof(m));
+	int step = m.step, world = m.world;
+	ckpt_manifest_release(&m);
+	if (st)
+		ckpt_store_free(st);
+	if (rc < 0) {
+		free(*init);
+		*init = NULL;
+		return fail(r,
+		            rc == CKPT_ERR_NOMEM ? TRAIN_OOM
+		            : rc == CKPT_ERR_ARG ? TRAIN_INVALID_CONFIG
+		                                 : TRAIN_CKPT_CORRUPT,
+		            "could not take the initial weights from the checkpoint");
+	}
+	metrics_emit(&r->met, "event",
+	             json_pack("{s:s, s:i, s:i}", "event", "initialized", "from_step", step,
+	                       "from_world", world));
+	return TRAIN_OK;
+}
+
 static int setup(run *r)
 {
 	const train_config *tc = r->tc;
@@ -624,27 +693,10 @@ static int setup(run *r)
 		openblas_set_num_threads(r->o->threads);
 	}
 	float *init = NULL;
-	if (r->o->init_from) {
-		gpt_config fcfg;
-		if (llmc_read(r->o->init_from, &fcfg, &init, r->err, sizeof(r->err)) < 0)
-			return fail(r, TRAIN_INVALID_CONFIG, "could not import weights");
-		if (memcmp(&fcfg, &tc->model, sizeof(fcfg)) != 0) {
-			free(init);
-			snprintf(r->err, sizeof(r->err),
-			         "the weights of \"%s\" are for another model than the job spec's",
-			         r->o->init_from);
-			return fail(r, TRAIN_INVALID_CONFIG, "could not import weights");
-		}
-	} else {
-		init = malloc(gpt_num_params(&tc->model) * sizeof(float));
-		if (!init) {
-			snprintf(r->err, sizeof(r->err),
-			         "out of memory for the initial parameters");
-			return fail(r, TRAIN_OOM, "setup");
-		}
-		gpt_init_params(&tc->model, init, (uint64_t)spec->training.seed);
-	}
-	int rc = setup_parallel(r, init);
+	int rc = initial_params(r, &init);
+	if (rc != TRAIN_OK)
+		return rc;
+	rc = setup_parallel(r, init);
 	free(init);
 	if (rc != TRAIN_OK)
 		return rc;

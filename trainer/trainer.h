@@ -26,7 +26,10 @@ typedef struct train_options {
 	bool no_resume;          /* start fresh even if checkpoints exist */
 	size_t memory_limit;     /* bytes of address space per rank (RLIMIT_AS); 0: none */
 	const struct crypt_object_ctx
-	    *encrypt; /* checkpoints sealed for this tenant and job; NULL: plain */
+	    *encrypt;          /* checkpoints sealed for this tenant and job; NULL: plain */
+	const char *init_ckpt; /* a checkpoint store: start from its newest weights; or NULL */
+	const struct crypt_object_ctx
+	    *init_encrypt; /* init_ckpt sealed for its own tenant and job; NULL: plain */
 } train_options;
 
 /* RET: a train_exit status (failure.h). Messages go to stderr. */

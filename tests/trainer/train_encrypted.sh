@@ -30,6 +30,7 @@ check_eq "no JSON of it is readable" 0 "$(grep -c '"step"' "$M")"
 check_eq "every shard is sealed" TYEC "$(head -c 4 "$TY_TMP"/ck/step_00000010/shard_00000_of_00001.bin)"
 
 cp -a "$TY_TMP/ck" "$TY_TMP/ck-2"
+cp -a "$TY_TMP/ck" "$TY_TMP/ck-init"
 cp -a "$TY_TMP/ck" "$TY_TMP/ck-wrong"
 cp -a "$TY_TMP/ck" "$TY_TMP/ck-other"
 check "resumed with the job's key" env TRAINYARD_DATA_KEY="$KEY" OMP_NUM_THREADS=1 \
@@ -55,4 +56,36 @@ check_fails "nor does another job's identity" 15 env TRAINYARD_DATA_KEY="$KEY" \
 	--ckpt-dir "$TY_TMP/ck-other"
 check_fails "--encrypt without a key is a usage error" 2 env -u TRAINYARD_DATA_KEY \
 	"$TRAIN_BIN" train --data-root "$DATA" --spec "$S" --encrypt "$TENANT:$JOB" --ckpt-dir "$TY_TMP/ck-x"
+# Another job starts from the sealed checkpoint's weights (--init-ckpt), with
+# the source job's identity and key, its own checkpoints elsewhere.
+cp -a "$TY_TMP/ck-init" "$TY_TMP/ck-exp"
+check "the step-10 weights, exported by a resume that takes no step" env \
+	TRAINYARD_DATA_KEY="$KEY" OMP_NUM_THREADS=1 "$TRAIN_BIN" train --data-root "$DATA" --spec "$S" \
+	--encrypt "$TENANT:$JOB" --ckpt-dir "$TY_TMP/ck-exp" --stop-after 0 --export "$TY_TMP/step10.bin"
+check "a run started from the sealed checkpoint of another job" env TRAINYARD_INIT_KEY="$KEY" \
+	OMP_NUM_THREADS=1 "$TRAIN_BIN" train --data-root "$DATA" --spec "$S" --init-ckpt "$TY_TMP/ck-init" \
+	--init-encrypt "$TENANT:$JOB" --ckpt-dir "$TY_TMP/ck-new" --stop-after 2 \
+	--metrics "$TY_TMP/init.jsonl" --export "$TY_TMP/init2.bin"
+check_eq "it took the weights of step 10" 10 \
+	"$(jq -r 'select(.event == "initialized") | .from_step' "$TY_TMP/init.jsonl")"
+check_eq "and counts its own steps from 1" "1 2" \
+	"$(jq -r 'select(.type == "step") | .step' "$TY_TMP/init.jsonl" | xargs)"
+first_fresh=$(losses "$TY_TMP/full.jsonl" | head -n 1 | cut -d' ' -f2)
+first_init=$(losses "$TY_TMP/init.jsonl" | head -n 1 | cut -d' ' -f2)
+check "its first loss ($first_init) is below a fresh start's ($first_fresh)" \
+	awk -v a="$first_init" -v b="$first_fresh" 'BEGIN { exit !(a < b) }'
+check "its own checkpoints are plain, in its own store" test -s "$TY_TMP/ck-new/step_00000002/manifest.json"
+check "a run that takes no step from it exports its weights" env TRAINYARD_INIT_KEY="$KEY" \
+	OMP_NUM_THREADS=1 "$TRAIN_BIN" train --data-root "$DATA" --spec "$S" --init-ckpt "$TY_TMP/ck-init" \
+	--init-encrypt "$TENANT:$JOB" --stop-after 0 --export "$TY_TMP/init0.bin"
+check "the weights it started from are the checkpoint's, bit for bit" cmp "$TY_TMP/step10.bin" "$TY_TMP/init0.bin"
+check_fails "the wrong key trusts no checkpoint to start from: status 15" 15 env \
+	TRAINYARD_INIT_KEY="$WRONG" OMP_NUM_THREADS=1 "$TRAIN_BIN" train --data-root "$DATA" --spec "$S" \
+	--init-ckpt "$TY_TMP/ck-init" --init-encrypt "$TENANT:$JOB" --stop-after 0
+check_fails "a checkpoint of another model is an invalid configuration: status 10" 10 env \
+	TRAINYARD_INIT_KEY="$KEY" OMP_NUM_THREADS=1 "$TRAIN_BIN" train --data-root "$DATA" --spec "$S" \
+	--set model.seq_len=32 --init-ckpt "$TY_TMP/ck-init" --init-encrypt "$TENANT:$JOB" --stop-after 0
+check_fails "--init-encrypt without its key is a usage error" 2 env -u TRAINYARD_INIT_KEY \
+	"$TRAIN_BIN" train --data-root "$DATA" --spec "$S" --init-ckpt "$TY_TMP/ck-init" \
+	--init-encrypt "$TENANT:$JOB"
 summary
