@@ -103,13 +103,16 @@ int h_attempt_create(api_req *rq)
 
 /*
  * The classification of what job $1 trains on: the most sensitive of its
- * datasets, or 'internal' for data paths (docs/datasets.md).
+ * datasets ('internal' for data paths) and of the checkpoint it started
+ * from (docs/datasets.md).
  */
 #define JOB_CLASSIFICATION                                                                         \
-	"coalesce((SELECT d.classification FROM job_datasets jd"                                   \
+	"(SELECT x.c FROM (SELECT d.classification FROM job_datasets jd"                           \
 	" JOIN dataset_versions v ON v.id = jd.version_id JOIN datasets d ON d.id = v.dataset_id"  \
-	" WHERE jd.job_id = $1 ORDER BY array_position(ARRAY['public', 'internal',"                \
-	" 'confidential', 'restricted'], d.classification) DESC LIMIT 1), 'internal')"
+	" WHERE jd.job_id = $1 UNION ALL SELECT 'internal' WHERE NOT EXISTS (SELECT 1"             \
+	" FROM job_datasets WHERE job_id = $1 AND role = 'train') UNION ALL SELECT"                \
+	" classification FROM job_init WHERE job_id = $1) x (c) ORDER BY array_position("          \
+	"ARRAY['public', 'internal', 'confidential', 'restricted'], x.c) DESC LIMIT 1)"
 
 int h_attempt_get(api_req *rq)
 {
@@ -123,7 +126,15 @@ int h_attempt_get(api_req *rq)
 	                        "coalesce(json_agg(json_build_object("
 	                        "'role', jd.role, 'version_id', jd.version_id) ORDER BY jd.role), "
 	                        "'[]')"
-	                        " FROM job_datasets jd WHERE jd.job_id = j.id) AS datasets"
+	                        " FROM job_datasets jd WHERE jd.job_id = j.id) AS datasets,"
+	                        " (SELECT json_build_object('checkpoint_id', ji.checkpoint_id, "
+	                        "'step', c.step,"
+	                        " 'files', (SELECT json_agg(f ORDER BY f) FROM (SELECT "
+	                        "'" STORAGE_MANIFEST_NAME "' AS f UNION ALL SELECT s->>'name'"
+	                        " FROM jsonb_array_elements(c.shards) s) n))"
+	                        " FROM job_init ji LEFT JOIN checkpoints c ON c.id = "
+	                        "ji.checkpoint_id"
+	                        " WHERE ji.job_id = j.id) AS init_from"
 	                        " FROM job_attempts a JOIN jobs j ON j.id = a.job_id WHERE a.id = "
 	                        "$1) x",
 	    1, p, ERR_ATTEMPT_NOT_FOUND);

@@ -7,23 +7,14 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
+#include "grants.h"
 #include "handlers.h"
-#include "report.h"
 #include "server.h"
 
-#define GRANT_DAYS_MAX 366 /* the furthest expiry, in days from now */
-
 #define GRANT_COLS                                                                                 \
-	"g.id, d.name AS dataset, gt.name AS tenant, gt.id AS tenant_id, d.classification,"        \
-	" CASE WHEN g.revoked_at IS NOT NULL THEN 'revoked'"                                       \
-	" WHEN g.expires_at <= clock_timestamp() THEN 'expired'"                                   \
-	" WHEN g.approved_at IS NULL THEN 'pending' ELSE 'active' END AS state,"                   \
-	" " TS("g.created_at") " AS created_at, " TS(                                              \
-	    "g.expires_at") " AS expires_at,"                                                      \
-	                    " " TS("g.approved_at") " AS approved_at, " TS(                        \
-	                        "g.revoked_at") " AS revoked_at"
+	"g.id, d.name AS dataset, gt.name AS tenant, gt.id AS tenant_id, "                         \
+	"d.classification, " GRANT_STATE_COLS
 #define GRANT_JOINS " JOIN datasets d ON d.id = g.dataset_id JOIN tenants gt ON gt.id = g.tenant_id"
 /* The grants table, or (after a change in a WITH g AS (...)) the changed rows */
 #define GRANT_FROM     " FROM dataset_grants g" GRANT_JOINS
@@ -65,15 +56,7 @@ static int grant_body(api_req *rq, json_t *in, const char **tenant, const char *
 {
 	verrs v;
 	verrs_init(&v);
-	static const char *const fields[] = {"tenant", "expires_at", NULL};
-	jsonx_only_fields(in, "", fields, &v);
-	if (jsonx_get_str(in, "", "tenant", true, 63, tenant, &v) > 0 && !jsonx_is_name(*tenant))
-		verrs_add(&v, "/tenant", ERR_F_INVALID_VALUE, "tenant is a tenant's name");
-	double t = 0, now = (double)time(NULL);
-	if (jsonx_get_str(in, "", "expires_at", true, 64, expires, &v) > 0 &&
-	    (report_time_parse(*expires, &t) < 0 || t <= now || t > now + GRANT_DAYS_MAX * 86400.0))
-		verrs_add(&v, "/expires_at", ERR_F_INVALID_VALUE,
-		          "expires_at is an RFC 3339 time in the next %d days", GRANT_DAYS_MAX);
+	grant_body_check(in, NULL, tenant, expires, &v);
 	if (verrs_count(&v)) {
 		api_fail_validation(rq, &v);
 		return -1;
@@ -97,8 +80,7 @@ int h_dataset_grant_create(api_req *rq)
 	if (rc == 0 && (rc = db_begin(rq->db)) == 0)
 		rc = dataset_find(rq, ds, cls);
 	/* public and internal data is shared on the owner's word; the rest waits for an admin */
-	bool approved = strcmp(cls, "public") == 0 || strcmp(cls, "internal") == 0 ||
-	                rq->who.platform == ROLE_ADMIN;
+	bool approved = grant_approved_at_once(cls, rq->who.platform == ROLE_ADMIN);
 	const char *p[] = {
 	    ds, tenant, rq->who.user_id, expires, approved ? "t" : "f", rq->scope.tenant_id};
 	if (rc == 0)

@@ -284,8 +284,9 @@ int h_attempt_dataset_key(api_req *rq)
 
 /*
  * GET /v1/tenants/{tenant}/datasets/{dataset}/derived[?version=N&limit=N]:
- * the checkpoints trained on the dataset (or one version of it), the
- * newest first, its grantees' included (docs/datasets.md, lineage).
+ * the checkpoints trained on the dataset (or one version of it), directly
+ * or through any chain of jobs started from such checkpoints, the newest
+ * first, its grantees' included (docs/datasets.md, lineage).
  */
 int h_dataset_derived(api_req *rq)
 {
@@ -309,23 +310,31 @@ int h_dataset_derived(api_req *rq)
 	snprintf(l, sizeof(l), "%ld", n);
 	const char *p[] = {rq->scope.tenant_id, route_param(&rq->params, "dataset"), v, l};
 	json_t *items = NULL;
+	/*
+	 * dj: the jobs pinned to the dataset (role train or val), then, round
+	 * after round, the jobs that started from a checkpoint of one of them
+	 * (role init_from). Jobs start only from ended jobs' checkpoints, so
+	 * the chains have no cycle; UNION ends the recursion all the same.
+	 */
 	int rc = api_query_json(
 	    rq,
-	    "SELECT CASE WHEN d.id IS NULL THEN NULL ELSE (SELECT coalesce(json_agg(x"
-	    " ORDER BY x.created_at DESC, x.checkpoint_id), '[]') FROM (SELECT c.id AS "
-	    "checkpoint_id,"
-	    " jt.name AS tenant, j.id AS job_id, j.name AS job, c.step, c.classification,"
-	    " v.version, jd.role, " TS(
-	        "c.created_at") " AS created_at"
-	                        " FROM dataset_versions v JOIN job_datasets jd ON jd.version_id = "
-	                        "v.id"
-	                        " JOIN jobs j ON j.id = jd.job_id JOIN tenants jt ON jt.id = "
-	                        "j.tenant_id"
-	                        " JOIN checkpoints c ON c.job_id = j.id WHERE v.dataset_id = d.id"
-	                        " AND ($3::int = 0 OR v.version = $3::int) ORDER BY c.created_at "
-	                        "DESC, c.id"
-	                        " LIMIT $4::int) x) END FROM (SELECT 1) one LEFT JOIN datasets d"
-	                        " ON d.tenant_id = $1 AND d.name = $2",
+	    "WITH RECURSIVE d AS (SELECT id FROM datasets WHERE tenant_id = $1 AND name = $2),"
+	    " dj (job_id, version, role) AS (SELECT jd.job_id, v.version, jd.role FROM d"
+	    " JOIN dataset_versions v ON v.dataset_id = d.id"
+	    " JOIN job_datasets jd ON jd.version_id = v.id"
+	    " WHERE $3::int = 0 OR v.version = $3::int"
+	    " UNION SELECT ji.job_id, dj.version, 'init_from' FROM dj"
+	    " JOIN job_init ji ON ji.source_job_id = dj.job_id),"
+	    " jobs1 AS (SELECT DISTINCT ON (job_id) * FROM dj"
+	    " ORDER BY job_id, role = 'init_from', version DESC)"
+	    " SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM d) THEN NULL ELSE (SELECT"
+	    " coalesce(json_agg(x ORDER BY x.created_at DESC, x.checkpoint_id), '[]') FROM"
+	    " (SELECT c.id AS checkpoint_id, jt.name AS tenant, j.id AS job_id, j.name AS job,"
+	    " c.step, c.classification, dj.version, dj.role, " TS(
+	        "c.created_at") " AS created_at FROM jobs1 dj JOIN jobs j ON j.id = dj.job_id"
+	                        " JOIN tenants jt ON jt.id = j.tenant_id"
+	                        " JOIN checkpoints c ON c.job_id = j.id"
+	                        " ORDER BY c.created_at DESC, c.id LIMIT $4::int) x) END",
 	    4, p, &items);
 	if (rc)
 		return api_fail_db(rq, rc);

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "grants.h"
 #include "handlers.h"
 #include "jobdata.h"
 #include "log.h"
@@ -107,14 +108,14 @@ static int checkpoint_file(api_req *rq, const char *name, int *step)
 }
 
 /* Open the file and verify its first chunk. RET 0, or an error answered (< 0). */
-static int download_open(api_req *rq, download *d, const crypt_object_ctx *ctx, const char *name,
-                         int step)
+static int download_open(api_req *rq, download *d, const crypt_object_ctx *ctx,
+                         const char *tenant_id, const char *job_id, const char *name, int step)
 {
 	char rel[STORAGE_NAME_MAX + 1];
 	int k = snprintf(rel, sizeof(rel), "step_%08d/%s", step, name);
 	if (k < 0 || (size_t)k >= sizeof(rel) ||
-	    storage_object_path(rq->cfg->storage_root, rq->scope.tenant_id, rq->scope.job_id,
-	                        STORAGE_CHECKPOINTS, rel, d->path, sizeof(d->path)) < 0)
+	    storage_object_path(rq->cfg->storage_root, tenant_id, job_id, STORAGE_CHECKPOINTS, rel,
+	                        d->path, sizeof(d->path)) < 0)
 		return api_fail(rq, ERR_CHECKPOINT_NOT_FOUND, "the checkpoint has no file \"%s\"",
 		                name),
 		       -1;
@@ -144,40 +145,57 @@ static int download_open(api_req *rq, download *d, const crypt_object_ctx *ctx, 
 	return api_fail(rq, ERR_STORAGE_IO, "the checkpoint's file could not be read"), -1;
 }
 
-int h_checkpoint_download(api_req *rq)
+/* The name asked for: ?file=, the manifest by default. NULL when it names no file. */
+static const char *file_asked(api_req *rq)
 {
 	const char *name = api_query(rq, "file");
 	if (!name)
 		name = MANIFEST_NAME;
-	int step = 0;
 	/* the manifest or a shard name: anything else names no file of any checkpoint */
-	bool named = strcmp(name, MANIFEST_NAME) == 0 || storage_shard_name_valid(name);
-	int found = named ? checkpoint_file(rq, name, &step) : 0;
-	if (found < 0)
-		return 0;
-	if (!found)
-		return api_fail(rq, ERR_CHECKPOINT_NOT_FOUND,
-		                "the checkpoint has no file of that name: ask for " MANIFEST_NAME
-		                " or one of its shards");
+	return strcmp(name, MANIFEST_NAME) == 0 || storage_shard_name_valid(name) ? name : NULL;
+}
+
+static int no_such_file(api_req *rq)
+{
+	return api_fail(rq, ERR_CHECKPOINT_NOT_FOUND,
+	                "the checkpoint has no file of that name: ask for " MANIFEST_NAME
+	                " or one of its shards");
+}
+
+/*
+ * Stream file name of the checkpoint (step) of tenant_id's job_id,
+ * decrypted, once its read is recorded with detail (taken over). RET 0.
+ */
+static int send_file(api_req *rq, const char *tenant_id, const char *job_id, const char *name,
+                     int step, json_t *detail)
+{
 	crypt_object_ctx ctx;
 	int version = 0;
-	int rc =
-	    jobdata_ctx(rq->srv, rq->db, rq->scope.tenant_id, rq->scope.job_id, &ctx, &version);
-	if (rc)
+	int rc = jobdata_ctx(rq->srv, rq->db, tenant_id, job_id, &ctx, &version);
+	if (rc) {
+		json_decref(detail);
 		return jobdata_fail(rq, rc);
+	}
 	download *d = calloc(1, sizeof(*d));
 	if (!d) {
+		json_decref(detail);
 		crypt_object_ctx_clear(&ctx);
 		return api_fail(rq, ERR_INTERNAL, "out of memory");
 	}
 	d->fd = -1;
 	snprintf(d->request_id, sizeof(d->request_id), "%s", rq->request_id);
-	rc = download_open(rq, d, &ctx, name, step);
+	rc = download_open(rq, d, &ctx, tenant_id, job_id, name, step);
 	crypt_object_ctx_clear(&ctx); /* the reader keeps its derived key only */
 	char res[64];
 	snprintf(res, sizeof(res), "checkpoint/%s", rq->scope.checkpoint_id);
-	if (rc < 0 || jobdata_audit(rq, res, json_pack("{s:s, s:i}", "file", name, "step", step),
-	                            version) < 0) {
+	json_object_set_new(detail, "file", json_string(name));
+	json_object_set_new(detail, "step", json_integer(step));
+	if (rc < 0) {
+		json_decref(detail);
+		download_free(d);
+		return 0;
+	}
+	if (jobdata_audit(rq, res, detail, version) < 0) {
 		download_free(d);
 		return 0;
 	}
@@ -191,4 +209,64 @@ int h_checkpoint_download(api_req *rq)
 	    .size = API_STREAM_SIZE_UNKNOWN,
 	};
 	return 0;
+}
+
+int h_checkpoint_download(api_req *rq)
+{
+	const char *name = file_asked(rq);
+	int step = 0;
+	int found = name ? checkpoint_file(rq, name, &step) : 0;
+	if (found < 0)
+		return 0;
+	if (!found)
+		return no_such_file(rq);
+	return send_file(rq, rq->scope.tenant_id, rq->scope.job_id, name, step, json_object());
+}
+
+/*
+ * GET /v1/tenants/{tenant}/shared-checkpoints/{checkpoint}/download: a
+ * checkpoint another tenant granted this one with download, while the
+ * grant is in force. Never one trained on restricted data. The record
+ * names the owner (checkpoint_tenant_id), whose data-access report lists it.
+ */
+int h_shared_checkpoint_download(api_req *rq)
+{
+	const char *ckpt = route_param(&rq->params, "checkpoint"), *name = file_asked(rq);
+	if (!jsonx_is_uuid(ckpt))
+		return api_fail(rq, ERR_CHECKPOINT_NOT_FOUND,
+		                "no checkpoint granted to this tenant");
+	snprintf(rq->scope.checkpoint_id, sizeof(rq->scope.checkpoint_id), "%s", ckpt);
+	const char *p[] = {ckpt, rq->scope.tenant_id, name ? name : ""};
+	PGresult *r = NULL;
+	int rc = api_db(rq);
+	if (rc == 0)
+		rc = db_query(
+		    rq->db, &r,
+		    "SELECT j.tenant_id, c.job_id, c.step, EXISTS (SELECT 1 FROM"
+		    " jsonb_array_elements(c.shards) s WHERE s->>'name' = $3)"
+		    " FROM checkpoints c JOIN jobs j ON j.id = c.job_id WHERE c.id = $1"
+		    " AND c.classification <> 'restricted' AND EXISTS (SELECT 1 FROM"
+		    " checkpoint_grants g WHERE g.checkpoint_id = c.id AND g.tenant_id = $2"
+		    " AND g.download AND " GRANT_IN_FORCE ")",
+		    3, p);
+	if (rc) {
+		PQclear(r);
+		return api_fail_db(rq, rc);
+	}
+	if (PQntuples(r) != 1) {
+		PQclear(r);
+		return api_fail(rq, ERR_CHECKPOINT_NOT_FOUND,
+		                "no checkpoint of that id is granted to this tenant for download");
+	}
+	char tenant[37], job[37];
+	snprintf(tenant, sizeof(tenant), "%s", PQgetvalue(r, 0, 0));
+	snprintf(job, sizeof(job), "%s", PQgetvalue(r, 0, 1));
+	int step = atoi(PQgetvalue(r, 0, 2));
+	bool has =
+	    name && (strcmp(name, MANIFEST_NAME) == 0 || strcmp(PQgetvalue(r, 0, 3), "t") == 0);
+	PQclear(r);
+	if (!has)
+		return no_such_file(rq);
+	return send_file(rq, tenant, job, name, step,
+	                 json_pack("{s:s, s:s}", "job_id", job, "checkpoint_tenant_id", tenant));
 }

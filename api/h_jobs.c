@@ -16,8 +16,10 @@
 #include <string.h>
 
 #include "datapath.h"
+#include "grants.h"
 #include "handlers.h"
 #include "hex.h"
+#include "jobinit.h"
 #include "jobdoc.h"
 #include "jobspec.h"
 #include "jobstate.h"
@@ -89,9 +91,6 @@ typedef struct job_datasets {
 } job_datasets;
 
 /* A grant in force: approved, not revoked, not expired (docs/datasets.md). */
-#define GRANT_IN_FORCE                                                                             \
-	"g.approved_at IS NOT NULL AND g.revoked_at IS NULL AND g.expires_at > clock_timestamp()"
-
 /*
  * Resolve the spec's dataset references (data.dataset, data.val_dataset)
  * to versions of the tenant's datasets, or of another tenant's under a
@@ -196,7 +195,8 @@ static int reserved_paths(const jobspec *js, verrs *v)
  * the job's document, the answer.
  */
 static void job_insert(api_req *rq, const json_t *spec, const jobspec *js, const job_datasets *ds,
-                       const char *key, const char *body_hex, const char *job_id)
+                       const job_init *init, const char *key, const char *body_hex,
+                       const char *job_id)
 {
 	/* 15 digits: 3e-4 is stored as 0.0003, not its 17-digit binary neighbour */
 	char *text = json_dumps(spec, JSON_COMPACT | JSON_REAL_PRECISION(15));
@@ -216,6 +216,7 @@ static void job_insert(api_req *rq, const json_t *spec, const jobspec *js, const
 		         "INSERT INTO job_datasets (job_id, role, version_id) VALUES ($1, $2, $3)",
 		         3, q);
 	}
+	jobinit_insert(rq, job_id, init);
 	if (key) {
 		const char *q[] = {rq->who.user_id, rq->scope.tenant_id, key, body_hex, job_id};
 		db_query(rq->db, NULL,
@@ -277,10 +278,13 @@ static int submit_once(api_req *rq, const json_t *in, const char *key, const cha
 	verrs v;
 	verrs_init(&v);
 	job_datasets ds = {0};
+	job_init init;
+	memset(&init, 0, sizeof(init));
 	rc = jobspec_parse(in, &quota, &js, &spec, &v);
 	if (rc == 0 && plan_check_job(&js, job_device_memory(rq->cfg, &js), &v) > 0)
 		rc = -ERR_VALIDATION_FAILED;
-	if (rc == 0 && (rc = datasets_resolve(rq, &js, spec, &ds, &v)) == 0 && verrs_count(&v))
+	if (rc == 0 && (rc = datasets_resolve(rq, &js, spec, &ds, &v)) == 0 &&
+	    (rc = jobinit_resolve(rq, &js, spec, &init, &v)) == 0 && verrs_count(&v))
 		rc = -ERR_VALIDATION_FAILED;
 	if (rc == 0 && reserved_paths(&js, &v) > 0)
 		rc = -ERR_VALIDATION_FAILED;
@@ -293,7 +297,7 @@ static int submit_once(api_req *rq, const json_t *in, const char *key, const cha
 		json_decref(spec);
 		return rc;
 	}
-	job_insert(rq, spec, &js, &ds, key, body_hex, job_id);
+	job_insert(rq, spec, &js, &ds, &init, key, body_hex, job_id);
 	json_decref(spec);
 	PGresult *doc;
 	if ((rc = db_pipeline_end(rq->db, &doc))) {

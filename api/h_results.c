@@ -60,8 +60,9 @@ int h_checkpoint_get(api_req *rq)
 /*
  * GET /v1/checkpoints/{checkpoint}/lineage: what the checkpoint was trained
  * on and from. Its job's dataset versions (with their owners, hashes and
- * classifications) or data paths, and the checkpoint of the same job it
- * follows (parent_step; its id while it is kept).
+ * classifications) or data paths, the checkpoint of the same job it
+ * follows (parent_step; its id while it is kept), and the checkpoint of
+ * another job its job started from (init_from; its own lineage goes on).
  */
 int h_checkpoint_lineage(api_req *rq)
 {
@@ -84,7 +85,12 @@ int h_checkpoint_lineage(api_req *rq)
 	    " 'val', j.spec->'data'->>'val') END AS data_paths,"
 	    " CASE WHEN c.parent_step IS NOT NULL THEN json_build_object('step', c.parent_step,"
 	    " 'checkpoint_id', (SELECT p.id FROM checkpoints p WHERE p.job_id = c.job_id"
-	    " AND p.step = c.parent_step)) END AS follows"
+	    " AND p.step = c.parent_step)) END AS follows,"
+	    " (SELECT json_build_object('checkpoint_id', ji.checkpoint_id, 'job_id',"
+	    " ji.source_job_id, 'job', sj.name, 'tenant', st.name, 'step', ji.step,"
+	    " 'classification', ji.classification) FROM job_init ji"
+	    " LEFT JOIN jobs sj ON sj.id = ji.source_job_id"
+	    " LEFT JOIN tenants st ON st.id = sj.tenant_id WHERE ji.job_id = j.id) AS init_from"
 	    " FROM checkpoints c JOIN jobs j ON j.id = c.job_id JOIN tenants jt ON jt.id = "
 	    "j.tenant_id"
 	    " WHERE c.id = $1) x",

@@ -72,6 +72,16 @@ int h_dataset_grant_revoke(api_req *rq);
 int h_shared_datasets(api_req *rq);
 int h_dataset_derived(api_req *rq);
 
+/* h_checkpoint_grants.c, h_download.c, jobinit.c: sharing checkpoints, starting from one */
+int h_checkpoint_grant_create(api_req *rq);
+int h_checkpoint_grant_list(api_req *rq);
+int h_checkpoint_grant_approve(api_req *rq);
+int h_checkpoint_grant_revoke(api_req *rq);
+int h_shared_checkpoints(api_req *rq);
+int h_shared_checkpoint_download(api_req *rq);
+int h_attempt_init_key(api_req *rq);
+int h_attempt_init_file(api_req *rq);
+
 /* h_results.c */
 int h_job_metrics(api_req *rq);
 int h_job_checkpoints(api_req *rq);

@@ -37,7 +37,8 @@ int jobdata_fail(api_req *rq, int rc)
 
 int jobdata_audit(api_req *rq, const char *resource, json_t *detail, int version)
 {
-	json_object_set_new(detail, "job_id", json_string(rq->scope.job_id));
+	if (!json_object_get(detail, "job_id"))
+		json_object_set_new(detail, "job_id", json_string(rq->scope.job_id));
 	if (version > 0)
 		json_object_set_new(detail, "tenant_key_version", json_integer(version));
 	int rc = api_db(rq);

@@ -24,8 +24,9 @@ int jobdata_ctx(const api_server *s, PGconn *c, const char *tenant_id, const cha
 /*
  * Record a read of the job's data (the route's action: log.read,
  * checkpoint.download) before any of it is sent: no read without its
- * record. detail is the record's (it gains job_id and, with a key,
- * tenant_key_version: version > 0). RET 0, or -1 answered.
+ * record. detail is the record's (it gains job_id, the scope's unless it
+ * names one, and, with a key, tenant_key_version: version > 0). RET 0, or
+ * -1 answered.
  */
 int jobdata_audit(api_req *rq, const char *resource, json_t *detail, int version);
 

@@ -55,6 +55,14 @@ static const route table[] = {
 	{"GET",    "/v1/checkpoints/{checkpoint}/download", PERM_CHECKPOINT_DOWNLOAD, SCOPE_CHECKPOINT, "checkpoint.download", 0, h_checkpoint_download},
 	{"POST",   "/v1/jobs/{job}/attempts",             PERM_JOB_DISPATCH,    SCOPE_JOB,      "attempt.create", 0,   h_attempt_create},
 
+	/* sharing checkpoints with other tenants (docs/datasets.md) */
+	{"POST",   "/v1/checkpoints/{checkpoint}/grants", PERM_CHECKPOINT_GRANT, SCOPE_CHECKPOINT, "checkpoint.grant", 0, h_checkpoint_grant_create},
+	{"GET",    "/v1/checkpoints/{checkpoint}/grants", PERM_JOB_READ,        SCOPE_CHECKPOINT, NULL,           0,   h_checkpoint_grant_list},
+	{"POST",   "/v1/checkpoints/{checkpoint}/grants/{grant}/approve", PERM_CHECKPOINT_APPROVE, SCOPE_CHECKPOINT, "checkpoint.grant.approve", 0, h_checkpoint_grant_approve},
+	{"DELETE", "/v1/checkpoints/{checkpoint}/grants/{grant}", PERM_CHECKPOINT_GRANT, SCOPE_CHECKPOINT, "checkpoint.grant.revoke", 0, h_checkpoint_grant_revoke},
+	{"GET",    "/v1/tenants/{tenant}/shared-checkpoints", PERM_JOB_READ,    SCOPE_TENANT,   NULL,             0,   h_shared_checkpoints},
+	{"GET",    "/v1/tenants/{tenant}/shared-checkpoints/{checkpoint}/download", PERM_CHECKPOINT_DOWNLOAD, SCOPE_TENANT, "checkpoint.download", 0, h_shared_checkpoint_download},
+
 	/* the dataset registry (docs/datasets.md) */
 	{"POST",   "/v1/tenants/{tenant}/datasets",       PERM_DATASET_WRITE,   SCOPE_TENANT,   "dataset.create", 0,   h_dataset_create},
 	{"GET",    "/v1/tenants/{tenant}/datasets",       PERM_DATASET_READ,    SCOPE_TENANT,   NULL,             0,   h_dataset_list},
@@ -82,6 +90,8 @@ static const route table[] = {
 	{"GET",    "/internal/v1/attempts/{attempt}",     PERM_ATTEMPT_REPORT,  SCOPE_ATTEMPT,  NULL,             0,   h_attempt_get},
 	{"POST",   "/internal/v1/attempts/{attempt}/key", PERM_ATTEMPT_REPORT,  SCOPE_ATTEMPT,  "key.release",    0,   h_attempt_key},
 	{"POST",   "/internal/v1/attempts/{attempt}/datasets/{version}/key", PERM_ATTEMPT_REPORT, SCOPE_ATTEMPT, "dataset.read", 0, h_attempt_dataset_key},
+	{"POST",   "/internal/v1/attempts/{attempt}/init/key", PERM_ATTEMPT_REPORT, SCOPE_ATTEMPT, "checkpoint.read", 0, h_attempt_init_key},
+	{"GET",    "/internal/v1/attempts/{attempt}/init/files/{file}", PERM_ATTEMPT_REPORT, SCOPE_ATTEMPT, NULL, 0, h_attempt_init_file},
 	{"POST",   "/internal/v1/attempts/{attempt}/heartbeat", PERM_ATTEMPT_REPORT, SCOPE_ATTEMPT, "attempt.heartbeat", 0, h_attempt_heartbeat},
 	{"POST",   "/internal/v1/attempts/{attempt}/metrics", PERM_ATTEMPT_REPORT, SCOPE_ATTEMPT, "attempt.metrics", 0,  h_attempt_metrics},
 	{"POST",   "/internal/v1/attempts/{attempt}/checkpoints", PERM_ATTEMPT_REPORT, SCOPE_ATTEMPT, "checkpoint.register", 0, h_attempt_checkpoint},

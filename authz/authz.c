@@ -16,7 +16,7 @@ static const unsigned role_perms[ROLE__COUNT] = {
         P(AUTHENTICATED) | READS | P(TENANT_LIST_ALL) | P(USER_READ) | P(AUDIT_READ),
     [ROLE_OWNER] = P(AUTHENTICATED) | READS | P(MEMBER_WRITE) | P(JOB_SUBMIT) | P(JOB_CANCEL) |
                    P(AUDIT_READ) | P(CHECKPOINT_DOWNLOAD) | P(KEY_ROTATE) | P(DATASET_WRITE) |
-                   P(DATASET_GRANT),
+                   P(DATASET_GRANT) | P(CHECKPOINT_GRANT),
     [ROLE_EDITOR] = P(AUTHENTICATED) | READS | P(JOB_SUBMIT) | P(JOB_CANCEL) |
                     P(CHECKPOINT_DOWNLOAD) | P(DATASET_WRITE),
     [ROLE_VIEWER] = P(AUTHENTICATED) | READS,
@@ -63,6 +63,8 @@ static const char *const perm_names[PERM__COUNT] = {
     [PERM_DATASET_EXEMPT] = "dataset.exempt",
     [PERM_DATASET_GRANT] = "dataset.grant",
     [PERM_DATASET_APPROVE] = "dataset.approve",
+    [PERM_CHECKPOINT_GRANT] = "checkpoint.grant",
+    [PERM_CHECKPOINT_APPROVE] = "checkpoint.approve",
 };
 
 static const char *const scope_names[SCOPE__COUNT] = {

@@ -52,12 +52,16 @@ typedef enum perm {
 	PERM_CHECKPOINT_DOWNLOAD, /* read a checkpoint's decrypted bytes */
 	PERM_KEY_ROTATE,          /* rotate a tenant's key-encryption key */
 	PERM_KEY_SHRED,           /* destroy a tenant's keys: its data becomes unreadable */
-	PERM_ATTEMPT_REPORT,  /* the worker runtime of an attempt: its key, heartbeats, results */
-	PERM_DATASET_READ,    /* see a tenant's datasets and their versions */
-	PERM_DATASET_WRITE,   /* register datasets, upload versions */
-	PERM_DATASET_EXEMPT,  /* let a restricted dataset take unmasked data (with a reason) */
-	PERM_DATASET_GRANT,   /* grant another tenant read of a dataset, revoke it */
-	PERM_DATASET_APPROVE, /* put a grant of a confidential or restricted dataset in force */
+	PERM_ATTEMPT_REPORT,   /* the worker runtime of an attempt: its key, heartbeats, results */
+	PERM_DATASET_READ,     /* see a tenant's datasets and their versions */
+	PERM_DATASET_WRITE,    /* register datasets, upload versions */
+	PERM_DATASET_EXEMPT,   /* let a restricted dataset take unmasked data (with a reason) */
+	PERM_DATASET_GRANT,    /* grant another tenant read of a dataset, revoke it */
+	PERM_DATASET_APPROVE,  /* put a grant of a confidential or restricted dataset in force */
+	PERM_CHECKPOINT_GRANT, /* grant another tenant a checkpoint (start from, download), revoke
+	                        */
+	PERM_CHECKPOINT_APPROVE, /* put a grant of a confidential or restricted checkpoint in force
+	                          */
 	PERM__COUNT
 } perm;
 

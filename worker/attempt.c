@@ -20,6 +20,7 @@
 #include "datapath.h"
 #include "datasets.h"
 #include "failure.h"
+#include "initfrom.h"
 #include "sink.h"
 #include "storage.h"
 
@@ -35,11 +36,15 @@ typedef struct attempt {
 	char spec_path[4096]; /* the private copy of the spec; "" until made */
 	crypt_object_ctx ctx; /* tenant, job, data key */
 	char *key_env;        /* "TRAINYARD_DATA_KEY=<hex>", for the launcher only */
-	char *launch_env[2];  /* {key_env, NULL}: what the driver adds for the launcher */
+	char *launch_env[3];  /* {key_env, init key, NULL}: what the driver adds for the launcher */
+	const char *export_env[3]; /* the names of launch_env's variables */
 	char encrypt_for[2 * STORAGE_UUID_LEN + 2];
 	json_t *spec;        /* the normalised spec, until it is written for the trainer */
 	json_t *datasets;    /* [{role, version_id}]: the registered datasets to unseal */
 	char data_dir[4096]; /* where they were unsealed; "" when none */
+	json_t *init_from;   /* the checkpoint to start from, or NULL */
+	init_fetched init;   /* its copy */
+	char refused[64];    /* the code of the last set-up call the API refused */
 } attempt;
 
 static void sleep_s(double s)
@@ -59,6 +64,7 @@ static int call_setup(attempt *at, const char *method, const char *what, rt_answ
 		if (!rt_answer_transient(a) || waited >= SETUP_RETRY_S) {
 			fprintf(stderr, "trainyard-worker: %s %s: %s\n", method,
 			        what[0] ? what : "the attempt", a->message);
+			snprintf(at->refused, sizeof(at->refused), "%s", a->code);
 			rt_answer_release(a);
 			return -1;
 		}
@@ -122,6 +128,7 @@ static int attempt_read(attempt *at)
 	at->number = (int)number;
 	at->spec = json_deep_copy(spec);
 	at->datasets = json_incref(json_object_get(a.body, "datasets"));
+	at->init_from = json_incref(json_object_get(a.body, "init_from"));
 	rc = at->spec ? 0 : -1;
 out:
 	rt_answer_release(&a);
@@ -217,9 +224,11 @@ static void attempt_release(attempt *at)
 {
 	if (at->spec_path[0])
 		unlink(at->spec_path);
+	init_remove(&at->init);
 	datasets_remove(at->data_dir);
 	json_decref(at->spec);
 	json_decref(at->datasets);
+	json_decref(at->init_from);
 	if (at->key_env) {
 		OPENSSL_cleanse(at->key_env, strlen(at->key_env));
 		free(at->key_env);
@@ -258,7 +267,20 @@ static int attempt_train(attempt *at, const ty_config *cfg, runtime_options *o)
 	datasets_where where = {cfg->storage_root, cfg->data_root, at->tenant_id, at->id};
 	if (datasets_fetch(at->datasets, &where, at->spec, dataset_call, at, at->data_dir,
 	                   sizeof(at->data_dir)) < 0) {
-		finish_early(at, "internal: the worker could not read the job's datasets");
+		finish_early(at,
+		             strcmp(at->refused, "grant_not_in_force") == 0
+		                 ? "data_error: a dataset of the job is no longer granted to its "
+		                   "tenant"
+		                 : "internal: the worker could not read the job's datasets");
+		return -1;
+	}
+	if (init_fetch(at->init_from, &where, dataset_call, at, at->client, &at->init) < 0) {
+		finish_early(at,
+		             strcmp(at->refused, "grant_not_in_force") == 0
+		                 ? "data_error: the checkpoint to start from is no longer granted "
+		                   "to the job's tenant"
+		                 : "internal: the worker could not fetch the checkpoint to start "
+		                   "from");
 		return -1;
 	}
 	if (spec_write(at, at->spec) < 0) {
@@ -274,14 +296,20 @@ static int attempt_train(attempt *at, const ty_config *cfg, runtime_options *o)
 	}
 	at->client = NULL; /* the sink's now */
 	snprintf(at->encrypt_for, sizeof(at->encrypt_for), "%s:%s", at->tenant_id, at->job_id);
-	static const char *const export_env[] = {KEY_ENV, NULL};
 	o->spec_path = at->spec_path;
 	o->ckpt_dir = ckpt_dir;
 	o->data_root = data_dir;
 	o->encrypt_for = at->encrypt_for;
+	if (at->init.dir[0]) {
+		o->init_ckpt = at->init.dir;
+		o->init_encrypt_for = at->init.encrypt_for;
+	}
 	at->launch_env[0] = at->key_env;
+	at->launch_env[1] = at->init.key_env; /* NULL when there is none */
+	at->export_env[0] = KEY_ENV;
+	at->export_env[1] = at->init.key_env ? INIT_KEY_ENV : NULL;
 	o->launch_env = at->launch_env;
-	o->export_env = export_env;
+	o->export_env = at->export_env;
 	fprintf(stderr, "trainyard-worker: attempt %d of job %s (tenant %s), log %s\n", at->number,
 	        at->job_id, at->tenant_id, log_name);
 	int rc = runtime_run(o, sink);

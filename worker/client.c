@@ -64,6 +64,9 @@ void rt_answer_release(rt_answer *a)
 
 bool rt_answer_transient(const rt_answer *a)
 {
+	/* keys that were destroyed, or a server without a master key, stay so for this attempt */
+	if (strcmp(a->code, "keys_unavailable") == 0)
+		return false;
 	return a->status == 0 || a->status >= 500 || a->status == 429;
 }
 
@@ -71,7 +74,7 @@ bool rt_answer_transient(const rt_answer *a)
 static void answer_problem(rt_answer *a)
 {
 	const char *code = json_string_value(json_object_get(a->body, "code"));
-	const char *msg = json_string_value(json_object_get(a->body, "message"));
+	const char *msg = json_string_value(json_object_get(a->body, "detail"));
 	snprintf(a->code, sizeof(a->code), "%s", code ? code : "");
 	if (msg)
 		snprintf(a->message, sizeof(a->message), "HTTP %ld %s: %s", a->status,
@@ -115,5 +118,39 @@ int rt_client_call(rt_client *c, const char *method, const char *what, const jso
 	}
 	httpc_answer_release(&h); /* an answer may hold the data key */
 	free(text);
+	return rc;
+}
+
+int rt_client_fetch(rt_client *c, const char *what, FILE *to, rt_answer *a)
+{
+	memset(a, 0, sizeof(*a));
+	char url[1024];
+	snprintf(url, sizeof(url), "%s%s", c->base, what);
+	httpc_request r = {.method = "GET",
+	                   .url = url,
+	                   .bearer = c->token,
+	                   .agent = "trainyard-worker",
+	                   .connect_timeout_s = RT_CLIENT_CONNECT_S,
+	                   .low_speed_bps = 1,
+	                   .low_speed_time_s = RT_CLIENT_TIMEOUT_S,
+	                   .answer_max = RT_CLIENT_ANSWER_MAX,
+	                   .stream_to = to};
+	httpc_answer h;
+	int rc = -1;
+	if (httpc_send(c->curl, &r, &h) < 0) {
+		snprintf(a->message, sizeof(a->message), "could not reach the API: %s", h.error);
+	} else {
+		a->status = h.status;
+		if (h.streamed && !ferror(to))
+			rc = 0;
+		else if (h.streamed)
+			snprintf(a->message, sizeof(a->message), "could not write what came");
+		else {
+			if (h.len)
+				a->body = json_loadb(h.body, h.len, 0, NULL);
+			answer_problem(a);
+		}
+	}
+	httpc_answer_release(&h);
 	return rc;
 }

@@ -15,6 +15,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #define RT_CLIENT_ANSWER_MAX (4u << 20) /* bytes of an answer */
 #define RT_CLIENT_TIMEOUT_S  20L        /* one request, from connect to the last byte */
@@ -50,7 +51,15 @@ int rt_client_call(rt_client *c, const char *method, const char *what, const jso
                    rt_answer *a);
 void rt_answer_release(rt_answer *a);
 
-/* Whether a failed call is worth trying again: no answer, 5xx, 429. */
+/*
+ * GET the attempt's route what, a file: a 2xx answer is written to to as
+ * it arrives (no time limit while it keeps coming), any other is read as
+ * a problem into *a. RET 0 when all of a 2xx answer was written, -1
+ * otherwise (rt_answer_release *a either way).
+ */
+int rt_client_fetch(rt_client *c, const char *what, FILE *to, rt_answer *a);
+
+/* Whether a failed call is worth trying again: no answer, 5xx (but keys_unavailable), 429. */
 bool rt_answer_transient(const rt_answer *a);
 
 #endif

@@ -254,6 +254,8 @@ static void run_launch(driver *d, const layout *rung, launch_end *end)
 	                    .rank_memory_limit = d->o->rank_memory_limit,
 	                    .slurm = d->slurm,
 	                    .encrypt_for = d->o->encrypt_for,
+	                    .init_ckpt = d->o->init_ckpt,
+	                    .init_encrypt_for = d->o->init_encrypt_for,
 	                    .export_env = d->o->export_env};
 	memset(end, 0, sizeof(*end));
 	d->launches++;

@@ -40,6 +40,10 @@ typedef struct runtime_options {
 	int stop_grace_s;         /* 0: RUNTIME_STOP_GRACE_S */
 	/* "TENANT_ID:JOB_ID": the trainer seals its checkpoints (--encrypt); NULL: not */
 	const char *encrypt_for;
+	/* a checkpoint store to take the initial weights from (--init-ckpt); NULL: none */
+	const char *init_ckpt;
+	/* "TENANT_ID:JOB_ID" that init_ckpt is sealed for (--init-encrypt); NULL: plain */
+	const char *init_encrypt_for;
 	/* "NAME=VALUE" strings added to the launcher's environment only; may be NULL */
 	char *const *launch_env;
 	/* names of variables mpirun passes on to the ranks (-x); may be NULL */

@@ -100,6 +100,14 @@ char **launch_argv(const launch_plan *p)
 		add(&b, "--encrypt");
 		add(&b, p->encrypt_for);
 	}
+	if (p->init_ckpt) {
+		add(&b, "--init-ckpt");
+		add(&b, p->init_ckpt);
+	}
+	if (p->init_ckpt && p->init_encrypt_for) {
+		add(&b, "--init-encrypt");
+		add(&b, p->init_encrypt_for);
+	}
 	if (p->rank_memory_limit) {
 		add(&b, "--memory-limit");
 		addf(&b, "%zu", p->rank_memory_limit);
@@ -128,6 +136,8 @@ char **launch_argv_shown(const launch_plan *p)
 	shown.ckpt_dir = LAUNCH_SHOWN_CKPT;
 	if (p->data_root)
 		shown.data_root = LAUNCH_SHOWN_DATA_ROOT;
+	if (p->init_ckpt)
+		shown.init_ckpt = LAUNCH_SHOWN_INIT;
 	return launch_argv(&shown);
 }
 

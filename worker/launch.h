@@ -30,6 +30,8 @@ typedef struct launch_plan {
 	size_t rank_memory_limit; /* bytes of address space per rank; 0: none */
 	bool slurm;               /* srun (inside a Slurm allocation), else mpirun */
 	const char *encrypt_for;  /* "TENANT_ID:JOB_ID": trainyard-train --encrypt; NULL: none */
+	const char *init_ckpt;    /* trainyard-train --init-ckpt; NULL: none */
+	const char *init_encrypt_for; /* "TENANT_ID:JOB_ID": --init-encrypt; NULL: none */
 	/* names of variables mpirun passes to the ranks (-x); NULL-terminated, may be NULL */
 	const char *const *export_env;
 } launch_plan;
@@ -40,8 +42,9 @@ typedef struct launch_plan {
  *          -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS [-x EXPORT ...] TRAIN train ...
  *   srun --mpi=pmix --kill-on-bad-exit=1 -n N TRAIN train ...
  * with, for the trainer: --spec, --ckpt-dir, --data-root when set,
- * --metrics - (rank 0 writes the metrics to its stdout), --encrypt and
- * --memory-limit when set, the caller's --set overrides, then --layout
+ * --metrics - (rank 0 writes the metrics to its stdout), --encrypt,
+ * --init-ckpt (with --init-encrypt) and --memory-limit when set, the
+ * caller's --set overrides, then --layout
  * with the rung (layout_format(): the trainer runs that one layout of the
  * job's spec, which it reads as it is; the ladder is the driver's).
  * RET: the argv (launch_argv_free() it), or NULL when out of memory.
@@ -49,8 +52,9 @@ typedef struct launch_plan {
 char **launch_argv(const launch_plan *p);
 /*
  * The same argv as logs show it: the trainer by its program name, the spec
- * as LAUNCH_SHOWN_SPEC, the checkpoint directory as LAUNCH_SHOWN_CKPT and
- * the tenant's data root as LAUNCH_SHOWN_DATA_ROOT.
+ * as LAUNCH_SHOWN_SPEC, the checkpoint directory as LAUNCH_SHOWN_CKPT,
+ * the tenant's data root as LAUNCH_SHOWN_DATA_ROOT and the checkpoint
+ * started from as LAUNCH_SHOWN_INIT.
  * No path of the machine is in it: a job's log names what the launch
  * reads and writes, not where the server keeps it. RET: as launch_argv.
  */
@@ -60,6 +64,7 @@ void launch_argv_free(char **argv);
 #define LAUNCH_SHOWN_SPEC      "<the job's spec>"
 #define LAUNCH_SHOWN_CKPT      "<the job's checkpoint store>"
 #define LAUNCH_SHOWN_DATA_ROOT "<the tenant's data root>"
+#define LAUNCH_SHOWN_INIT      "<the checkpoint started from>"
 
 /* A started launcher. */
 typedef struct launch {

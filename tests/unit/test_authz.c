@@ -18,12 +18,13 @@ static bool expected_has(role r, perm p)
 	                   "quota.write member.read member.write user.create user.read "
 	                   "token.manage job.submit job.read job.cancel audit.read job.dispatch "
 	                   "checkpoint.download key.rotate key.shred dataset.read dataset.write "
-	                   "dataset.exempt dataset.grant dataset.approve",
+	                   "dataset.exempt dataset.grant dataset.approve checkpoint.grant "
+	                   "checkpoint.approve",
 	    [ROLE_PLATFORM_AUDITOR] = "authenticated tenant.list_all tenant.read quota.read "
 	                              "member.read user.read job.read audit.read dataset.read",
 	    [ROLE_OWNER] = "authenticated tenant.read quota.read member.read member.write "
 	                   "job.submit job.read job.cancel audit.read checkpoint.download "
-	                   "key.rotate dataset.read dataset.write dataset.grant",
+	                   "key.rotate dataset.read dataset.write dataset.grant checkpoint.grant",
 	    [ROLE_EDITOR] = "authenticated tenant.read quota.read member.read job.submit "
 	                    "job.read job.cancel checkpoint.download dataset.read dataset.write",
 	    [ROLE_VIEWER] =

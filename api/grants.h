@@ -1,0 +1,49 @@
+/*
+ * grants.h - what a grant of a dataset (h_dataset_grants.c) and a grant of
+ * a checkpoint (h_checkpoint_grants.c) have in common: another tenant's
+ * leave until an expiry, in force once approved and while not revoked.
+ * Tables of grants have the columns created_at, expires_at, approved_at
+ * and revoked_at; "g" is the grant's alias in the SQL below.
+ */
+#ifndef TY_API_GRANTS_H
+#define TY_API_GRANTS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "api.h"
+#include "jsonx.h"
+
+#define GRANT_DAYS_MAX 366 /* the furthest expiry, in days from now */
+
+/* A grant in force now. */
+#define GRANT_IN_FORCE                                                                             \
+	"g.approved_at IS NOT NULL AND g.revoked_at IS NULL AND g.expires_at > clock_timestamp()"
+
+/* The grant's state and times, as the answers show them. */
+#define GRANT_STATE_COLS                                                                           \
+	"CASE WHEN g.revoked_at IS NOT NULL THEN 'revoked'"                                        \
+	" WHEN g.expires_at <= clock_timestamp() THEN 'expired'"                                   \
+	" WHEN g.approved_at IS NULL THEN 'pending' ELSE 'active' END AS state,"                   \
+	" " TS("g.created_at") " AS created_at, " TS(                                              \
+	    "g.expires_at") " AS expires_at,"                                                      \
+	                    " " TS("g.approved_at") " AS approved_at, " TS(                        \
+	                        "g.revoked_at") " AS revoked_at"
+
+/*
+ * Check the fields every grant's body has: "tenant" (the grantee's name)
+ * and "expires_at" (RFC 3339, within GRANT_DAYS_MAX days), besides those
+ * of fields (NULL-terminated, the kind's own, may be NULL). Problems go
+ * into v. OUT *tenant, *expires (borrowed from in).
+ */
+void grant_body_check(const json_t *in, const char *const *fields, const char **tenant,
+                      const char **expires, verrs *v);
+
+/*
+ * Whether a grant of something of classification cls is in force when it
+ * is made: public and internal data is shared on the owner's word, the
+ * rest waits for a platform admin's approval (unless an admin grants it).
+ */
+bool grant_approved_at_once(const char *cls, bool by_admin);
+
+#endif
