@@ -3,7 +3,9 @@
 -- 10 checkpoints each, every job pinned to a version of one of its
 -- tenant's datasets, one job in ten to a dataset another tenant granted.
 -- Dataset ds-0-0 of tenant lt-0 is the popular one: every tenth job of
--- every tenant trains on it.
+-- every tenant trains on it, and the next four jobs each start from the
+-- newest checkpoint of the one before (training.init_from), chains four
+-- deep that derive from ds-0-0 too.
 \set ON_ERROR_STOP 1
 
 INSERT INTO tenants (name) SELECT 'lt-' || i FROM generate_series(0, 99) i;
@@ -38,4 +40,9 @@ INSERT INTO job_datasets (job_id, role, version_id)
 INSERT INTO checkpoints (job_id, step, world, bytes, shards, classification, parent_step)
 	SELECT lj.id, s * 100, 1, 1000000, '[]', 'internal', nullif((s - 1) * 100, 0)
 	FROM lj, generate_series(1, 10) s;
+INSERT INTO job_init (job_id, checkpoint_id, source_job_id, step, classification)
+	SELECT lj.id, c.id, src.id, c.step, 'internal' FROM lj
+	JOIN lj src ON src.i = lj.i - 1
+	JOIN checkpoints c ON c.job_id = src.id AND c.step = 1000
+	WHERE lj.i % 10 BETWEEN 1 AND 4;
 ANALYZE;
