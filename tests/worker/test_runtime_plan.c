@@ -195,7 +195,9 @@ START_TEST(shown_argv_has_no_paths)
 	                            .micro_batch = 4,
 	                            .grad_accum = 1},
 	                 .slurm = true,
-	                 .encrypt_for = "t:j"};
+	                 .encrypt_for = "t:j",
+	                 .init_ckpt = "/srv/ty/data/tenants/t/attempts/a/init",
+	                 .init_encrypt_for = "t2:j2"};
 	char **argv = launch_argv_shown(&p);
 	static const char *const want[] = {
 	    "srun",
@@ -215,6 +217,10 @@ START_TEST(shown_argv_has_no_paths)
 	    "-",
 	    "--encrypt",
 	    "t:j",
+	    "--init-ckpt",
+	    "<the checkpoint started from>",
+	    "--init-encrypt",
+	    "t2:j2",
 	    "--layout",
 	    "data_parallel=1,tensor_parallel=1,pipeline_parallel=1,zero_stage=0,micro_batch=4",
 	    NULL};
@@ -224,6 +230,7 @@ START_TEST(shown_argv_has_no_paths)
 	argv = launch_argv(&p);
 	ck_assert_str_eq(argv[5], "/opt/ty/bin/trainyard-train");
 	ck_assert_str_eq(argv[8], "/tmp/trainyard-spec-Ab12Cd");
+	ck_assert_str_eq(argv[18], "/srv/ty/data/tenants/t/attempts/a/init");
 	launch_argv_free(argv);
 }
 END_TEST
