@@ -14,7 +14,8 @@
 # dataset's derived checkpoints follow the chain. After a revocation no
 # job names it and an attempt that starts is refused the key; after the
 # owner's keys are shredded nothing of the checkpoint opens, while the
-# grantee's own checkpoints, sealed under its own key, still do.
+# grantee's own checkpoints, sealed under its own key, still do. yardctl's
+# checkpoint grant, shared, lineage, revoke and grants.
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -254,6 +255,23 @@ TOKEN=$ADMIN
 api GET "/v1/jobs/$JB2"
 check_json "its job failed" failed .state
 check "nothing was copied for it" test ! -e "$TRAINYARD_DATA_ROOT/tenants/$TB_ID/attempts/$ATT"
+
+# ---- yardctl -------------------------------------------------------------------------------
+y "$OLGA" -o json checkpoint grant "$CA" "$TB" --expires "$(in_days 7)" --download
+expect_rc "yardctl checkpoint grant" 0
+check_eq "an active grant with download" "active true" "$(jq_out '"\(.state) \(.download)"')"
+GY=$(jq_out .id)
+y "$BOB" -o json checkpoint shared "$TB"
+expect_rc "yardctl checkpoint shared" 0
+check_eq "lists it for the grantee" "$CA $TA true" \
+	"$(jq_out ".items[] | select(.checkpoint_id == \"$CA\") | \"\\(.checkpoint_id) \\(.owner) \\(.download)\"")"
+y "$BOB" -o json checkpoint lineage "$CB"
+expect_rc "yardctl checkpoint lineage" 0
+check_eq "names the checkpoint started from" "$CA" "$(jq_out .init_from.checkpoint_id)"
+y "$OLGA" checkpoint revoke "$CA" "$GY"
+expect_rc "yardctl checkpoint revoke" 0
+y "$OLGA" -o json checkpoint grants "$CA"
+check_eq "every grant of it now revoked" "revoked" "$(jq_out '[.items[].state] | unique | join(" ")')"
 
 # ---- crypto-shredding the owner ---------------------------------------------------------
 grant "$OLGA" "$CA" "$TB" "$(in_days 7)"
