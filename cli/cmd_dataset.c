@@ -1,6 +1,7 @@
 /*
- * cmd_dataset.c - yardctl dataset create | list | show | upload | exempt:
- * a tenant's dataset registry (docs/datasets.md).
+ * cmd_dataset.c - yardctl dataset create | list | show | upload | exempt |
+ * grant | grants | approve | revoke | shared: a tenant's dataset registry,
+ * and sharing datasets with other tenants (docs/datasets.md).
  *
  * An upload streams its file to the API as it reads it (http_upload()):
  * the file is never held in memory whole, whatever its size.
@@ -322,6 +323,97 @@ static int dataset_exempt(cli_ctx *ctx, const cli_command *self, int argc, char 
 	return rc;
 }
 
+static const out_col grant_fields[] = {
+    {"id", "id"},
+    {"dataset", "dataset"},
+    {"tenant", "tenant"},
+    {"classification", "classification"},
+    {"state", "state"},
+    {"created_at", "created_at"},
+    {"expires_at", "expires_at"},
+    {"approved_at", "approved_at"},
+    {"revoked_at", "revoked_at"},
+    {NULL, NULL},
+};
+
+enum { OPT_EXPIRES };
+static const opt_spec grant_opts[] = {
+    {"expires", true, true},
+    {NULL, false, false},
+};
+
+static int dataset_grant(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
+{
+	opt_result o;
+	int rc = args_parse_cmd(ctx, self, grant_opts, 3, 3, argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	json_t *body = json_object();
+	if (cmd_set_str(body, "tenant", o.pos[2]) ||
+	    cmd_set_str(body, "expires_at", o.val[OPT_EXPIRES]))
+		rc = CLI_USAGE;
+	else
+		rc = cmd_show(ctx, "POST", URL_PATH(ROUTE_DATASET_GRANTS, o.pos[0], o.pos[1]), body,
+		              grant_fields);
+	json_decref(body);
+	return rc;
+}
+
+static int dataset_grants(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
+{
+	opt_result o;
+	int rc = args_parse_cmd(ctx, self, NULL, 2, 2, argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	static const out_col cols[] = {
+	    {"ID", "id"}, {"TENANT", "tenant"}, {"STATE", "state"}, {"EXPIRES", "expires_at"},
+	    {NULL, NULL},
+	};
+	return cmd_list(ctx, URL_PATH(ROUTE_DATASET_GRANTS, o.pos[0], o.pos[1]), true, cols);
+}
+
+/* approve (approve true) or revoke grant pos[2] of dataset pos[1] of tenant pos[0] */
+static int grant_change(cli_ctx *ctx, const cli_command *self, int argc, char **argv, bool approve)
+{
+	opt_result o;
+	int rc = args_parse_cmd(ctx, self, NULL, 3, 3, argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	if (approve)
+		return cmd_show(ctx, "POST",
+		                URL_PATH(ROUTE_DATASET_GRANT_OK, o.pos[0], o.pos[1], o.pos[2]),
+		                NULL, grant_fields);
+	return cmd_do(ctx, "DELETE", URL_PATH(ROUTE_DATASET_GRANT, o.pos[0], o.pos[1], o.pos[2]),
+	              "revoked", grant_fields);
+}
+
+static int dataset_approve(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
+{
+	return grant_change(ctx, self, argc, argv, true);
+}
+
+static int dataset_revoke(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
+{
+	return grant_change(ctx, self, argc, argv, false);
+}
+
+static int dataset_shared(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
+{
+	opt_result o;
+	int rc = args_parse_cmd(ctx, self, NULL, 1, 1, argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	static const out_col cols[] = {
+	    {"OWNER", "owner"},
+	    {"NAME", "name"},
+	    {"CLASSIFICATION", "classification"},
+	    {"LATEST_VERSION", "latest_version"},
+	    {"EXPIRES", "expires_at"},
+	    {NULL, NULL},
+	};
+	return cmd_list(ctx, URL_PATH(ROUTE_SHARED_DATASETS, o.pos[0]), true, cols);
+}
+
 const cli_command dataset_commands[] = {
     {"create",
      "TENANT NAME --classification C [--description TEXT]\n"
@@ -345,5 +437,19 @@ const cli_command dataset_commands[] = {
     {"exempt", "TENANT NAME --reason TEXT",
      "let a restricted dataset take unmasked data (platform admins)",
      "The exemption and its reason are audited and shown on the dataset.\n", dataset_exempt, NULL},
+    {"grant", "TENANT NAME GRANTEE --expires TIME",
+     "let GRANTEE's jobs read the dataset until TIME",
+     "TIME is RFC 3339, within 366 days. A confidential or restricted dataset's grant waits\n"
+     "for a platform admin's approval. GRANTEE's jobs name it as TENANT/NAME[@VERSION].\n"
+     "Tenant owners grant.\n",
+     dataset_grant, NULL},
+    {"grants", "TENANT NAME", "list a dataset's grants", NULL, dataset_grants, NULL},
+    {"approve", "TENANT NAME GRANT_ID", "put a pending grant in force (platform admins)", NULL,
+     dataset_approve, NULL},
+    {"revoke", "TENANT NAME GRANT_ID",
+     "revoke a grant: no attempt that starts after it reads the dataset", NULL, dataset_revoke,
+     NULL},
+    {"shared", "TENANT", "list the datasets other tenants granted to TENANT", NULL, dataset_shared,
+     NULL},
     {NULL, NULL, NULL, NULL, NULL, NULL},
 };

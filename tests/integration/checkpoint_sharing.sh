@@ -15,7 +15,8 @@
 # job names it and an attempt that starts is refused the key; after the
 # owner's keys are shredded nothing of the checkpoint opens, while the
 # grantee's own checkpoints, sealed under its own key, still do. yardctl's
-# checkpoint grant, shared, lineage, revoke and grants.
+# checkpoint grant, shared, lineage, revoke and grants, and the same for
+# a dataset.
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -272,6 +273,17 @@ y "$OLGA" checkpoint revoke "$CA" "$GY"
 expect_rc "yardctl checkpoint revoke" 0
 y "$OLGA" -o json checkpoint grants "$CA"
 check_eq "every grant of it now revoked" "revoked" "$(jq_out '[.items[].state] | unique | join(" ")')"
+y "$OLGA" -o json dataset grant "$TA" corpus "$TB" --expires "$(in_days 3)"
+expect_rc "yardctl dataset grant" 0
+check_eq "an internal dataset's grant: active" active "$(jq_out .state)"
+GDS=$(jq_out .id)
+y "$BOB" -o json dataset shared "$TB"
+check_eq "yardctl dataset shared lists it for the grantee" "$TA corpus" \
+	"$(jq_out '.items[] | "\(.owner) \(.name)"')"
+y "$OLGA" dataset revoke "$TA" corpus "$GDS"
+expect_rc "yardctl dataset revoke" 0
+y "$OLGA" -o json dataset grants "$TA" corpus
+check_eq "yardctl dataset grants shows it revoked" revoked "$(jq_out '.items[0].state')"
 
 # ---- crypto-shredding the owner ---------------------------------------------------------
 grant "$OLGA" "$CA" "$TB" "$(in_days 7)"
