@@ -8,6 +8,7 @@
 
 #include "api.h"
 #include "report.h"
+#include "server.h"
 
 void grant_body_check(const json_t *in, const char *const *fields, const char **tenant,
                       const char **expires, verrs *v)
@@ -30,4 +31,39 @@ void grant_body_check(const json_t *in, const char *const *fields, const char **
 bool grant_approved_at_once(const char *cls, bool by_admin)
 {
 	return strcmp(cls, "public") == 0 || strcmp(cls, "internal") == 0 || by_admin;
+}
+
+int grant_change(api_req *rq, const grant_sql *sql, int rc, const char *object_id, bool approve,
+                 const char *res, int (*failed)(api_req *rq, int rc))
+{
+	const char *gid = route_param(&rq->params, "grant");
+	const char *p[] = {gid, object_id, rq->who.user_id};
+	PGresult *r = NULL;
+	json_t *out = NULL;
+	if (rc == 0 && !jsonx_is_uuid(gid))
+		rc = -ERR_GRANT_NOT_FOUND;
+	if (rc == 0)
+		rc = db_query(rq->db, &r, sql->lock, 2, p);
+	if (rc == 0 && PQntuples(r) != 1)
+		rc = -ERR_GRANT_NOT_FOUND;
+	if (rc == 0 && strcmp(PQgetvalue(r, 0, approve ? 0 : 1), "t") != 0)
+		rc = -ERR_GRANT_STATE_CONFLICT;
+	PQclear(r);
+	if (rc == 0)
+		rc = api_query_json(rq, approve ? sql->approve : sql->revoke, 3, p, &out);
+	rc = api_audit_commit(
+	    rq, rc, approve ? 200 : 204, res,
+	    json_pack("{s:s?, s:s?, s:s?}", "grantee",
+	              json_string_value(json_object_get(out, "tenant")), "grantee_tenant_id",
+	              json_string_value(json_object_get(out, "tenant_id")), "expires_at",
+	              json_string_value(json_object_get(out, "expires_at"))));
+	if (rc) {
+		json_decref(out);
+		return failed(rq, rc);
+	}
+	if (!approve) {
+		json_decref(out);
+		return api_reply(rq, 204, NULL);
+	}
+	return api_reply(rq, 200, out);
 }

@@ -46,4 +46,23 @@ void grant_body_check(const json_t *in, const char *const *fields, const char **
  */
 bool grant_approved_at_once(const char *cls, bool by_admin);
 
+/* The statements of one kind of grant for grant_change(). */
+typedef struct grant_sql {
+	/* $1 the grant, $2 its object: (pending and in time, not revoked), locking the row */
+	const char *lock;
+	/* $1, $2, $3 the user: approve (revoke) the grant; its row as the answers show it */
+	const char *approve, *revoke;
+} grant_sql;
+
+/*
+ * Approve (approve true) or revoke grant gid of the object object_id, in
+ * the transaction the caller opened, when rc (the caller's own checks) is
+ * 0; record it as the route's action on resource res, commit, and answer:
+ * 200 with the grant, 204 for a revocation, or failed(rq, -ERR_*) - with
+ * -ERR_GRANT_NOT_FOUND, -ERR_GRANT_STATE_CONFLICT (approving a grant not
+ * pending, revoking one revoked) or the caller's rc. RET 0 (answered).
+ */
+int grant_change(api_req *rq, const grant_sql *sql, int rc, const char *object_id, bool approve,
+                 const char *res, int (*failed)(api_req *rq, int rc));
+
 #endif

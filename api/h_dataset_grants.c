@@ -135,78 +135,37 @@ int h_dataset_grant_list(api_req *rq)
 	return api_reply(rq, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
 }
 
-/*
- * Approve (approve true) or revoke grant {grant} of the dataset, audited
- * as the route's action. Approval needs a pending grant; revocation one
- * not revoked yet.
- */
-static int grant_change(api_req *rq, bool approve)
+static const grant_sql dataset_grant_sql = {
+    "SELECT approved_at IS NULL AND revoked_at IS NULL AND expires_at > clock_timestamp(),"
+    " revoked_at IS NULL FROM dataset_grants WHERE id = $1 AND dataset_id = $2 FOR UPDATE",
+    "WITH g AS (UPDATE dataset_grants SET approved_by = $3, approved_at = clock_timestamp()"
+    " WHERE id = $1 AND dataset_id = $2 RETURNING *) SELECT row_to_json(x) FROM (SELECT " GRANT_COLS
+        GRANT_FROM_CTE ") x",
+    "WITH g AS (UPDATE dataset_grants SET revoked_by = $3, revoked_at = clock_timestamp()"
+    " WHERE id = $1 AND dataset_id = $2 RETURNING *) SELECT row_to_json(x) FROM (SELECT " GRANT_COLS
+        GRANT_FROM_CTE ") x",
+};
+
+/* Approve (approve true) or revoke grant {grant} of the dataset. */
+static int grant_change_dataset(api_req *rq, bool approve)
 {
-	const char *gid = route_param(&rq->params, "grant");
-	char ds[37] = "", cls[16];
-	json_t *out = NULL;
-	if (!jsonx_is_uuid(gid))
-		return grant_failed(rq, -ERR_GRANT_NOT_FOUND);
+	char ds[37] = "", cls[16], res[160];
 	int rc = api_db(rq);
 	if (rc == 0 && (rc = db_begin(rq->db)) == 0)
 		rc = dataset_find(rq, ds, cls);
-	const char *p[] = {gid, ds, rq->who.user_id};
-	PGresult *r = NULL;
-	if (rc == 0)
-		rc = db_query(rq->db, &r,
-		              "SELECT approved_at IS NULL AND revoked_at IS NULL"
-		              " AND expires_at > clock_timestamp(), revoked_at IS NULL"
-		              " FROM dataset_grants WHERE id = $1 AND dataset_id = $2 FOR UPDATE",
-		              2, p);
-	if (rc == 0 && PQntuples(r) != 1)
-		rc = -ERR_GRANT_NOT_FOUND;
-	if (rc == 0 && strcmp(PQgetvalue(r, 0, approve ? 0 : 1), "t") != 0)
-		rc = -ERR_GRANT_STATE_CONFLICT;
-	PQclear(r);
-	if (rc == 0 && approve)
-		rc = api_query_json(
-		    rq,
-		    "WITH g AS (UPDATE dataset_grants SET approved_by = $3,"
-		    " approved_at = clock_timestamp() WHERE id = $1 AND dataset_id = $2"
-		    " RETURNING *) SELECT row_to_json(x) FROM (SELECT " GRANT_COLS GRANT_FROM_CTE
-		    ") x",
-		    3, p, &out);
-	else if (rc == 0)
-		rc = api_query_json(
-		    rq,
-		    "WITH g AS (UPDATE dataset_grants SET revoked_by = $3,"
-		    " revoked_at = clock_timestamp() WHERE id = $1 AND dataset_id = $2"
-		    " RETURNING *) SELECT row_to_json(x) FROM (SELECT " GRANT_COLS GRANT_FROM_CTE
-		    ") x",
-		    3, p, &out);
-	char res[160];
 	snprintf(res, sizeof(res), "dataset/%s/grants/%s", route_param(&rq->params, "dataset"),
-	         gid);
-	rc = api_audit_commit(
-	    rq, rc, approve ? 200 : 204, res,
-	    json_pack("{s:s?, s:s?, s:s?}", "grantee",
-	              json_string_value(json_object_get(out, "tenant")), "grantee_tenant_id",
-	              json_string_value(json_object_get(out, "tenant_id")), "expires_at",
-	              json_string_value(json_object_get(out, "expires_at"))));
-	if (rc) {
-		json_decref(out);
-		return grant_failed(rq, rc);
-	}
-	if (!approve) {
-		json_decref(out);
-		return api_reply(rq, 204, NULL);
-	}
-	return api_reply(rq, 200, out);
+	         route_param(&rq->params, "grant"));
+	return grant_change(rq, &dataset_grant_sql, rc, ds, approve, res, grant_failed);
 }
 
 int h_dataset_grant_approve(api_req *rq)
 {
-	return grant_change(rq, true);
+	return grant_change_dataset(rq, true);
 }
 
 int h_dataset_grant_revoke(api_req *rq)
 {
-	return grant_change(rq, false);
+	return grant_change_dataset(rq, false);
 }
 
 int h_shared_datasets(api_req *rq)
