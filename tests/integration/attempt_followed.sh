@@ -31,10 +31,11 @@ JOB='{"name": "fol", "model": {"preset": "tiny"}, "data": {"train": "x_*.bin"},
 I=/internal/v1/attempts
 JOB_ID='' ATT='' CRED=''
 
-# start DESC FOLLOWED: alice submits a job, the admin starts its attempt,
-# which the scheduler follows when FOLLOWED is true; sets JOB_ID, ATT, CRED.
+# start DESC FOLLOWED: the admin submits a job (on a data path) and starts
+# its attempt, which the scheduler follows when FOLLOWED is true; sets
+# JOB_ID, ATT, CRED.
 start() {
-	TOKEN=$ALICE api POST "/v1/tenants/$T/jobs" -H 'Content-Type: application/json' -d "$JOB"
+	TOKEN=$ADMIN api POST "/v1/tenants/$T/jobs" -H 'Content-Type: application/json' -d "$JOB"
 	JOB_ID=$(printf '%s' "$BODY" | jq -r .id)
 	TOKEN=$ADMIN
 	check_status "$1: the admin starts an attempt" 201 POST "/v1/jobs/$JOB_ID/attempts"

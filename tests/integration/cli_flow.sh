@@ -121,12 +121,19 @@ check_eq "member list shows both roles" "$A=editor $B=viewer" \
 	"$(jq_out "[.items[] | select(.user == \"$A\" or .user == \"$B\") | \"\(.user)=\(.role)\"] | sort | join(\" \")")"
 
 # ---------------------------------------------------------------- jobs
+# A member's job names a registered dataset (data paths are a platform
+# admin's, docs/datasets.md): alice registers one and uploads some text.
+printf 'The quick brown fox jumps over the lazy dog.\n' >"$TY_TMP/corpus.txt"
+y "$ALICE" dataset create "$T" cli-text --classification internal
+expect_rc "alice (editor) registers a dataset" 0
+y "$ALICE" dataset upload "$T" cli-text "$TY_TMP/corpus.txt" --format text
+expect_rc "and uploads its first version" 0
 SPEC=$TY_TMP/spec.json
 cat >"$SPEC" <<'JSON'
 {
   "name": "cli-flow",
   "model": {"preset": "tiny"},
-  "data": {"train": "data/t_*.bin"},
+  "data": {"dataset": "cli-text"},
   "parallel": {"data_parallel": 2, "micro_batch": 4, "global_batch": 8},
   "resources": {"nodes": 2, "gpus_per_node": 0, "ranks_per_node": 1},
   "training": {"steps": 10}

@@ -243,9 +243,10 @@ check_eq "a dataset that does not exist: 422 unknown_dataset at /data/dataset" \
 submit_ds "$ALICE" "$TA" "wide"
 check_eq "token ids beyond the model's vocabulary: 422" "422 dataset_vocab_too_large" \
 	"$STATUS $(jb '.errors[0].code')"
-TOKEN=$ALICE
+TOKEN=$ADMIN
 api POST "/v1/tenants/$TA/jobs" "${JSON[@]}" -d "$(spec corpus | jq '.data = {"train": "attempts/*/train/shard_*.bin"}')"
-check_eq "no data path may read where attempts' datasets are unsealed" "422 /data/train path_not_allowed" \
+check_eq "no data path, not even a platform admin's, may read where attempts' datasets are unsealed" \
+	"422 /data/train path_not_allowed" \
 	"$STATUS $(jb '.errors[0] | "\(.pointer) \(.code)"')"
 submit_ds "$BOB" "$TB" "corpus"
 check_eq "another tenant's dataset is not there for it" "422 unknown_dataset" \

@@ -207,10 +207,25 @@ const char *spec_small(const char *name)
 	static char text[1024];
 	snprintf(text, sizeof(text),
 	         "{\"name\":\"%s\",\"model\":{\"preset\":\"tiny\"},"
-	         "\"data\":{\"train\":\"data/t_*.bin\"},"
+	         "\"data\":{\"dataset\":\"small\"},"
 	         "\"parallel\":{\"data_parallel\":2,\"micro_batch\":4,\"global_batch\":8},"
 	         "\"resources\":{\"nodes\":2,\"gpus_per_node\":0,\"ranks_per_node\":1},"
 	         "\"training\":{\"steps\":10}}",
 	         name);
 	return text;
+}
+
+void dataset_small(const char *tenant)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "/v1/tenants/%s/datasets", tenant);
+	ck_assert_int_eq(http_status("POST", path, admin_token(),
+	                             "{\"name\":\"small\",\"classification\":\"internal\"}"),
+	                 201);
+	snprintf(path, sizeof(path), "/v1/tenants/%s/datasets/small/versions?format=text", tenant);
+	const char *text[] = {"Content-Type: text/plain", NULL};
+	http_resp r;
+	http_call("POST", path, admin_token(), "a few words to train on\n", text, &r);
+	ck_assert_int_eq(r.status, 201);
+	http_resp_release(&r);
 }

@@ -50,7 +50,13 @@ bool sql_ok(const char *sql, int n, const char *const *params);
 /* A unique name for this run: prefix + pid + counter. */
 const char *unique(const char *prefix);
 
-/* The job spec the tests submit: valid, tiny, 2 CPU ranks. Static text. */
+/*
+ * The job spec the tests submit: valid, tiny, 2 CPU ranks, on the dataset
+ * "small" of its tenant (a member may name no data path). Static text.
+ */
 const char *spec_small(const char *name);
+
+/* Register the dataset spec_small() names in tenant, with one version (as the admin). */
+void dataset_small(const char *tenant);
 
 #endif

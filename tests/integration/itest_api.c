@@ -92,6 +92,8 @@ static void setup(void)
 	grant(fx.tenant_a, VIEWER_A, "viewer");
 	grant(fx.tenant_a, AUDITOR_A, "auditor");
 	grant(fx.tenant_b, OWNER_B, "owner");
+	dataset_small(fx.tenant_a);
+	dataset_small(fx.tenant_b);
 	submit(fx.tenant_a, EDITOR_A, fx.job_a);
 	submit(fx.tenant_b, OWNER_B, fx.job_b);
 }
@@ -519,6 +521,7 @@ START_TEST(pagination_newest_first)
 	snprintf(tenant, sizeof(tenant), "%s", unique("pages"));
 	snprintf(body, sizeof(body), "{\"name\":\"%s\"}", tenant);
 	ck_assert_int_eq(http_status("POST", "/v1/tenants", admin_token(), body), 201);
+	dataset_small(tenant);
 	snprintf(path, sizeof(path), "/v1/tenants/%s/jobs", tenant);
 	char ids[7][40];
 	for (int i = 0; i < 7; i++) {

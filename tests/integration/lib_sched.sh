@@ -55,7 +55,9 @@ job_spec() {
 }
 
 # submit TENANT TOKEN NAME JQ: the corpus into TENANT's data root, then
-# the job; prints the new job's id.
+# the job; prints the new job's id. The job names a data path, so TOKEN is
+# the platform admin's (docs/datasets.md); admission, quotas and fair
+# share are the tenant's, whoever submits.
 submit() {
 	tenant_data "$(q "SELECT id FROM tenants WHERE name = '$1'")" "$DATA"/train_*.bin || return 1
 	TOKEN=$2 api POST "/v1/tenants/$1/jobs" -H 'Content-Type: application/json' \

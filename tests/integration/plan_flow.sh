@@ -135,9 +135,15 @@ expect_rc "a tenant for the submissions" 0
 y "$ADMIN" quota set "$T" --max-gpus 64
 y "$ADMIN" member grant "$T" "$U" editor
 expect_rc "the planner may submit there" 0
+# a member's jobs name a registered dataset (docs/datasets.md)
+printf 'Some text to train on.\n' >"$TY_TMP/owt.txt"
+y "$USER_TOKEN" dataset create "$T" owt --classification internal
+expect_rc "the planner registers a dataset" 0
+y "$USER_TOKEN" dataset upload "$T" owt "$TY_TMP/owt.txt" --format text
+expect_rc "with a version" 0
 
 JOB='{"name": "gpt2-350m dp8 tp4 pp2", "model": {"preset": "gpt2-350m"},
-  "data": {"train": "owt/train_*.bin"},
+  "data": {"dataset": "owt"},
   "parallel": {"data_parallel": 8, "tensor_parallel": 4, "pipeline_parallel": 2,
                "zero_stage": 3, "micro_batch": 4, "global_batch": 256},
   "resources": {"nodes": 8, "gpus_per_node": 8},

@@ -43,7 +43,6 @@ tenant_new "$T" >/dev/null
 TOKEN=$ADMIN api PUT "/v1/tenants/$T/quota" -H 'Content-Type: application/json' \
 	-d '{"max_gpus": 64, "max_running_jobs": 8, "gpu_hours_per_month": 1000,
 	     "max_storage_bytes": 1000000000, "weight": 1}'
-U=$(member_new "$T" "cu-$$" editor)
 T_ID=$(q "SELECT id FROM tenants WHERE name = '$T'")
 tenant_data "$T_ID" "$DATA"/train_*.bin
 STARTED=$(date -u '+%Y-%m-%dT%H:%M:%S')
@@ -60,7 +59,7 @@ submit_acked() {
 	local key=$1 body out status give_up=0
 	body=$(job_spec "$key" "$SMALL")
 	while :; do
-		out=$(curl -sS --max-time 5 -H "Authorization: Bearer $U" -H "Idempotency-Key: $key" \
+		out=$(curl -sS --max-time 5 -H "Authorization: Bearer $ADMIN" -H "Idempotency-Key: $key" \
 			--json "$body" -w '\n%{http_code}' "$TRAINYARD_URL/v1/tenants/$T/jobs" 2>/dev/null)
 		status=${out##*$'\n'}
 		if [[ $status == 201 ]]; then

@@ -32,7 +32,6 @@ tenant_new "$T" >/dev/null
 TOKEN=$ADMIN api PUT "/v1/tenants/$T/quota" -H 'Content-Type: application/json' \
 	-d '{"max_gpus": 64, "max_running_jobs": 32, "gpu_hours_per_month": 1000,
 	     "max_storage_bytes": 1000000000, "weight": 1}'
-U=$(member_new "$T" "cu-$$" editor)
 SMALL='.resources.nodes = 1 | .parallel.data_parallel = 1 | .parallel.global_batch = 4
 	| .training.steps = 3 | .checkpoint.every_steps = 3'
 POINTS=(after_prepare before_submit after_submit after_record)
@@ -61,7 +60,7 @@ JOBS=()
 killed=0
 for ((i = 1; i <= 20; i++)); do
 	point=${POINTS[RANDOM % ${#POINTS[@]}]}
-	JOBS+=("$(submit "$T" "$U" "crash$i-a" "$SMALL")" "$(submit "$T" "$U" "crash$i-b" "$SMALL")")
+	JOBS+=("$(submit "$T" "$ADMIN" "crash$i-a" "$SMALL")" "$(submit "$T" "$ADMIN" "crash$i-b" "$SMALL")")
 	# batches of one: the two jobs go through the dispatch pipeline
 	# (the second is prepared while the first is submitted)
 	sched_run "crash$i" TRAINYARD_SCHED_CRASH_AT="$point" TRAINYARD_SCHED_BATCH=1
@@ -104,7 +103,7 @@ sched_run follower
 FOLLOWER=$SCHED_PID
 follows() { grep -q 'follows: another scheduler leads' "$TY_TMP/follower.log"; }
 check "the second one follows" wait_until 10 follows
-J=$(submit "$T" "$U" leader-dies "$SMALL")
+J=$(submit "$T" "$ADMIN" leader-dies "$SMALL")
 waits 20 "$LEADER" 2>/dev/null
 check_eq "the leader was killed right after submitting" 137 "$WAITED"
 check "the follower takes the lead" wait_until 15 leads follower

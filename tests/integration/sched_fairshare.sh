@@ -34,8 +34,6 @@ quota() { # quota TENANT MAX_GPUS
 }
 quota "$A" 4
 quota "$B" 2
-UA=$(member_new "$A" "ua-$$" editor)
-UB=$(member_new "$B" "ub-$$" editor)
 # A's past: one finished job that held 10 GPUs for the last hour
 q "WITH j AS (INSERT INTO jobs (tenant_id, name, state, spec, devices)
       VALUES ('$A_ID', 'history', 'succeeded', '{}', 10) RETURNING id)
@@ -48,8 +46,8 @@ GPU='.resources = {"nodes": 1, "ranks_per_node": 2, "gpus_per_node": 2, "time_li
 	| .parallel.data_parallel = 2 | .training.steps = 8'
 declare -A ID
 for n in 1 2 3; do
-	ID[A$n]=$(submit "$A" "$UA" "a$n" "$GPU")
-	ID[B$n]=$(submit "$B" "$UB" "b$n" "$GPU")
+	ID[A$n]=$(submit "$A" "$ADMIN" "a$n" "$GPU")
+	ID[B$n]=$(submit "$B" "$ADMIN" "b$n" "$GPU")
 done
 sched_start
 trap 'sched_stop' EXIT

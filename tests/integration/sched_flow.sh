@@ -39,7 +39,7 @@ sched_start
 trap 'sched_stop' EXIT
 
 # ---- 1. the demo scenario ----------------------------------------------
-J=$(submit "$T" "$ALICE" demo .)
+J=$(submit "$T" "$ADMIN" demo .)
 check "a 2-node job is admitted, runs and succeeds" wait_state "$J" 120 succeeded failed
 check_eq "it succeeded" succeeded "$(job_state "$J")"
 check "the scheduler follows the attempt to its end in Slurm" wait_until 30 attempts_done "$J"
@@ -70,9 +70,9 @@ check_eq "the same three are on disk" "step_00000010 step_00000015 step_00000020
 TOKEN=$ADMIN api PUT "/v1/tenants/$T/quota" -H 'Content-Type: application/json' \
 	-d '{"max_gpus": 64, "max_running_jobs": 1, "gpu_hours_per_month": 1000,
 	     "max_storage_bytes": 1000000000, "weight": 1}'
-LONG=$(submit "$T" "$ALICE" long '.training.steps = 5000')
+LONG=$(submit "$T" "$ADMIN" long '.training.steps = 5000')
 check "a long job runs" wait_state "$LONG" 60 running
-WAIT=$(submit "$T" "$ALICE" waiting .)
+WAIT=$(submit "$T" "$ADMIN" waiting .)
 has_reason() { [[ -n $(q "SELECT state_reason FROM jobs WHERE id = '$1'") ]]; }
 check "the scheduler gives the waiting job a reason" wait_until 10 has_reason "$WAIT"
 TOKEN=$ALICE
@@ -99,7 +99,7 @@ TOKEN=$ADMIN api PUT "/v1/tenants/$T/quota" -H 'Content-Type: application/json' 
 	     "max_storage_bytes": 1000000000, "weight": 1}'
 
 # ---- 3. a node fails mid-training --------------------------------------
-NF=$(submit "$T" "$ALICE" nodefail '.training.steps = 400 | .checkpoint.every_steps = 10')
+NF=$(submit "$T" "$ADMIN" nodefail '.training.steps = 400 | .checkpoint.every_steps = 10')
 check "the job runs on both nodes" wait_state "$NF" 60 running
 ckpt_at() { (($(q "SELECT count(*) FROM checkpoints WHERE job_id = '$1' AND step >= $2") > 0)); }
 check "it passes its checkpoint of step 20" wait_until 90 ckpt_at "$NF" 20
@@ -128,12 +128,13 @@ check_match "the retry's event tells why it is smaller" 'retry on 1 node' \
 stack_slurm start-node n2 >/dev/null
 
 # ---- 4. a hang ---------------------------------------------------------
-H=$(submit "$T" "$ALICE" hang '.training.steps = 5000 | .resources.nodes = 1 |
+H=$(submit "$T" "$ADMIN" hang '.training.steps = 5000 | .resources.nodes = 1 |
 	.parallel.data_parallel = 1 | .parallel.global_batch = 4 |
 	.fault_tolerance = {"max_restarts": 0, "heartbeat_timeout_s": 10}')
 check "the job runs" wait_steps "$H" 2 90
 HA=$(q "SELECT id FROM job_attempts WHERE job_id = '$H'")
-WPID=$(pgrep -f -o "trainyard-worker attempt" || true)
+# this stack's worker (beside its scheduler), not one of another stack on the machine
+WPID=$(pgrep -f -o "^$(dirname "$SCHED_BIN")/trainyard-worker attempt" || true)
 check "its worker is found" test -n "$WPID"
 [[ -n $WPID ]] && kill -STOP "$WPID"
 check "the scheduler detects the hang; the job fails" wait_state "$H" 60 failed

@@ -38,7 +38,6 @@ tenant_new "$T" >/dev/null
 TOKEN=$ADMIN api PUT "/v1/tenants/$T/quota" -H 'Content-Type: application/json' \
 	-d '{"max_gpus": 64, "max_running_jobs": 8, "gpu_hours_per_month": 1000,
 	     "max_storage_bytes": 1000000000, "weight": 1}'
-U=$(member_new "$T" "cu-$$" editor)
 SMALL='.resources.nodes = 1 | .parallel.data_parallel = 1 | .parallel.global_batch = 4
 	| .training.steps = 3 | .checkpoint.every_steps = 3'
 PART=$(sinfo -h -o %R | head -n 1)
@@ -57,7 +56,7 @@ output_of() { cat "$TRAINYARD_VAR/spool/output/$1-1.out" 2>/dev/null; }
 sched_run ctld
 # ---- A waits in a partition that is down; its state is saved ----------------
 partition DOWN
-A=$(submit "$T" "$U" ctld-a "$SMALL")
+A=$(submit "$T" "$ADMIN" ctld-a "$SMALL")
 check "A is submitted to Slurm and waits there" wait_until 60 has_sid "$A"
 SA=$(sid_of "$A")
 waits_down() { [[ $(squeue -h -j "$SA" -o %r 2>/dev/null) == PartitionDown ]]; }
@@ -75,7 +74,7 @@ check "A's Slurm job is over" wait_until 30 a_gone
 
 # ---- B waits in Slurm when slurmctld dies and comes back with the old state ----
 partition DOWN
-B=$(submit "$T" "$U" ctld-b "$SMALL")
+B=$(submit "$T" "$ADMIN" ctld-b "$SMALL")
 check "B is submitted to Slurm and waits there" wait_until 60 has_sid "$B"
 SB=$(sid_of "$B")
 stack_slurm kill-ctld >/dev/null
@@ -85,13 +84,13 @@ stack_slurm start-ctld >/dev/null
 partition UP
 
 # ---- C gets B's Slurm id; D comes after ------------------------------------
-C=$(submit "$T" "$U" ctld-c "$SMALL")
+C=$(submit "$T" "$ADMIN" ctld-c "$SMALL")
 check "C is submitted to Slurm" wait_until 60 has_sid "$C"
 check_eq "Slurm hands out B's id again, to C" "$SB" "$(sid_of "$C")"
 check "C succeeds" wait_state "$C" 120 succeeded failed
 check_eq "C succeeded with one attempt" "succeeded|1" \
 	"$(q "SELECT state || '|' || attempts FROM jobs WHERE id = '$C'")"
-D=$(submit "$T" "$U" ctld-d "$SMALL")
+D=$(submit "$T" "$ADMIN" ctld-d "$SMALL")
 check "the scheduler keeps admitting: D succeeds" wait_state "$D" 120 succeeded failed
 check_eq "D succeeded" succeeded "$(job_state "$D")"
 check "B is retried and succeeds" wait_state "$B" 240 succeeded failed
@@ -117,7 +116,7 @@ check_eq "A is still succeeded, with one attempt" "succeeded|1" \
 # a hand-made fix, leaves behind: the attempt ended (the worker reported
 # data_error) and is no longer followed, the job still running. The sweep
 # settles it by the retry rules: data_error is not retried.
-E=$(submit "$T" "$U" ctld-e "$SMALL | .training.steps = 5000")
+E=$(submit "$T" "$ADMIN" ctld-e "$SMALL | .training.steps = 5000")
 check "E runs" wait_steps "$E" 2 90
 SE=$(sid_of "$E")
 q "UPDATE job_attempts SET followed = false, state = 'ended', outcome = 'failed',

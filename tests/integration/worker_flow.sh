@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # tests/integration/worker_flow.sh - trainyard-worker's attempt mode against
-# the stack, with the trainer under mpirun on this machine: an editor
-# submits a dp2 job, the admin starts an attempt, the worker runs it with
-# the credential from its environment. The job succeeds; every step's
+# the stack, with the trainer under mpirun on this machine: the admin
+# submits a dp2 job on a data path and starts an attempt, the worker runs
+# it with the credential from its environment. The job succeeds; every step's
 # metrics and each checkpoint (world 2, shard hashes) are in the API; the
 # files on disk are sealed (no plaintext manifest), and so is the log; the
 # credential stops working at the end. Then a job with a fallback ladder
@@ -37,8 +37,9 @@ ALICE=$(member_new "$TA" "alice-$SFX" editor)
 BOB=$(member_new "$TB" "bob-$SFX" owner)
 TOKEN=$ADMIN
 
-# submit JQ: alice submits the tiny dp2 job on the corpus (in her tenant's
-# data root), changed by JQ; J is its id
+# submit JQ DESC: the tiny dp2 job on the corpus (in tenant A's data root),
+# changed by JQ; a data path, so the platform admin submits it
+# (docs/datasets.md); J is its id
 submit() {
 	local job
 	job=$(jq -n --arg data "train_*.bin" '{"name": "wrk", "model": {"preset": "tiny"},
@@ -47,11 +48,10 @@ submit() {
 		"resources": {"nodes": 1, "ranks_per_node": 2, "time_limit_minutes": 30},
 		"training": {"steps": 10, "lr": 0.002, "warmup_steps": 2, "seed": 7},
 		"checkpoint": {"every_steps": 5, "keep": 3}}' | jq "$1")
-	TOKEN=$ALICE
-	check_status "alice submits a job ($2)" 201 POST "/v1/tenants/$TA/jobs" \
+	TOKEN=$ADMIN
+	check_status "a job is submitted ($2)" 201 POST "/v1/tenants/$TA/jobs" \
 		-H 'Content-Type: application/json' -d "$job"
 	J=$(printf '%s' "$BODY" | jq -r .id)
-	TOKEN=$ADMIN
 	check_status "the admin starts its attempt" 201 POST "/v1/jobs/$J/attempts"
 	A=$(printf '%s' "$BODY" | jq -r .id)
 	CRED=$(printf '%s' "$BODY" | jq -r .credential)
