@@ -28,6 +28,7 @@
 #include "mask.h"
 #include "server.h"
 #include "storage.h"
+#include "tenant_dirs.h"
 
 typedef struct upload {
 	char dataset_id[STORAGE_UUID_LEN + 1];
@@ -290,12 +291,17 @@ static int upload_open(api_req *rq, upload *u)
 	if (rc)
 		return rc;
 	crypt_object_ctx ctx;
-	rc = storage_uuid_new(u->version_id);
+	/* the shards are the tenant's user's, for its attempts to read */
+	tenant_identity id = {0};
+	rc = tenant_dirs_prepare(rq, rq->scope.tenant_id, &id, u->err, sizeof(u->err));
+	storage_owners owners = storage_owners_for(id.uid, id.gid);
+	if (rc == 0)
+		rc = storage_uuid_new(u->version_id);
 	if (rc == 0)
 		rc = crypt_object_ctx_init(&ctx, rq->scope.tenant_id, u->dataset_id, &k);
 	crypt_key_clear(&k);
 	if (rc == 0) {
-		rc = dataset_writer_open(rq->cfg->storage_root, &ctx, u->version_id,
+		rc = dataset_writer_open(rq->cfg->storage_root, &owners, &ctx, u->version_id,
 		                         (size_t)rq->cfg->dataset_shard_tokens, &u->w, u->err,
 		                         sizeof(u->err));
 		crypt_object_ctx_clear(&ctx);

@@ -14,6 +14,7 @@
 #include "keys.h"
 #include "mask.h"
 #include "server.h"
+#include "tenant_dirs.h"
 
 static const char *const classifications[] = {"public", "internal", "confidential", "restricted",
                                               NULL};
@@ -248,6 +249,9 @@ int h_attempt_dataset_key(api_req *rq)
 		              "attempt_id", rq->scope.attempt_id, "job_id", rq->scope.job_id,
 		              "version_id", ver, "role", PQgetvalue(r, 0, 8), "dataset_tenant_id",
 		              tenant, "dataset_tenant", PQgetvalue(r, 0, 10));
+		/* another tenant's version: copied to the grantee's tree for its attempts */
+		if (rc == 0 && strcmp(tenant, rq->scope.tenant_id) != 0)
+			rc = tenant_dirs_stage(rq, tenant, ds, ver, atoi(PQgetvalue(r, 0, 5)));
 		if (rc == 0)
 			rc = api_audit(rq, 200, res, d);
 		json_decref(d);

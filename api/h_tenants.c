@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "handlers.h"
+#include "log.h"
 #include "server.h"
+#include "tenant_dirs.h"
 
 /* A new tenant's quota until an admin sets one (also in README.md). */
 static const char *const default_quota[] = {"8", "4", "1000", "1099511627776", "1"};
@@ -62,10 +64,20 @@ int h_tenant_create(api_req *rq)
 	              " gpu_hours_per_month, max_storage_bytes, weight)"
 	              " VALUES ($1, $2, $3, $4, $5, $6)",
 	              6, q);
-	char res[96];
+	char res[96], why[512];
 	snprintf(res, sizeof(res), "tenant/%s", name);
+	/* its Unix user from the pool, in the same transaction (docs/identity.md) */
+	tenant_identity id;
+	int has = rc ? 1 : identity_ensure(rq->db, rq->cfg, tid, &id, why, sizeof(why));
+	if (has < 0)
+		rc = has;
 	if (rc || (rc = api_audit(rq, 201, res, NULL)) || (rc = db_commit(rq->db)))
 		goto db_fail;
+	/* and its directories, its user's; the scheduler makes them too before it dispatches */
+	if (has == 1)
+		log_printf(LOG_WARN, "tenant %s: %s", name, why);
+	else
+		tenant_dirs_prepare(rq, tid, &id, why, sizeof(why));
 	json_decref(in);
 	return api_reply(rq, 201, t);
 db_fail:

@@ -255,11 +255,24 @@ static void exec1(sched *s, const char *sql, int n, const char *const *p)
 	PQclear(query(s, sql, n, p));
 }
 
-/* Every tenant's Slurm account (sacctmgr), before anything is submitted. */
-static void accounts_ready(sched *s)
+/*
+ * Every tenant's Slurm account (sacctmgr), and each named tenant's Unix
+ * user, its association and directories (sched_tenant_ready), before
+ * anything is submitted.
+ */
+static void accounts_ready(sched *s, const char *const *tenants, int n)
 {
 	if (accounts_sync(s) < 0)
 		die("the Slurm accounts could not be synced (sacctmgr)");
+	for (int i = 0; i < n; i++) {
+		char why[ADMIT_REASON_MAX];
+		const char *p[] = {tenants[i]};
+		PGresult *r = query(s, "SELECT id FROM tenants WHERE name = $1", 1, p);
+		if (PQntuples(r) != 1 ||
+		    sched_tenant_ready(s, PQgetvalue(r, 0, 0), tenants[i], why, sizeof(why)) != 0)
+			die(PQntuples(r) != 1 ? "a tenant is not there" : why);
+		PQclear(r);
+	}
 }
 
 /* COUNT copies of the template, queued in TENANT. OUT: ids (when not NULL). */
@@ -291,7 +304,7 @@ static void dispatch_undo(sched *s, const char *tmpl, const char *tenant)
 	char err[SL_ERR_MAX], path[PATH_MAX];
 	const char *p[] = {tenant, tmpl};
 	PGresult *r = query(s,
-	                    "SELECT a.id, coalesce(a.slurm_job_id, 0) FROM job_attempts a"
+	                    "SELECT a.id, coalesce(a.slurm_job_id, 0), t.id FROM job_attempts a"
 	                    " JOIN jobs j ON j.id = a.job_id JOIN tenants t ON t.id = j.tenant_id"
 	                    " WHERE t.name = $1",
 	                    1, p);
@@ -299,7 +312,8 @@ static void dispatch_undo(sched *s, const char *tmpl, const char *tenant)
 		uint32_t id = (uint32_t)strtoul(PQgetvalue(r, i, 1), NULL, 10);
 		if (id && sl_cancel(id, err) < 0)
 			fprintf(stderr, "sched: %s\n", err);
-		batch_credential_path(s, PQgetvalue(r, i, 0), path, sizeof(path));
+		batch_credential_path(s, PQgetvalue(r, i, 2), PQgetvalue(r, i, 0), path,
+		                      sizeof(path));
 		unlink(path);
 	}
 	PQclear(r);
@@ -353,6 +367,18 @@ static void item_from_template(sched *s, const char *tmpl, const char *tenant, d
 	snprintf(it->tenant, sizeof(it->tenant), "%s", tenant);
 	it->number = 1;
 	PQclear(r);
+	/* the tenant's Unix user, as a dispatch reads it (docs/identity.md) */
+	const char *q[] = {tenant};
+	r = query(s,
+	          "SELECT t.id, coalesce(i.uid, 0), coalesce(i.gid, 0) FROM tenants t"
+	          " LEFT JOIN tenant_identities i ON i.tenant_id = t.id WHERE t.name = $1",
+	          1, q);
+	if (PQntuples(r) != 1)
+		die("the tenant is not there");
+	snprintf(it->tenant_id, sizeof(it->tenant_id), "%s", PQgetvalue(r, 0, 0));
+	it->uid = (uid_t)strtoul(PQgetvalue(r, 0, 1), NULL, 10);
+	it->gid = (gid_t)strtoul(PQgetvalue(r, 0, 2), NULL, 10);
+	PQclear(r);
 }
 
 static void env_put(char *env, size_t n, const char *name, const char *value)
@@ -376,14 +402,15 @@ static double plain_round(sched *s, const dispatch_item *shape, int n, prof *int
 	for (int i = 0; i < n; i++) {
 		dispatch_item it = *shape;
 		char script[4096], cred[PATH_MAX], out[PATH_MAX], comment[96], name[48],
-		    account[80], hb[16];
+		    account[80], hb[16], home[PATH_MAX / 2];
 		static char env_s[8][PATH_MAX + 64];
 		snprintf(it.job_id, sizeof(it.job_id), "00000000-0000-4000-8000-%012d", i);
 		snprintf(it.attempt_id, sizeof(it.attempt_id), "00000000-0000-4000-9000-%012d", i);
 		if (batch_script(s, &it, script, sizeof(script)) < 0)
 			die("could not write the batch script");
-		batch_credential_path(s, it.attempt_id, cred, sizeof(cred));
-		snprintf(out, sizeof(out), "%s/output/%s-%d.out", s->spool, it.job_id, it.number);
+		batch_credential_path(s, it.tenant_id, it.attempt_id, cred, sizeof(cred));
+		batch_tenant_spool(s, it.tenant_id, home, sizeof(home));
+		snprintf(out, sizeof(out), "%s/%s-%d.out", home, it.job_id, it.number);
 		snprintf(comment, sizeof(comment), SL_COMMENT_PREFIX "%s attempt=%d", it.job_id,
 		         it.number);
 		snprintf(name, sizeof(name), "ty-%s", it.job_id);
@@ -392,7 +419,7 @@ static double plain_round(sched *s, const dispatch_item *shape, int n, prof *int
 		const char *path = getenv("PATH");
 		env_put(env_s[0], sizeof(env_s[0]), "PATH", path ? path : "/usr/bin:/bin");
 		env_put(env_s[1], sizeof(env_s[1]), "LANG", "C.UTF-8");
-		env_put(env_s[2], sizeof(env_s[2]), "HOME", s->spool);
+		env_put(env_s[2], sizeof(env_s[2]), "HOME", home);
 		env_put(env_s[3], sizeof(env_s[3]), "TRAINYARD_URL", s->cfg->url);
 		env_put(env_s[4], sizeof(env_s[4]), "TRAINYARD_ATTEMPT", it.attempt_id);
 		env_put(env_s[5], sizeof(env_s[5]), "TRAINYARD_ATTEMPT_TOKEN_FILE", cred);
@@ -407,7 +434,7 @@ static double plain_round(sched *s, const dispatch_item *shape, int n, prof *int
 		    .account = account,
 		    .partition = it.partition,
 		    .script = script,
-		    .work_dir = s->work_dir,
+		    .work_dir = home,
 		    .std_out = out,
 		    .env = env,
 		    .nodes = it.nodes,
@@ -415,8 +442,8 @@ static double plain_round(sched *s, const dispatch_item *shape, int n, prof *int
 		    .gpus_per_node = it.gpus_per_node,
 		    .time_limit_minutes = it.time_limit_minutes,
 		    .warn_seconds = warn < BATCH_WARN_SECONDS ? warn : BATCH_WARN_SECONDS,
-		    .uid = getuid(),
-		    .gid = getgid(),
+		    .uid = it.uid,
+		    .gid = it.gid,
 		};
 		if (sl_submit_batch(&sub, &ids[i], err) < 0) {
 			fprintf(stderr, "sched: %s\n", err);
@@ -471,8 +498,8 @@ static int cmd_dispatch(sched *s, const char *tmpl, const char *tenant, int n, i
 	dispatch_item shape;
 	double d_rate[ROUNDS_MAX], p_rate[ROUNDS_MAX], d_total = 0;
 	prof d_prof = {0}, p_prof = {0};
+	accounts_ready(s, &tenant, 1);
 	item_from_template(s, tmpl, tenant, &shape);
-	accounts_ready(s);
 	/* one untimed submission each way: connections, prepared statements, caches */
 	dispatch_round(s, tmpl, tenant, 1, NULL);
 	plain_round(s, &shape, 1, NULL);
@@ -582,7 +609,7 @@ static int cmd_cycle(sched *s, const char *tmpl, char *tenant_list, int small, i
 		die("cycle: bad arguments");
 	double ts[CYCLES_MAX], tl[CYCLES_MAX];
 	prof ps = {0}, pl = {0};
-	accounts_ready(s);
+	accounts_ready(s, (const char *const *)tenants, nt);
 	queue_fill(s, tmpl, tenants, nt, small);
 	queued_count_check(s, small);
 	double ms = cycles_time(s, cycles, ts, &ps);

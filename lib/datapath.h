@@ -4,8 +4,10 @@
  *
  * Layout under the data root (TRAINYARD_DATA_ROOT):
  *   <root>/tenants/<tenant uuid>/<the tenant's token shards, any tree>
- * The root, tenants/ and every tenant directory are mode 0700 and owned by
- * the service user (datapath_tenant_prepare, with storage.h's checks).
+ * The root and tenants/ are shared (root's or the platform's, 0711), every
+ * tenant directory is its tenant's Unix user's, mode 0700 (storage.h's
+ * owners and checks; the platform makes it, datapath_tenant_prepare checks
+ * it as the tenant's own process).
  *
  * A data path (data.train, data.val) is relative to its tenant's directory:
  * one or more plain components joined by '/', none empty, "." or "..", none
@@ -54,8 +56,9 @@ bool datapath_has_pattern(const char *s);
 int datapath_tenant_dir(const char *root, const char *tenant_id, char *buf, size_t n);
 
 /*
- * Create (0700) or check the root, tenants/ and the tenant's directory
- * (storage_private_dirs). RET 0, or a negative storage code with err set.
+ * Create or check the root, tenants/ and the tenant's directory as a
+ * process of the tenant itself (storage_private_dirs). RET 0, or a
+ * negative storage code with err set.
  */
 int datapath_tenant_prepare(const char *root, const char *tenant_id, char *err, size_t errlen);
 

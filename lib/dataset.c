@@ -113,6 +113,23 @@ int dataset_version_dir(const char *root, const char *tenant_id, const char *dat
 	return rc;
 }
 
+int dataset_granted_dir(const char *root, const char *grantee_id, const char *dataset_id,
+                        const char *version_id, char *buf, size_t n)
+{
+	char t[4096];
+	int rc = storage_tenant_dir(root, grantee_id, t, sizeof(t));
+	if (rc == 0 && (!storage_uuid_valid(dataset_id) || !storage_uuid_valid(version_id)))
+		rc = -ERR_STORAGE_PATH_INVALID;
+	if (rc == 0) {
+		int k = snprintf(buf, n, "%s/granted/%s/%s", t, dataset_id, version_id);
+		if (k < 0 || (size_t)k >= n)
+			rc = -ERR_STORAGE_PATH_INVALID;
+	}
+	if (rc && n > 0)
+		buf[0] = '\0';
+	return rc;
+}
+
 int dataset_shard_name(const char *version_id, int index, char *buf, size_t n)
 {
 	int k = snprintf(buf, n, "%s/" SHARD_FMT, version_id, index);
@@ -123,8 +140,15 @@ int dataset_shard_name(const char *version_id, int index, char *buf, size_t n)
 
 struct dataset_writer {
 	crypt_object_ctx ctx;
+	storage_owners owners;
 	char version_id[STORAGE_UUID_LEN + 1];
-	char partial[4096], final[4096];
+	char partial[4096], final[4096]; /* their paths, for messages */
+	/*
+	 * The dataset's directory and "<version>.partial" in it, opened
+	 * without following links: everything is done relative to them, in
+	 * a tree the tenant's user owns.
+	 */
+	int dfd, pfd;
 	size_t shard_tokens;
 	EVP_MD_CTX *sha;
 	/* the shard being written */
@@ -141,8 +165,9 @@ static int sink_fd(void *arg, const void *buf, size_t n)
 	return crypt_fd_sink(arg, buf, n) < 0 ? -ERR_STORAGE_IO : 0;
 }
 
-int dataset_writer_open(const char *root, const crypt_object_ctx *ctx, const char *version_id,
-                        size_t shard_tokens, dataset_writer **out, char *err, size_t errlen)
+int dataset_writer_open(const char *root, const storage_owners *owners, const crypt_object_ctx *ctx,
+                        const char *version_id, size_t shard_tokens, dataset_writer **out,
+                        char *err, size_t errlen)
 {
 	*out = NULL;
 	if (shard_tokens == 0 || shard_tokens > TOKSHARD_MAX_TOKENS) {
@@ -153,8 +178,9 @@ int dataset_writer_open(const char *root, const crypt_object_ctx *ctx, const cha
 	if (!w)
 		return -ERR_INTERNAL;
 	*out = w;
-	w->fd = -1;
+	w->fd = w->dfd = w->pfd = -1;
 	w->ctx = *ctx;
+	w->owners = *owners;
 	w->shard_tokens = shard_tokens;
 	snprintf(w->version_id, sizeof(w->version_id), "%s", version_id);
 	int rc = dataset_version_dir(root, ctx->tenant_id, ctx->job_id, version_id, w->final,
@@ -167,10 +193,14 @@ int dataset_writer_open(const char *root, const crypt_object_ctx *ctx, const cha
 		return rc;
 	}
 	const char *steps[] = {"tenants", ctx->tenant_id, "datasets", ctx->job_id};
-	rc = storage_private_dirs(root, steps, 4, err, errlen);
-	if (rc)
-		return rc;
-	if (mkdir(w->partial, 0700) != 0) {
+	w->dfd = storage_private_dirs_fd(root, steps, 4, owners, err, errlen);
+	if (w->dfd < 0)
+		return w->dfd;
+	char name[64];
+	snprintf(name, sizeof(name), "%s" PARTIAL_EXT, version_id);
+	if (mkdirat(w->dfd, name, 0700) != 0 ||
+	    (w->pfd = openat(w->dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    (owners->hand_over && fchown(w->pfd, owners->tenant, owners->group) != 0)) {
 		err_printf(err, errlen, "could not create \"%s\": %m", w->partial);
 		return -ERR_STORAGE_IO;
 	}
@@ -202,12 +232,18 @@ static int shard_close(dataset_writer *w, char *err, size_t errlen)
 
 static int shard_begin(dataset_writer *w, char *err, size_t errlen)
 {
-	char name[128], path[4200];
+	char name[128], path[4200], file[32];
 	int idx = w->sum.shards;
 	if (dataset_shard_name(w->version_id, idx, name, sizeof(name)) < 0)
 		return -ERR_STORAGE_PATH_INVALID;
 	snprintf(path, sizeof(path), "%s/" SHARD_FMT, w->partial, idx);
-	w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	snprintf(file, sizeof(file), SHARD_FMT, idx);
+	w->fd = openat(w->pfd, file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (w->fd >= 0 && w->owners.hand_over &&
+	    fchown(w->fd, w->owners.tenant, w->owners.group) != 0) {
+		close(w->fd);
+		w->fd = -1;
+	}
 	if (w->fd < 0) {
 		err_printf(err, errlen, "could not create \"%s\": %m", path);
 		return -ERR_STORAGE_IO;
@@ -273,16 +309,13 @@ int dataset_writer_next_shard(dataset_writer *w, char *err, size_t errlen)
 	return w->in_shard > 0 ? shard_close(w, err, errlen) : 0;
 }
 
-/* fsync the directory at path. */
-static int sync_dir(const char *path, char *err, size_t errlen)
+/* fsync the open directory fd; path names it in the message. */
+static int sync_dir(int fd, const char *path, char *err, size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int rc = fd >= 0 && fsync(fd) == 0 ? 0 : -ERR_STORAGE_IO;
-	if (rc)
-		err_printf(err, errlen, "could not sync \"%s\": %m", path);
-	if (fd >= 0)
-		close(fd);
-	return rc;
+	if (fsync(fd) == 0)
+		return 0;
+	err_printf(err, errlen, "could not sync \"%s\": %m", path);
+	return -ERR_STORAGE_IO;
 }
 
 int dataset_writer_finish(dataset_writer *w, dataset_summary *sum, char *err, size_t errlen)
@@ -297,16 +330,15 @@ int dataset_writer_finish(dataset_writer *w, dataset_summary *sum, char *err, si
 	unsigned len = 0;
 	if (EVP_DigestFinal_ex(w->sha, w->sum.sha256, &len) != 1)
 		return -ERR_INTERNAL;
-	if ((rc = sync_dir(w->partial, err, errlen)))
+	if ((rc = sync_dir(w->pfd, w->partial, err, errlen)))
 		return rc;
-	if (rename(w->partial, w->final) != 0) {
+	char from[64];
+	snprintf(from, sizeof(from), "%s" PARTIAL_EXT, w->version_id);
+	if (renameat(w->dfd, from, w->dfd, w->version_id) != 0) {
 		err_printf(err, errlen, "could not rename \"%s\": %m", w->partial);
 		return -ERR_STORAGE_IO;
 	}
-	char parent[4096];
-	snprintf(parent, sizeof(parent), "%s", w->final);
-	*strrchr(parent, '/') = '\0';
-	if ((rc = sync_dir(parent, err, errlen)))
+	if ((rc = sync_dir(w->dfd, w->final, err, errlen)))
 		return rc;
 	w->finished = true;
 	*sum = w->sum;
@@ -321,29 +353,61 @@ void dataset_writer_free(dataset_writer *w, bool keep)
 		crypt_object_writer_free(w->cw);
 	if (w->fd >= 0)
 		close(w->fd);
-	if (w->partial[0] && !(w->finished && keep))
-		storage_dir_remove(w->finished ? w->final : w->partial);
+	if (w->pfd >= 0 && !(w->finished && keep)) {
+		char name[64];
+		snprintf(name, sizeof(name), "%s%s", w->version_id, w->finished ? "" : PARTIAL_EXT);
+		storage_dir_remove_at(w->dfd, name);
+	}
+	if (w->pfd >= 0)
+		close(w->pfd);
+	if (w->dfd >= 0)
+		close(w->dfd);
 	EVP_MD_CTX_free(w->sha);
 	crypt_object_ctx_clear(&w->ctx);
 	free(w);
+}
+
+/*
+ * The dataset's directory, opened without following a link below the root,
+ * or -1: a dataset without one has nothing to sweep.
+ */
+static int dataset_dir_open(const char *root, const char *tenant_id, const char *dataset_id)
+{
+	char tdir[4096];
+	if (storage_tenant_dir(root, tenant_id, tdir, sizeof(tdir)) != 0 ||
+	    !storage_uuid_valid(dataset_id))
+		return -1;
+	const char *names[] = {"datasets", dataset_id};
+	int fd = open(tdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	for (size_t i = 0; i < 2 && fd >= 0; i++) {
+		int next = openat(fd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(fd);
+		fd = next;
+	}
+	return fd;
 }
 
 int dataset_sweep(const char *root, const char *tenant_id, const char *dataset_id,
                   bool (*registered)(void *arg, const char *version_id), void *arg,
                   double older_than, int *removed)
 {
-	char dir[4096], path[4200];
 	if (removed)
 		*removed = 0;
-	/* the directory of a version with a dummy id, cut at its last '/' */
+	char probe[4096];
 	int rc = dataset_version_dir(root, tenant_id, dataset_id,
-	                             "00000000-0000-4000-8000-000000000000", dir, sizeof(dir));
+	                             "00000000-0000-4000-8000-000000000000", probe, sizeof(probe));
 	if (rc)
 		return rc;
-	*strrchr(dir, '/') = '\0';
-	DIR *d = opendir(dir);
-	if (!d)
+	int dfd = dataset_dir_open(root, tenant_id, dataset_id);
+	int dup_fd = dfd >= 0 ? dup(dfd) : -1;
+	DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+	if (!d) {
+		if (dup_fd >= 0)
+			close(dup_fd);
+		if (dfd >= 0)
+			close(dfd);
 		return 0;
+	}
 	time_t now = time(NULL);
 	struct dirent *e;
 	while ((e = readdir(d)) != NULL) {
@@ -356,17 +420,17 @@ int dataset_sweep(const char *root, const char *tenant_id, const char *dataset_i
 		snprintf(id, sizeof(id), "%.*s", STORAGE_UUID_LEN, e->d_name);
 		struct stat st;
 		if (!storage_uuid_valid(id) ||
-		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
 		    !S_ISDIR(st.st_mode) || difftime(now, st.st_mtime) <= older_than)
 			continue;
 		if (!partial && registered(arg, id))
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		storage_dir_remove(path);
+		storage_dir_remove_at(dfd, e->d_name);
 		if (removed)
 			++*removed;
 	}
 	closedir(d);
+	close(dfd);
 	return 0;
 }
 
@@ -546,6 +610,15 @@ int dataset_unseal(const char *root, const crypt_object_ctx *ctx, const char *ve
 		err_printf(err, errlen, "invalid storage root or ids");
 		return rc;
 	}
+	return dataset_unseal_dir(dir, ctx, version_id, shards, sha256, out_dir, tokens, err,
+	                          errlen);
+}
+
+int dataset_unseal_dir(const char *dir, const crypt_object_ctx *ctx, const char *version_id,
+                       int shards, const unsigned char sha256[32], const char *out_dir,
+                       uint64_t *tokens, char *err, size_t errlen)
+{
+	int rc;
 	if ((rc = storage_dir_check(dir, err, errlen)))
 		return rc;
 	EVP_MD_CTX *sha = EVP_MD_CTX_new();

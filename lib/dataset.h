@@ -4,8 +4,12 @@
  * (docs/datasets.md).
  *
  * Layout under the storage root (storage.h's rules: 0700, owned by the
- * service user, walked without following links):
+ * tenant's Unix user, walked without following links):
  *   <root>/tenants/<tenant>/datasets/<dataset>/<version>/shard_NNNNNN.bin
+ *   <root>/tenants/<grantee>/granted/<dataset>/<version>/shard_NNNNNN.bin
+ * The second is a copy of another tenant's version, as sealed, that a
+ * grant lets the grantee's attempts read (dataset_stage): a tenant's
+ * attempts can open nothing of another tenant's tree.
  * with the dataset's and the version's ids (UUIDs). A version being
  * written lives in "<version>.partial" and is renamed to "<version>" when
  * its last shard is synced, before the database registers it; a crash in
@@ -27,6 +31,7 @@
 #include <stdint.h>
 
 #include "crypt.h"
+#include "storage.h"
 #include "tokshard.h"
 
 #define DATASET_NAME_MAX   63 /* [a-z0-9][a-z0-9._-]{0,62} */
@@ -52,6 +57,10 @@ int dataset_ref_parse(const char *ref, char owner[DATASET_TENANT_MAX + 1],
 int dataset_version_dir(const char *root, const char *tenant_id, const char *dataset_id,
                         const char *version_id, char *buf, size_t n);
 
+/* OUT buf: "<root>/tenants/<grantee>/granted/<dataset>/<version>". RET as dataset_version_dir(). */
+int dataset_granted_dir(const char *root, const char *grantee_id, const char *dataset_id,
+                        const char *version_id, char *buf, size_t n);
+
 /* OUT buf: the object name of shard index of the version, "<version>/shard_NNNNNN.bin". */
 int dataset_shard_name(const char *version_id, int index, char *buf, size_t n);
 
@@ -68,13 +77,15 @@ typedef struct dataset_writer dataset_writer;
 /*
  * Start writing version version_id of the dataset ctx names (ctx's job id
  * is the dataset's id; the key is the dataset's data key). Creates the
- * dataset's directories and "<version>.partial". A shard is closed and a
- * new one begun every shard_tokens tokens (1..TOKSHARD_MAX_TOKENS), and at
- * each dataset_writer_next_shard().
+ * dataset's directories and "<version>.partial", each directory and shard
+ * owned as owners says (the API hands them to the tenant's user). A shard
+ * is closed and a new one begun every shard_tokens tokens
+ * (1..TOKSHARD_MAX_TOKENS), and at each dataset_writer_next_shard().
  * RET 0 or a negative storage or crypt code, err set. OUT *out (also on failure: free it).
  */
-int dataset_writer_open(const char *root, const crypt_object_ctx *ctx, const char *version_id,
-                        size_t shard_tokens, dataset_writer **out, char *err, size_t errlen);
+int dataset_writer_open(const char *root, const storage_owners *owners, const crypt_object_ctx *ctx,
+                        const char *version_id, size_t shard_tokens, dataset_writer **out,
+                        char *err, size_t errlen);
 
 /* Append n tokens. RET 0 or a negative code (storage, crypt). */
 int dataset_writer_tokens(dataset_writer *w, const uint16_t *tokens, size_t n, char *err,
@@ -142,5 +153,22 @@ int dataset_sweep(const char *root, const char *tenant_id, const char *dataset_i
 int dataset_unseal(const char *root, const crypt_object_ctx *ctx, const char *version_id,
                    int shards, const unsigned char sha256[32], const char *out_dir,
                    uint64_t *tokens, char *err, size_t errlen);
+/* The same from the sealed shards in dir (a version's, or its copy under granted/). */
+int dataset_unseal_dir(const char *dir, const crypt_object_ctx *ctx, const char *version_id,
+                       int shards, const unsigned char sha256[32], const char *out_dir,
+                       uint64_t *tokens, char *err, size_t errlen);
+
+/*
+ * Copy version version_id of dataset dataset_id of tenant owner_id, as it
+ * is sealed, to the grantee's dataset_granted_dir(), owned as owners says
+ * (the grantee's user): the platform does it when a grant lets the
+ * grantee's attempt read the version. The shards stay sealed under the
+ * owner's dataset key, which the attempt gets only while the grant is in
+ * force. The copy is made in a directory of its own and renamed whole; a
+ * copy already there is kept. RET 0 or a negative storage code, err set.
+ */
+int dataset_stage(const char *root, const char *owner_id, const char *dataset_id,
+                  const char *version_id, int shards, const char *grantee_id,
+                  const storage_owners *owners, char *err, size_t errlen);
 
 #endif

@@ -194,10 +194,61 @@ int storage_fd_private(int fd, const storage_private_kind *kind, const char *pat
 static const storage_private_kind storage_dir = {
     .dir = true, .what = "storage directory", .what_type = "storage path"};
 
+storage_owners storage_owners_self(void)
+{
+	storage_owners o = {geteuid(), geteuid(), getegid(), false};
+	return o;
+}
+
+storage_owners storage_owners_for(uid_t tenant, gid_t group)
+{
+	storage_owners o = {geteuid(), tenant, group, true};
+	return o;
+}
+
+/*
+ * The rule for one level of a walk (storage.h): a shared level belongs to
+ * root or the platform and is at most searchable by others; a tenant's
+ * level belongs to the tenant and is private. RET 0 or -ERR_STORAGE_*.
+ */
+static int level_check(const struct stat *st, bool shared, const storage_owners *o,
+                       const char *path, char *err, size_t errlen)
+{
+	if (!S_ISDIR(st->st_mode)) {
+		err_printf(err, errlen, "storage path \"%s\" is not a directory", path);
+		return -ERR_STORAGE_UNSAFE;
+	}
+	if (shared && st->st_uid != 0 && st->st_uid != o->platform) {
+		err_printf(err, errlen,
+		           "storage directory \"%s\" is owned by uid %u, not by root or the "
+		           "platform's user (uid %u)",
+		           path, (unsigned)st->st_uid, (unsigned)o->platform);
+		return -ERR_STORAGE_UNSAFE;
+	}
+	if (!shared && st->st_uid != o->tenant) {
+		err_printf(err, errlen,
+		           "storage directory \"%s\" is owned by uid %u, not by the tenant's user "
+		           "(uid %u)",
+		           path, (unsigned)st->st_uid, (unsigned)o->tenant);
+		return -ERR_STORAGE_UNSAFE;
+	}
+	if ((st->st_mode & (shared ? 066 : 077)) != 0) {
+		err_printf(err, errlen, "storage directory \"%s\" has mode %04o: %s", path,
+		           (unsigned)(st->st_mode & 07777),
+		           shared ? "group and others may at most search it (chmod 711)"
+		                  : "group and others must have no access (chmod 700)");
+		return -ERR_STORAGE_UNSAFE;
+	}
+	return 0;
+}
+
 /* Open dir (relative to at) refusing symlinks and non-directories. RET fd or negative. */
 static int open_dir_nofollow(int at, const char *dir, const char *path, char *err, size_t errlen)
 {
 	int fd = openat(at, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* a shared level (0711) that a tenant's user may pass through but not read */
+	if (fd < 0 && errno == EACCES)
+		fd = openat(at, dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0)
 		return fd;
 	if (errno == ELOOP || errno == ENOTDIR) {
@@ -243,13 +294,58 @@ static int make_parents(const char *path, char *err, size_t errlen)
 }
 
 /*
- * Create dir inside the directory at (0700; fsync at when created), open it
- * without following links and check it. path names it in messages.
+ * Give the directory fd and what the platform owns below it to the
+ * tenant's user, without following a link (fchownat AT_SYMLINK_NOFOLLOW on
+ * entries, directories opened O_NOFOLLOW). Entries of other owners are
+ * left as they are. RET 0 or -1 (errno).
+ */
+static int hand_over_tree(int fd, const storage_owners *o, int depth)
+{
+	/*
+	 * Children first: while the platform still owns a directory, the
+	 * tenant's user cannot add or swap entries in it. A file with more
+	 * than one link is left alone: it may be a link to a file elsewhere.
+	 */
+	int dup_fd = depth <= 64 ? dup(fd) : -1;
+	DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+	if (!d) {
+		if (dup_fd >= 0)
+			close(dup_fd);
+		return -1;
+	}
+	int rc = 0;
+	struct dirent *e;
+	while (rc == 0 && (e = readdir(d)) != NULL) {
+		struct stat st;
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+		    fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    st.st_uid != o->platform)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			int sub =
+			    openat(fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			rc = sub >= 0 ? hand_over_tree(sub, o, depth + 1) : -1;
+			if (sub >= 0)
+				close(sub);
+		} else if (S_ISREG(st.st_mode) && st.st_nlink == 1) {
+			rc = fchownat(fd, e->d_name, o->tenant, o->group, AT_SYMLINK_NOFOLLOW);
+		}
+	}
+	closedir(d);
+	return rc == 0 ? fchown(fd, o->tenant, o->group) : rc;
+}
+
+/*
+ * Create dir inside the directory at (fsync at when created), open it
+ * without following links, give it to its owner when the walk hands over,
+ * and check it as a shared or a tenant's level. path names it in messages.
  * RET the new directory's fd, or a negative code.
  */
-static int enter_dir(int at, const char *dir, const char *path, char *err, size_t errlen)
+static int enter_dir(int at, const char *dir, bool shared, const storage_owners *o,
+                     const char *path, char *err, size_t errlen)
 {
-	if (mkdirat(at, dir, 0700) == 0) {
+	bool made = mkdirat(at, dir, shared ? 0711 : 0700) == 0;
+	if (made) {
 		if (at != AT_FDCWD)
 			fsync(at);
 	} else if (errno != EEXIST) {
@@ -260,7 +356,23 @@ static int enter_dir(int at, const char *dir, const char *path, char *err, size_
 	int fd = open_dir_nofollow(at, dir, path, err, errlen);
 	if (fd < 0)
 		return fd;
-	int rc = storage_fd_private(fd, &storage_dir, path, err, errlen);
+	struct stat st;
+	int rc = fstat(fd, &st) == 0 ? 0 : -ERR_STORAGE_IO;
+	bool mine = rc == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid();
+	/* the umask may have taken the search bits a shared level needs */
+	if (rc == 0 && mine && shared && (made || o->hand_over) && (st.st_mode & 0777) != 0711 &&
+	    (st.st_mode & 066) == 0)
+		rc = fchmod(fd, 0711) == 0 ? 0 : -ERR_STORAGE_IO;
+	if (rc == 0 && mine && !shared && o->hand_over && st.st_uid == o->platform &&
+	    o->tenant != o->platform)
+		rc = hand_over_tree(fd, o, 0) == 0 ? 0 : -ERR_STORAGE_IO;
+	if (rc == 0 && fstat(fd, &st) != 0)
+		rc = -ERR_STORAGE_IO;
+	if (rc)
+		err_printf(err, errlen, "could not give storage directory \"%s\" its owner: %s",
+		           path, strerror(errno));
+	if (rc == 0)
+		rc = level_check(&st, shared, o, path, err, errlen);
 	if (rc) {
 		close(fd);
 		return rc;
@@ -268,8 +380,8 @@ static int enter_dir(int at, const char *dir, const char *path, char *err, size_
 	return fd;
 }
 
-int storage_private_dirs(const char *root, const char *const *steps, size_t nsteps, char *err,
-                         size_t errlen)
+int storage_private_dirs_fd(const char *root, const char *const *steps, size_t nsteps,
+                            const storage_owners *owners, char *err, size_t errlen)
 {
 	char path[4096], top[4096];
 	if (!root_ok(root)) {
@@ -297,20 +409,88 @@ int storage_private_dirs(const char *root, const char *const *steps, size_t nste
 	int rc = make_parents(top, err, errlen);
 	if (rc)
 		return rc;
-	int fd = enter_dir(AT_FDCWD, top, top, err, errlen);
+	int fd = enter_dir(AT_FDCWD, top, true, owners, top, err, errlen);
 	if (fd < 0)
 		return fd;
 	snprintf(path, sizeof(path), "%s", top);
 	for (size_t i = 0; i < nsteps; i++) {
 		len += (size_t)snprintf(path + len, sizeof(path) - len, "/%s", steps[i]);
-		int next = enter_dir(fd, steps[i], path, err, errlen);
+		int next = enter_dir(fd, steps[i], i == 0, owners, path, err, errlen);
 		close(fd);
 		if (next < 0)
 			return next;
 		fd = next;
 	}
+	return fd;
+}
+
+int storage_private_dirs_as(const char *root, const char *const *steps, size_t nsteps,
+                            const storage_owners *owners, char *err, size_t errlen)
+{
+	int fd = storage_private_dirs_fd(root, steps, nsteps, owners, err, errlen);
+	if (fd < 0)
+		return fd;
 	close(fd);
 	return 0;
+}
+
+int storage_private_dirs(const char *root, const char *const *steps, size_t nsteps, char *err,
+                         size_t errlen)
+{
+	storage_owners self = storage_owners_self();
+	return storage_private_dirs_as(root, steps, nsteps, &self, err, errlen);
+}
+
+int storage_tenant_dirs(const char *root, const char *tenant_id, const storage_owners *owners,
+                        char *err, size_t errlen)
+{
+	if (!storage_uuid_valid(tenant_id)) {
+		err_printf(err, errlen, "invalid tenant id \"%.64s\"", tenant_id ? tenant_id : "");
+		return -ERR_STORAGE_PATH_INVALID;
+	}
+	const char *steps[] = {"tenants", tenant_id};
+	return storage_private_dirs_as(root, steps, 2, owners, err, errlen);
+}
+
+int storage_tenant_owner(const char *root, const char *tenant_id, uid_t *uid, gid_t *gid, char *err,
+                         size_t errlen)
+{
+	char path[4096], shown[4096];
+	int rc = storage_tenant_dir(root, tenant_id, path, sizeof(path));
+	if (rc) {
+		err_printf(err, errlen, "invalid root or tenant id");
+		return rc;
+	}
+	storage_owners self = storage_owners_self();
+	const char *names[] = {root, "tenants", tenant_id};
+	int fd = AT_FDCWD;
+	struct stat st;
+	for (int i = 0; i < 3; i++) {
+		snprintf(shown, sizeof(shown), "%s%s%s", i ? root : "", i ? "/" : "", names[i]);
+		if (i == 2)
+			snprintf(shown, sizeof(shown), "%s", path);
+		int next = open_dir_nofollow(fd, names[i], shown, err, errlen);
+		if (fd != AT_FDCWD)
+			close(fd);
+		if (next < 0)
+			return next;
+		fd = next;
+		rc = fstat(fd, &st) == 0 ? 0 : -ERR_STORAGE_IO;
+		if (rc == 0 && i < 2)
+			rc = level_check(&st, true, &self, shown, err, errlen);
+		if (rc) {
+			close(fd);
+			return rc;
+		}
+	}
+	close(fd);
+	self.tenant = st.st_uid;
+	rc = level_check(&st, false, &self, path, err, errlen);
+	if (rc == 0) {
+		*uid = st.st_uid;
+		*gid = st.st_gid;
+	}
+	return rc;
 }
 
 int storage_job_prepare(const char *root, const char *tenant_id, const char *job_id, char *err,
@@ -333,6 +513,23 @@ int storage_job_prepare(const char *root, const char *tenant_id, const char *job
 			return rc;
 	}
 	return 0;
+}
+
+void storage_dir_remove_at(int at, const char *name)
+{
+	int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+			unlinkat(dirfd(d), e->d_name, 0);
+	closedir(d);
+	unlinkat(at, name, AT_REMOVEDIR);
 }
 
 void storage_dir_remove(const char *dir)

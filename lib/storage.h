@@ -4,11 +4,23 @@
  * Layout under the storage root (TRAINYARD_STORAGE_ROOT):
  *   <root>/tenants/<tenant uuid>/jobs/<job uuid>/checkpoints/<name>
  *   <root>/tenants/<tenant uuid>/jobs/<job uuid>/logs/<name>
- * The root and every directory below it are mode 0700 and owned by the
- * service user. storage_job_prepare() creates what is missing and refuses
- * (-ERR_STORAGE_UNSAFE) any existing one that is a symbolic link, not a
- * directory, owned by someone else or open to group or others; it walks
- * the path with openat(O_NOFOLLOW), so no link is followed below the root.
+ * The data root and the scheduler's spool have the same first two levels.
+ *
+ * Who owns what (docs/identity.md): the root and its tenants/ directory are
+ * shared by every tenant. They belong to root or to the platform's own
+ * user, and group and others may at most search them (0711): each tenant's
+ * Unix user passes through to its own directory, and nobody but the owner
+ * lists them. tenants/<tenant> and everything below it belong to the
+ * tenant's Unix user, mode 0700 (files 0600), so one tenant's attempts
+ * cannot read another's files. storage_owners says which users those are
+ * for a caller: a process of the tenant itself (the worker runtime) is the
+ * tenant; the platform (the API, the scheduler) names the tenant's user and
+ * hands over what it creates below tenants/.
+ *
+ * The walks create what is missing and refuse (-ERR_STORAGE_UNSAFE) any
+ * existing directory that is a symbolic link, not a directory, owned by
+ * another user than the rule says, or open beyond it; they go with
+ * openat(O_NOFOLLOW), so no link is followed below the root.
  *
  * Ids are canonical lower-case UUIDs (8-4-4-4-12 hex digits). Names are one
  * or more components of [A-Za-z0-9._-] joined by '/', none empty, "." or
@@ -22,13 +34,15 @@
  * Path functions write into the caller's buf of n bytes and return 0, or
  * -ERR_STORAGE_PATH_INVALID for a bad id or name or a path that does not
  * fit. The files themselves are encrypted (crypt.h): the directory modes
- * keep other local users from even listing them.
+ * keep other local users, other tenants' attempts among them, from even
+ * listing them.
  */
 #ifndef TY_STORAGE_H
 #define TY_STORAGE_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #define STORAGE_NAME_MAX 255
 #define STORAGE_UUID_LEN 36
@@ -76,9 +90,33 @@ int storage_object_path(const char *root, const char *tenant_id, const char *job
 int storage_log_name(int number, char *buf, size_t n);
 
 /*
- * Create (0700) or check the root and every directory of the job's layout,
- * both areas included. Missing parents of the root itself are created 0755
- * like mkdir -p and not checked: they are not trainyard's.
+ * The users a walk holds the layout to. The shared levels (the root and
+ * tenants/) must belong to root or to platform, with no read or write bit
+ * for group or others (0711 or 0700); new ones are made 0711. The tenant's
+ * levels (tenants/<tenant> and below) must belong to tenant, mode 0700.
+ * With hand_over (the platform, which may chown), what the walk creates
+ * below tenants/ is given to tenant:group; so is an existing tenant's
+ * directory the platform itself still owns (made before the tenant had a
+ * user of its own), with everything of the platform's below it; and a
+ * shared level of the platform's at 0700 is opened to 0711.
+ */
+typedef struct storage_owners {
+	uid_t platform;
+	uid_t tenant;
+	gid_t group;
+	bool hand_over;
+} storage_owners;
+
+/* A process of the tenant itself: tenant and platform are the caller (geteuid()). */
+storage_owners storage_owners_self(void);
+/* The platform (the caller, geteuid()) handing what it creates to tenant:group. */
+storage_owners storage_owners_for(uid_t tenant, gid_t group);
+
+/*
+ * Create or check, as a process of the tenant itself (storage_owners_self),
+ * the root and every directory of the job's layout, both areas included.
+ * Missing parents of the root itself are created 0755 like mkdir -p and not
+ * checked: they are not trainyard's.
  * RET 0; -ERR_STORAGE_PATH_INVALID; -ERR_STORAGE_UNSAFE; -ERR_STORAGE_IO;
  * with the reason in err.
  */
@@ -86,14 +124,40 @@ int storage_job_prepare(const char *root, const char *tenant_id, const char *job
                         size_t errlen);
 
 /*
- * Create (0700) or check root and the directories steps[0], steps[0]/
- * steps[1], ... below it, each a single name component, walked with
- * openat(O_NOFOLLOW) and held to the same rules as the job's layout. The
- * walk behind storage_job_prepare(), and behind the data root's tenant
- * directories (datapath.h).
+ * Create or check root and the directories steps[0], steps[0]/steps[1],
+ * ... below it, each a single name component, walked with
+ * openat(O_NOFOLLOW). The root and steps[0] ("tenants") are the shared
+ * levels, the rest the tenant's (storage_owners). The walk behind
+ * storage_job_prepare(), the data root's and the spool's tenant
+ * directories and a dataset's directories.
  * RET as storage_job_prepare().
  */
+int storage_private_dirs_as(const char *root, const char *const *steps, size_t nsteps,
+                            const storage_owners *owners, char *err, size_t errlen);
+/* The same, leaving the last directory open: RET its fd (O_DIRECTORY), or a negative code. */
+int storage_private_dirs_fd(const char *root, const char *const *steps, size_t nsteps,
+                            const storage_owners *owners, char *err, size_t errlen);
+/* storage_private_dirs_as() as a process of the tenant itself. */
 int storage_private_dirs(const char *root, const char *const *steps, size_t nsteps, char *err,
+                         size_t errlen);
+
+/*
+ * The platform's walk to a tenant's directory under root (the storage
+ * root, the data root or the spool): "<root>/tenants/<tenant>", created
+ * and handed to the tenant's user when owners says so.
+ * RET as storage_job_prepare().
+ */
+int storage_tenant_dirs(const char *root, const char *tenant_id, const storage_owners *owners,
+                        char *err, size_t errlen);
+
+/*
+ * Who owns "<root>/tenants/<tenant>": the tenant's Unix user, as the
+ * platform made it. The shared levels on the way are checked as for the
+ * caller (storage_owners_self), the tenant's directory must be a directory
+ * of mode 0700. OUT *uid, *gid. RET as storage_job_prepare(); -ERR_STORAGE_IO
+ * when the directory is not there.
+ */
+int storage_tenant_owner(const char *root, const char *tenant_id, uid_t *uid, gid_t *gid, char *err,
                          size_t errlen);
 
 /*
@@ -101,10 +165,17 @@ int storage_private_dirs(const char *root, const char *const *steps, size_t nste
  * shards, an attempt's unsealed data); best effort, nothing is reported.
  */
 void storage_dir_remove(const char *dir);
+/*
+ * The same for the directory name inside the open directory at, opened
+ * without following a link: what the platform removes in a tenant's tree,
+ * where the tenant's user may have put a link in its place.
+ */
+void storage_dir_remove_at(int at, const char *name);
 
 /*
- * Check that path is a directory (not a symlink) owned by the service user
- * with no group or other permission bits. RET 0; -ERR_STORAGE_UNSAFE;
+ * Check that path is a directory (not a symlink) owned by the caller
+ * (geteuid(): the service user, or a tenant's own process for its tenant's
+ * tree) with no group or other permission bits. RET 0; -ERR_STORAGE_UNSAFE;
  * -ERR_STORAGE_IO (it cannot be examined, e.g. it does not exist).
  */
 int storage_dir_check(const char *path, char *err, size_t errlen);
@@ -121,7 +192,7 @@ typedef struct storage_private_kind {
 } storage_private_kind;
 
 /*
- * Check that the open fd is of kind's type, owned by the service user,
+ * Check that the open fd is of kind's type, owned by the caller (geteuid()),
  * with no group or other permission bits (directories chmod 700, files
  * 600 or stricter), reported under path. The one check behind every
  * private directory here and the master key file.

@@ -8,6 +8,11 @@
  * sacctmgr runs through sl_tool() with an argv array (tenant names match
  * ^[a-z][a-z0-9-]*$ and no shell sees them); it is called only when a
  * tenant is new or its quota changed, which slurm_accounts remembers.
+ *
+ * Batch jobs run as their tenant's Unix user (docs/identity.md), which
+ * needs an association in the tenant's account (deploy/slurm enforces
+ * associations): accounts_associate() makes it before the tenant's first
+ * dispatch, and slurm_accounts.assoc_uid remembers whose it made.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,10 +42,9 @@ static int sacctmgr(const char *const *args)
 static int sync_one(sched *s, const char *tenant_id, const char *name, const char *tres,
                     bool exists)
 {
-	char account[80], tres_arg[128], acc_arg[96], name_arg[96];
+	char account[80], tres_arg[128], name_arg[96];
 	sched_account_name(name, account);
 	snprintf(tres_arg, sizeof(tres_arg), "GrpTRES=%s", tres);
-	snprintf(acc_arg, sizeof(acc_arg), "account=%s", account);
 	snprintf(name_arg, sizeof(name_arg), "name=%s", account);
 	if (!exists) {
 		const char *add[] = {"add",
@@ -50,11 +54,6 @@ static int sync_one(sched *s, const char *tenant_id, const char *name, const cha
 		                     "Organization=trainyard",
 		                     NULL};
 		sacctmgr(add); /* an account that exists already is fine */
-		/* the user the batch jobs run as needs an association in the account */
-		char *login = getlogin();
-		const char *who = login ? login : "root";
-		const char *assoc[] = {"add", "user", who, acc_arg, NULL};
-		sacctmgr(assoc);
 	}
 	const char *mod[] = {"modify", "account", name_arg, "set", tres_arg, NULL};
 	int rc = sacctmgr(mod);
@@ -98,4 +97,36 @@ int accounts_sync(sched *s)
 		           failed);
 	PQclear(r);
 	return failed ? -1 : 0;
+}
+
+int accounts_associate(sched *s, const char *tenant_id, const char *name, const tenant_identity *id)
+{
+	char uid[16];
+	snprintf(uid, sizeof(uid), "%u", (unsigned)id->uid);
+	const char *p[] = {tenant_id, uid};
+	PGresult *r;
+	int rc = db_query(s->db, &r,
+	                  "SELECT 1 FROM slurm_accounts WHERE tenant_id = $1"
+	                  " AND assoc_uid = $2::int",
+	                  2, p);
+	int done = rc == 0 ? PQntuples(r) : 0;
+	PQclear(r);
+	if (rc || done)
+		return rc ? -1 : 0;
+	char account[80], acc_arg[96];
+	sched_account_name(name, account);
+	snprintf(acc_arg, sizeof(acc_arg), "account=%s", account);
+	/* the user's name comes from passwd (identity_usable), never from a request */
+	const char *assoc[] = {"add", "user", id->user, acc_arg, NULL};
+	rc = sacctmgr(assoc);
+	if (rc != 0 && rc != 1) { /* 1: it is there already */
+		log_printf(LOG_WARN, "sacctmgr could not add user %s to account %s (status %d)",
+		           id->user, account, rc);
+		return 1;
+	}
+	log_printf(LOG_INFO, "Slurm: user %s (uid %s) may run jobs in account %s", id->user, uid,
+	           account);
+	rc = db_query(s->db, NULL,
+	              "UPDATE slurm_accounts SET assoc_uid = $2::int WHERE tenant_id = $1", 2, p);
+	return rc ? -1 : 0;
 }

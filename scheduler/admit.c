@@ -77,10 +77,13 @@ static void rank_tenants(admit_tenant *ts, int n)
 int admit_cycle(admit_tenant *ts, int n, admit_cluster *cluster, admit_job **order, int cap)
 {
 	for (int i = 0; i < n; i++) {
-		ts[i].next = 0;
-		ts[i].blocked = false;
-		ts[i].charged = 0;
-		ts[i].reason[0] = '\0';
+		admit_tenant *t = &ts[i];
+		t->next = 0;
+		t->blocked = t->hold[0] != '\0';
+		t->charged = 0;
+		snprintf(t->reason, sizeof(t->reason), "%s", t->hold);
+		if (t->blocked && t->n_jobs > 0)
+			snprintf(t->jobs[0].reason, sizeof(t->jobs[0].reason), "%s", t->hold);
 	}
 	rank_tenants(ts, n);
 	int admitted = 0;

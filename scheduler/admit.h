@@ -10,6 +10,8 @@
  *   - its tenant runs fewer than max_running_jobs jobs,
  *   - its tenant's GPU-hours this month are below gpu_hours_per_month,
  *   - the cluster has the job's nodes free (cpus and gpus per node).
+ * A tenant held for another reason (hold: it has no Unix user to run as,
+ * docs/identity.md) admits nothing, and its first job says why.
  * A tenant whose next job fails one of these admits nothing more this
  * cycle (its order is kept: a small job never passes a big one of the same
  * tenant). Other tenants may still use what is free.
@@ -44,6 +46,7 @@ typedef struct admit_tenant {
 	int running_devices, running_jobs;
 	admit_job *jobs; /* the head of its queue, in order */
 	int n_jobs;
+	char hold[ADMIT_REASON_MAX]; /* why none of its jobs may start now; "" when none */
 	/* out */
 	int rank;                      /* 1-based fair-share position at the cycle's start */
 	char reason[ADMIT_REASON_MAX]; /* why its next job waits; "" when nothing waits */

@@ -13,14 +13,21 @@
 #include "log.h"
 #include "storage.h"
 
-void batch_credential_path(const sched *s, const char *attempt_id, char *out, size_t n)
+void batch_tenant_spool(const sched *s, const char *tenant_id, char *out, size_t n)
 {
-	snprintf(out, n, "%s/credentials/%s", s->spool, attempt_id);
+	snprintf(out, n, "%s/tenants/%s", s->spool, tenant_id);
+}
+
+void batch_credential_path(const sched *s, const char *tenant_id, const char *attempt_id, char *out,
+                           size_t n)
+{
+	snprintf(out, n, "%s/tenants/%s/%s.credential", s->spool, tenant_id, attempt_id);
 }
 
 static void output_path(const sched *s, const dispatch_item *it, char *out, size_t n)
 {
-	snprintf(out, n, "%s/output/%s-%d.out", s->spool, it->job_id, it->number);
+	snprintf(out, n, "%s/tenants/%s/%s-%d.out", s->spool, it->tenant_id, it->job_id,
+	         it->number);
 }
 
 /* The overrides the retry policy writes; nothing else may reach a script. */
@@ -67,12 +74,18 @@ static void env_add(char **env, int *k, const char *name, const char *value)
 int batch_submit(sched *s, dispatch_item *it, char err[SL_ERR_MAX])
 {
 	char script[4096], cred[PATH_MAX], out[PATH_MAX], comment[96], name[48], account[80],
-	    hb[16];
+	    hb[16], home[PATH_MAX];
+	if (it->uid == 0 || it->gid == 0) {
+		/* never the scheduler's own user: admission holds a tenant without one */
+		snprintf(err, SL_ERR_MAX, "the tenant has no Unix user to run the job as");
+		return -1;
+	}
 	if (batch_script(s, it, script, sizeof(script)) < 0) {
 		snprintf(err, SL_ERR_MAX, "the batch script could not be written");
 		return -1;
 	}
-	batch_credential_path(s, it->attempt_id, cred, sizeof(cred));
+	batch_credential_path(s, it->tenant_id, it->attempt_id, cred, sizeof(cred));
+	batch_tenant_spool(s, it->tenant_id, home, sizeof(home));
 	output_path(s, it, out, sizeof(out));
 	snprintf(comment, sizeof(comment), SL_COMMENT_PREFIX "%s attempt=%d", it->job_id,
 	         it->number);
@@ -84,7 +97,7 @@ int batch_submit(sched *s, dispatch_item *it, char err[SL_ERR_MAX])
 	int k = 0;
 	env_add(env, &k, "PATH", path ? path : "/usr/local/bin:/usr/bin:/bin");
 	env_add(env, &k, "LANG", "C.UTF-8");
-	env_add(env, &k, "HOME", s->spool);
+	env_add(env, &k, "HOME", home);
 	env_add(env, &k, "TRAINYARD_URL", s->cfg->url);
 	env_add(env, &k, "TRAINYARD_ATTEMPT", it->attempt_id);
 	env_add(env, &k, "TRAINYARD_ATTEMPT_TOKEN_FILE", cred);
@@ -99,7 +112,7 @@ int batch_submit(sched *s, dispatch_item *it, char err[SL_ERR_MAX])
 	    .account = account,
 	    .partition = it->partition,
 	    .script = script,
-	    .work_dir = s->work_dir,
+	    .work_dir = home,
 	    .std_out = out,
 	    .env = env,
 	    .nodes = it->nodes,
@@ -107,8 +120,8 @@ int batch_submit(sched *s, dispatch_item *it, char err[SL_ERR_MAX])
 	    .gpus_per_node = it->gpus_per_node,
 	    .time_limit_minutes = it->time_limit_minutes,
 	    .warn_seconds = warn < BATCH_WARN_SECONDS ? warn : BATCH_WARN_SECONDS,
-	    .uid = getuid(),
-	    .gid = getgid(),
+	    .uid = it->uid,
+	    .gid = it->gid,
 	};
 	int rc = sl_submit_batch(&sub, &it->slurm_id, err);
 	for (int i = 0; i < k; i++)
@@ -116,29 +129,15 @@ int batch_submit(sched *s, dispatch_item *it, char err[SL_ERR_MAX])
 	return rc;
 }
 
-/* Create path 0700 if missing; either way it must pass the storage's check. */
-static int mkdir_private(const char *path)
+int batch_spool_prepare(const sched *s)
 {
-	char err[512];
-	if (mkdir(path, 0700) < 0 && errno != EEXIST) {
-		log_printf(LOG_ERROR, "could not create %s: %s", path, strerror(errno));
-		return -1;
-	}
-	if (storage_dir_check(path, err, sizeof(err)) != 0) {
-		log_printf(LOG_ERROR, "the spool is not private: %s", err);
+	char err[1024];
+	/* both levels are shared: opened to 0711 for the tenants' users to pass */
+	storage_owners o = storage_owners_for(geteuid(), getegid());
+	const char *steps[] = {"tenants"};
+	if (storage_private_dirs_as(s->spool, steps, 1, &o, err, sizeof(err)) != 0) {
+		log_printf(LOG_ERROR, "the spool: %s", err);
 		return -1;
 	}
 	return 0;
-}
-
-int batch_spool_prepare(const sched *s)
-{
-	char p[PATH_MAX];
-	if (mkdir_private(s->spool) < 0)
-		return -1;
-	snprintf(p, sizeof(p), "%s/credentials", s->spool);
-	if (mkdir_private(p) < 0)
-		return -1;
-	snprintf(p, sizeof(p), "%s/output", s->spool);
-	return mkdir_private(p);
 }

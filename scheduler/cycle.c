@@ -272,6 +272,12 @@ int admit_and_dispatch(sched *s)
 		rc = db_query(s->db, NULL, "DELETE FROM scheduler_tenants", 0, NULL) ? -1 : 0;
 		goto out;
 	}
+	/* a tenant whose jobs cannot run as its own Unix user is held (identity.c) */
+	for (int i = 0; i < l.n_tenants; i++) {
+		admit_tenant *t = &l.tenants[i];
+		if (sched_tenant_ready(s, t->id, t->name, t->hold, sizeof(t->hold)) < 0)
+			goto out;
+	}
 	if (cluster_load(s, &cluster) < 0)
 		goto out;
 	admit_job **order = calloc((size_t)s->max_admit, sizeof(*order));

@@ -35,7 +35,10 @@
 	" (j.spec->'resources'->>'ranks_per_node')::int,"                                          \
 	" (j.spec->'resources'->>'gpus_per_node')::int,"                                           \
 	" (j.spec->'resources'->>'time_limit_minutes')::int,"                                      \
-	" coalesce(j.spec->'resources'->>'partition', ''), (a.config->'overrides')::text"
+	" coalesce(j.spec->'resources'->>'partition', ''), (a.config->'overrides')::text,"         \
+	" t.id, coalesce(ti.uid, 0), coalesce(ti.gid, 0)"
+/* Columns after ITEM_COLUMNS start here. */
+#define ITEM_NCOLS 13
 
 static void item_fill(dispatch_item *it, const PGresult *r, int row)
 {
@@ -58,6 +61,9 @@ static void item_fill(dispatch_item *it, const PGresult *r, int row)
 			         json_string_value(v));
 	}
 	json_decref(o);
+	snprintf(it->tenant_id, sizeof(it->tenant_id), "%s", PQgetvalue(r, row, 10));
+	it->uid = (uid_t)strtoul(PQgetvalue(r, row, 11), NULL, 10);
+	it->gid = (gid_t)strtoul(PQgetvalue(r, row, 12), NULL, 10);
 	it->result = 2;
 }
 
@@ -73,33 +79,41 @@ static int credential_new(char secret[ATTEMPT_SECRET_LEN + 1], char hex[2 * TOKE
 }
 
 /*
- * The secret into the attempt's 0600 spool file. Not synced: the database
- * is what must survive a crash. A file a crash of the machine took away
- * leaves its worker without a credential; the attempt fails, and the
- * scheduler retries it with a new one. RET 0 or -1 (logged).
+ * The secret into the attempt's 0600 spool file, in the tenant's directory
+ * of the spool, given to the tenant's user before a byte is written: the
+ * attempt alone may read it. The tenant's user owns that directory, so the
+ * file is created afresh (O_EXCL) and no link is followed. Not synced: the
+ * database is what must survive a crash. A file a crash of the machine
+ * took away leaves its worker without a credential; the attempt fails,
+ * and the scheduler retries it with a new one. RET 0 or -1 (logged).
  */
-static int credential_write(const sched *s, const char *attempt_id, const char *secret)
+static int credential_write(const sched *s, const dispatch_item *it, const char *secret)
 {
 	char path[PATH_MAX];
-	batch_credential_path(s, attempt_id, path, sizeof(path));
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	batch_credential_path(s, it->tenant_id, it->attempt_id, path, sizeof(path));
+	unlink(path); /* a renewed credential replaces the one before */
+	int fd =
+	    it->uid ? open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600) : -1;
 	int rc = -1;
-	if (fd >= 0) {
+	if (fd >= 0 && fchown(fd, it->uid, it->gid) == 0) {
 		size_t n = strlen(secret);
 		rc = write(fd, secret, n) == (ssize_t)n ? 0 : -1;
-		if (close(fd) < 0)
-			rc = -1;
 	}
-	if (rc < 0)
+	if (fd >= 0 && close(fd) < 0)
+		rc = -1;
+	if (rc < 0) {
 		log_printf(LOG_ERROR, "could not write the credential file %s: %s", path,
-		           strerror(errno));
+		           it->uid ? strerror(errno) : "the tenant has no Unix user");
+		if (fd >= 0)
+			unlink(path);
+	}
 	return rc;
 }
 
-static void credential_remove(const sched *s, const char *attempt_id)
+static void credential_remove(const sched *s, const dispatch_item *it)
 {
 	char path[PATH_MAX];
-	batch_credential_path(s, attempt_id, path, sizeof(path));
+	batch_credential_path(s, it->tenant_id, it->attempt_id, path, sizeof(path));
 	unlink(path);
 }
 
@@ -164,9 +178,10 @@ static int prepare_batch(sched *s, char (*ids)[37], int n, dispatch_item *items)
 		    " (n.spec->'resources'->>'gpus_per_node')::int,"
 		    " (n.spec->'resources'->>'time_limit_minutes')::int,"
 		    " coalesce(n.spec->'resources'->>'partition', ''),"
-		    " (a.config->'overrides')::text, n.ord"
-		    " FROM a JOIN n ON n.id = a.job_id JOIN tenants t ON t.id = n.tenant_id"
-		    " ORDER BY n.ord",
+		    " (a.config->'overrides')::text, t.id, coalesce(ti.uid, 0), coalesce(ti.gid, "
+		    "0),"
+		    " n.ord FROM a JOIN n ON n.id = a.job_id JOIN tenants t ON t.id = n.tenant_id"
+		    " LEFT JOIN tenant_identities ti ON ti.tenant_id = t.id ORDER BY n.ord",
 		    3, p);
 	free(id_arr);
 	free(hash_arr);
@@ -174,9 +189,8 @@ static int prepare_batch(sched *s, char (*ids)[37], int n, dispatch_item *items)
 		rc = -ERR_INTERNAL;
 	for (int i = 0; rc == 0 && i < k; i++) {
 		item_fill(&items[i], r, i);
-		int ord = atoi(PQgetvalue(r, i, 10));
-		if (ord < 1 || ord > k ||
-		    credential_write(s, items[i].attempt_id, secrets[ord - 1]) < 0)
+		int ord = atoi(PQgetvalue(r, i, ITEM_NCOLS));
+		if (ord < 1 || ord > k || credential_write(s, &items[i], secrets[ord - 1]) < 0)
 			rc = -ERR_INTERNAL;
 	}
 	PQclear(r);
@@ -261,7 +275,7 @@ static int record_one(sched *s, dispatch_item *it, bool cancelling)
 			             3, q);
 		if (rc == 0)
 			rc = dispatch_undone(s, it, JOB_QUEUED, msg);
-		credential_remove(s, it->attempt_id);
+		credential_remove(s, it);
 	} else {
 		/* refused by Slurm, or cancelled before it got there */
 		snprintf(msg, sizeof(msg), "Slurm refused the job: %s", it->err);
@@ -274,7 +288,7 @@ static int record_one(sched *s, dispatch_item *it, bool cancelling)
 			rc = cancelling ? jobstate_transition(s->db, it->job_id, JOB_CANCELLED,
 			                                      "cancelled", NULL, NULL, NULL)
 			                : dispatch_undone(s, it, JOB_FAILED, msg);
-		credential_remove(s, it->attempt_id);
+		credential_remove(s, it);
 	}
 	if (rc == 0)
 		rc = db_query(s->db, NULL,
@@ -424,7 +438,7 @@ static int prepare_commit(batch_run *b)
 	if (rc) {
 		db_rollback(s->db);
 		for (int i = 0; i < (b->k > 0 ? b->k : 0); i++)
-			credential_remove(s, b->items[i].attempt_id);
+			credential_remove(s, &b->items[i]);
 		log_printf(LOG_ERROR, "preparing %d dispatches failed", b->n);
 		b->k = 0;
 		return b->rc = -1;
@@ -537,7 +551,7 @@ static int renew_one(sched *s, dispatch_item *it)
 	if (rc || rows == 0)
 		return rc ? rc : 1;
 	char secret[ATTEMPT_SECRET_LEN + 1];
-	int w = credential_new(secret, hex) == 0 ? credential_write(s, it->attempt_id, secret) : -1;
+	int w = credential_new(secret, hex) == 0 ? credential_write(s, it, secret) : -1;
 	OPENSSL_cleanse(secret, sizeof(secret));
 	if (w < 0)
 		return -ERR_INTERNAL;
@@ -575,7 +589,7 @@ static int recover_one(sched *s, dispatch_item *it, job_state st, bool started, 
 		/* cancelled (or failed) before anything reached Slurm */
 		attempt_ending e = {.outcome = "failed", .keep_outcome = true, .unfollow = true};
 		rc = attemptstate_end(s->db, it->attempt_id, &e, NULL);
-		credential_remove(s, it->attempt_id);
+		credential_remove(s, it);
 	} else if (rc == 0 && cancelling) {
 		it->result = -1;
 		rc = record_one(s, it, true);
@@ -602,6 +616,7 @@ int dispatch_recover(sched *s)
 	                  "SELECT " ITEM_COLUMNS ", j.state, a.state <> 'starting' FROM jobs j"
 	                  " JOIN job_attempts a ON a.job_id = j.id AND a.number = j.attempts"
 	                  " JOIN tenants t ON t.id = j.tenant_id"
+	                  " LEFT JOIN tenant_identities ti ON ti.tenant_id = t.id"
 	                  " WHERE a.followed"
 	                  " AND a.slurm_job_id IS NULL"
 	                  " AND coalesce(j.dispatch_lease_until, '-infinity') < now()"
@@ -617,9 +632,9 @@ int dispatch_recover(sched *s)
 	bool started[64];
 	for (int i = 0; i < n; i++) {
 		item_fill(&items[i], r, i);
-		int st = job_state_parse(PQgetvalue(r, i, 10));
+		int st = job_state_parse(PQgetvalue(r, i, ITEM_NCOLS));
 		state[i] = st < 0 ? JOB_FAILED : (job_state)st;
-		started[i] = PQgetvalue(r, i, 11)[0] == 't';
+		started[i] = PQgetvalue(r, i, ITEM_NCOLS + 1)[0] == 't';
 	}
 	PQclear(r);
 	if (n == 0)

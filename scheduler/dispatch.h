@@ -34,7 +34,9 @@
 #define DISPATCH_OVERRIDES_MAX 4
 
 typedef struct dispatch_item {
-	char job_id[37], attempt_id[37], tenant[64];
+	char job_id[37], attempt_id[37], tenant[64], tenant_id[37];
+	uid_t uid; /* the tenant's Unix user (docs/identity.md); 0 when it has none */
+	gid_t gid;
 	int number, nodes, ranks_per_node, gpus_per_node, time_limit_minutes;
 	char partition[65];
 	char overrides[DISPATCH_OVERRIDES_MAX][64];

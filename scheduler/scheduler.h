@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "identity.h"
 #include "slurm.h"
 
 /* An attempt's credential stays valid this long past the job's time limit. */
@@ -36,7 +37,7 @@ typedef struct sched {
 	char owner[128];          /* host:pid, written as jobs.dispatch_owner */
 	char spool[PATH_MAX / 2]; /* short enough for every path made under it */
 	char worker_bin[PATH_MAX];
-	/* where batch jobs start; data paths resolve in data_root, not here */
+	/* the scheduler's working directory; batch jobs start in their tenant's spool */
 	char work_dir[PATH_MAX / 2];
 	char storage_root[PATH_MAX];
 	char data_root[PATH_MAX]; /* TRAINYARD_DATA_ROOT, absolute, for the batch jobs */
@@ -67,6 +68,21 @@ void sched_sleep_ms(int ms);
 int sched_cycle(sched *s);
 
 int accounts_sync(sched *s);
+/*
+ * The tenant's Unix user id an association in the tenant's Slurm account
+ * (sacctmgr add user), once. RET 0, 1 when sacctmgr failed (logged), or -1
+ * when the database failed.
+ */
+int accounts_associate(sched *s, const char *tenant_id, const char *name,
+                       const tenant_identity *id);
+/*
+ * Whether the tenant's jobs may be dispatched now (identity.c): it has a
+ * usable Unix user (given from the pool when it had none), associated in
+ * its Slurm account, and its directories in the storage root, the data
+ * root and the spool are that user's. RET 0; 1 when not, with why (the
+ * reason its jobs wait); -1 when the database failed.
+ */
+int sched_tenant_ready(sched *s, const char *tenant_id, const char *name, char *why, size_t n);
 /*
  * Follow every attempt (reconcile.c), finish lost dispatches
  * (dispatch_recover), settle jobs left without a followed attempt. One

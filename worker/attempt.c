@@ -20,6 +20,7 @@
 #include "datapath.h"
 #include "datasets.h"
 #include "failure.h"
+#include "identity.h"
 #include "initfrom.h"
 #include "sink.h"
 #include "storage.h"
@@ -247,6 +248,12 @@ static int attempt_train(attempt *at, const ty_config *cfg, runtime_options *o)
 {
 	char err[1024] = "a path of the job does not fit", ckpt_dir[4096], log_name[64],
 	     log_path[4096], data_dir[4096];
+	/* never as root: as the tenant's Unix user (docs/identity.md) */
+	if (identity_become_tenant(cfg->storage_root, at->tenant_id, err, sizeof(err)) < 0) {
+		fprintf(stderr, "trainyard-worker: %s\n", err);
+		finish_early(at, "internal: the worker could not run as the tenant's Unix user");
+		return -1;
+	}
 	if (storage_job_prepare(cfg->storage_root, at->tenant_id, at->job_id, err, sizeof(err)) <
 	        0 ||
 	    storage_area_dir(cfg->storage_root, at->tenant_id, at->job_id, STORAGE_CHECKPOINTS,

@@ -45,9 +45,17 @@ static int fetch_one(const char *version_id, const char *out_dir, const datasets
 		rc = crypt_object_ctx_init(&ctx, tenant, ds, &k);
 		crypt_key_clear(&k);
 		uint64_t tokens = 0;
+		/* another tenant's version: the copy the grant put in our own tree */
+		char src[4096];
 		if (rc == 0)
-			rc = dataset_unseal(w->storage_root, &ctx, version_id, (int)shards, digest,
-			                    out_dir, &tokens, err, sizeof(err));
+			rc = strcmp(tenant, w->tenant_id) == 0
+			         ? dataset_version_dir(w->storage_root, tenant, ds, version_id, src,
+			                               sizeof(src))
+			         : dataset_granted_dir(w->storage_root, w->tenant_id, ds,
+			                               version_id, src, sizeof(src));
+		if (rc == 0)
+			rc = dataset_unseal_dir(src, &ctx, version_id, (int)shards, digest, out_dir,
+			                        &tokens, err, sizeof(err));
 		crypt_object_ctx_clear(&ctx);
 		if (rc == 0)
 			fprintf(stderr,

@@ -187,18 +187,20 @@ tenant_new() {
 }
 
 # tenant_data TENANT_ID FILE...: copy the FILEs into the tenant's directory of
-# the data root ($TRAINYARD_DATA_ROOT/tenants/TENANT_ID, 0700 like the
-# worker makes it), where its jobs' data paths resolve. A file already
+# the data root ($TRAINYARD_DATA_ROOT/tenants/TENANT_ID, 0700 and the
+# tenant's Unix user's, as the API made it with the tenant), where its
+# jobs' data paths resolve; the copies are that user's too. A file already
 # there with the same bytes is left alone, and a new one appears whole (a
 # rename): a job of the tenant may be reading the old one.
 tenant_data() {
-	local root=${TRAINYARD_DATA_ROOT:?TRAINYARD_DATA_ROOT is not set} id=$1 f dir
+	local root=${TRAINYARD_DATA_ROOT:?TRAINYARD_DATA_ROOT is not set} id=$1 f dir tmp
 	shift
 	dir=$root/tenants/$id
 	mkdir -p -m 0700 "$root" "$root/tenants" "$dir" || return 1
 	for f in "$@"; do
 		cmp -s "$f" "$dir/$(basename "$f")" && continue
-		cp "$f" "$dir/.$(basename "$f").$$" && mv -f "$dir/.$(basename "$f").$$" "$dir/$(basename "$f")" ||
+		tmp=$dir/.$(basename "$f").$$
+		cp "$f" "$tmp" && chown --reference="$dir" "$tmp" && mv -f "$tmp" "$dir/$(basename "$f")" ||
 			return 1
 	done
 }

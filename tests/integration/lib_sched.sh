@@ -21,7 +21,8 @@ SCHED_BIN=$(dirname "$TRAIN_BIN")/trainyard-scheduler
 sched_quiet() {
 	q "UPDATE jobs SET state = 'cancelled', state_reason = 'left by an earlier test'
 	    WHERE state = 'queued'" >/dev/null
-	scancel --full --quiet --user "$(id -un)" 2>/dev/null || true
+	# every job of the cluster: attempts run as their tenants' users
+	scancel --full --quiet --partition "${TRAINYARD_SLURM_PARTITION:-main}" 2>/dev/null || true
 }
 
 sched_start() { stack sched-start >/dev/null; }

@@ -51,7 +51,9 @@ sched_stop_own() { [[ -n ${SCHED_PID:-} ]] && kill "$SCHED_PID" 2>/dev/null && w
 trap restore_cluster EXIT
 sid_of() { q "SELECT coalesce(slurm_job_id::text, '') FROM job_attempts WHERE job_id = '$1' AND number = ${2:-1}"; }
 has_sid() { [[ -n $(sid_of "$1" "${2:-1}") ]]; }
-output_of() { cat "$TRAINYARD_VAR/spool/output/$1-1.out" 2>/dev/null; }
+output_of() { # the batch job's output, in its tenant's directory of the spool
+	cat "$TRAINYARD_VAR/spool/tenants/$(q "SELECT tenant_id FROM jobs WHERE id = '$1'")/$1-1.out" 2>/dev/null
+}
 
 sched_run ctld
 # ---- A waits in a partition that is down; its state is saved ----------------

@@ -11,7 +11,9 @@
  *       write step STEP's only shard (BYTES bytes) and its manifest through
  *       the encrypted checkpoint store; print "<bytes> <sha256>" of the shard
  *
- * Exit status 0, or 1 with the reason on stderr.
+ * Started as root, it writes as the tenant's Unix user, like the worker
+ * runtime (identity_become_tenant). Exit status 0, or 1 with the reason on
+ * stderr.
  */
 #include <openssl/evp.h>
 #include <stdio.h>
@@ -19,6 +21,7 @@
 #include <string.h>
 
 #include "crypt.h"
+#include "identity.h"
 #include "storage.h"
 #include "stream.h"
 
@@ -50,6 +53,8 @@ static int write_log(char **argv, const crypt_object_ctx *ctx)
 	int attempt = atoi(argv[5]), first = atoi(argv[6]), count = atoi(argv[7]);
 	bool close_it = strcmp(argv[8], "close") == 0;
 	char name[32], path[4096], err[512];
+	if (identity_become_tenant(root, tenant, err, sizeof(err)) < 0)
+		return fail("identity", err);
 	if (storage_job_prepare(root, tenant, job, err, sizeof(err)) < 0)
 		return fail("storage", err);
 	if (storage_log_name(attempt, name, sizeof(name)) < 0 ||
@@ -102,6 +107,8 @@ static int write_checkpoint(char **argv, const crypt_object_ctx *ctx)
 	int step = atoi(argv[5]);
 	size_t bytes = strtoul(argv[6], NULL, 10);
 	char dir[4096], err[512], step_dir[32], name[128], sha[65];
+	if (identity_become_tenant(root, tenant, err, sizeof(err)) < 0)
+		return fail("identity", err);
 	if (storage_job_prepare(root, tenant, job, err, sizeof(err)) < 0)
 		return fail("storage", err);
 	if (storage_area_dir(root, tenant, job, STORAGE_CHECKPOINTS, dir, sizeof(dir)) < 0)

@@ -3,7 +3,8 @@
  * weighted fair share between tenants, the up-front charge that
  * interleaves them, each quota with its reason, strict order within a
  * tenant, first fit of multi-node jobs on the cluster's free room, the
- * rank at the cycle's start and the cap.
+ * rank at the cycle's start and the cap; a tenant held (no Unix user to
+ * run as) admits nothing and its first job says why.
  *
  * Every expected order is worked out by hand from the share key
  * (usage + charged) / weight in the comment beside it.
@@ -311,6 +312,36 @@ START_TEST(blocked_head_keeps_tenant_order)
 END_TEST
 
 /*
+ * A held tenant (no Unix user of its own, docs/identity.md): a (key 0)
+ * would go first, but it is held; nothing of it is admitted, its first
+ * job and the tenant carry the hold, and b still runs: order [b1].
+ */
+START_TEST(held_tenant_admits_nothing)
+{
+	admit_job ja[2], jb;
+	job_small(&ja[0], "a1");
+	job_small(&ja[1], "a2");
+	job_small(&jb, "b1");
+	admit_tenant t[2];
+	tenant_init(&t[0], "a", ja, 2);
+	tenant_init(&t[1], "b", &jb, 1);
+	t[1].usage_hours = 5;
+	snprintf(t[0].hold, sizeof(t[0].hold), "identity: the tenant has no Unix user to run as");
+	admit_cluster c;
+	cluster_init(&c, 4, 64, 8);
+	admit_job *order[4];
+	int n = admit_cycle(t, 2, &c, order, 4);
+	static const char *const want[] = {"b1"};
+	assert_order(order, n, want, 1);
+	ck_assert(!ja[0].admitted && !ja[1].admitted);
+	ck_assert_str_eq(ja[0].reason, t[0].hold);
+	ck_assert_str_eq(ja[1].reason, "");
+	ck_assert_str_eq(t[0].reason, t[0].hold);
+	ck_assert_str_eq(t[1].reason, "");
+}
+END_TEST
+
+/*
  * The same when the head job waits for room: a's head needs 2 nodes of 8
  * GPUs on a cluster of 2 nodes with 4 free each; its small a2 would fit but
  * is not reached, and b's 1-GPU job (key 5 after a's 0) is admitted.
@@ -512,6 +543,7 @@ static Suite *make_suite(void)
 	tcase_add_test(q, max_running_jobs_blocks_with_reason);
 	tcase_add_test(q, month_budget_spent_blocks_with_reason);
 	tcase_add_test(q, blocked_head_keeps_tenant_order);
+	tcase_add_test(q, held_tenant_admits_nothing);
 	tcase_add_test(q, blocked_by_room_keeps_tenant_order);
 	suite_add_tcase(s, q);
 	TCase *r = tcase_create("room");

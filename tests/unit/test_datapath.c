@@ -171,7 +171,7 @@ START_TEST(tenant_dirs_private)
 	struct stat st;
 	snprintf(p, sizeof(p), "%s/data/tenants", base);
 	ck_assert_int_eq(stat(p, &st), 0);
-	ck_assert_uint_eq(st.st_mode & 07777, 0700);
+	ck_assert_uint_eq(st.st_mode & 07777, 0711); /* shared: the tenants' users pass */
 	ck_assert_int_eq(stat(root, &st), 0);
 	ck_assert_uint_eq(st.st_mode & 07777, 0700);
 	ck_assert(strstr(root, "/data/tenants/" TENANT) != NULL);

@@ -4,7 +4,9 @@
  * size, unsealed back to the same tokens with the right headers; shard
  * uploads that are not shards or are cut short; a version that is never
  * finished leaves nothing; and a shard altered, moved to another version,
- * or read with another key, or a version with the wrong hash, fails.
+ * or read with another key, or a version with the wrong hash, fails; a
+ * version copied, as sealed, into a grantee's tree unseals from there, and
+ * a shard that is a link is not copied.
  */
 #include <check.h>
 #include <ftw.h>
@@ -27,6 +29,7 @@
 
 static char root[256], out[300];
 static crypt_object_ctx ctx;
+static storage_owners self;
 
 static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
 {
@@ -38,6 +41,7 @@ static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
 
 static void setup(void)
 {
+	self = storage_owners_self();
 	snprintf(root, sizeof(root), "/tmp/ty-dataset-XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(root));
 	snprintf(out, sizeof(out), "%s/out", root);
@@ -116,7 +120,8 @@ START_TEST(text_round_trip)
 {
 	dataset_writer *w;
 	char err[512] = "";
-	ck_assert_int_eq(dataset_writer_open(root, &ctx, VERSION, 1000, &w, err, sizeof(err)), 0);
+	ck_assert_int_eq(
+	    dataset_writer_open(root, &self, &ctx, VERSION, 1000, &w, err, sizeof(err)), 0);
 	char text[2500];
 	for (size_t i = 0; i < sizeof(text); i++)
 		text[i] = (char)('a' + i % 26);
@@ -179,8 +184,8 @@ START_TEST(shards_in_pieces)
 		snprintf(v, sizeof(v), "0b9e0c52-0000-4000-8000-%012zu", pi);
 		dataset_writer *w;
 		dataset_shard_parser p = {0};
-		ck_assert_int_eq(dataset_writer_open(root, &ctx, v, 1u << 20, &w, err, sizeof(err)),
-		                 0);
+		ck_assert_int_eq(
+		    dataset_writer_open(root, &self, &ctx, v, 1u << 20, &w, err, sizeof(err)), 0);
 		for (size_t at = 0; at < len; at += pieces[pi]) {
 			size_t n = len - at < pieces[pi] ? len - at : pieces[pi];
 			ck_assert_int_eq(dataset_shards_feed(&p, w, body + at, n, err, sizeof(err)),
@@ -210,7 +215,8 @@ static int feed_all(const unsigned char *body, size_t len, char *err, size_t err
 {
 	dataset_writer *w;
 	dataset_shard_parser p = {0};
-	ck_assert_int_eq(dataset_writer_open(root, &ctx, OTHER_V, 1u << 20, &w, err, errlen), 0);
+	ck_assert_int_eq(dataset_writer_open(root, &self, &ctx, OTHER_V, 1u << 20, &w, err, errlen),
+	                 0);
 	int rc = dataset_shards_feed(&p, w, body, len, err, errlen);
 	if (rc == 0)
 		rc = dataset_shards_end(&p, err, errlen);
@@ -244,7 +250,8 @@ START_TEST(not_shards)
 	snprintf(partial, sizeof(partial), "%s.partial", dir);
 	ck_assert_int_ne(access(partial, F_OK), 0);
 	dataset_writer *w;
-	ck_assert_int_eq(dataset_writer_open(root, &ctx, OTHER_V, 100, &w, err, sizeof(err)), 0);
+	ck_assert_int_eq(dataset_writer_open(root, &self, &ctx, OTHER_V, 100, &w, err, sizeof(err)),
+	                 0);
 	ck_assert_int_eq(dataset_writer_text(w, "abc", 3, err, sizeof(err)), 0);
 	dataset_summary s;
 	ck_assert_int_eq(dataset_writer_finish(w, &s, err, sizeof(err)), 0);
@@ -252,7 +259,8 @@ START_TEST(not_shards)
 	dataset_writer_free(w, false);
 	ck_assert_int_ne(access(dir, F_OK), 0);
 	/* and nothing at all is no version */
-	ck_assert_int_eq(dataset_writer_open(root, &ctx, OTHER_V, 100, &w, err, sizeof(err)), 0);
+	ck_assert_int_eq(dataset_writer_open(root, &self, &ctx, OTHER_V, 100, &w, err, sizeof(err)),
+	                 0);
 	ck_assert_int_eq(dataset_writer_finish(w, &s, err, sizeof(err)), -ERR_DATASET_EMPTY);
 	dataset_writer_free(w, false);
 	ck_assert_int_ne(access(partial, F_OK), 0);
@@ -264,7 +272,8 @@ static void write_version(dataset_summary *s)
 {
 	dataset_writer *w;
 	char err[512] = "";
-	ck_assert_int_eq(dataset_writer_open(root, &ctx, VERSION, 100, &w, err, sizeof(err)), 0);
+	ck_assert_int_eq(dataset_writer_open(root, &self, &ctx, VERSION, 100, &w, err, sizeof(err)),
+	                 0);
 	char text[150];
 	memset(text, 'x', sizeof(text));
 	ck_assert_int_eq(dataset_writer_text(w, text, sizeof(text), err, sizeof(err)), 0);
@@ -397,6 +406,44 @@ START_TEST(sweep_leftovers)
 }
 END_TEST
 
+#define GRANTEE "0b9e0c52-0000-4000-8000-0000000000a2"
+
+START_TEST(stage_for_a_grantee)
+{
+	dataset_summary s;
+	write_version(&s);
+	char err[512] = "", dir[512], src[512], p[600];
+	ck_assert_msg(dataset_stage(root, TENANT, DATASET, VERSION, s.shards, GRANTEE, &self, err,
+	                            sizeof(err)) == 0,
+	              "%s", err);
+	ck_assert_int_eq(dataset_granted_dir(root, GRANTEE, DATASET, VERSION, dir, sizeof(dir)), 0);
+	struct stat st;
+	ck_assert_int_eq(lstat(dir, &st), 0);
+	ck_assert(S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0700);
+	uint64_t tokens = 0;
+	ck_assert_msg(dataset_unseal_dir(dir, &ctx, VERSION, s.shards, s.sha256, out, &tokens, err,
+	                                 sizeof(err)) == 0,
+	              "%s", err);
+	ck_assert_uint_eq(tokens, 150);
+	/* a copy made before is kept */
+	ck_assert_int_eq(dataset_stage(root, TENANT, DATASET, VERSION, s.shards, GRANTEE, &self,
+	                               err, sizeof(err)),
+	                 0);
+	/* a shard of the owner's that is a link is not followed: nothing is copied */
+	ck_assert_int_eq(dataset_version_dir(root, TENANT, DATASET, VERSION, src, sizeof(src)), 0);
+	snprintf(p, sizeof(p), "%s/shard_000001.bin", src);
+	ck_assert_int_eq(unlink(p), 0);
+	ck_assert_int_eq(symlink("/etc/passwd", p), 0);
+	const char *other = "0b9e0c52-0000-4000-8000-0000000000a3";
+	ck_assert_int_eq(
+	    dataset_stage(root, TENANT, DATASET, VERSION, s.shards, other, &self, err, sizeof(err)),
+	    -ERR_STORAGE_IO);
+	ck_assert_msg(strstr(err, "not a plain file"), "%s", err);
+	ck_assert_int_eq(dataset_granted_dir(root, other, DATASET, VERSION, dir, sizeof(dir)), 0);
+	ck_assert_int_eq(lstat(dir, &st), -1);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("dataset");
@@ -410,6 +457,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, not_shards);
 	tcase_add_test(tc, tampering_fails);
 	tcase_add_test(tc, sweep_leftovers);
+	tcase_add_test(tc, stage_for_a_grantee);
 	suite_add_tcase(s, tc);
 	return s;
 }

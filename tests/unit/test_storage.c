@@ -1,14 +1,22 @@
 /*
  * test_storage.c - the storage layout: id and name validation, paths in
- * caller buffers, directories created 0700, and refusal of directories
- * that are symlinks, not directories, foreign-owned or open to others.
+ * caller buffers, the shared levels created 0711 and the tenant's 0700,
+ * and refusal of directories that are symlinks, not directories, owned by
+ * another user than the rule says or open to others. As root: the
+ * platform hands a tenant's directory to the tenant's user (and a tree it
+ * made before the tenant had one, without following a link or touching a
+ * file linked twice), the tenant's own view refuses a directory of another
+ * user, and storage_tenant_owner() names the tenant's user.
  */
 #include <check.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "error.h"
@@ -173,7 +181,7 @@ END_TEST
 START_TEST(prepare_creates_private_dirs)
 {
 	char err[512], p[512];
-	mode_t old = umask(0);
+	mode_t old = umask(077);
 	ck_assert_msg(storage_job_prepare(root, TENANT, JOB, err, sizeof(err)) == 0, "%s", err);
 	umask(old);
 	const char *dirs[] = {"",
@@ -185,8 +193,11 @@ START_TEST(prepare_creates_private_dirs)
 	                      "/tenants/" TENANT "/jobs/" JOB "/logs"};
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		snprintf(p, sizeof(p), "%s%s", root, dirs[i]);
-		ck_assert_msg(mode_of(p) == 0700, "%s has mode %o", p, mode_of(p));
-		ck_assert_int_eq(storage_dir_check(p, err, sizeof(err)), 0);
+		/* the shared levels let the tenants' users pass, whatever the umask */
+		mode_t want = i < 2 ? 0711 : 0700;
+		ck_assert_msg(mode_of(p) == want, "%s has mode %o", p, mode_of(p));
+		if (i >= 2)
+			ck_assert_int_eq(storage_dir_check(p, err, sizeof(err)), 0);
 	}
 	/* idempotent, and a second job beside the first */
 	ck_assert_int_eq(storage_job_prepare(root, TENANT, JOB, err, sizeof(err)), 0);
@@ -206,9 +217,29 @@ START_TEST(prepare_refuses_unsafe_dirs)
 	char err[512], p[512], q[512];
 	ck_assert_int_eq(storage_job_prepare(root, TENANT, JOB, err, sizeof(err)), 0);
 
-	/* group or other bits anywhere in the layout, the root included */
-	const char *dirs[] = {"", "/tenants/" TENANT, "/tenants/" TENANT "/jobs/" JOB "/logs"};
-	const mode_t modes[] = {0750, 0705, 0777, 0710};
+	/* a shared level may be searched by others, never read or written */
+	const char *shared[] = {"", "/tenants"};
+	const mode_t shared_bad[] = {0750, 0705, 0777, 0730, 0703};
+	const mode_t shared_ok[] = {0700, 0701, 0710, 0711};
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(p, sizeof(p), "%s%s", root, shared[i]);
+		for (size_t m = 0; m < sizeof(shared_bad) / sizeof(shared_bad[0]); m++) {
+			ck_assert_int_eq(chmod(p, shared_bad[m]), 0);
+			ck_assert_int_eq(storage_job_prepare(root, TENANT, JOB, err, sizeof(err)),
+			                 -ERR_STORAGE_UNSAFE);
+			ck_assert_msg(strstr(err, p) && strstr(err, "chmod 711"), "%s", err);
+		}
+		for (size_t m = 0; m < sizeof(shared_ok) / sizeof(shared_ok[0]); m++) {
+			ck_assert_int_eq(chmod(p, shared_ok[m]), 0);
+			ck_assert_msg(storage_job_prepare(root, TENANT, JOB, err, sizeof(err)) == 0,
+			              "mode %o: %s", shared_ok[m], err);
+		}
+		ck_assert_int_eq(chmod(p, 0711), 0);
+	}
+
+	/* a tenant's level: no group or other bit at all */
+	const char *dirs[] = {"/tenants/" TENANT, "/tenants/" TENANT "/jobs/" JOB "/logs"};
+	const mode_t modes[] = {0750, 0705, 0777, 0710, 0701};
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
 		for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
 			snprintf(p, sizeof(p), "%s%s", root, dirs[i]);
@@ -254,16 +285,138 @@ START_TEST(prepare_refuses_unsafe_dirs)
 	ck_assert_int_eq(unlink(p), 0);
 	ck_assert_int_eq(storage_job_prepare(root, TENANT, JOB, err, sizeof(err)), 0);
 
-	/* owned by another user */
+	/* owned by another user: a shared level of neither root nor the platform, or a
+	 * tenant's directory of another user than the tenant's */
 	if (geteuid() == 0) {
 		snprintf(p, sizeof(p), "%s/tenants", root);
 		ck_assert_int_eq(chown(p, 65534, (gid_t)-1), 0);
 		ck_assert_int_eq(storage_job_prepare(root, TENANT, JOB, err, sizeof(err)),
 		                 -ERR_STORAGE_UNSAFE);
-		ck_assert_msg(strstr(err, "owned by uid 65534"), "%s", err);
+		ck_assert_msg(strstr(err, "owned by uid 65534, not by root"), "%s", err);
+		ck_assert_int_eq(chown(p, 0, (gid_t)-1), 0);
+		snprintf(p, sizeof(p), "%s/tenants/%s/jobs", root, TENANT);
+		ck_assert_int_eq(chown(p, 65534, (gid_t)-1), 0);
+		ck_assert_int_eq(storage_job_prepare(root, TENANT, JOB, err, sizeof(err)),
+		                 -ERR_STORAGE_UNSAFE);
+		ck_assert_msg(strstr(err, "owned by uid 65534, not by the tenant's user (uid 0)"),
+		              "%s", err);
 		ck_assert_int_eq(chown(p, 0, (gid_t)-1), 0);
 	}
 	ck_assert_int_eq(storage_job_prepare(root, TENANT, JOB, err, sizeof(err)), 0);
+}
+END_TEST
+
+#define OTHER "7f1c2a10-0000-4000-8000-00000000000b"
+#define TUID  ((uid_t)65534) /* a tenant's user in these tests: nobody */
+#define TGID  ((gid_t)65534)
+
+static uid_t owner_of(const char *p)
+{
+	struct stat st;
+	ck_assert_msg(lstat(p, &st) == 0, "%s missing", p);
+	return st.st_uid;
+}
+
+START_TEST(platform_hands_over)
+{
+	if (geteuid() != 0)
+		return; /* chown needs root */
+	char err[512], p[512], q[600];
+	storage_owners o = storage_owners_for(TUID, TGID);
+	ck_assert_msg(storage_tenant_dirs(root, TENANT, &o, err, sizeof(err)) == 0, "%s", err);
+	snprintf(p, sizeof(p), "%s/tenants/%s", root, TENANT);
+	ck_assert_int_eq(owner_of(p), TUID);
+	ck_assert_int_eq(mode_of(p), 0700);
+	snprintf(q, sizeof(q), "%s/tenants", root);
+	ck_assert_int_eq(owner_of(q), 0);
+	ck_assert_int_eq(mode_of(q), 0711);
+	uid_t u = 0;
+	gid_t g = 0;
+	ck_assert_int_eq(storage_tenant_owner(root, TENANT, &u, &g, err, sizeof(err)), 0);
+	ck_assert(u == TUID && g == TGID);
+	/* the tenant's directory is not root's: root's own view of it (a worker that is
+	 * not the tenant's user) refuses it */
+	ck_assert_int_eq(storage_job_prepare(root, TENANT, JOB, err, sizeof(err)),
+	                 -ERR_STORAGE_UNSAFE);
+	ck_assert_msg(strstr(err, "owned by uid 65534, not by the tenant's user (uid 0)"), "%s",
+	              err);
+	/* a second user's directory is not handed to a third: refused */
+	storage_owners other = storage_owners_for(TUID - 1, TGID - 1);
+	ck_assert_int_eq(storage_tenant_dirs(root, TENANT, &other, err, sizeof(err)),
+	                 -ERR_STORAGE_UNSAFE);
+	/* the shared levels at 0700 (made before tenants had users) are opened to 0711 */
+	ck_assert_int_eq(chmod(root, 0700), 0);
+	ck_assert_int_eq(storage_tenant_dirs(root, TENANT, &o, err, sizeof(err)), 0);
+	ck_assert_int_eq(mode_of(root), 0711);
+	/* another tenant's directory, of another user */
+	storage_owners third = storage_owners_for(TUID - 1, TGID - 1);
+	ck_assert_int_eq(storage_tenant_dirs(root, OTHER, &third, err, sizeof(err)), 0);
+	/* as the tenant's user: through the shared levels it may only search, into
+	 * its own tree, and not into the other tenant's */
+	ck_assert_int_eq(chmod(tmpdir, 0711), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (setgid(TGID) != 0 || setuid(TUID) != 0)
+			_exit(10);
+		if (storage_job_prepare(root, TENANT, JOB, err, sizeof(err)) != 0)
+			_exit(11);
+		snprintf(p, sizeof(p), "%s/tenants/%s", root, OTHER);
+		if (open(p, O_RDONLY | O_DIRECTORY) >= 0 || errno != EACCES)
+			_exit(12);
+		if (storage_job_prepare(root, OTHER, JOB, err, sizeof(err)) != -ERR_STORAGE_UNSAFE)
+			_exit(13);
+		snprintf(p, sizeof(p), "%s/tenants", root);
+		if (open(p, O_RDONLY | O_DIRECTORY) >= 0) /* no listing of the tenants */
+			_exit(14);
+		_exit(0);
+	}
+	int status = 0;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the tenant's view: status %d",
+	              WEXITSTATUS(status));
+	snprintf(p, sizeof(p), "%s/tenants/%s/jobs/%s/logs", root, TENANT, JOB);
+	ck_assert_int_eq(owner_of(p), TUID);
+}
+END_TEST
+
+START_TEST(platform_adopts_its_old_tree)
+{
+	if (geteuid() != 0)
+		return;
+	char err[512], t[512], p[700], q[700];
+	/* as the platform made it before the tenant had a user: root's */
+	ck_assert_int_eq(storage_job_prepare(root, OTHER, JOB, err, sizeof(err)), 0);
+	snprintf(t, sizeof(t), "%s/tenants/%s", root, OTHER);
+	snprintf(p, sizeof(p), "%s/jobs/%s/logs/attempt-1.log", t, JOB);
+	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	/* a file of root's linked into the tree, and a link out of it */
+	snprintf(q, sizeof(q), "%s/secret", tmpdir);
+	fd = open(q, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	char hard[700], soft[700];
+	snprintf(hard, sizeof(hard), "%s/jobs/%s/hard", t, JOB);
+	snprintf(soft, sizeof(soft), "%s/jobs/%s/soft", t, JOB);
+	ck_assert_int_eq(link(q, hard), 0);
+	ck_assert_int_eq(symlink(q, soft), 0);
+	storage_owners o = storage_owners_for(TUID, TGID);
+	ck_assert_msg(storage_tenant_dirs(root, OTHER, &o, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(owner_of(t), TUID);
+	ck_assert_int_eq(owner_of(p), TUID);
+	snprintf(p, sizeof(p), "%s/jobs/%s/checkpoints", t, JOB);
+	ck_assert_int_eq(owner_of(p), TUID);
+	ck_assert_msg(owner_of(q) == 0, "a file linked twice was handed over");
+	ck_assert_int_eq(owner_of(soft), 0); /* the link itself: left as it was */
+	/* the directory's removal inside the tree goes by fds, never through a link */
+	snprintf(p, sizeof(p), "%s/jobs/%s", t, JOB);
+	int dfd = open(p, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(dfd, 0);
+	storage_dir_remove_at(dfd, "soft");
+	close(dfd);
+	ck_assert_msg(access(q, F_OK) == 0, "removal followed a link");
 }
 END_TEST
 
@@ -278,6 +431,8 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, paths);
 	tcase_add_test(tc, prepare_creates_private_dirs);
 	tcase_add_test(tc, prepare_refuses_unsafe_dirs);
+	tcase_add_test(tc, platform_hands_over);
+	tcase_add_test(tc, platform_adopts_its_old_tree);
 	suite_add_tcase(s, tc);
 	return s;
 }

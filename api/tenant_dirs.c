@@ -1,0 +1,44 @@
+/*
+ * tenant_dirs.c - the tenant's identity and directories, for what the API
+ * writes into a tenant's tree (tenant_dirs.h).
+ */
+#include "tenant_dirs.h"
+
+#include <stdio.h>
+
+#include "dataset.h"
+#include "log.h"
+
+int tenant_dirs_prepare(api_req *rq, const char *tenant_id, tenant_identity *id, char *why,
+                        size_t whylen)
+{
+	int rc = identity_ensure(rq->db, rq->cfg, tenant_id, id, why, whylen);
+	if (rc < 0)
+		return rc;
+	if (rc == 1 || identity_usable(id, why, whylen) < 0) {
+		log_printf(LOG_WARN, "tenant %s: %s", tenant_id, why);
+		return -ERR_STORAGE_UNSAFE;
+	}
+	const char *roots[] = {rq->cfg->storage_root, rq->cfg->data_root};
+	rc = identity_tenant_dirs(roots, 2, tenant_id, id, why, whylen);
+	if (rc)
+		log_printf(LOG_ERROR, "tenant %s: %s", tenant_id, why);
+	return rc;
+}
+
+int tenant_dirs_stage(api_req *rq, const char *owner_id, const char *dataset_id,
+                      const char *version_id, int shards)
+{
+	tenant_identity id;
+	char why[1024];
+	int rc = tenant_dirs_prepare(rq, rq->scope.tenant_id, &id, why, sizeof(why));
+	if (rc)
+		return rc;
+	storage_owners o = storage_owners_for(id.uid, id.gid);
+	rc = dataset_stage(rq->cfg->storage_root, owner_id, dataset_id, version_id, shards,
+	                   rq->scope.tenant_id, &o, why, sizeof(why));
+	if (rc)
+		log_printf(LOG_ERROR, "dataset version %s for tenant %s: %s", version_id,
+		           rq->scope.tenant_id, why);
+	return rc;
+}

@@ -1,0 +1,40 @@
+/*
+ * tenant_dirs.h - what the API writes into a tenant's tree belongs to the
+ * tenant's Unix user (docs/identity.md).
+ *
+ * The API reads every tenant's checkpoints and logs, and writes dataset
+ * versions into tenants' storage: it runs as root on the local stack, and
+ * with CAP_DAC_OVERRIDE and CAP_CHOWN in production. Whatever it creates
+ * below tenants/<tenant> it hands to the tenant's user, so that the
+ * tenant's attempts, which run as that user, can read it.
+ */
+#ifndef TY_API_TENANT_DIRS_H
+#define TY_API_TENANT_DIRS_H
+
+#include <stddef.h>
+
+#include "api.h"
+#include "identity.h"
+
+/*
+ * The tenant's identity (given from the pool when it has none, in a
+ * transaction of its own), checked (identity_usable), and the tenant's
+ * directories in the storage and data roots, made or checked as its
+ * user's. RET 0 with *id; -ERR_STORAGE_UNSAFE when the tenant has no
+ * usable identity or a directory is wrong (why says which, for the log); a
+ * storage code; -ERR_* of the database.
+ */
+int tenant_dirs_prepare(api_req *rq, const char *tenant_id, tenant_identity *id, char *why,
+                        size_t whylen);
+
+/*
+ * Before the grantee's attempt gets the key of another tenant's dataset
+ * version (under a grant in force): the version's sealed shards copied to
+ * the grantee's tree as its user's (dataset_stage), since the attempt may
+ * open nothing of the owner's tree. RET 0, or a storage code or -ERR_* of
+ * the database (logged).
+ */
+int tenant_dirs_stage(api_req *rq, const char *owner_id, const char *dataset_id,
+                      const char *version_id, int shards);
+
+#endif
