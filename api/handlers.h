@@ -72,6 +72,10 @@ int h_dataset_grant_revoke(api_req *rq);
 int h_shared_datasets(api_req *rq);
 int h_dataset_derived(api_req *rq);
 
+/* h_identity.c: the Unix user a tenant's attempts run as (docs/identity.md) */
+int h_identity_get(api_req *rq);
+int h_identity_put(api_req *rq);
+
 /* h_checkpoint_grants.c, h_download.c, jobinit.c: sharing checkpoints, starting from one */
 int h_checkpoint_grant_create(api_req *rq);
 int h_checkpoint_grant_list(api_req *rq);

@@ -65,6 +65,7 @@ static const char *const perm_names[PERM__COUNT] = {
     [PERM_DATASET_APPROVE] = "dataset.approve",
     [PERM_CHECKPOINT_GRANT] = "checkpoint.grant",
     [PERM_CHECKPOINT_APPROVE] = "checkpoint.approve",
+    [PERM_TENANT_IDENTITY] = "tenant.identity",
 };
 
 static const char *const scope_names[SCOPE__COUNT] = {

@@ -58,10 +58,9 @@ typedef enum perm {
 	PERM_DATASET_EXEMPT,   /* let a restricted dataset take unmasked data (with a reason) */
 	PERM_DATASET_GRANT,    /* grant another tenant read of a dataset, revoke it */
 	PERM_DATASET_APPROVE,  /* put a grant of a confidential or restricted dataset in force */
-	PERM_CHECKPOINT_GRANT, /* grant another tenant a checkpoint (start from, download), revoke
-	                        */
-	PERM_CHECKPOINT_APPROVE, /* put a grant of a confidential or restricted checkpoint in force
-	                          */
+	PERM_CHECKPOINT_GRANT, /* grant another tenant a checkpoint, revoke it */
+	PERM_CHECKPOINT_APPROVE, /* put a confidential or restricted checkpoint's grant in force */
+	PERM_TENANT_IDENTITY,    /* map a tenant to the Unix user its attempts run as */
 	PERM__COUNT
 } perm;
 

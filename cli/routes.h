@@ -11,6 +11,7 @@
 #define ROUTE_TENANTS           "/v1/tenants"
 #define ROUTE_TENANT            "/v1/tenants/{}"
 #define ROUTE_TENANT_QUOTA      "/v1/tenants/{}/quota"
+#define ROUTE_TENANT_IDENTITY   "/v1/tenants/{}/identity"
 #define ROUTE_TENANT_MEMBERS    "/v1/tenants/{}/members"
 #define ROUTE_TENANT_MEMBER     "/v1/tenants/{}/members/{}"
 #define ROUTE_TENANT_JOBS       "/v1/tenants/{}/jobs"

@@ -14,7 +14,10 @@
 #     directories, shards and credential read; then B's job succeeds;
 #   - A's cut-short dispatch, cancelled, goes with its credential file;
 #   - a tenant without a user (none left in the pool) is held: its job
-#     waits with an "identity:" reason and never reaches Slurm.
+#     waits with an "identity:" reason and never reaches Slurm;
+#   - a platform admin maps a tenant without one to a user of the host
+#     (not root, not another tenant's; for good), its directories become
+#     that user's, and its owner sees it; an owner may not map it.
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -162,4 +165,43 @@ check_eq "it stays queued, with no attempt" "queued 0" \
 check_eq "and C still has no user" "" "$(uid_of "$C")"
 TOKEN=$ADMIN api POST "/v1/jobs/$JC/cancel"
 sched_kill
+
+# ---- a platform admin maps a tenant to a user ----------------------------------
+# D, as a tenant made before there was a pool: no user, no directories
+TD=idd-$$
+D=$(q "INSERT INTO tenants (name) VALUES ('$TD') RETURNING id")
+TC=$TD C=$D
+TOKEN=$ADMIN
+check_status "D has no identity to show" 404 GET "/v1/tenants/$TC/identity"
+check_json "identity_not_found" identity_not_found .code
+FREE=$(q "SELECT u FROM generate_series($TRAINYARD_TENANT_UID_MAX, $TRAINYARD_TENANT_UID_MIN, -1) u
+	WHERE u NOT IN (SELECT uid FROM tenant_identities) LIMIT 1")
+FREE_USER=$(getent passwd "$FREE" | cut -d: -f1)
+OWNER_C=$(member_new "$TC" "idc-owner-$$" owner)
+TOKEN=$OWNER_C
+check_status "a tenant owner may not map it" 403 PUT "/v1/tenants/$TC/identity" \
+	-H 'Content-Type: application/json' -d "{\"user\": \"$FREE_USER\"}"
+TOKEN=$ADMIN
+check_status "nor root" 422 PUT "/v1/tenants/$TC/identity" -H 'Content-Type: application/json' \
+	-d '{"user": "root"}'
+check_status "nor a user this host does not have" 422 PUT "/v1/tenants/$TC/identity" \
+	-H 'Content-Type: application/json' -d '{"user": "no-such-user-here"}'
+check_status "nor another tenant's user" 409 PUT "/v1/tenants/$TC/identity" \
+	-H 'Content-Type: application/json' -d "{\"user\": \"$(getent passwd "$UA" | cut -d: -f1)\"}"
+check_json "identity_taken" identity_taken .code
+y "$ADMIN" -o json tenant set-identity "$TC" "$FREE_USER"
+expect_rc "a platform admin maps D to a user of its choice (yardctl tenant set-identity)" 0
+check_eq "recorded as the admin's" "$FREE $FREE_USER admin true" \
+	"$(jq_out '"\(.uid) \(.user) \(.source) \(.usable)"')"
+check_eq "with an audit record" "tenant.identity admin $FREE" \
+	"$(q "SELECT action || ' ' || (detail->>'source') || ' ' || (detail->>'uid') FROM audit_log
+		WHERE tenant_id = '$C' AND action = 'tenant.identity' ORDER BY at DESC LIMIT 1")"
+check_eq "D's storage directory is that user's now, 0700" "$FREE 700" "$(own "$STORE/tenants/$C")"
+check_status "the same user again changes nothing" 200 PUT "/v1/tenants/$TC/identity" \
+	-H 'Content-Type: application/json' -d "{\"user\": \"$FREE_USER\"}"
+check_status "another user is refused: a tenant's user is for good" 409 PUT "/v1/tenants/$TC/identity" \
+	-H 'Content-Type: application/json' -d "{\"user\": \"$(getent passwd "$UB" | cut -d: -f1)\"}"
+check_json "identity_exists" identity_exists .code
+y "$OWNER_C" -o json tenant identity "$TC"
+check_eq "the tenant's owner sees it (yardctl tenant identity)" "$FREE_USER" "$(jq_out .user)"
 summary

@@ -19,7 +19,7 @@ static bool expected_has(role r, perm p)
 	                   "token.manage job.submit job.read job.cancel audit.read job.dispatch "
 	                   "checkpoint.download key.rotate key.shred dataset.read dataset.write "
 	                   "dataset.exempt dataset.grant dataset.approve checkpoint.grant "
-	                   "checkpoint.approve",
+	                   "checkpoint.approve tenant.identity",
 	    [ROLE_PLATFORM_AUDITOR] = "authenticated tenant.list_all tenant.read quota.read "
 	                              "member.read user.read job.read audit.read dataset.read",
 	    [ROLE_OWNER] = "authenticated tenant.read quota.read member.read member.write "
