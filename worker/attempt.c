@@ -243,6 +243,29 @@ static int dataset_call(void *arg, const char *what, rt_answer *a)
 	return call_setup(arg, "POST", what, a);
 }
 
+/*
+ * A set-up step failed for what. When the API refused it for good (a
+ * grant no longer in force, a checkpoint no longer kept, keys destroyed)
+ * the attempt ends as a data error, which is not retried; otherwise as an
+ * internal failure. RET the exit status, or -1 for the internal one.
+ */
+static int setup_refused(attempt *at, const char *what, const char *doing)
+{
+	static const char *const for_good[] = {"grant_not_in_force", "checkpoint_not_found",
+	                                       "keys_unavailable"};
+	char reason[200];
+	for (size_t i = 0; i < sizeof(for_good) / sizeof(for_good[0]); i++)
+		if (strcmp(at->refused, for_good[i]) == 0) {
+			snprintf(reason, sizeof(reason),
+			         "data_error: %s cannot be read any more (%s)", what, at->refused);
+			finish_early(at, reason);
+			return TRAIN_DATA;
+		}
+	snprintf(reason, sizeof(reason), "internal: the worker could not %s", doing);
+	finish_early(at, reason);
+	return -1;
+}
+
 /* Storage, the sink, the driver. RET the driver's exit status, or -1 before it ran. */
 static int attempt_train(attempt *at, const ty_config *cfg, runtime_options *o)
 {
@@ -273,23 +296,11 @@ static int attempt_train(attempt *at, const ty_config *cfg, runtime_options *o)
 	}
 	datasets_where where = {cfg->storage_root, cfg->data_root, at->tenant_id, at->id};
 	if (datasets_fetch(at->datasets, &where, at->spec, dataset_call, at, at->data_dir,
-	                   sizeof(at->data_dir)) < 0) {
-		finish_early(at,
-		             strcmp(at->refused, "grant_not_in_force") == 0
-		                 ? "data_error: a dataset of the job is no longer granted to its "
-		                   "tenant"
-		                 : "internal: the worker could not read the job's datasets");
-		return -1;
-	}
-	if (init_fetch(at->init_from, &where, dataset_call, at, at->client, &at->init) < 0) {
-		finish_early(at,
-		             strcmp(at->refused, "grant_not_in_force") == 0
-		                 ? "data_error: the checkpoint to start from is no longer granted "
-		                   "to the job's tenant"
-		                 : "internal: the worker could not fetch the checkpoint to start "
-		                   "from");
-		return -1;
-	}
+	                   sizeof(at->data_dir)) < 0)
+		return setup_refused(at, "a dataset of the job", "read the job's datasets");
+	if (init_fetch(at->init_from, &where, dataset_call, at, at->client, &at->init) < 0)
+		return setup_refused(at, "the checkpoint to start from",
+		                     "fetch the checkpoint to start from");
 	if (spec_write(at, at->spec) < 0) {
 		finish_early(at, "internal: the worker could not write the job's spec");
 		return -1;

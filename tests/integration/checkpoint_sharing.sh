@@ -249,6 +249,7 @@ check_eq "nor does a new job name it" "422" "$STATUS"
 attempt "$JB2" revoked
 check "an attempt that starts after the revocation does not run" test "$WRC" -ne 0
 check_match "it was refused the key" "/init/key: HTTP 403 grant_not_in_force" "$(cat "$TY_TMP/revoked.err")"
+check_eq "it ends as a data error, which is not retried (13)" 13 "$WRC"
 check_eq "and the refusal is on record" 1 \
 	"$(q "SELECT count(*) FROM audit_log WHERE action = 'checkpoint.read' AND status = 403
 		AND resource LIKE '%/$ATT/%'")"
@@ -292,6 +293,10 @@ check_status "the owner tenant's keys are shredded" 204 DELETE "/v1/tenants/$TA/
 attempt "$JB3" shredded
 check "the checkpoint no longer opens for the grantee's next attempt" test "$WRC" -ne 0
 check_match "its key is gone" "/init/key: HTTP 503 keys_unavailable" "$(cat "$TY_TMP/shredded.err")"
+check_eq "a data error too (13)" 13 "$WRC"
+TOKEN=$ADMIN
+api GET "/v1/jobs/$JB3/events"
+check_match "its end says why" "data_error: the checkpoint to start from cannot be read any more \\(keys_unavailable\\)" "$BODY"
 TOKEN=$BOB
 check_status "the grantee's own checkpoints, sealed under its key, still open" 200 \
 	GET "/v1/checkpoints/$CB/download"
