@@ -1,0 +1,190 @@
+/*
+ * test_gpu_ops.cu - each GPU op of trainer/gpu/ops_gpu.h against its CPU
+ * reference (trainer/ops_ref.c) on the same random inputs, at the shapes
+ * of GPT-2 124M (C 768, 4C, V 50257 padded to 50304) and at odd ones that
+ * do not fill a block. Bounds: forward outputs and losses within 1e-5
+ * relative to the tensor's largest magnitude; gradients that sum over many
+ * rows (dw, db) within 1e-4 of it, since the two sum in other orders.
+ * Prints one TAP line per check; exits 1 when one fails, 0 with a "skipped"
+ * line when there is no GPU.
+ */
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" {
+#include "ops.h"
+}
+#include "gpu/ops_gpu.h"
+
+static int failed, passed;
+
+static float *dev(const float *h, size_t n)
+{
+	float *d = NULL;
+	if (cudaMalloc(&d, n * sizeof(float) + 1) != cudaSuccess) {
+		fprintf(stderr, "cudaMalloc of %zu floats failed\n", n);
+		exit(2);
+	}
+	if (h)
+		cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice);
+	else
+		cudaMemset(d, 0, n * sizeof(float));
+	return d;
+}
+
+static float *host(const float *d, size_t n)
+{
+	float *h = (float *)malloc(n * sizeof(float) + 1);
+	cudaMemcpy(h, d, n * sizeof(float), cudaMemcpyDeviceToHost);
+	return h;
+}
+
+static float *randn(size_t n, unsigned *seed, float scale)
+{
+	float *x = (float *)malloc(n * sizeof(float) + 1);
+	for (size_t i = 0; i < n; i++) {
+		*seed = *seed * 1664525u + 1013904223u;
+		x[i] = ((float)(*seed >> 8) / 16777216.0f * 2.0f - 1.0f) * scale;
+	}
+	return x;
+}
+
+/* The largest |a - b| over the largest |a|: the tensor's relative error. */
+static void compare(const char *what, const float *want, const float *d_got, size_t n, double bound)
+{
+	char err[256];
+	if (gpu_sync(err, sizeof(err)) < 0) {
+		printf("not ok - %s: %s\n", what, err);
+		failed++;
+		return;
+	}
+	float *got = host(d_got, n);
+	double diff = 0, mag = 0;
+	for (size_t i = 0; i < n; i++) {
+		double d = fabs((double)want[i] - (double)got[i]);
+		if (!(d <= diff))
+			diff = d; /* NaN counts */
+		if (fabs((double)want[i]) > mag)
+			mag = fabs((double)want[i]);
+	}
+	double rel = mag > 0 ? diff / mag : diff;
+	bool ok = rel <= bound;
+	printf("%s - %s (relative error %.2e, bound %.0e)\n", ok ? "ok" : "not ok", what, rel,
+	       bound);
+	ok ? passed++ : failed++;
+	free(got);
+}
+
+static void check_layernorm(int N, int C, unsigned seed)
+{
+	char what[128];
+	float *x = randn((size_t)N * C, &seed, 3.0f), *w = randn(C, &seed, 1.0f),
+	      *b = randn(C, &seed, 1.0f), *dout = randn((size_t)N * C, &seed, 1.0f);
+	float *out = (float *)calloc((size_t)N * C, 4), *mean = (float *)calloc(N, 4),
+	      *rstd = (float *)calloc(N, 4), *dinp = (float *)calloc((size_t)N * C, 4),
+	      *dw = (float *)calloc(C, 4), *db = (float *)calloc(C, 4);
+	layernorm_forward_ref(out, mean, rstd, x, w, b, N, C);
+	layernorm_backward_ref(dinp, dw, db, dout, x, w, mean, rstd, N, C);
+	float *dx = dev(x, (size_t)N * C), *dwt = dev(w, C), *dbs = dev(b, C),
+	      *ddout = dev(dout, (size_t)N * C), *dout_ = dev(NULL, (size_t)N * C),
+	      *dmean = dev(NULL, N), *drstd = dev(NULL, N), *ddinp = dev(NULL, (size_t)N * C),
+	      *ddw = dev(NULL, C), *ddb = dev(NULL, C);
+	gpu_layernorm_forward(dout_, dmean, drstd, dx, dwt, dbs, N, C);
+	snprintf(what, sizeof(what), "layernorm forward [%d,%d]", N, C);
+	compare(what, out, dout_, (size_t)N * C, 1e-5);
+	snprintf(what, sizeof(what), "layernorm rstd [%d]", N);
+	compare(what, rstd, drstd, N, 1e-5);
+	gpu_layernorm_backward(ddinp, ddw, ddb, ddout, dx, dwt, dmean, drstd, N, C);
+	snprintf(what, sizeof(what), "layernorm backward dinp [%d,%d]", N, C);
+	compare(what, dinp, ddinp, (size_t)N * C, 1e-5);
+	snprintf(what, sizeof(what), "layernorm backward dw [%d]", C);
+	compare(what, dw, ddw, C, 1e-4);
+	snprintf(what, sizeof(what), "layernorm backward db [%d]", C);
+	compare(what, db, ddb, C, 1e-4);
+	float *all[] = {x, w, b, dout, out, mean, rstd, dinp, dw, db};
+	for (float *p : all)
+		free(p);
+	float *dall[] = {dx, dwt, dbs, ddout, dout_, dmean, drstd, ddinp, ddw, ddb};
+	for (float *p : dall)
+		cudaFree(p);
+}
+
+static void check_gelu(size_t n, unsigned seed)
+{
+	char what[128];
+	float *x = randn(n, &seed, 4.0f), *g = randn(n, &seed, 1.0f);
+	float *out = (float *)calloc(n, 4), *dinp = (float *)calloc(n, 4),
+	      *res = (float *)calloc(n, 4);
+	gelu_forward_ref(out, x, n);
+	gelu_backward_ref(dinp, x, g, n);
+	residual_forward_ref(res, x, g, n);
+	float *dx = dev(x, n), *dg = dev(g, n), *dout = dev(NULL, n), *ddinp = dev(NULL, n),
+	      *dres = dev(NULL, n);
+	gpu_gelu_forward(dout, dx, n);
+	snprintf(what, sizeof(what), "gelu forward [%zu]", n);
+	compare(what, out, dout, n, 1e-5);
+	gpu_gelu_backward(ddinp, dx, dg, n);
+	snprintf(what, sizeof(what), "gelu backward [%zu]", n);
+	compare(what, dinp, ddinp, n, 1e-5);
+	gpu_residual_forward(dres, dx, dg, n);
+	snprintf(what, sizeof(what), "residual [%zu]", n);
+	compare(what, res, dres, n, 1e-6);
+	float *all[] = {x, g, out, dinp, res};
+	for (float *p : all)
+		free(p);
+	float *dall[] = {dx, dg, dout, ddinp, dres};
+	for (float *p : dall)
+		cudaFree(p);
+}
+
+static void check_xent(int N, int V, int Vp, unsigned seed)
+{
+	char what[128];
+	float *logits = randn((size_t)N * Vp, &seed, 8.0f);
+	int32_t *t = (int32_t *)malloc(N * sizeof(int32_t));
+	for (int n = 0; n < N; n++) {
+		seed = seed * 1664525u + 1013904223u;
+		t[n] = (int32_t)((seed >> 8) % (unsigned)V);
+	}
+	float *losses = (float *)calloc(N, 4), *lse = (float *)calloc(N, 4),
+	      *dl = (float *)calloc((size_t)N * Vp, 4);
+	softmax_xent_forward_ref(losses, lse, logits, t, N, V, Vp);
+	softmax_xent_backward_ref(dl, logits, lse, t, 1.0f / N, N, V, Vp);
+	float *dlog = dev(logits, (size_t)N * Vp), *dlosses = dev(NULL, N), *dlse = dev(NULL, N),
+	      *ddl = dev(NULL, (size_t)N * Vp);
+	int32_t *dt = NULL;
+	cudaMalloc(&dt, N * sizeof(int32_t));
+	cudaMemcpy(dt, t, N * sizeof(int32_t), cudaMemcpyHostToDevice);
+	gpu_softmax_xent_forward(dlosses, dlse, dlog, dt, N, V, Vp);
+	snprintf(what, sizeof(what), "softmax cross-entropy losses [%d of %d/%d]", N, V, Vp);
+	compare(what, losses, dlosses, N, 1e-5);
+	gpu_softmax_xent_backward(ddl, dlog, dlse, dt, 1.0f / N, N, V, Vp);
+	snprintf(what, sizeof(what), "softmax cross-entropy dlogits [%d,%d]", N, Vp);
+	compare(what, dl, ddl, (size_t)N * Vp, 1e-5);
+	free(logits), free(t), free(losses), free(lse), free(dl);
+	cudaFree(dlog), cudaFree(dlosses), cudaFree(dlse), cudaFree(ddl), cudaFree(dt);
+}
+
+int main(void)
+{
+	int n = 0;
+	if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+		printf("# skipped: no CUDA device here (cudaGetDeviceCount: %d)\n", n);
+		return 0;
+	}
+	cudaDeviceProp p;
+	cudaGetDeviceProperties(&p, 0);
+	printf("# device 0: %s, sm_%d%d\n", p.name, p.major, p.minor);
+	check_layernorm(64, 768, 1);
+	check_layernorm(7, 333, 2);
+	check_gelu((size_t)64 * 3072, 3);
+	check_gelu(1001, 4);
+	check_xent(32, 50257, 50304, 5);
+	check_xent(5, 300, 320, 6);
+	printf("# %d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,208 @@
+/*
+ * ops_gpu.cu - the trainer's element-wise and per-row ops on the GPU
+ * (ops_gpu.h). A row (layernorm, softmax) is one block of ROW_THREADS
+ * threads, reducing through warp shuffles and shared memory; element-wise
+ * ops use a grid-stride loop. Sums are in fp32, as on the CPU.
+ */
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdio.h>
+
+#include "ops_gpu.h"
+
+#define ROW_THREADS 256
+#define LN_EPS      1e-5f               /* OPS_LN_EPS */
+#define GELU_S      0.7978845608028654f /* sqrt(2 / pi) */
+
+static unsigned blocks_for(size_t n, unsigned threads)
+{
+	size_t b = (n + threads - 1) / threads;
+	return b > 65535 * 8 ? 65535 * 8 : (unsigned)(b ? b : 1);
+}
+
+/* The sum (or max) of v over the block; every thread gets it. */
+template <bool MAX> __device__ float block_reduce(float v)
+{
+	__shared__ float part[ROW_THREADS / 32];
+	for (int o = 16; o > 0; o /= 2) {
+		float w = __shfl_xor_sync(0xffffffffu, v, o);
+		v = MAX ? fmaxf(v, w) : v + w;
+	}
+	int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+	__syncthreads(); /* part[] may still be read by a previous call */
+	if (lane == 0)
+		part[warp] = v;
+	__syncthreads();
+	v = part[0];
+	for (int i = 1; i < ROW_THREADS / 32; i++)
+		v = MAX ? fmaxf(v, part[i]) : v + part[i];
+	return v;
+}
+
+__global__ void layernorm_fwd(float *out, float *mean, float *rstd, const float *inp,
+                              const float *w, const float *b, int C)
+{
+	const float *x = inp + (size_t)blockIdx.x * C;
+	float s = 0.0f;
+	for (int c = threadIdx.x; c < C; c += ROW_THREADS)
+		s += x[c];
+	float m = block_reduce<false>(s) / (float)C;
+	float v = 0.0f;
+	for (int c = threadIdx.x; c < C; c += ROW_THREADS)
+		v += (x[c] - m) * (x[c] - m);
+	float r = rsqrtf(block_reduce<false>(v) / (float)C + LN_EPS);
+	float *o = out + (size_t)blockIdx.x * C;
+	for (int c = threadIdx.x; c < C; c += ROW_THREADS)
+		o[c] = (x[c] - m) * r * w[c] + b[c];
+	if (threadIdx.x == 0) {
+		mean[blockIdx.x] = m;
+		rstd[blockIdx.x] = r;
+	}
+}
+
+__global__ void layernorm_bwd_inp(float *dinp, const float *dout, const float *inp, const float *w,
+                                  const float *mean, const float *rstd, int C)
+{
+	size_t row = (size_t)blockIdx.x * C;
+	float m = mean[blockIdx.x], r = rstd[blockIdx.x], dm = 0.0f, dn = 0.0f;
+	for (int c = threadIdx.x; c < C; c += ROW_THREADS) {
+		float g = w[c] * dout[row + c];
+		dm += g;
+		dn += g * (inp[row + c] - m) * r;
+	}
+	dm = block_reduce<false>(dm) / (float)C;
+	dn = block_reduce<false>(dn) / (float)C;
+	for (int c = threadIdx.x; c < C; c += ROW_THREADS) {
+		float norm = (inp[row + c] - m) * r;
+		dinp[row + c] += (w[c] * dout[row + c] - dm - norm * dn) * r;
+	}
+}
+
+/* dw, db: one thread per column, the rows in order (deterministic). */
+__global__ void layernorm_bwd_wb(float *dw, float *db, const float *dout, const float *inp,
+                                 const float *mean, const float *rstd, int N, int C)
+{
+	int c = blockIdx.x * blockDim.x + threadIdx.x;
+	if (c >= C)
+		return;
+	float sw = 0.0f, sb = 0.0f;
+	for (int n = 0; n < N; n++) {
+		size_t i = (size_t)n * C + c;
+		sw += (inp[i] - mean[n]) * rstd[n] * dout[i];
+		sb += dout[i];
+	}
+	dw[c] += sw;
+	db[c] += sb;
+}
+
+__global__ void gelu_fwd(float *out, const float *inp, size_t N)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < N;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		float x = inp[i];
+		out[i] = 0.5f * x * (1.0f + tanhf(GELU_S * (x + 0.044715f * x * x * x)));
+	}
+}
+
+__global__ void gelu_bwd(float *dinp, const float *inp, const float *dout, size_t N)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < N;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		float x = inp[i];
+		float th = tanhf(GELU_S * (x + 0.044715f * x * x * x));
+		float du = GELU_S * (1.0f + 3.0f * 0.044715f * x * x);
+		dinp[i] = (0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du) * dout[i];
+	}
+}
+
+__global__ void residual_fwd(float *out, const float *a, const float *b, size_t N)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < N;
+	     i += (size_t)gridDim.x * blockDim.x)
+		out[i] = a[i] + b[i];
+}
+
+__global__ void xent_fwd(float *losses, float *lse, const float *logits, const int32_t *targets,
+                         int V, int Vp)
+{
+	const float *l = logits + (size_t)blockIdx.x * Vp;
+	float mx = -INFINITY;
+	for (int v = threadIdx.x; v < V; v += ROW_THREADS)
+		mx = fmaxf(mx, l[v]);
+	mx = block_reduce<true>(mx);
+	float s = 0.0f;
+	for (int v = threadIdx.x; v < V; v += ROW_THREADS)
+		s += expf(l[v] - mx);
+	s = block_reduce<false>(s);
+	if (threadIdx.x == 0) {
+		float z = mx + logf(s);
+		lse[blockIdx.x] = z;
+		losses[blockIdx.x] = z - l[targets[blockIdx.x]];
+	}
+}
+
+__global__ void xent_bwd(float *dlogits, const float *logits, const float *lse,
+                         const int32_t *targets, float dscale, int V, int Vp)
+{
+	size_t row = (size_t)blockIdx.x * Vp;
+	float z = lse[blockIdx.x];
+	int t = targets[blockIdx.x];
+	for (int v = threadIdx.x; v < Vp; v += ROW_THREADS)
+		dlogits[row + v] =
+		    v < V ? (expf(logits[row + v] - z) - (v == t ? 1.0f : 0.0f)) * dscale : 0.0f;
+}
+
+extern "C" {
+
+void gpu_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
+                           const float *b, int N, int C)
+{
+	layernorm_fwd<<<N, ROW_THREADS>>>(out, mean, rstd, inp, w, b, C);
+}
+
+void gpu_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                            const float *w, const float *mean, const float *rstd, int N, int C)
+{
+	layernorm_bwd_inp<<<N, ROW_THREADS>>>(dinp, dout, inp, w, mean, rstd, C);
+	layernorm_bwd_wb<<<(C + 255) / 256, 256>>>(dw, db, dout, inp, mean, rstd, N, C);
+}
+
+void gpu_gelu_forward(float *out, const float *inp, size_t N)
+{
+	gelu_fwd<<<blocks_for(N, 256), 256>>>(out, inp, N);
+}
+
+void gpu_gelu_backward(float *dinp, const float *inp, const float *dout, size_t N)
+{
+	gelu_bwd<<<blocks_for(N, 256), 256>>>(dinp, inp, dout, N);
+}
+
+void gpu_residual_forward(float *out, const float *a, const float *b, size_t N)
+{
+	residual_fwd<<<blocks_for(N, 256), 256>>>(out, a, b, N);
+}
+
+void gpu_softmax_xent_forward(float *losses, float *lse, const float *logits,
+                              const int32_t *targets, int N, int V, int Vp)
+{
+	xent_fwd<<<N, ROW_THREADS>>>(losses, lse, logits, targets, V, Vp);
+}
+
+void gpu_softmax_xent_backward(float *dlogits, const float *logits, const float *lse,
+                               const int32_t *targets, float dscale, int N, int V, int Vp)
+{
+	xent_bwd<<<N, ROW_THREADS>>>(dlogits, logits, lse, targets, dscale, V, Vp);
+}
+
+int gpu_sync(char *err, size_t errlen)
+{
+	cudaError_t e = cudaDeviceSynchronize();
+	if (e == cudaSuccess)
+		e = cudaGetLastError();
+	if (e == cudaSuccess)
+		return 0;
+	snprintf(err, errlen, "%s", cudaGetErrorString(e));
+	return -1;
+}
+
+} /* extern "C" */

@@ -1,0 +1,41 @@
+/*
+ * ops_gpu.h - the trainer's ops on an NVIDIA GPU (CUDA), one per op of
+ * ../ops.h with the same shapes and the same meaning, on device memory.
+ * Each has the CPU op as its reference (tests/gpu/test_gpu_ops.cu checks
+ * them against ../ops_ref.c). All run on the default stream and return at
+ * once; gpu_sync() waits and says whether a kernel failed.
+ *
+ * This is the start of the device backend: the element-wise and per-row
+ * ops. GEMMs (cuBLASLt), attention, AdamW and NCCL come next.
+ */
+#ifndef TY_OPS_GPU_H
+#define TY_OPS_GPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void gpu_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
+                           const float *b, int N, int C);
+/* dinp [N,C], dw [C], db [C] += gradients, as layernorm_backward */
+void gpu_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                            const float *w, const float *mean, const float *rstd, int N, int C);
+void gpu_gelu_forward(float *out, const float *inp, size_t N);
+void gpu_gelu_backward(float *dinp, const float *inp, const float *dout, size_t N);
+void gpu_residual_forward(float *out, const float *a, const float *b, size_t N);
+void gpu_softmax_xent_forward(float *losses, float *lse, const float *logits,
+                              const int32_t *targets, int N, int V, int Vp);
+void gpu_softmax_xent_backward(float *dlogits, const float *logits, const float *lse,
+                               const int32_t *targets, float dscale, int N, int V, int Vp);
+
+/* Wait for the device. RET 0, or -1 with the CUDA error's words in err. */
+int gpu_sync(char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
