@@ -1,12 +1,15 @@
 /*
  * test_gpu_ops.cu - each GPU op of trainer/gpu/ops_gpu.h against its CPU
- * reference (trainer/ops_ref.c) on the same random inputs, at the shapes
+ * reference (trainer/ops_ref.c, trainer/optim.c) on the same random
+ * inputs, at the shapes
  * of GPT-2 124M (C 768, 4C, V 50257 padded to 50304) and at odd ones that
  * do not fill a block. Bounds: forward outputs and losses within 1e-5
  * relative to the tensor's largest magnitude; gradients that sum over many
- * rows (dw, db) within 1e-4 of it, since the two sum in other orders.
- * Prints one TAP line per check; exits 1 when one fails, 0 with a "skipped"
- * line when there is no GPU.
+ * rows (dw, db) within 1e-4 of it, since the two sum in other orders;
+ * AdamW's parameters and moments within 1e-6 after three steps; the
+ * squared norm within 1e-10 of a sequential double sum (which itself rounds n times), and the same
+ * bits twice. Prints one TAP line per check; exits 1 when one fails, 0 with a "skipped" line when
+ * there is no GPU.
  */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -17,6 +20,7 @@
 
 extern "C" {
 #include "ops.h"
+#include "optim.h"
 }
 #include "gpu/ops_gpu.h"
 
@@ -169,6 +173,52 @@ static void check_xent(int N, int V, int Vp, unsigned seed)
 	cudaFree(dlog), cudaFree(dlosses), cudaFree(dlse), cudaFree(ddl), cudaFree(dt);
 }
 
+static void check_adamw(size_t n, int t, unsigned seed)
+{
+	char what[128];
+	float *p = randn(n, &seed, 1.0f), *g = randn(n, &seed, 0.1f), *m = randn(n, &seed, 0.01f);
+	float *v = randn(n, &seed, 0.001f);
+	for (size_t i = 0; i < n; i++)
+		v[i] = fabsf(v[i]);
+	float *dp = dev(p, n), *dg = dev(g, n), *dm = dev(m, n), *dv = dev(v, n);
+	adamw_config cfg = adamw_defaults();
+	for (int step = t; step < t + 3; step++) {
+		adamw_update(&cfg, p, g, m, v, n, 6e-4f, 0.5f, true, step);
+		gpu_adamw_update(dp, dg, dm, dv, n, 6e-4f, cfg.beta1, cfg.beta2, cfg.eps,
+		                 cfg.weight_decay, 0.5f, step);
+	}
+	snprintf(what, sizeof(what), "AdamW, 3 steps from step %d: parameters [%zu]", t, n);
+	compare(what, p, dp, n, 1e-6);
+	snprintf(what, sizeof(what), "AdamW: first moments [%zu]", n);
+	compare(what, m, dm, n, 1e-6);
+	snprintf(what, sizeof(what), "AdamW: second moments [%zu]", n);
+	compare(what, v, dv, n, 1e-6);
+	free(p), free(g), free(m), free(v);
+	cudaFree(dp), cudaFree(dg), cudaFree(dm), cudaFree(dv);
+}
+
+static void check_sumsq(size_t n, unsigned seed)
+{
+	float *x = randn(n, &seed, 2.0f);
+	double want = 0.0, got[2] = {0, 0}, *dout, *dscratch;
+	for (size_t i = 0; i < n; i++)
+		want += (double)x[i] * (double)x[i];
+	float *dx = dev(x, n);
+	cudaMalloc(&dout, sizeof(double));
+	cudaMalloc(&dscratch, GPU_SUMSQ_BLOCKS * sizeof(double));
+	for (int k = 0; k < 2; k++) {
+		gpu_sumsq(dout, dscratch, dx, n);
+		cudaMemcpy(&got[k], dout, sizeof(double), cudaMemcpyDeviceToHost);
+	}
+	double rel = fabs(got[0] - want) / want;
+	bool ok = rel <= 1e-10 && memcmp(&got[0], &got[1], sizeof(double)) == 0;
+	printf("%s - squared norm [%zu] (relative error %.2e, bound 1e-10; the same bits twice)\n",
+	       ok ? "ok" : "not ok", n, rel);
+	ok ? passed++ : failed++;
+	free(x);
+	cudaFree(dx), cudaFree(dout), cudaFree(dscratch);
+}
+
 int main(void)
 {
 	int n = 0;
@@ -185,6 +235,10 @@ int main(void)
 	check_gelu(1001, 4);
 	check_xent(32, 50257, 50304, 5);
 	check_xent(5, 300, 320, 6);
+	check_adamw((size_t)124439808, 1, 7); /* GPT-2 124M's parameters */
+	check_adamw(1001, 5000, 8);
+	check_sumsq((size_t)124439808, 9);
+	check_sumsq(77, 10);
 	printf("# %d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

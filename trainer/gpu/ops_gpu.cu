@@ -152,7 +152,66 @@ __global__ void xent_bwd(float *dlogits, const float *logits, const float *lse,
 		    v < V ? (expf(logits[row + v] - z) - (v == t ? 1.0f : 0.0f)) * dscale : 0.0f;
 }
 
+__global__ void adamw(float *p, const float *g, float *m, float *v, size_t n, float lr, float b1,
+                      float b2, float eps, float wd, float grad_scale, float c1, float c2)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		float gi = g[i] * grad_scale;
+		float mi = b1 * m[i] + (1.0f - b1) * gi;
+		float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+		m[i] = mi;
+		v[i] = vi;
+		float step = (mi * c1) / (sqrtf(vi * c2) + eps);
+		p[i] -= lr * (step + wd * p[i]);
+	}
+}
+
+/* Each block's partial sum of squares, in double, over a fixed stride. */
+__global__ void sumsq_part(double *part, const float *x, size_t n)
+{
+	__shared__ double s[ROW_THREADS];
+	double acc = 0.0;
+	for (size_t i = blockIdx.x * (size_t)ROW_THREADS + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * ROW_THREADS)
+		acc += (double)x[i] * (double)x[i];
+	s[threadIdx.x] = acc;
+	__syncthreads();
+	for (int k = ROW_THREADS / 2; k > 0; k /= 2) {
+		if (threadIdx.x < k)
+			s[threadIdx.x] += s[threadIdx.x + k];
+		__syncthreads();
+	}
+	if (threadIdx.x == 0)
+		part[blockIdx.x] = s[0];
+}
+
+/* The partial sums added in block order by one thread: the same bits every run. */
+__global__ void sumsq_total(double *out, const double *part, int nparts)
+{
+	double acc = 0.0;
+	for (int i = 0; i < nparts; i++)
+		acc += part[i];
+	*out = acc;
+}
+
 extern "C" {
+
+void gpu_adamw_update(float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1,
+                      float beta2, float eps, float wd, float grad_scale, int t)
+{
+	/* bias corrections in double on the host, as the CPU does */
+	float c1 = (float)(1.0 / (1.0 - pow((double)beta1, (double)t)));
+	float c2 = (float)(1.0 / (1.0 - pow((double)beta2, (double)t)));
+	adamw<<<blocks_for(n, 256), 256>>>(p, g, m, v, n, lr, beta1, beta2, eps, wd, grad_scale, c1,
+	                                   c2);
+}
+
+void gpu_sumsq(double *out, double *scratch, const float *x, size_t n)
+{
+	sumsq_part<<<GPU_SUMSQ_BLOCKS, ROW_THREADS>>>(scratch, x, n);
+	sumsq_total<<<1, 1>>>(out, scratch, GPU_SUMSQ_BLOCKS);
+}
 
 void gpu_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
                            const float *b, int N, int C)

@@ -6,7 +6,8 @@
  * once; gpu_sync() waits and says whether a kernel failed.
  *
  * This is the start of the device backend: the element-wise and per-row
- * ops. GEMMs (cuBLASLt), attention, AdamW and NCCL come next.
+ * ops, AdamW and the squared norm. GEMMs (cuBLASLt), attention and NCCL
+ * come next.
  */
 #ifndef TY_OPS_GPU_H
 #define TY_OPS_GPU_H
@@ -30,6 +31,23 @@ void gpu_softmax_xent_forward(float *losses, float *lse, const float *logits,
                               const int32_t *targets, int N, int V, int Vp);
 void gpu_softmax_xent_backward(float *dlogits, const float *logits, const float *lse,
                                const int32_t *targets, float dscale, int N, int V, int Vp);
+
+/*
+ * One AdamW step over n elements, as adamw_update (../optim.h): g scaled
+ * by grad_scale, weight decay wd (0 for tensors without decay), t the
+ * 1-based step.
+ */
+void gpu_adamw_update(float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1,
+                      float beta2, float eps, float wd, float grad_scale, int t);
+
+/*
+ * The sum of x[i]^2 over n elements into *out (device memory), summed in
+ * double in a fixed order, so the same input gives the same bits: the
+ * squared gradient norm that clipping needs. scratch: GPU_SUMSQ_BLOCKS
+ * doubles of device memory.
+ */
+#define GPU_SUMSQ_BLOCKS 1024
+void gpu_sumsq(double *out, double *scratch, const float *x, size_t n);
 
 /* Wait for the device. RET 0, or -1 with the CUDA error's words in err. */
 int gpu_sync(char *err, size_t errlen);
