@@ -1,15 +1,15 @@
 /*
  * test_gpu_ops.cu - each GPU op of trainer/gpu/ops_gpu.h against its CPU
  * reference (trainer/ops_ref.c, trainer/optim.c) on the same random
- * inputs, at the shapes
- * of GPT-2 124M (C 768, 4C, V 50257 padded to 50304) and at odd ones that
- * do not fill a block. Bounds: forward outputs and losses within 1e-5
- * relative to the tensor's largest magnitude; gradients that sum over many
- * rows (dw, db) within 1e-4 of it, since the two sum in other orders;
- * AdamW's parameters and moments within 1e-6 after three steps; the
- * squared norm within 1e-10 of a sequential double sum (which itself rounds n times), and the same
- * bits twice. Prints one TAP line per check; exits 1 when one fails, 0 with a "skipped" line when
- * there is no GPU.
+ * inputs, at the shapes of GPT-2 124M (C 768, 4C, V 50257 padded to 50304)
+ * and at odd ones that do not fill a block. Bounds: forward outputs and
+ * losses within 1e-5 relative to the tensor's largest magnitude; gradients
+ * that sum over many rows (dw, db) within 1e-4 of it, since the two sum in
+ * other orders; AdamW's parameters and moments within 1e-6 after three
+ * steps; the squared norm within 1e-10 of a sequential double sum (which
+ * itself rounds n times), and the same bits twice. Prints one TAP line per
+ * check; exits 1 when one fails, 0 with a "skipped" line when there is no
+ * GPU.
  */
 #include <cuda_runtime.h>
 #include <math.h>
