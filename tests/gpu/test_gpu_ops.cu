@@ -173,6 +173,38 @@ static void check_xent(int N, int V, int Vp, unsigned seed)
 	cudaFree(dlog), cudaFree(dlosses), cudaFree(dlse), cudaFree(ddl), cudaFree(dt);
 }
 
+static void check_matmul(int N, int C, int OC, unsigned seed)
+{
+	char what[128];
+	float *x = randn((size_t)N * C, &seed, 1.0f), *w = randn((size_t)OC * C, &seed, 0.05f),
+	      *b = randn(OC, &seed, 0.1f), *dout = randn((size_t)N * OC, &seed, 1.0f);
+	float *out = (float *)calloc((size_t)N * OC, 4), *dinp = (float *)calloc((size_t)N * C, 4),
+	      *dw = randn((size_t)OC * C, &seed, 0.01f), *db = randn(OC, &seed, 0.01f);
+	float *dx = dev(x, (size_t)N * C), *dwt = dev(w, (size_t)OC * C), *dbs = dev(b, OC),
+	      *ddout = dev(dout, (size_t)N * OC), *dout_ = dev(NULL, (size_t)N * OC),
+	      *ddinp = dev(NULL, (size_t)N * C), *ddw = dev(dw, (size_t)OC * C), *ddb = dev(db, OC);
+	matmul_forward_ref(out, x, w, b, N, C, OC);
+	matmul_backward_ref(dinp, dw, db, dout, x, w, N, C, OC);
+	int rc = gpu_matmul_forward(dout_, dx, dwt, dbs, N, C, OC);
+	snprintf(what, sizeof(what), "matmul forward with bias [%d,%d] x [%d,%d]^T%s", N, C, OC, C,
+	         rc ? ": cuBLASLt refused it" : "");
+	compare(what, out, dout_, (size_t)N * OC, rc ? -1.0 : 1e-5);
+	rc = gpu_matmul_backward(ddinp, ddw, ddb, ddout, dx, dwt, N, C, OC);
+	snprintf(what, sizeof(what), "matmul backward dinp [%d,%d]%s", N, C,
+	         rc ? ": cuBLASLt refused it" : "");
+	compare(what, dinp, ddinp, (size_t)N * C, rc ? -1.0 : 1e-5);
+	snprintf(what, sizeof(what), "matmul backward dw [%d,%d] (accumulated)", OC, C);
+	compare(what, dw, ddw, (size_t)OC * C, 1e-4);
+	snprintf(what, sizeof(what), "matmul backward dbias [%d] (accumulated)", OC);
+	compare(what, db, ddb, OC, 1e-4);
+	float *all[] = {x, w, b, dout, out, dinp, dw, db};
+	for (float *p : all)
+		free(p);
+	float *dall[] = {dx, dwt, dbs, ddout, dout_, ddinp, ddw, ddb};
+	for (float *p : dall)
+		cudaFree(p);
+}
+
 static void check_adamw(size_t n, int t, unsigned seed)
 {
 	char what[128];
@@ -235,6 +267,8 @@ int main(void)
 	check_gelu(1001, 4);
 	check_xent(32, 50257, 50304, 5);
 	check_xent(5, 300, 320, 6);
+	check_matmul(256, 768, 2304, 11); /* the qkv projection of GPT-2 124M */
+	check_matmul(37, 129, 65, 12);
 	check_adamw((size_t)124439808, 1, 7); /* GPT-2 124M's parameters */
 	check_adamw(1001, 5000, 8);
 	check_sumsq((size_t)124439808, 9);

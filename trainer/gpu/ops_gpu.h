@@ -6,8 +6,8 @@
  * once; gpu_sync() waits and says whether a kernel failed.
  *
  * This is the start of the device backend: the element-wise and per-row
- * ops, AdamW and the squared norm. GEMMs (cuBLASLt), attention and NCCL
- * come next.
+ * ops, the fp32 linear layer, AdamW and the squared norm. bf16, attention
+ * and NCCL come next.
  */
 #ifndef TY_OPS_GPU_H
 #define TY_OPS_GPU_H
@@ -31,6 +31,17 @@ void gpu_softmax_xent_forward(float *losses, float *lse, const float *logits,
                               const int32_t *targets, int N, int V, int Vp);
 void gpu_softmax_xent_backward(float *dlogits, const float *logits, const float *lse,
                                const int32_t *targets, float dscale, int N, int V, int Vp);
+
+/*
+ * The linear layer through cuBLASLt (matmul_gpu.cu), as matmul_forward
+ * and matmul_backward: out [N,OC] = inp [N,C] @ w [OC,C]^T + bias [OC]
+ * (bias may be NULL); dinp overwritten, dw and dbias (may be NULL)
+ * accumulated. RET 0, or -1 when cuBLASLt refused the call.
+ */
+int gpu_matmul_forward(float *out, const float *inp, const float *w, const float *bias, int N,
+                       int C, int OC);
+int gpu_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
+                        const float *w, int N, int C, int OC);
 
 /*
  * One AdamW step over n elements, as adamw_update (../optim.h): g scaled
