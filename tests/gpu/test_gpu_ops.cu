@@ -205,6 +205,23 @@ static void check_matmul(int N, int C, int OC, unsigned seed)
 		cudaFree(p);
 }
 
+static void check_attention(int B, int T, int C, int NH, unsigned seed)
+{
+	char what[128];
+	size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, na = (size_t)B * NH * T * T;
+	float *qkv = randn(nq, &seed, 1.0f), *out = (float *)calloc(no, 4),
+	      *att = (float *)calloc(na, 4);
+	attention_forward_ref(out, att, qkv, B, T, C, NH);
+	float *dqkv = dev(qkv, nq), *dout = dev(NULL, no), *datt = dev(NULL, na);
+	gpu_attention_forward(dout, datt, dqkv, B, T, C, NH);
+	snprintf(what, sizeof(what), "attention forward out [%d,%d,%d], %d heads", B, T, C, NH);
+	compare(what, out, dout, no, 1e-5);
+	snprintf(what, sizeof(what), "attention forward probabilities [%d,%d,%d,%d]", B, NH, T, T);
+	compare(what, att, datt, na, 1e-5);
+	free(qkv), free(out), free(att);
+	cudaFree(dqkv), cudaFree(dout), cudaFree(datt);
+}
+
 static void check_adamw(size_t n, int t, unsigned seed)
 {
 	char what[128];
@@ -269,6 +286,8 @@ int main(void)
 	check_xent(5, 300, 320, 6);
 	check_matmul(256, 768, 2304, 11); /* the qkv projection of GPT-2 124M */
 	check_matmul(37, 129, 65, 12);
+	check_attention(2, 256, 768, 12, 13); /* GPT-2 124M's heads */
+	check_attention(1, 37, 96, 3, 14);
 	check_adamw((size_t)124439808, 1, 7); /* GPT-2 124M's parameters */
 	check_adamw(1001, 5000, 8);
 	check_sumsq((size_t)124439808, 9);

@@ -9,34 +9,15 @@
 #include <stdio.h>
 
 #include "ops_gpu.h"
+#include "reduce.cuh"
 
-#define ROW_THREADS 256
-#define LN_EPS      1e-5f               /* OPS_LN_EPS */
-#define GELU_S      0.7978845608028654f /* sqrt(2 / pi) */
+#define LN_EPS 1e-5f               /* OPS_LN_EPS */
+#define GELU_S 0.7978845608028654f /* sqrt(2 / pi) */
 
 static unsigned blocks_for(size_t n, unsigned threads)
 {
 	size_t b = (n + threads - 1) / threads;
 	return b > 65535 * 8 ? 65535 * 8 : (unsigned)(b ? b : 1);
-}
-
-/* The sum (or max) of v over the block; every thread gets it. */
-template <bool MAX> __device__ float block_reduce(float v)
-{
-	__shared__ float part[ROW_THREADS / 32];
-	for (int o = 16; o > 0; o /= 2) {
-		float w = __shfl_xor_sync(0xffffffffu, v, o);
-		v = MAX ? fmaxf(v, w) : v + w;
-	}
-	int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-	__syncthreads(); /* part[] may still be read by a previous call */
-	if (lane == 0)
-		part[warp] = v;
-	__syncthreads();
-	v = part[0];
-	for (int i = 1; i < ROW_THREADS / 32; i++)
-		v = MAX ? fmaxf(v, part[i]) : v + part[i];
-	return v;
 }
 
 __global__ void layernorm_fwd(float *out, float *mean, float *rstd, const float *inp,

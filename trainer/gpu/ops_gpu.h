@@ -6,8 +6,9 @@
  * once; gpu_sync() waits and says whether a kernel failed.
  *
  * This is the start of the device backend: the element-wise and per-row
- * ops, the fp32 linear layer, AdamW and the squared norm. bf16, attention
- * and NCCL come next.
+ * ops, the fp32 linear layer, attention's forward, AdamW and the squared
+ * norm. bf16, attention's backward, a fused attention kernel and NCCL
+ * come next.
  */
 #ifndef TY_OPS_GPU_H
 #define TY_OPS_GPU_H
@@ -42,6 +43,12 @@ int gpu_matmul_forward(float *out, const float *inp, const float *w, const float
                        int C, int OC);
 int gpu_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
                         const float *w, int N, int C, int OC);
+
+/*
+ * Causal self-attention forward, as attention_forward (attention_gpu.cu):
+ * qkv [B,T,3C] in, out [B,T,C] and the probabilities att [B,NH,T,T].
+ */
+void gpu_attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH);
 
 /*
  * One AdamW step over n elements, as adamw_update (../optim.h): g scaled
