@@ -218,8 +218,15 @@ static void check_attention(int B, int T, int C, int NH, unsigned seed)
 	compare(what, out, dout, no, 1e-5);
 	snprintf(what, sizeof(what), "attention forward probabilities [%d,%d,%d,%d]", B, NH, T, T);
 	compare(what, att, datt, na, 1e-5);
-	free(qkv), free(out), free(att);
-	cudaFree(dqkv), cudaFree(dout), cudaFree(datt);
+	float *grad = randn(no, &seed, 1.0f), *dx = (float *)calloc(nq, 4);
+	attention_backward_ref(dx, grad, qkv, att, B, T, C, NH);
+	float *dgrad = dev(grad, no), *ddx = dev(NULL, nq), *dscratch = dev(NULL, na);
+	gpu_attention_backward(ddx, dscratch, dgrad, dqkv, datt, B, T, C, NH);
+	snprintf(what, sizeof(what), "attention backward dqkv [%d,%d,%d]", B, T, 3 * C);
+	compare(what, dx, ddx, nq, 1e-5);
+	free(qkv), free(out), free(att), free(grad), free(dx);
+	cudaFree(dqkv), cudaFree(dout), cudaFree(datt), cudaFree(dgrad), cudaFree(ddx),
+	    cudaFree(dscratch);
 }
 
 static void check_adamw(size_t n, int t, unsigned seed)

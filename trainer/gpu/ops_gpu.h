@@ -6,9 +6,8 @@
  * once; gpu_sync() waits and says whether a kernel failed.
  *
  * This is the start of the device backend: the element-wise and per-row
- * ops, the fp32 linear layer, attention's forward, AdamW and the squared
- * norm. bf16, attention's backward, a fused attention kernel and NCCL
- * come next.
+ * ops, the fp32 linear layer, attention, AdamW and the squared norm.
+ * bf16, a fused attention kernel and NCCL come next.
  */
 #ifndef TY_OPS_GPU_H
 #define TY_OPS_GPU_H
@@ -49,6 +48,9 @@ int gpu_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout,
  * qkv [B,T,3C] in, out [B,T,C] and the probabilities att [B,NH,T,T].
  */
 void gpu_attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH);
+/* dqkv [B,T,3C] overwritten with the gradient from dout; scratch [B,NH,T,T]: work space. */
+void gpu_attention_backward(float *dqkv, float *scratch, const float *dout, const float *qkv,
+                            const float *att, int B, int T, int C, int NH);
 
 /*
  * One AdamW step over n elements, as adamw_update (../optim.h): g scaled
