@@ -76,3 +76,27 @@ int cmd_do(const cli_ctx *ctx, const char *method, char *path, const char *done,
 	json_decref(answer);
 	return rc;
 }
+
+int cmd_grant(const cli_ctx *ctx, char *path, const char *tenant, const char *expires, int download,
+              const out_col *fields)
+{
+	json_t *body = json_object();
+	int rc;
+	if (cmd_set_str(body, "tenant", tenant) || cmd_set_str(body, "expires_at", expires)) {
+		free(path);
+		rc = CLI_USAGE;
+	} else {
+		if (download >= 0)
+			json_object_set_new(body, "download", json_boolean(download));
+		rc = cmd_show(ctx, "POST", path, body, fields);
+	}
+	json_decref(body);
+	return rc;
+}
+
+int cmd_grant_change(const cli_ctx *ctx, char *path, bool approve, const out_col *fields)
+{
+	if (approve)
+		return cmd_show(ctx, "POST", path, NULL, fields);
+	return cmd_do(ctx, "DELETE", path, "revoked", fields);
+}

@@ -43,4 +43,15 @@ int cmd_list(const cli_ctx *ctx, char *path, bool all, const out_col *cols);
 int cmd_do(const cli_ctx *ctx, const char *method, char *path, const char *done,
            const out_col *fields);
 
+/*
+ * Grant another tenant a dataset or a checkpoint (docs/datasets.md): POST
+ * path {"tenant", "expires_at"} plus "download" unless download < 0; show
+ * the grant with fields. RET: exit status.
+ */
+int cmd_grant(const cli_ctx *ctx, char *path, const char *tenant, const char *expires, int download,
+              const out_col *fields);
+
+/* Approve a grant (POST path, its .../approve) or revoke it (DELETE path). RET: exit status. */
+int cmd_grant_change(const cli_ctx *ctx, char *path, bool approve, const out_col *fields);
+
 #endif

@@ -3,9 +3,6 @@
  * grants | approve | revoke | shared: a job's checkpoints, where they came
  * from, and sharing them with other tenants (docs/datasets.md).
  */
-#include <jansson.h>
-#include <string.h>
-
 #include "cmd.h"
 #include "routes.h"
 #include "url.h"
@@ -86,17 +83,8 @@ static int checkpoint_grant(cli_ctx *ctx, const cli_command *self, int argc, cha
 	int rc = args_parse_cmd(ctx, self, grant_opts, 2, 2, argc, argv, &o);
 	if (rc >= 0)
 		return rc;
-	json_t *body = json_object();
-	if (cmd_set_str(body, "tenant", o.pos[1]) ||
-	    cmd_set_str(body, "expires_at", o.val[OPT_EXPIRES]))
-		rc = CLI_USAGE;
-	else {
-		json_object_set_new(body, "download", json_boolean(o.set[OPT_DOWNLOAD]));
-		rc = cmd_show(ctx, "POST", URL_PATH(ROUTE_CKPT_GRANTS, o.pos[0]), body,
-		              grant_fields);
-	}
-	json_decref(body);
-	return rc;
+	return cmd_grant(ctx, URL_PATH(ROUTE_CKPT_GRANTS, o.pos[0]), o.pos[1], o.val[OPT_EXPIRES],
+	                 o.set[OPT_DOWNLOAD], grant_fields);
 }
 
 static int checkpoint_grants(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
@@ -123,11 +111,10 @@ static int grant_change(cli_ctx *ctx, const cli_command *self, int argc, char **
 	int rc = args_parse_cmd(ctx, self, NULL, 2, 2, argc, argv, &o);
 	if (rc >= 0)
 		return rc;
-	if (approve)
-		return cmd_show(ctx, "POST", URL_PATH(ROUTE_CKPT_GRANT_OK, o.pos[0], o.pos[1]),
-		                NULL, grant_fields);
-	return cmd_do(ctx, "DELETE", URL_PATH(ROUTE_CKPT_GRANT, o.pos[0], o.pos[1]), "revoked",
-	              grant_fields);
+	return cmd_grant_change(ctx,
+	                        approve ? URL_PATH(ROUTE_CKPT_GRANT_OK, o.pos[0], o.pos[1])
+	                                : URL_PATH(ROUTE_CKPT_GRANT, o.pos[0], o.pos[1]),
+	                        approve, grant_fields);
 }
 
 static int checkpoint_approve(cli_ctx *ctx, const cli_command *self, int argc, char **argv)

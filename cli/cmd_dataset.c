@@ -348,15 +348,8 @@ static int dataset_grant(cli_ctx *ctx, const cli_command *self, int argc, char *
 	int rc = args_parse_cmd(ctx, self, grant_opts, 3, 3, argc, argv, &o);
 	if (rc >= 0)
 		return rc;
-	json_t *body = json_object();
-	if (cmd_set_str(body, "tenant", o.pos[2]) ||
-	    cmd_set_str(body, "expires_at", o.val[OPT_EXPIRES]))
-		rc = CLI_USAGE;
-	else
-		rc = cmd_show(ctx, "POST", URL_PATH(ROUTE_DATASET_GRANTS, o.pos[0], o.pos[1]), body,
-		              grant_fields);
-	json_decref(body);
-	return rc;
+	return cmd_grant(ctx, URL_PATH(ROUTE_DATASET_GRANTS, o.pos[0], o.pos[1]), o.pos[2],
+	                 o.val[OPT_EXPIRES], -1, grant_fields);
 }
 
 static int dataset_grants(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
@@ -379,12 +372,11 @@ static int grant_change(cli_ctx *ctx, const cli_command *self, int argc, char **
 	int rc = args_parse_cmd(ctx, self, NULL, 3, 3, argc, argv, &o);
 	if (rc >= 0)
 		return rc;
-	if (approve)
-		return cmd_show(ctx, "POST",
-		                URL_PATH(ROUTE_DATASET_GRANT_OK, o.pos[0], o.pos[1], o.pos[2]),
-		                NULL, grant_fields);
-	return cmd_do(ctx, "DELETE", URL_PATH(ROUTE_DATASET_GRANT, o.pos[0], o.pos[1], o.pos[2]),
-	              "revoked", grant_fields);
+	return cmd_grant_change(ctx,
+	                        approve
+	                            ? URL_PATH(ROUTE_DATASET_GRANT_OK, o.pos[0], o.pos[1], o.pos[2])
+	                            : URL_PATH(ROUTE_DATASET_GRANT, o.pos[0], o.pos[1], o.pos[2]),
+	                        approve, grant_fields);
 }
 
 static int dataset_approve(cli_ctx *ctx, const cli_command *self, int argc, char **argv)

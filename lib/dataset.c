@@ -96,15 +96,16 @@ int dataset_ref_parse(const char *ref, char owner[DATASET_TENANT_MAX + 1],
 	return 0;
 }
 
-int dataset_version_dir(const char *root, const char *tenant_id, const char *dataset_id,
-                        const char *version_id, char *buf, size_t n)
+/* "<tenant's storage>/<area>/<dataset>/<version>" into buf. RET 0 or -ERR_STORAGE_PATH_INVALID. */
+static int version_path(const char *root, const char *tenant_id, const char *area,
+                        const char *dataset_id, const char *version_id, char *buf, size_t n)
 {
 	char t[4096];
 	int rc = storage_tenant_dir(root, tenant_id, t, sizeof(t));
 	if (rc == 0 && (!storage_uuid_valid(dataset_id) || !storage_uuid_valid(version_id)))
 		rc = -ERR_STORAGE_PATH_INVALID;
 	if (rc == 0) {
-		int k = snprintf(buf, n, "%s/datasets/%s/%s", t, dataset_id, version_id);
+		int k = snprintf(buf, n, "%s/%s/%s/%s", t, area, dataset_id, version_id);
 		if (k < 0 || (size_t)k >= n)
 			rc = -ERR_STORAGE_PATH_INVALID;
 	}
@@ -113,21 +114,16 @@ int dataset_version_dir(const char *root, const char *tenant_id, const char *dat
 	return rc;
 }
 
+int dataset_version_dir(const char *root, const char *tenant_id, const char *dataset_id,
+                        const char *version_id, char *buf, size_t n)
+{
+	return version_path(root, tenant_id, "datasets", dataset_id, version_id, buf, n);
+}
+
 int dataset_granted_dir(const char *root, const char *grantee_id, const char *dataset_id,
                         const char *version_id, char *buf, size_t n)
 {
-	char t[4096];
-	int rc = storage_tenant_dir(root, grantee_id, t, sizeof(t));
-	if (rc == 0 && (!storage_uuid_valid(dataset_id) || !storage_uuid_valid(version_id)))
-		rc = -ERR_STORAGE_PATH_INVALID;
-	if (rc == 0) {
-		int k = snprintf(buf, n, "%s/granted/%s/%s", t, dataset_id, version_id);
-		if (k < 0 || (size_t)k >= n)
-			rc = -ERR_STORAGE_PATH_INVALID;
-	}
-	if (rc && n > 0)
-		buf[0] = '\0';
-	return rc;
+	return version_path(root, grantee_id, "granted", dataset_id, version_id, buf, n);
 }
 
 int dataset_shard_name(const char *version_id, int index, char *buf, size_t n)

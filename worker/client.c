@@ -83,40 +83,53 @@ static void answer_problem(rt_answer *a)
 		snprintf(a->message, sizeof(a->message), "HTTP %ld", a->status);
 }
 
+/*
+ * Send r to the attempt's route what (url, credential and limits filled in
+ * here). OUT *a. RET 0 for a 2xx answer (with r->stream_to, all of it
+ * written there), -1 for anything else.
+ */
+static int exchange(rt_client *c, const char *what, httpc_request *r, rt_answer *a)
+{
+	char url[1024];
+	snprintf(url, sizeof(url), "%s%s", c->base, what);
+	r->url = url;
+	r->bearer = c->token;
+	r->agent = "trainyard-worker";
+	r->connect_timeout_s = RT_CLIENT_CONNECT_S;
+	r->answer_max = RT_CLIENT_ANSWER_MAX;
+	httpc_answer h;
+	int rc = -1;
+	if (httpc_send(c->curl, r, &h) < 0) {
+		snprintf(a->message, sizeof(a->message), "could not reach the API: %s", h.error);
+	} else {
+		a->status = h.status;
+		if (!h.streamed && h.len)
+			a->body = json_loadb(h.body, h.len, 0, NULL);
+		if (a->status < 200 || a->status >= 300)
+			answer_problem(a);
+		else if (r->stream_to && ferror(r->stream_to))
+			snprintf(a->message, sizeof(a->message), "could not write what came");
+		else
+			rc = 0;
+	}
+	httpc_answer_release(&h); /* an answer may hold a data key */
+	return rc;
+}
+
 int rt_client_call(rt_client *c, const char *method, const char *what, const json_t *body,
                    rt_answer *a)
 {
 	memset(a, 0, sizeof(*a));
-	char url[1024];
-	snprintf(url, sizeof(url), "%s%s", c->base, what);
 	char *text = body ? json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
 	if (body && !text) {
 		snprintf(a->message, sizeof(a->message), "out of memory");
 		return -1;
 	}
 	httpc_request r = {.method = method,
-	                   .url = url,
-	                   .bearer = c->token,
 	                   .body = text,
 	                   .body_len = text ? strlen(text) : 0,
-	                   .agent = "trainyard-worker",
-	                   .connect_timeout_s = RT_CLIENT_CONNECT_S,
-	                   .timeout_s = RT_CLIENT_TIMEOUT_S,
-	                   .answer_max = RT_CLIENT_ANSWER_MAX};
-	httpc_answer h;
-	int rc = -1;
-	if (httpc_send(c->curl, &r, &h) < 0) {
-		snprintf(a->message, sizeof(a->message), "could not reach the API: %s", h.error);
-	} else {
-		a->status = h.status;
-		if (h.len)
-			a->body = json_loadb(h.body, h.len, 0, NULL);
-		if (a->status >= 200 && a->status < 300)
-			rc = 0;
-		else
-			answer_problem(a);
-	}
-	httpc_answer_release(&h); /* an answer may hold the data key */
+	                   .timeout_s = RT_CLIENT_TIMEOUT_S};
+	int rc = exchange(c, what, &r, a);
 	free(text);
 	return rc;
 }
@@ -124,33 +137,10 @@ int rt_client_call(rt_client *c, const char *method, const char *what, const jso
 int rt_client_fetch(rt_client *c, const char *what, FILE *to, rt_answer *a)
 {
 	memset(a, 0, sizeof(*a));
-	char url[1024];
-	snprintf(url, sizeof(url), "%s%s", c->base, what);
+	/* no time limit while bytes move: RT_CLIENT_TIMEOUT_S without any fails */
 	httpc_request r = {.method = "GET",
-	                   .url = url,
-	                   .bearer = c->token,
-	                   .agent = "trainyard-worker",
-	                   .connect_timeout_s = RT_CLIENT_CONNECT_S,
 	                   .low_speed_bps = 1,
 	                   .low_speed_time_s = RT_CLIENT_TIMEOUT_S,
-	                   .answer_max = RT_CLIENT_ANSWER_MAX,
 	                   .stream_to = to};
-	httpc_answer h;
-	int rc = -1;
-	if (httpc_send(c->curl, &r, &h) < 0) {
-		snprintf(a->message, sizeof(a->message), "could not reach the API: %s", h.error);
-	} else {
-		a->status = h.status;
-		if (h.streamed && !ferror(to))
-			rc = 0;
-		else if (h.streamed)
-			snprintf(a->message, sizeof(a->message), "could not write what came");
-		else {
-			if (h.len)
-				a->body = json_loadb(h.body, h.len, 0, NULL);
-			answer_problem(a);
-		}
-	}
-	httpc_answer_release(&h);
-	return rc;
+	return exchange(c, what, &r, a);
 }
