@@ -60,6 +60,7 @@ static const preset presets[] = {
 #define N_PRESETS (sizeof(presets) / sizeof(presets[0]))
 
 static const char *const schedule_names[] = {"cosine", "linear", "constant", NULL};
+static const char *const lr_convention_names[] = {"trainyard", "llmc", "nanogpt", NULL};
 static const char *const precision_names[] = {"fp32", "bf16", "fp16", NULL};
 static const char *const recompute_names[] = {"none", "selective", "full", NULL};
 
@@ -68,7 +69,8 @@ static const char *const top_fields[] = {"name",       "model",           "data"
                                          "checkpoint", "fault_tolerance", NULL};
 static const char *const model_fields[] = {"preset",     "layers",  "d_model", "heads",
                                            "vocab_size", "seq_len", NULL};
-static const char *const data_fields[] = {"train", "val", "dataset", "val_dataset", NULL};
+static const char *const data_fields[] = {"train",       "val",     "dataset",
+                                          "val_dataset", "shuffle", NULL};
 static const char *const parallel_fields[] = {
     "data_parallel", "tensor_parallel", "pipeline_parallel", "zero_stage",
     "micro_batch",   "global_batch",    "grad_accum",        NULL};
@@ -82,8 +84,9 @@ static const char *const fallback_fields[] = {"data_parallel",
 static const char *const resources_fields[] = {
     "nodes", "gpus_per_node", "ranks_per_node", "time_limit_minutes", "partition", NULL};
 static const char *const training_fields[] = {
-    "steps",        "lr",   "warmup_steps", "schedule",  "precision", "grad_clip",
-    "weight_decay", "seed", "recompute",    "init_from", NULL};
+    "steps",     "lr",        "warmup_steps", "schedule", "lr_convention", "min_lr_fraction",
+    "precision", "grad_clip", "weight_decay", "seed",     "recompute",     "init_from",
+    NULL};
 static const char *const checkpoint_fields[] = {"every_steps", "keep", NULL};
 static const char *const fault_fields[] = {"max_restarts", "heartbeat_timeout_s", "fallback", NULL};
 
@@ -378,14 +381,17 @@ static void rd_dataset_ref(ctx *c, const json_t *d, const char *key, char *dst, 
 static void read_data(ctx *c, const json_t *root)
 {
 	const json_t *d;
+	jobspec_data *x = &c->s->data;
+	x->shuffle = true;
 	if (rd_obj(c, root, "data", true, &d) <= 0)
 		return;
 	only(c, d, "/data", data_fields);
-	jobspec_data *x = &c->s->data;
 	rd_data_path(c, d, "train", false, x->train, sizeof(x->train));
 	rd_data_path(c, d, "val", false, x->val, sizeof(x->val));
 	rd_dataset_ref(c, d, "dataset", x->dataset, sizeof(x->dataset));
 	rd_dataset_ref(c, d, "val_dataset", x->val_dataset, sizeof(x->val_dataset));
+	if (jsonx_get_bool(d, "/data", "shuffle", false, &x->shuffle, c->v) < 0)
+		c->problems++;
 	bool train = given(d, "train"), ds = given(d, "dataset");
 	if (!train && !ds)
 		problem(c, "/data/train", ERR_F_REQUIRED,
@@ -485,6 +491,10 @@ static void read_training(ctx *c, const json_t *root)
 	int e = JOBSPEC_SCHEDULE_COSINE;
 	rd_enum(c, t, B, "schedule", schedule_names, &e);
 	x->schedule = (jobspec_schedule)e;
+	e = JOBSPEC_LR_TRAINYARD;
+	rd_enum(c, t, B, "lr_convention", lr_convention_names, &e);
+	x->lr_convention = (jobspec_lr_convention)e;
+	rd_num(c, t, B, "min_lr_fraction", 0, 1, 0.1, &x->min_lr_fraction);
 	e = JOBSPEC_PRECISION_FP32;
 	rd_enum(c, t, B, "precision", precision_names, &e);
 	x->precision = (jobspec_precision)e;
@@ -744,9 +754,10 @@ static json_t *training_json(const jobspec_training *t)
 {
 	/* init_from only when set: the normal form of a job without it is unchanged */
 	return json_pack(
-	    "{s:i, s:f, s:i, s:s, s:s, s:s, s:f, s:f, s:I, s:s*}", "steps", t->steps, "lr", t->lr,
-	    "warmup_steps", t->warmup_steps, "schedule", jobspec_schedule_name(t->schedule),
-	    "precision", jobspec_precision_name(t->precision), "recompute",
+	    "{s:i, s:f, s:i, s:s, s:s, s:f, s:s, s:s, s:f, s:f, s:I, s:s*}", "steps", t->steps, "lr",
+	    t->lr, "warmup_steps", t->warmup_steps, "schedule", jobspec_schedule_name(t->schedule),
+	    "lr_convention", jobspec_lr_convention_name(t->lr_convention), "min_lr_fraction",
+	    t->min_lr_fraction, "precision", jobspec_precision_name(t->precision), "recompute",
 	    jobspec_recompute_name(t->recompute), "grad_clip", t->grad_clip, "weight_decay",
 	    t->weight_decay, "seed", (json_int_t)t->seed, "init_from", or_null(t->init_from));
 }
@@ -757,11 +768,12 @@ static json_t *training_json(const jobspec_training *t)
  */
 static json_t *spec_json(const jobspec *s)
 {
-	return json_pack("{s:s, s:o, s:{s:s*, s:s*, s:s*, s:s*}, s:o, s:o, s:o, s:{s:i, s:i}, "
+	return json_pack("{s:s, s:o, s:{s:s*, s:s*, s:s*, s:s*, s:b}, s:o, s:o, s:o, s:{s:i, s:i}, "
 	                 "s:{s:i, s:i, s:o}}",
 	                 "name", s->name, "model", model_json(&s->model), "data", "train",
 	                 or_null(s->data.train), "val", or_null(s->data.val), "dataset",
 	                 or_null(s->data.dataset), "val_dataset", or_null(s->data.val_dataset),
+	                 "shuffle", s->data.shuffle,
 	                 "parallel", parallel_json(&s->parallel, s->global_batch), "resources",
 	                 resources_json(&s->resources), "training", training_json(&s->training),
 	                 "checkpoint", "every_steps", s->checkpoint.every_steps, "keep",
@@ -908,6 +920,11 @@ int64_t jobspec_devices(const jobspec *s)
 const char *jobspec_schedule_name(jobspec_schedule s)
 {
 	return (unsigned)s < 3 ? schedule_names[s] : "cosine";
+}
+
+const char *jobspec_lr_convention_name(jobspec_lr_convention c)
+{
+	return (unsigned)c < 3 ? lr_convention_names[c] : "trainyard";
 }
 
 const char *jobspec_recompute_name(jobspec_recompute r)

@@ -34,6 +34,17 @@ typedef enum jobspec_schedule {
 	JOBSPEC_SCHEDULE_CONSTANT,
 } jobspec_schedule;
 
+/*
+ * How the schedule counts steps (trainer/optim.h has the formulas): ours
+ * (1-based, the decay reaches its floor at the last step), llm.c's and
+ * nanoGPT's (0-based; nanoGPT's warmup also divides by warmup_steps + 1).
+ */
+typedef enum jobspec_lr_convention {
+	JOBSPEC_LR_TRAINYARD = 0,
+	JOBSPEC_LR_LLMC,
+	JOBSPEC_LR_NANOGPT,
+} jobspec_lr_convention;
+
 typedef enum jobspec_precision {
 	JOBSPEC_PRECISION_FP32 = 0,
 	JOBSPEC_PRECISION_BF16,
@@ -63,6 +74,7 @@ typedef struct jobspec_data {
 	char val[JOBSPEC_PATH_BYTES + 1];
 	char dataset[DATASET_REF_MAX + 1]; /* "name" or "name@N" */
 	char val_dataset[DATASET_REF_MAX + 1];
+	bool shuffle; /* sequences in a new random order each epoch (default), or in stream order */
 } jobspec_data;
 
 typedef struct jobspec_resources {
@@ -78,6 +90,8 @@ typedef struct jobspec_training {
 	double lr;
 	int warmup_steps;
 	jobspec_schedule schedule;
+	jobspec_lr_convention lr_convention;
+	double min_lr_fraction; /* the floor of the decay, a fraction of lr */
 	jobspec_precision precision;
 	jobspec_recompute recompute;
 	double grad_clip; /* 0 disables clipping */
@@ -170,6 +184,7 @@ int64_t jobspec_devices(const jobspec *s);
 
 /* RET: the spec's spelling of a schedule or precision ("cosine", "bf16"). */
 const char *jobspec_schedule_name(jobspec_schedule s);
+const char *jobspec_lr_convention_name(jobspec_lr_convention c);
 const char *jobspec_precision_name(jobspec_precision p);
 const char *jobspec_recompute_name(jobspec_recompute r);
 

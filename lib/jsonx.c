@@ -302,3 +302,19 @@ bool jsonx_is_name(const char *s)
 	}
 	return true;
 }
+
+int jsonx_get_bool(const json_t *obj, const char *base, const char *key, bool required, bool *out,
+                   verrs *v)
+{
+	char ptr[256];
+	int rc;
+	const json_t *m = field(obj, base, key, required, ptr, sizeof(ptr), &rc, v);
+	if (!m)
+		return rc;
+	if (!json_is_boolean(m)) {
+		verrs_add(v, ptr, ERR_F_WRONG_TYPE, "%s must be true or false", key);
+		return -1;
+	}
+	*out = json_is_true(m);
+	return 1;
+}

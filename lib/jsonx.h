@@ -65,6 +65,8 @@ int jsonx_get_str(const json_t *obj, const char *base, const char *key, bool req
                   size_t maxlen, const char **out, verrs *v);
 int jsonx_get_obj(const json_t *obj, const char *base, const char *key, bool required,
                   const json_t **out, verrs *v);
+int jsonx_get_bool(const json_t *obj, const char *base, const char *key, bool required, bool *out,
+                   verrs *v);
 
 /* RET: index of s in the NULL-terminated list, or -1. */
 int jsonx_enum_index(const char *s, const char *const *names);

@@ -51,16 +51,17 @@ static uint32_t bswap32(uint32_t x)
 	return (x >> 24) | ((x >> 8) & 0xff00u) | ((x << 8) & 0xff0000u) | (x << 24);
 }
 
-int llmc_read(const char *path, gpt_config *cfg, float **params, char *err, size_t errlen)
+/*
+ * Open the model file at path and check its header and size.
+ * OUT: *fp (positioned at the first tensor; caller closes), *fcfg.
+ * RET: 0, or -1 with a message in err (nothing left open).
+ */
+static int llmc_open(const char *path, FILE **fp, gpt_config *fcfg, char *err, size_t errlen)
 {
 	int32_t header[LLMC_HEADER_INTS];
-	gpt_tensor *table = NULL;
-	const gpt_tensor **order = NULL;
-	float *p = NULL;
 	struct stat st;
-	int rc = -1;
 
-	*params = NULL;
+	*fp = NULL;
 	FILE *f = fopen(path, "rb");
 	if (!f) {
 		snprintf(err, errlen, "could not open model file \"%s\": %s", path,
@@ -70,18 +71,18 @@ int llmc_read(const char *path, gpt_config *cfg, float **params, char *err, size
 	if (fstat(fileno(f), &st) != 0) {
 		snprintf(err, errlen, "could not stat model file \"%s\": %s", path,
 		         strerror(errno));
-		goto out;
+		goto bad;
 	}
 	if ((size_t)st.st_size < sizeof header) {
 		snprintf(err, errlen,
 		         "model file \"%s\" is truncated: %lld bytes, less than its header", path,
 		         (long long)st.st_size);
-		goto out;
+		goto bad;
 	}
 	if (fread(header, sizeof header, 1, f) != 1) {
 		snprintf(err, errlen, "could not read the header of model file \"%s\": %s", path,
 		         ferror(f) ? strerror(errno) : "unexpected end of file");
-		goto out;
+		goto bad;
 	}
 	if (header[0] != LLMC_MAGIC) {
 		if (bswap32((uint32_t)header[0]) == (uint32_t)LLMC_MAGIC)
@@ -90,54 +91,142 @@ int llmc_read(const char *path, gpt_config *cfg, float **params, char *err, size
 			snprintf(err, errlen,
 			         "model file \"%s\" has bad magic number %d (expected %d)", path,
 			         (int)header[0], LLMC_MAGIC);
-		goto out;
+		goto bad;
 	}
 	if (header[1] != LLMC_VERSION) {
 		snprintf(err, errlen,
 		         "model file \"%s\" has unsupported version %d (expected %d, fp32 weights)",
 		         path, (int)header[1], LLMC_VERSION);
-		goto out;
+		goto bad;
 	}
-	*cfg = (gpt_config){.max_seq_len = header[2],
-	                    .vocab_size = header[3],
-	                    .num_layers = header[4],
-	                    .num_heads = header[5],
-	                    .channels = header[6],
-	                    .padded_vocab_size = header[7]};
+	*fcfg = (gpt_config){.max_seq_len = header[2],
+	                     .vocab_size = header[3],
+	                     .num_layers = header[4],
+	                     .num_heads = header[5],
+	                     .channels = header[6],
+	                     .padded_vocab_size = header[7]};
 	char why[200];
-	if (gpt_config_check(cfg, why, sizeof why) != 0) {
+	if (gpt_config_check(fcfg, why, sizeof why) != 0) {
 		snprintf(err, errlen, "model file \"%s\" has an invalid header: %s", path, why);
-		goto out;
+		goto bad;
 	}
-	size_t np = gpt_num_params(cfg);
-	long long want = (long long)sizeof header + (long long)(np * sizeof(float));
+	long long want = (long long)sizeof header + (long long)(gpt_num_params(fcfg) * sizeof(float));
 	if ((long long)st.st_size != want) {
 		snprintf(err, errlen, "model file \"%s\" is %s: %lld bytes, expected %lld", path,
 		         (long long)st.st_size < want ? "truncated" : "too long",
 		         (long long)st.st_size, want);
+		goto bad;
+	}
+	*fp = f;
+	return 0;
+bad:
+	fclose(f);
+	return -1;
+}
+
+/*
+ * Read the tensors of the file f (of model fcfg) into p, laid out for the
+ * model want. They differ at most in the rows of wte and wpe (llmc_read_for
+ * checked that): the first rows both have are read, the file's others
+ * skipped, want's others set to 0. RET: 0, or -1 with a message.
+ */
+static int llmc_read_tensors(FILE *f, const char *path, const gpt_config *fcfg,
+                             const gpt_config *want, float *p, char *err, size_t errlen)
+{
+	gpt_tensor *ftable = NULL, *wtable = NULL;
+	const gpt_tensor **forder = NULL, **worder = NULL;
+	int rc = -1;
+	int n = llmc_file_order(fcfg, &ftable, &forder);
+	int nw = n < 0 ? -1 : llmc_file_order(want, &wtable, &worder);
+	if (n < 0 || nw != n) {
+		snprintf(err, errlen, "out of memory reading model file \"%s\"", path);
 		goto out;
 	}
-	p = malloc(np * sizeof *p);
-	int n = llmc_file_order(cfg, &table, &order);
-	if (!p || n < 0) {
-		snprintf(err, errlen, "out of memory reading model file \"%s\" (%zu MiB)", path,
-		         np * sizeof *p >> 20);
-		goto out;
-	}
-	for (int k = 0; k < n; k++)
-		if (fread(p + order[k]->offset, sizeof *p, order[k]->numel, f) != order[k]->numel) {
+	for (int k = 0; k < n; k++) {
+		size_t have = forder[k]->numel, need = worder[k]->numel;
+		size_t take = have < need ? have : need;
+		float *dst = p + worder[k]->offset;
+		if (fread(dst, sizeof *p, take, f) != take ||
+		    (have > take &&
+		     fseeko(f, (off_t)((have - take) * sizeof *p), SEEK_CUR) != 0)) {
 			snprintf(err, errlen, "could not read tensor %s of model file \"%s\": %s",
-			         order[k]->name, path,
+			         forder[k]->name, path,
 			         ferror(f) ? strerror(errno) : "unexpected end of file");
 			goto out;
 		}
-	*params = p;
-	p = NULL;
+		memset(dst + take, 0, (need - take) * sizeof *p);
+	}
 	rc = 0;
 out:
-	free(p);
-	free(table);
-	free(order);
+	free(ftable);
+	free(forder);
+	free(wtable);
+	free(worder);
+	return rc;
+}
+
+/* Read the file f of model fcfg into a new array laid out for want. */
+static int llmc_load(FILE *f, const char *path, const gpt_config *fcfg, const gpt_config *want,
+                     float **params, char *err, size_t errlen)
+{
+	size_t np = gpt_num_params(want);
+	float *p = malloc(np * sizeof *p);
+	if (!p) {
+		snprintf(err, errlen, "out of memory reading model file \"%s\" (%zu MiB)", path,
+		         np * sizeof *p >> 20);
+		return -1;
+	}
+	if (llmc_read_tensors(f, path, fcfg, want, p, err, errlen) < 0) {
+		free(p);
+		return -1;
+	}
+	*params = p;
+	return 0;
+}
+
+int llmc_read(const char *path, gpt_config *cfg, float **params, char *err, size_t errlen)
+{
+	FILE *f;
+	*params = NULL;
+	if (llmc_open(path, &f, cfg, err, errlen) < 0)
+		return -1;
+	int rc = llmc_load(f, path, cfg, cfg, params, err, errlen);
+	fclose(f);
+	return rc;
+}
+
+int llmc_read_for(const char *path, const gpt_config *want, float **params, char *err,
+                  size_t errlen)
+{
+	gpt_config fcfg;
+	FILE *f;
+	*params = NULL;
+	if (llmc_open(path, &f, &fcfg, err, errlen) < 0)
+		return -1;
+	const struct {
+		const char *name;
+		int have, need;
+	} same[] = {{"layers", fcfg.num_layers, want->num_layers},
+	            {"heads", fcfg.num_heads, want->num_heads},
+	            {"channels", fcfg.channels, want->channels},
+	            {"vocab_size", fcfg.vocab_size, want->vocab_size}};
+	for (size_t i = 0; i < sizeof same / sizeof same[0]; i++)
+		if (same[i].have != same[i].need) {
+			snprintf(err, errlen,
+			         "model file \"%s\" is another model: its %s is %d, the job's %d",
+			         path, same[i].name, same[i].have, same[i].need);
+			fclose(f);
+			return -1;
+		}
+	if (fcfg.max_seq_len < want->max_seq_len) {
+		snprintf(err, errlen,
+		         "model file \"%s\" has positions for sequences of %d tokens, fewer than "
+		         "the job's seq_len %d",
+		         path, fcfg.max_seq_len, want->max_seq_len);
+		fclose(f);
+		return -1;
+	}
+	int rc = llmc_load(f, path, &fcfg, want, params, err, errlen);
 	fclose(f);
 	return rc;
 }

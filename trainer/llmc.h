@@ -40,6 +40,19 @@
 int llmc_read(const char *path, gpt_config *cfg, float **params, char *err, size_t errlen);
 
 /*
+ * Read the model file at path for the model want, which may differ from
+ * the file's in two ways only: a shorter max_seq_len (wpe keeps the file's
+ * first rows, so llm.c's GPT-2 files, made for 1024 positions, train at
+ * any seq_len up to that) and another padded vocabulary (rows of wte past
+ * want's are padding and are dropped; rows past the file's are set to 0).
+ * Layers, heads, channels and vocab_size must be want's.
+ * OUT params: gpt_num_params(want) floats, unit-major; caller frees.
+ * RET: 0, or -1 with a message in err naming the file and what differs.
+ */
+int llmc_read_for(const char *path, const gpt_config *want, float **params, char *err,
+                  size_t errlen);
+
+/*
  * Write params (unit-major, gpt_num_params(cfg) floats) to path in
  * llm.c's order. The data go to a temporary file next to path that is
  * renamed over it once complete and flushed, so readers never see a

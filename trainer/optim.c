@@ -37,12 +37,17 @@ float lr_at(const lr_schedule *s, int step)
 	int w = s->warmup_steps > 0 ? s->warmup_steps : 0;
 	if (step < 0)
 		step = 0;
-	if (step <= w)
-		return w ? (float)(max * step / w) : (float)max;
+	if (step <= w) {
+		if (!w)
+			return (float)max;
+		return (float)(max * step / (s->convention == LR_NANOGPT ? w + 1 : w));
+	}
 	if (s->decay == LR_CONSTANT)
 		return (float)max;
+	/* the 0-based conventions are one step behind in the decay */
+	int past = step - w - (s->convention == LR_TRAINYARD ? 0 : 1);
 	double span = s->total_steps - w > 1 ? (double)(s->total_steps - w) : 1.0;
-	double r = (step - w) / span;
+	double r = past / span;
 	if (r > 1.0)
 		r = 1.0;
 	if (s->decay == LR_LINEAR)

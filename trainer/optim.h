@@ -40,6 +40,9 @@ void adamw_update(const adamw_config *cfg, float *p, const float *g, float *m, f
 
 typedef enum lr_decay { LR_COSINE = 0, LR_LINEAR, LR_CONSTANT } lr_decay;
 
+/* How steps are counted (the job spec's training.lr_convention). */
+typedef enum lr_convention { LR_TRAINYARD = 0, LR_LLMC, LR_NANOGPT } lr_convention;
+
 /*
  * Learning-rate schedule, for 1-based optimizer steps s:
  *   W = warmup_steps, T = total_steps, max = max_lr, min = min_lr
@@ -50,6 +53,12 @@ typedef enum lr_decay { LR_COSINE = 0, LR_LINEAR, LR_CONSTANT } lr_decay;
  *     constant: lr = max
  * so cosine reaches (max + min) / 2 at s = W + (T - W) / 2 and min at
  * s = T, staying there after. Steps s < 1 count as 0 (lr 0 with warmup).
+ *
+ * LR_LLMC counts as llm.c does, from step i = s - 1 = 0: the same warmup
+ * (max * (i + 1) / W for i < W), then r = (i - W) / (T - W), so the first
+ * step after warmup runs at max and the last (i = T - 1) stays one step
+ * short of min. LR_NANOGPT is the same but for its warmup,
+ * max * (i + 1) / (W + 1), which never quite reaches max.
  */
 typedef struct lr_schedule {
 	float max_lr;
@@ -57,6 +66,7 @@ typedef struct lr_schedule {
 	int warmup_steps;
 	int total_steps;
 	lr_decay decay;
+	lr_convention convention;
 } lr_schedule;
 
 /* RET: the learning rate of step (1-based), by the formula above. */

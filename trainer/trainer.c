@@ -629,17 +629,8 @@ static int initial_params(run *r, float **init)
 		return fail(r, TRAIN_INVALID_CONFIG, "could not take the initial weights");
 	}
 	if (r->o->init_from) {
-		gpt_config fcfg;
-		if (llmc_read(r->o->init_from, &fcfg, init, r->err, sizeof(r->err)) < 0)
+		if (llmc_read_for(r->o->init_from, &tc->model, init, r->err, sizeof(r->err)) < 0)
 			return fail(r, TRAIN_INVALID_CONFIG, "could not import weights");
-		if (memcmp(&fcfg, &tc->model, sizeof(fcfg)) != 0) {
-			free(*init);
-			*init = NULL;
-			snprintf(r->err, sizeof(r->err),
-			         "the weights of \"%s\" are for another model than the job spec's",
-			         r->o->init_from);
-			return fail(r, TRAIN_INVALID_CONFIG, "could not import weights");
-		}
 		return TRAIN_OK;
 	}
 	if (!(*init = malloc(n * sizeof(float)))) {
@@ -718,7 +709,7 @@ static int setup(run *r)
 	                  .dp_size = r->grid.dp,
 	                  .accum_steps = tc->run.grad_accum,
 	                  .seed = (uint64_t)spec->training.seed,
-	                  .shuffle = true,
+	                  .shuffle = spec->data.shuffle,
 	                  .prefetch = true};
 	rc = data_open(&dc, &r->data, r->err, sizeof(r->err));
 	if (rc < 0)
@@ -726,12 +717,15 @@ static int setup(run *r)
 		            "could not open data");
 	r->sched = (lr_schedule){
 	    .max_lr = (float)spec->training.lr,
-	    .min_lr = (float)spec->training.lr * 0.1f,
+	    .min_lr = (float)(spec->training.lr * spec->training.min_lr_fraction),
 	    .warmup_steps = spec->training.warmup_steps,
 	    .total_steps = spec->training.steps,
 	    .decay = spec->training.schedule == JOBSPEC_SCHEDULE_LINEAR     ? LR_LINEAR
 	             : spec->training.schedule == JOBSPEC_SCHEDULE_CONSTANT ? LR_CONSTANT
 	                                                                    : LR_COSINE,
+	    .convention = spec->training.lr_convention == JOBSPEC_LR_LLMC      ? LR_LLMC
+	                  : spec->training.lr_convention == JOBSPEC_LR_NANOGPT ? LR_NANOGPT
+	                                                                       : LR_TRAINYARD,
 	};
 	loss_scaler_init(&r->scaler, tc->precision == GPT_FP16,
 	                 r->o->loss_scale > 0 ? (float)r->o->loss_scale : 65536.0f, 1000);

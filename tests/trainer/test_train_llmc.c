@@ -1,8 +1,9 @@
 /*
  * test_train_llmc.c - llm.c model files: a file written here in llm.c's
  * tensor order (with offsets computed independently of gpt.c) is read
- * into the unit-major layout exactly and written back bit for bit; bad
- * files are rejected with messages that say what is wrong.
+ * into the unit-major layout exactly and written back bit for bit; read
+ * for a model of shorter sequences or other padding; bad files are
+ * rejected with messages that say what is wrong.
  */
 #include <dirent.h>
 #include <stdint.h>
@@ -174,6 +175,81 @@ START_TEST(test_round_trip)
 }
 END_TEST
 
+/*
+ * q (laid out for want) holds what p (laid out for have) holds, tensor by
+ * tensor, over the leading elements both have, and zeros past them.
+ */
+static void expect_same_leading(const gpt_config *want, const float *q, const gpt_config *have,
+                                const float *p)
+{
+	int n = 2 + 12 * want->num_layers + 2;
+	gpt_tensor *wt = calloc((size_t)n, sizeof *wt), *ht = calloc((size_t)n, sizeof *ht);
+	ck_assert(wt && ht);
+	gpt_tensors(want, wt, n);
+	gpt_tensors(have, ht, n);
+	for (int i = 0; i < n; i++) {
+		size_t both = wt[i].numel < ht[i].numel ? wt[i].numel : ht[i].numel;
+		ck_assert_msg(memcmp(q + wt[i].offset, p + ht[i].offset, both * sizeof *q) == 0,
+		              "tensor %s differs", wt[i].name);
+		for (size_t k = both; k < wt[i].numel; k++)
+			ck_assert_msg(q[wt[i].offset + k] == 0.0f, "%s[%zu] is not 0", wt[i].name, k);
+	}
+	free(wt);
+	free(ht);
+}
+
+/*
+ * A file made for longer sequences and another padded vocabulary (as
+ * llm.c's GPT-2 files: 1024 positions, 50304 rows) is read for the
+ * job's model: wpe's first rows, wte's rows up to the job's padding; a
+ * job with more padding than the file gets zero rows. Another shape of
+ * model, or too few positions, is refused saying what differs.
+ */
+START_TEST(test_read_for_another_layout)
+{
+	make_dir();
+	char path[256], err[512] = "";
+	gpt_config big = cfg;
+	big.max_seq_len = 16;
+	big.padded_vocab_size = 128;
+	float *p = random_params(gpt_num_params(&big)), *q = NULL;
+	path_in_dir(path, sizeof path, "big.bin");
+	write_reference(path, &big, p, LLMC_MAGIC, LLMC_VERSION);
+
+	ck_assert_msg(llmc_read_for(path, &cfg, &q, err, sizeof err) == 0, "read: %s", err);
+	expect_same_leading(&cfg, q, &big, p);
+	free(q);
+
+	gpt_config wide = cfg; /* 8 positions, 192 rows: more padding than the file */
+	wide.padded_vocab_size = 192;
+	ck_assert_msg(llmc_read_for(path, &wide, &q, err, sizeof err) == 0, "read: %s", err);
+	expect_same_leading(&wide, q, &big, p);
+	free(q);
+
+	ck_assert_msg(llmc_read_for(path, &big, &q, err, sizeof err) == 0, "read: %s", err);
+	ck_assert(memcmp(q, p, gpt_num_params(&big) * sizeof *p) == 0);
+	free(q);
+
+	gpt_config longer = big;
+	longer.max_seq_len = 32;
+	q = p;
+	ck_assert_int_eq(llmc_read_for(path, &longer, &q, err, sizeof err), -1);
+	ck_assert_ptr_null(q);
+	ck_assert_msg(strstr(err, "sequences of 16 tokens, fewer than the job's seq_len 32"), "%s",
+	              err);
+	gpt_config other = cfg;
+	other.num_layers = 2;
+	ck_assert_int_eq(llmc_read_for(path, &other, &q, err, sizeof err), -1);
+	ck_assert_msg(strstr(err, "its layers is 3, the job's 2") && strstr(err, path), "%s", err);
+	other = cfg;
+	other.vocab_size = 41;
+	ck_assert_int_eq(llmc_read_for(path, &other, &q, err, sizeof err), -1);
+	ck_assert_msg(strstr(err, "its vocab_size is 40, the job's 41"), "%s", err);
+	free(p);
+	remove_dir();
+}
+END_TEST
+
 /* Read path and expect failure with a message containing want. */
 static void expect_error(const char *path, const char *want)
 {
@@ -245,6 +321,7 @@ static Suite *make_suite(void)
 	TCase *tc = tcase_create("llmc");
 	tcase_add_test(tc, test_round_trip);
 	tcase_add_test(tc, test_rejects);
+	tcase_add_test(tc, test_read_for_another_layout);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -127,6 +127,49 @@ START_TEST(lr_schedule_points)
 END_TEST
 
 /*
+ * The 0-based conventions, against the formulas as llm.c's and nanoGPT's
+ * training loops state them for their step i = 0, 1, ...:
+ *   llm.c:   i < W: max (i + 1) / W;      else min + (max - min) (1 + cos(pi (i - W) / (T - W))) / 2
+ *   nanoGPT: i < W: max (i + 1) / (W + 1); else the same decay
+ * (our step s is i + 1). Spot values: the first step after warmup is at
+ * the peak exactly; the last (i = 109) one step short of the floor.
+ */
+START_TEST(lr_schedule_zero_based)
+{
+	lr_schedule s = {.max_lr = 6e-4f,
+	                 .min_lr = 6e-5f,
+	                 .warmup_steps = 10,
+	                 .total_steps = 110,
+	                 .decay = LR_COSINE,
+	                 .convention = LR_LLMC};
+	const double max = 6e-4, min = 6e-5, W = 10, T = 110;
+	for (int i = 0; i < 110; i++) {
+		double decay = min + (max - min) * (1 + cos(M_PI * (i - W) / (T - W))) / 2;
+		s.convention = LR_LLMC;
+		double want = i < W ? max * (i + 1) / W : decay;
+		ck_assert_double_eq_tol(lr_at(&s, i + 1), want, 1e-10);
+		s.convention = LR_NANOGPT;
+		want = i < W ? max * (i + 1) / (W + 1) : decay;
+		ck_assert_double_eq_tol(lr_at(&s, i + 1), want, 1e-10);
+	}
+	s.convention = LR_LLMC;
+	ck_assert_double_eq_tol(lr_at(&s, 11), 6e-4, 1e-10);
+	ck_assert(lr_at(&s, 110) > 6e-5f + 1e-9f);
+	ck_assert_double_eq_tol(lr_at(&s, 111), 6e-5, 1e-10);
+	s.convention = LR_TRAINYARD;
+	ck_assert(lr_at(&s, 11) < 6e-4f);
+	ck_assert_double_eq_tol(lr_at(&s, 110), 6e-5, 1e-10);
+	s.convention = LR_NANOGPT;
+	ck_assert_double_eq_tol(lr_at(&s, 10), 6e-4 * 10 / 11, 1e-10);
+
+	/* linear decays by the same ratio */
+	s.convention = LR_LLMC;
+	s.decay = LR_LINEAR;
+	ck_assert_double_eq_tol(lr_at(&s, 36), 6e-4 - 5.4e-4 * 0.25, 1e-10);
+}
+END_TEST
+
+/*
  * Gradient (3, 4): norm 5. Clip 1: factor 1 / (5 + 1e-6) = 0.19999996, so
  * the clipped gradient is (0.6, 0.8), norm 1. Clip 10 or 0: factor 1.
  */
@@ -154,6 +197,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, adamw_grad_scale);
 	tcase_add_test(tc, adamw_decay_only_where_asked);
 	tcase_add_test(tc, lr_schedule_points);
+	tcase_add_test(tc, lr_schedule_zero_based);
 	tcase_add_test(tc, clip_by_global_norm);
 	suite_add_tcase(s, tc);
 	return s;

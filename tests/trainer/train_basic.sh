@@ -48,6 +48,46 @@ check "imported weights train on" train1 --spec "$TY_TMP/spec.json" --stop-after
 check_eq "and start from the same loss as a fresh run" "$first" \
 	"$(losses "$TY_TMP/imp.jsonl" | head -n 1 | cut -d' ' -f2)"
 
+# An llm.c file made for longer sequences (GPT-2's have 1024 positions)
+# trains at the spec's seq_len: wpe keeps its first rows, the rest is equal.
+check "export weights made for 128 positions" train1 --spec "$TY_TMP/spec.json" \
+	--set model.seq_len=128 --stop-after 0 --export "$TY_TMP/long.bin"
+check "import them for the spec's 64 positions" train1 --spec "$TY_TMP/spec.json" \
+	--stop-after 0 --init-from "$TY_TMP/long.bin" --export "$TY_TMP/short.bin"
+check_eq "the export says 64 positions" 64 "$(od -An -t d4 -j 8 -N 4 "$TY_TMP/short.bin" | tr -d ' ')"
+# tiny: C 64, Vp 256; header 1024 bytes, wte 256 rows and wpe rows of 256 bytes
+check "wte and wpe's first 64 rows are the file's" \
+	cmp -n $((256 * 256 + 64 * 256)) -i 1024:1024 "$TY_TMP/long.bin" "$TY_TMP/short.bin"
+check "every layer after them is the file's" \
+	cmp -i $((1024 + 256 * 256 + 128 * 256)):$((1024 + 256 * 256 + 64 * 256)) \
+	"$TY_TMP/long.bin" "$TY_TMP/short.bin"
+check "and they train on" train1 --spec "$TY_TMP/spec.json" --stop-after 2 \
+	--init-from "$TY_TMP/long.bin" --metrics "$TY_TMP/long.jsonl"
+check_eq "two steps" 2 "$(losses "$TY_TMP/long.jsonl" | wc -l)"
+check_fails "a file for fewer positions than the spec is refused (10)" 10 \
+	train1 --spec "$TY_TMP/spec.json" --set model.seq_len=256 --init-from "$TY_TMP/long.bin"
+
+# data.shuffle false reads sequences in stream order: two corpora that
+# share their beginning give the same first loss; shuffled, they do not.
+head -c 3000 "$DATA/corpus.txt" >"$DATA/other.txt"
+awk 'BEGIN { for (i = 1; i <= 2000; i++) printf "an entirely different line number %d\n", i }' \
+	>>"$DATA/other.txt"
+check "tokenize a corpus that shares only its beginning" \
+	"$TRAIN_BIN" tokenize --out "$DATA/other" --shard-tokens 40000 "$DATA/other.txt"
+for order in true false; do
+	for set in train other; do
+		check "one step on $set, shuffle $order" train1 --spec "$TY_TMP/spec.json" \
+			--set "data.train=${set}_*.bin" --set "data.shuffle=$order" --stop-after 1 \
+			--metrics "$TY_TMP/order-$set-$order.jsonl"
+	done
+done
+first_loss() { losses "$TY_TMP/order-$1-$2.jsonl" | head -n 1 | cut -d' ' -f2; }
+check_match "each run recorded its loss" '^([0-9.]+ ){3}[0-9.]+$' \
+	"$(first_loss train false) $(first_loss other false) $(first_loss train true) $(first_loss other true)"
+check_eq "in stream order the first batch is the same" "$(first_loss train false)" \
+	"$(first_loss other false)"
+check "shuffled, it is not" test "$(first_loss train true)" != "$(first_loss other true)"
+
 # Failure classes come out as distinct exit statuses.
 check_fails "data_parallel 2 on one process is an invalid configuration (10)" 10 \
 	train1 --spec "$TY_TMP/spec.json" --set parallel.data_parallel=2 \

@@ -615,6 +615,36 @@ static const spec_case cases[] = {
      NULL,
      BAD,
      {{"/training/schedule", "wrong_type"}}},
+    {"lr_convention unknown",
+     FOUNDING,
+     "{'training': {'lr_convention': 'torch'}}",
+     NULL,
+     BAD,
+     {{"/training/lr_convention", "invalid_value"}}},
+    {"min_lr_fraction above 1",
+     FOUNDING,
+     "{'training': {'min_lr_fraction': 1.5}}",
+     NULL,
+     BAD,
+     {{"/training/min_lr_fraction", "out_of_range"}}},
+    {"min_lr_fraction negative",
+     FOUNDING,
+     "{'training': {'min_lr_fraction': -0.1}}",
+     NULL,
+     BAD,
+     {{"/training/min_lr_fraction", "out_of_range"}}},
+    {"shuffle not a boolean",
+     FOUNDING,
+     "{'data': {'shuffle': 'no'}}",
+     NULL,
+     BAD,
+     {{"/data/shuffle", "wrong_type"}}},
+    {"shuffle as a number",
+     FOUNDING,
+     "{'data': {'shuffle': 0}}",
+     NULL,
+     BAD,
+     {{"/data/shuffle", "wrong_type"}}},
     {"precision unknown",
      FOUNDING,
      "{'training': {'precision': 'int8'}}",
@@ -1103,6 +1133,11 @@ START_TEST(test_defaults_filled)
 	want_real(n, "/training/lr", 3e-4);
 	want_int(n, "/training/warmup_steps", 0);
 	want_str(n, "/training/schedule", "cosine");
+	want_str(n, "/training/lr_convention", "trainyard");
+	want_real(n, "/training/min_lr_fraction", 0.1);
+	ck_assert(json_is_true(at(n, "/data/shuffle")));
+	ck_assert(s.data.shuffle);
+	ck_assert_int_eq(s.training.lr_convention, JOBSPEC_LR_TRAINYARD);
 	want_str(n, "/training/precision", "fp32");
 	want_real(n, "/training/grad_clip", 1.0);
 	want_real(n, "/training/weight_decay", 0.1);
@@ -1139,8 +1174,15 @@ START_TEST(test_given_values_kept)
 	json_t *n = valid(TINY,
 	                  "{'resources': {'partition': 'cpu', 'time_limit_minutes': 5},"
 	                  " 'training': {'lr': 1, 'schedule': 'linear', 'seed': 7,"
-	                  " 'precision': 'bf16'}, 'data': {'val': 'v.bin'}}",
+	                  " 'precision': 'bf16', 'lr_convention': 'llmc', 'min_lr_fraction': 0},"
+	                  " 'data': {'val': 'v.bin', 'shuffle': false}}",
 	                  &s);
+	want_str(n, "/training/lr_convention", "llmc");
+	want_real(n, "/training/min_lr_fraction", 0.0);
+	ck_assert(json_is_false(at(n, "/data/shuffle")));
+	ck_assert(!s.data.shuffle);
+	ck_assert_int_eq(s.training.lr_convention, JOBSPEC_LR_LLMC);
+	ck_assert(s.training.min_lr_fraction == 0.0);
 	want_str(n, "/resources/partition", "cpu");
 	want_int(n, "/resources/time_limit_minutes", 5);
 	want_real(n, "/training/lr", 1.0);
@@ -1440,6 +1482,9 @@ START_TEST(test_enum_names)
 	ck_assert_str_eq(jobspec_schedule_name(JOBSPEC_SCHEDULE_COSINE), "cosine");
 	ck_assert_str_eq(jobspec_schedule_name(JOBSPEC_SCHEDULE_LINEAR), "linear");
 	ck_assert_str_eq(jobspec_schedule_name(JOBSPEC_SCHEDULE_CONSTANT), "constant");
+	ck_assert_str_eq(jobspec_lr_convention_name(JOBSPEC_LR_TRAINYARD), "trainyard");
+	ck_assert_str_eq(jobspec_lr_convention_name(JOBSPEC_LR_LLMC), "llmc");
+	ck_assert_str_eq(jobspec_lr_convention_name(JOBSPEC_LR_NANOGPT), "nanogpt");
 	ck_assert_str_eq(jobspec_precision_name(JOBSPEC_PRECISION_FP32), "fp32");
 	ck_assert_str_eq(jobspec_precision_name(JOBSPEC_PRECISION_BF16), "bf16");
 	ck_assert_str_eq(jobspec_precision_name(JOBSPEC_PRECISION_FP16), "fp16");
