@@ -753,13 +753,14 @@ static json_t *resources_json(const jobspec_resources *r)
 static json_t *training_json(const jobspec_training *t)
 {
 	/* init_from only when set: the normal form of a job without it is unchanged */
-	return json_pack(
-	    "{s:i, s:f, s:i, s:s, s:s, s:f, s:s, s:s, s:f, s:f, s:I, s:s*}", "steps", t->steps, "lr",
-	    t->lr, "warmup_steps", t->warmup_steps, "schedule", jobspec_schedule_name(t->schedule),
-	    "lr_convention", jobspec_lr_convention_name(t->lr_convention), "min_lr_fraction",
-	    t->min_lr_fraction, "precision", jobspec_precision_name(t->precision), "recompute",
-	    jobspec_recompute_name(t->recompute), "grad_clip", t->grad_clip, "weight_decay",
-	    t->weight_decay, "seed", (json_int_t)t->seed, "init_from", or_null(t->init_from));
+	return json_pack("{s:i, s:f, s:i, s:s, s:s, s:f, s:s, s:s, s:f, s:f, s:I, s:s*}", "steps",
+	                 t->steps, "lr", t->lr, "warmup_steps", t->warmup_steps, "schedule",
+	                 jobspec_schedule_name(t->schedule), "lr_convention",
+	                 jobspec_lr_convention_name(t->lr_convention), "min_lr_fraction",
+	                 t->min_lr_fraction, "precision", jobspec_precision_name(t->precision),
+	                 "recompute", jobspec_recompute_name(t->recompute), "grad_clip",
+	                 t->grad_clip, "weight_decay", t->weight_decay, "seed", (json_int_t)t->seed,
+	                 "init_from", or_null(t->init_from));
 }
 
 /*
@@ -768,18 +769,17 @@ static json_t *training_json(const jobspec_training *t)
  */
 static json_t *spec_json(const jobspec *s)
 {
-	return json_pack("{s:s, s:o, s:{s:s*, s:s*, s:s*, s:s*, s:b}, s:o, s:o, s:o, s:{s:i, s:i}, "
-	                 "s:{s:i, s:i, s:o}}",
-	                 "name", s->name, "model", model_json(&s->model), "data", "train",
-	                 or_null(s->data.train), "val", or_null(s->data.val), "dataset",
-	                 or_null(s->data.dataset), "val_dataset", or_null(s->data.val_dataset),
-	                 "shuffle", s->data.shuffle,
-	                 "parallel", parallel_json(&s->parallel, s->global_batch), "resources",
-	                 resources_json(&s->resources), "training", training_json(&s->training),
-	                 "checkpoint", "every_steps", s->checkpoint.every_steps, "keep",
-	                 s->checkpoint.keep, "fault_tolerance", "max_restarts",
-	                 s->fault_tolerance.max_restarts, "heartbeat_timeout_s",
-	                 s->fault_tolerance.heartbeat_timeout_s, "fallback", fallback_json(s));
+	return json_pack(
+	    "{s:s, s:o, s:{s:s*, s:s*, s:s*, s:s*, s:b}, s:o, s:o, s:o, s:{s:i, s:i}, "
+	    "s:{s:i, s:i, s:o}}",
+	    "name", s->name, "model", model_json(&s->model), "data", "train",
+	    or_null(s->data.train), "val", or_null(s->data.val), "dataset",
+	    or_null(s->data.dataset), "val_dataset", or_null(s->data.val_dataset), "shuffle",
+	    s->data.shuffle, "parallel", parallel_json(&s->parallel, s->global_batch), "resources",
+	    resources_json(&s->resources), "training", training_json(&s->training), "checkpoint",
+	    "every_steps", s->checkpoint.every_steps, "keep", s->checkpoint.keep, "fault_tolerance",
+	    "max_restarts", s->fault_tolerance.max_restarts, "heartbeat_timeout_s",
+	    s->fault_tolerance.heartbeat_timeout_s, "fallback", fallback_json(s));
 }
 
 int jobspec_parse(const json_t *in, const jobspec_quota *quota, jobspec *out, json_t **normalized,

@@ -110,7 +110,8 @@ static int llmc_open(const char *path, FILE **fp, gpt_config *fcfg, char *err, s
 		snprintf(err, errlen, "model file \"%s\" has an invalid header: %s", path, why);
 		goto bad;
 	}
-	long long want = (long long)sizeof header + (long long)(gpt_num_params(fcfg) * sizeof(float));
+	long long want =
+	    (long long)sizeof header + (long long)(gpt_num_params(fcfg) * sizeof(float));
 	if ((long long)st.st_size != want) {
 		snprintf(err, errlen, "model file \"%s\" is %s: %lld bytes, expected %lld", path,
 		         (long long)st.st_size < want ? "truncated" : "too long",
@@ -147,8 +148,7 @@ static int llmc_read_tensors(FILE *f, const char *path, const gpt_config *fcfg,
 		size_t take = have < need ? have : need;
 		float *dst = p + worder[k]->offset;
 		if (fread(dst, sizeof *p, take, f) != take ||
-		    (have > take &&
-		     fseeko(f, (off_t)((have - take) * sizeof *p), SEEK_CUR) != 0)) {
+		    (have > take && fseeko(f, (off_t)((have - take) * sizeof *p), SEEK_CUR) != 0)) {
 			snprintf(err, errlen, "could not read tensor %s of model file \"%s\": %s",
 			         forder[k]->name, path,
 			         ferror(f) ? strerror(errno) : "unexpected end of file");

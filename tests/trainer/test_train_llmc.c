@@ -192,7 +192,8 @@ static void expect_same_leading(const gpt_config *want, const float *q, const gp
 		ck_assert_msg(memcmp(q + wt[i].offset, p + ht[i].offset, both * sizeof *q) == 0,
 		              "tensor %s differs", wt[i].name);
 		for (size_t k = both; k < wt[i].numel; k++)
-			ck_assert_msg(q[wt[i].offset + k] == 0.0f, "%s[%zu] is not 0", wt[i].name, k);
+			ck_assert_msg(q[wt[i].offset + k] == 0.0f, "%s[%zu] is not 0", wt[i].name,
+			              k);
 	}
 	free(wt);
 	free(ht);

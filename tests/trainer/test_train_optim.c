@@ -129,10 +129,10 @@ END_TEST
 /*
  * The 0-based conventions, against the formulas as llm.c's and nanoGPT's
  * training loops state them for their step i = 0, 1, ...:
- *   llm.c:   i < W: max (i + 1) / W;      else min + (max - min) (1 + cos(pi (i - W) / (T - W))) / 2
- *   nanoGPT: i < W: max (i + 1) / (W + 1); else the same decay
- * (our step s is i + 1). Spot values: the first step after warmup is at
- * the peak exactly; the last (i = 109) one step short of the floor.
+ *   llm.c:   i < W: max (i + 1) / W;      else min + (max - min) (1 + cos(pi (i - W) / (T - W))) /
+ * 2 nanoGPT: i < W: max (i + 1) / (W + 1); else the same decay (our step s is i + 1). Spot values:
+ * the first step after warmup is at the peak exactly; the last (i = 109) one step short of the
+ * floor.
  */
 START_TEST(lr_schedule_zero_based)
 {
