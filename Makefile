@@ -77,8 +77,8 @@ TOOL_BINS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(TOOL_SRC))
 Q ?= @
 EMBEDDED := $(sort $(wildcard migrations/*.sql)) api/openapi.json
 
-.PHONY: all test unit itest bench demo deps fuzz format format-check clean help docs chaos
-all: $(BINS)
+.PHONY: all test unit itest bench demo deps fuzz format format-check clean help docs chaos gpu gpu-build
+all: $(BINS) $(if $(GPU),gpu)
 
 help:
 	@echo "make              build every program into build/bin"
@@ -89,7 +89,8 @@ help:
 	@echo "make chaos        the chaos test alone, CHAOS_SECONDS long (default 600)"
 	@echo "make bench        API, trainer, crypto, scheduler, audit log and lineage benchmarks"
 	@echo "make demo         bring up the local stack and submit a job"
-	@echo "make deps         install the Debian packages when missing"
+	@echo "make deps         install the Debian packages when missing (GPU=1: and the CUDA toolkit)"
+	@echo "make GPU=1 gpu    the GPU backend and its device checks (tests/gpu/run runs them)"
 	@echo "make docs         regenerate docs/errors.md from lib/errors.def"
 	@echo "make format       clang-format every C file; format-check only checks"
 
@@ -209,6 +210,70 @@ $(BUILD)/tests/tool_%: $(call obj,tests/integration/tool_%.c) $(LIB_A)
 	@echo "  LINK    $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# The GPU backend (trainer/gpu/, CUDA C) and its device checks
+# (tests/gpu/): built by `make GPU=1 gpu` only, with the nvcc on PATH
+# (the CUDA toolkit, or Debian's nvidia-cuda-toolkit: `make deps GPU=1`).
+# NVCC_ARCH picks the GPU generation (sm_90: H100, H200); NVCC_CCBIN a host
+# compiler nvcc accepts when the default is too new for it. The NCCL
+# communicator (trainer/gpu/comm_nccl.c) is built where nccl.h is found,
+# in the toolkit's include directory or NCCL_HOME/include.
+GPU        ?=
+NVCC       ?= nvcc
+NVCC_ARCH  ?= sm_90
+NVCC_CCBIN ?=
+NVCC_PATH  := $(shell command -v $(NVCC) 2>/dev/null)
+# The toolkit is the one nvcc belongs to (/usr/local/cuda, or /usr for Debian's).
+GPU_HOME   := $(patsubst %/bin/,%,$(dir $(NVCC_PATH)))
+CUDA_INC   := $(filter-out /usr/include,$(GPU_HOME)/include)
+CUDA_LIB   := $(filter-out /usr/lib/$(MULTIARCH),$(firstword $(wildcard $(GPU_HOME)/lib64 \
+                                                  $(GPU_HOME)/lib/$(MULTIARCH))))
+NCCL_HOME  ?=
+NCCL_H     := $(firstword $(wildcard $(GPU_HOME)/include/nccl.h $(NCCL_HOME)/include/nccl.h \
+                                     /usr/include/nccl.h))
+NCCL_INC   := $(filter-out /usr/include/,$(dir $(NCCL_H)))
+NVCC_FLAGS := -O2 -std=c++17 -arch=$(NVCC_ARCH) $(if $(NVCC_CCBIN),-ccbin $(NVCC_CCBIN)) \
+              -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror -MMD -MP \
+              -Itrainer -Ilib
+GPU_SRC    := $(wildcard trainer/gpu/*.cu)
+GPU_OBJ    := $(patsubst %.cu,$(BUILD)/obj/%.o,$(GPU_SRC))
+GPU_A      := $(BUILD)/lib/libtygpu.a
+CUDA_RPATH := -L$(CUDA_LIB) -Wl,-rpath,$(CUDA_LIB)
+GPU_LIBS   := $(if $(CUDA_LIB),$(CUDA_RPATH)) -lcublasLt -lcudart -lstdc++
+NCCL_SRC   := $(if $(NCCL_H),trainer/gpu/comm_nccl.c)
+GPU_TESTS  := $(patsubst tests/gpu/%.cu,$(BUILD)/gpu/%,$(wildcard tests/gpu/test_*.cu))
+
+$(BUILD)/obj/%.o: %.cu
+	@mkdir -p $(@D)
+	@echo "  NVCC    $<"
+	$(Q)$(NVCC) $(NVCC_FLAGS) -c -o $@ $<
+
+$(GPU_A): $(GPU_OBJ) $(call obj,$(NCCL_SRC))
+	@mkdir -p $(@D)
+	@echo "  AR      $@"
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/obj/trainer/gpu/%.o: CFLAGS += $(TRAIN_CFLAGS) -Itrainer \
+                                        $(addprefix -isystem ,$(CUDA_INC) $(NCCL_INC))
+
+$(BUILD)/gpu/test_%: $(BUILD)/obj/tests/gpu/test_%.o $(GPU_A) $(TRAIN_A) $(LIB_A)
+	@mkdir -p $(@D)
+	@echo "  LINK    $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(GPU_LIBS) $(if $(NCCL_SRC),-lnccl) $(TRAIN_LIBS) $(LDLIBS)
+
+gpu:
+ifeq ($(GPU),)
+	@echo "make gpu: the GPU backend is built with GPU=1 (make GPU=1 gpu)" >&2; exit 2
+else ifeq ($(NVCC_PATH),)
+	@echo "make gpu: no $(NVCC) on PATH: install the CUDA toolkit (make deps GPU=1)" >&2; exit 2
+else
+	@$(MAKE) --no-print-directory gpu-build
+	@echo "GPU backend built with $$($(NVCC) --version | tail -n 1 | sed 's/^Build //')," \
+	     "-arch=$(NVCC_ARCH); NCCL communicator:" \
+	     "$(if $(NCCL_H),built against $(NCCL_H),skipped (no nccl.h))"
+endif
+
+gpu-build: $(GPU_A) $(GPU_TESTS)
+
 unit: $(UNIT_BINS)
 	@tests/run-unit $(UNIT_BINS)
 
@@ -263,7 +328,7 @@ demo:
 	@deploy/demo
 
 deps:
-	@deploy/deps
+	@deploy/deps $(if $(GPU),--gpu)
 
 docs: $(BUILD)/tests/test_error
 	$(BUILD)/tests/test_error --write-docs docs/errors.md

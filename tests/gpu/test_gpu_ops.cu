@@ -275,6 +275,96 @@ static void check_sumsq(size_t n, unsigned seed)
 	cudaFree(dx), cudaFree(dout), cudaFree(dscratch);
 }
 
+static int32_t *dev_tokens(const int32_t *h, size_t n)
+{
+	int32_t *d = NULL;
+	if (cudaMalloc(&d, n * sizeof(int32_t)) != cudaSuccess) {
+		fprintf(stderr, "cudaMalloc of %zu tokens failed\n", n);
+		exit(2);
+	}
+	cudaMemcpy(d, h, n * sizeof(int32_t), cudaMemcpyHostToDevice);
+	return d;
+}
+
+/*
+ * The embeddings and the LM head. Tokens repeat (V small against B*T), so
+ * wte rows sum several positions. The logits' padded columns must be -inf
+ * and are compared apart from the real ones.
+ */
+static void check_embed_head(int B, int T, int C, int V, int Vp, unsigned seed)
+{
+	char what[128];
+	int N = B * T;
+	size_t NC = (size_t)N * C, NV = (size_t)N * Vp;
+	int32_t *tok = (int32_t *)malloc((size_t)N * sizeof(int32_t));
+	for (int i = 0; i < N; i++) {
+		seed = seed * 1664525u + 1013904223u;
+		tok[i] = (int32_t)((seed >> 8) % (unsigned)V);
+	}
+	float *wte = randn((size_t)Vp * C, &seed, 1.0f), *wpe = randn((size_t)T * C, &seed, 1.0f);
+	float *dout = randn(NC, &seed, 1.0f), *x = randn(NC, &seed, 1.0f);
+	float *dlog = randn(NV, &seed, 1.0f);
+	for (int n = 0; n < N; n++)
+		for (int v = V; v < Vp; v++)
+			dlog[(size_t)n * Vp + v] = 0.0f; /* as softmax_xent_backward leaves them */
+	float *out = (float *)calloc(NC, 4), *dwte = (float *)calloc((size_t)Vp * C, 4),
+	      *dwpe = (float *)calloc((size_t)T * C, 4), *logits = (float *)calloc(NV, 4),
+	      *dx = (float *)calloc(NC, 4), *dwte2 = (float *)calloc((size_t)Vp * C, 4);
+	encoder_forward_ref(out, tok, wte, wpe, B, T, C);
+	encoder_backward_ref(dwte, dwpe, dout, tok, B, T, C);
+	lmhead_forward_ref(logits, x, wte, N, C, V, Vp);
+	lmhead_backward_ref(dx, dwte2, dlog, x, wte, N, C, V, Vp);
+
+	int32_t *d_tok = dev_tokens(tok, (size_t)N);
+	float *d_wte = dev(wte, (size_t)Vp * C), *d_wpe = dev(wpe, (size_t)T * C),
+	      *d_dout = dev(dout, NC), *d_x = dev(x, NC), *d_dlog = dev(dlog, NV),
+	      *d_out = dev(NULL, NC), *d_dwte = dev(NULL, (size_t)Vp * C),
+	      *d_dwpe = dev(NULL, (size_t)T * C), *d_logits = dev(NULL, NV), *d_dx = dev(NULL, NC),
+	      *d_dwte2 = dev(NULL, (size_t)Vp * C);
+	gpu_encoder_forward(d_out, d_tok, d_wte, d_wpe, B, T, C);
+	snprintf(what, sizeof(what), "encoder forward [%d,%d,%d]", B, T, C);
+	compare(what, out, d_out, NC, 1e-6);
+	gpu_encoder_backward(d_dwte, d_dwpe, d_dout, d_tok, B, T, C);
+	snprintf(what, sizeof(what), "encoder backward dwte [%d,%d]", Vp, C);
+	compare(what, dwte, d_dwte, (size_t)Vp * C, 1e-5);
+	snprintf(what, sizeof(what), "encoder backward dwpe [%d,%d]", T, C);
+	compare(what, dwpe, d_dwpe, (size_t)T * C, 1e-5);
+
+	int bad = gpu_lmhead_forward(d_logits, d_x, d_wte, N, C, V, Vp);
+	float *got = host(d_logits, NV);
+	int pad_ok = !bad;
+	for (int n = 0; n < N; n++)
+		for (int v = 0; v < Vp; v++) {
+			size_t i = (size_t)n * Vp + v;
+			if (v >= V) {
+				pad_ok &= isinf(got[i]) && got[i] < 0;
+				got[i] = logits[i] = 0.0f; /* compared: the real columns */
+			}
+		}
+	printf("%s - lmhead padded logits are -inf [%d,%d..%d]\n", pad_ok ? "ok" : "not ok", N,
+	       V, Vp);
+	pad_ok ? passed++ : failed++;
+	cudaMemcpy(d_logits, got, NV * sizeof(float), cudaMemcpyHostToDevice);
+	snprintf(what, sizeof(what), "lmhead forward [%d,%d]", N, V);
+	compare(what, logits, d_logits, NV, 1e-5);
+	if (gpu_lmhead_backward(d_dx, d_dwte2, d_dlog, d_x, d_wte, N, C, V, Vp) < 0)
+		printf("not ok - lmhead backward refused\n"), failed++;
+	snprintf(what, sizeof(what), "lmhead backward dinp [%d,%d]", N, C);
+	compare(what, dx, d_dx, NC, 1e-5);
+	snprintf(what, sizeof(what), "lmhead backward dwte [%d,%d]", Vp, C);
+	compare(what, dwte2, d_dwte2, (size_t)Vp * C, 1e-4);
+	free(tok);
+	free(got);
+	float *all[] = {wte, wpe, dout, x, dlog, out, dwte, dwpe, logits, dx, dwte2};
+	for (float *q : all)
+		free(q);
+	float *dall[] = {d_wte, d_wpe, d_dout, d_x, d_dlog, d_out, d_dwte, d_dwpe, d_logits, d_dx,
+	                 d_dwte2};
+	for (float *q : dall)
+		cudaFree(q);
+	cudaFree(d_tok);
+}
+
 int main(void)
 {
 	int n = 0;
@@ -295,6 +385,8 @@ int main(void)
 	check_matmul(37, 129, 65, 12);
 	check_attention(2, 256, 768, 12, 13); /* GPT-2 124M's heads */
 	check_attention(1, 37, 96, 3, 14);
+	check_embed_head(4, 64, 768, 50257, 50304, 15); /* GPT-2 124M's vocabulary */
+	check_embed_head(3, 5, 33, 40, 64, 16);         /* every token many times */
 	check_adamw((size_t)124439808, 1, 7); /* GPT-2 124M's parameters */
 	check_adamw(1001, 5000, 8);
 	check_sumsq((size_t)124439808, 9);

@@ -90,4 +90,23 @@ int gpu_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout,
 	return 0;
 }
 
+/* The LM head is the linear layer over the V real rows of wte, logits' rows Vp apart. */
+int gpu_lmhead_forward(float *logits, const float *inp, const float *wte, int N, int C, int V,
+                       int Vp)
+{
+	if (gemm(CUBLAS_OP_T, CUBLAS_OP_N, V, N, C, wte, C, inp, C, logits, Vp, 0.0f, NULL) < 0)
+		return -1;
+	gpu_pad_logits(logits, N, V, Vp);
+	return 0;
+}
+
+int gpu_lmhead_backward(float *dinp, float *dwte, const float *dlogits, const float *inp,
+                        const float *wte, int N, int C, int V, int Vp)
+{
+	if (gemm(CUBLAS_OP_N, CUBLAS_OP_N, C, N, V, wte, C, dlogits, Vp, dinp, C, 0.0f, NULL) < 0 ||
+	    gemm(CUBLAS_OP_N, CUBLAS_OP_T, C, V, N, inp, C, dlogits, Vp, dwte, C, 1.0f, NULL) < 0)
+		return -1;
+	return 0;
+}
+
 } /* extern "C" */

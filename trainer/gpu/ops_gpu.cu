@@ -176,7 +176,74 @@ __global__ void sumsq_total(double *out, const double *part, int nparts)
 	*out = acc;
 }
 
+/* out [B,T,C] = wte[inp[b,t]] + wpe[t]: one thread per element. */
+__global__ void encoder_fwd(float *out, const int32_t *inp, const float *wte, const float *wpe,
+                            int T, int C, size_t total)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		size_t bt = i / C;
+		int c = (int)(i % C), t = (int)(bt % T);
+		out[i] = wte[(size_t)inp[bt] * C + c] + wpe[(size_t)t * C + c];
+	}
+}
+
+/*
+ * dwte rows of the tokens += dout rows: one thread per channel walks the
+ * positions in order, so each row's sum has one order and no atomics.
+ */
+__global__ void encoder_bwd_wte(float *dwte, const float *dout, const int32_t *inp, int N, int C)
+{
+	int c = blockIdx.x * blockDim.x + threadIdx.x;
+	if (c >= C)
+		return;
+	for (int n = 0; n < N; n++)
+		dwte[(size_t)inp[n] * C + c] += dout[(size_t)n * C + c];
+}
+
+/* dwpe [T,C] += the sum over the batch: one thread per (t, c), b in order. */
+__global__ void encoder_bwd_wpe(float *dwpe, const float *dout, int B, int T, int C)
+{
+	size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+	if (i >= (size_t)T * C)
+		return;
+	float s = 0.0f;
+	for (int b = 0; b < B; b++)
+		s += dout[(size_t)b * T * C + i];
+	dwpe[i] += s;
+}
+
+/* The padded columns v >= V of logits [N,Vp] to -inf. */
+__global__ void pad_columns(float *logits, int N, int V, int Vp)
+{
+	size_t pad = (size_t)(Vp - V);
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (size_t)N * pad;
+	     i += (size_t)gridDim.x * blockDim.x)
+		logits[(i / pad) * Vp + V + i % pad] = -INFINITY;
+}
+
 extern "C" {
+
+void gpu_encoder_forward(float *out, const int32_t *inp, const float *wte, const float *wpe, int B,
+                         int T, int C)
+{
+	size_t total = (size_t)B * T * C;
+	encoder_fwd<<<blocks_for(total, 256), 256>>>(out, inp, wte, wpe, T, C, total);
+}
+
+void gpu_encoder_backward(float *dwte, float *dwpe, const float *dout, const int32_t *inp, int B,
+                          int T, int C)
+{
+	encoder_bwd_wte<<<(C + 63) / 64, 64>>>(dwte, dout, inp, B * T, C);
+	encoder_bwd_wpe<<<blocks_for((size_t)T * C, 256), 256>>>(dwpe, dout, B, T, C);
+}
+
+void gpu_pad_logits(float *logits, int N, int V, int Vp)
+{
+	if (Vp > V)
+		pad_columns<<<blocks_for((size_t)N * (Vp - V), 256), 256>>>(logits, N, V, Vp);
+}
+
 
 void gpu_adamw_update(float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1,
                       float beta2, float eps, float wd, float grad_scale, int t)

@@ -5,9 +5,9 @@
  * them against ../ops_ref.c). All run on the default stream and return at
  * once; gpu_sync() waits and says whether a kernel failed.
  *
- * This is the start of the device backend: the element-wise and per-row
- * ops, the fp32 linear layer, attention, AdamW and the squared norm.
- * bf16, a fused attention kernel and NCCL come next.
+ * The ops of the fp32 device backend: embeddings, the element-wise and
+ * per-row ops, the linear layer and the LM head, attention, AdamW and the
+ * squared norm. model_gpu.h puts them together into the whole model.
  */
 #ifndef TY_OPS_GPU_H
 #define TY_OPS_GPU_H
@@ -18,6 +18,15 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* As encoder_forward / encoder_backward: inp [B,T] token ids on the device. The backward
+ * sums each wte row's positions in order (no atomics: the same bits every run). */
+void gpu_encoder_forward(float *out, const int32_t *inp, const float *wte, const float *wpe, int B,
+                         int T, int C);
+void gpu_encoder_backward(float *dwte, float *dwpe, const float *dout, const int32_t *inp, int B,
+                          int T, int C);
+/* The padded columns v >= V of logits [N,Vp] set to -inf. */
+void gpu_pad_logits(float *logits, int N, int V, int Vp);
 
 void gpu_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
                            const float *b, int N, int C);
@@ -42,6 +51,15 @@ int gpu_matmul_forward(float *out, const float *inp, const float *w, const float
                        int C, int OC);
 int gpu_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
                         const float *w, int N, int C, int OC);
+
+/*
+ * The LM head tied to wte, as lmhead_forward / lmhead_backward: only the V
+ * real rows of wte are read or written; padded logits are -inf.
+ */
+int gpu_lmhead_forward(float *logits, const float *inp, const float *wte, int N, int C, int V,
+                       int Vp);
+int gpu_lmhead_backward(float *dinp, float *dwte, const float *dlogits, const float *inp,
+                        const float *wte, int N, int C, int V, int Vp);
 
 /*
  * Causal self-attention forward, as attention_forward (attention_gpu.cu):
