@@ -232,11 +232,17 @@ NCCL_H     := $(firstword $(wildcard $(GPU_HOME)/include/nccl.h $(NCCL_HOME)/inc
                                      /usr/include/nccl.h))
 NCCL_INC   := $(filter-out /usr/include/,$(dir $(NCCL_H)))
 NVCC_FLAGS := -O2 -std=c++17 -arch=$(NVCC_ARCH) $(if $(NVCC_CCBIN),-ccbin $(NVCC_CCBIN)) \
-              -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror -MMD -MP \
+              -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror,-fPIC -MMD -MP \
               -Itrainer -Ilib
 GPU_SRC    := $(wildcard trainer/gpu/*.cu)
 GPU_OBJ    := $(patsubst %.cu,$(BUILD)/obj/%.o,$(GPU_SRC))
 GPU_A      := $(BUILD)/lib/libtygpu.a
+# The trainer loads the backend at run time (trainer/gpu_backend.h): the
+# model's kernels, the device choice, and gpt.c's layout, built again as
+# position-independent code.
+GPU_SO     := $(BUILD)/lib/libtytrain-cuda.so
+GPU_SO_OBJ := $(GPU_OBJ) $(call obj,trainer/gpu/device.c trainer/gpu/backend.c) \
+              $(BUILD)/obj/pic/trainer/gpt.o
 CUDA_RPATH := -L$(CUDA_LIB) -Wl,-rpath,$(CUDA_LIB)
 GPU_LIBS   := $(if $(CUDA_LIB),$(CUDA_RPATH)) -lcublasLt -lcudart -lstdc++
 NCCL_SRC   := $(if $(NCCL_H),trainer/gpu/comm_nccl.c)
@@ -247,12 +253,23 @@ $(BUILD)/obj/%.o: %.cu
 	@echo "  NVCC    $<"
 	$(Q)$(NVCC) $(NVCC_FLAGS) -c -o $@ $<
 
-$(GPU_A): $(GPU_OBJ) $(call obj,$(NCCL_SRC))
+$(GPU_A): $(GPU_OBJ) $(call obj,trainer/gpu/device.c $(NCCL_SRC))
 	@mkdir -p $(@D)
 	@echo "  AR      $@"
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/obj/trainer/gpu/%.o: CFLAGS += $(TRAIN_CFLAGS) -Itrainer \
+$(GPU_SO): $(GPU_SO_OBJ)
+	@mkdir -p $(@D)
+	@echo "  LINK    $@"
+	$(Q)$(CC) -shared -o $@ $^ $(GPU_LIBS) -fopenmp
+
+$(BUILD)/obj/pic/%.o: %.c
+	@mkdir -p $(@D)
+	@echo "  CC      $< (PIC)"
+	$(Q)$(CC) $(CFLAGS) -fPIC -c -o $@ $<
+
+$(BUILD)/obj/pic/trainer/%.o: CFLAGS += $(TRAIN_CFLAGS) -Itrainer
+$(BUILD)/obj/trainer/gpu/%.o: CFLAGS += $(TRAIN_CFLAGS) -fPIC -Itrainer \
                                         $(addprefix -isystem ,$(CUDA_INC) $(NCCL_INC))
 
 $(BUILD)/gpu/test_%: $(BUILD)/obj/tests/gpu/test_%.o $(GPU_A) $(TRAIN_A) $(LIB_A)
@@ -272,7 +289,7 @@ else
 	     "$(if $(NCCL_H),built against $(NCCL_H),skipped (no nccl.h))"
 endif
 
-gpu-build: $(GPU_A) $(GPU_TESTS)
+gpu-build: $(GPU_A) $(GPU_SO) $(GPU_TESTS)
 
 unit: $(UNIT_BINS)
 	@tests/run-unit $(UNIT_BINS)

@@ -51,6 +51,8 @@ static void usage(FILE *f)
 	        "  --threads N          OpenMP threads per rank\n"
 	        "  --loss-scale S       fp16: the initial dynamic loss scale (default 65536)\n"
 	        "  --memory-limit BYTES cap each rank's address space; beyond it: out of memory\n"
+	        "  --device cpu|cuda    where the model trains (default cpu); cuda: one GPU,\n"
+	        "                       fp32, through the GPU backend (make GPU=1)\n"
 	        "  --encrypt TENANT_ID:JOB_ID  seal checkpoints for that tenant and job with the\n"
 	        "                       data key in TRAINYARD_DATA_KEY (64 hex digits; the\n"
 	        "                       variable is cleared once read)\n"
@@ -144,13 +146,14 @@ static int cmd_train(int argc, char **argv)
 	                                     {"encrypt", required_argument, 0, 'E'},
 	                                     {"init-ckpt", required_argument, 0, 'I'},
 	                                     {"init-encrypt", required_argument, 0, 'J'},
+	                                     {"device", required_argument, 0, 'd'},
 	                                     {"help", no_argument, 0, 'h'},
 	                                     {0, 0, 0, 0}};
 	train_options o = {.stop_after = -1};
 	const char *spec = NULL, *run_layout = NULL;
 	char **overrides = calloc((size_t)argc, sizeof(char *));
 	int n_over = 0, c;
-	bool bad_limit = false;
+	bool bad_limit = false, bad_device = false;
 	const char *encrypt_for = NULL, *init_for = NULL;
 	crypt_object_ctx sealed, init_sealed;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -206,6 +209,10 @@ static int cmd_train(int argc, char **argv)
 		case 'J':
 			init_for = optarg;
 			break;
+		case 'd':
+			o.cuda = strcmp(optarg, "cuda") == 0;
+			bad_device = !o.cuda && strcmp(optarg, "cpu") != 0;
+			break;
 		case 'h':
 			usage(stdout);
 			free(overrides);
@@ -217,7 +224,7 @@ static int cmd_train(int argc, char **argv)
 		}
 	}
 	if (!spec || optind != argc || o.stop_after < -1 || o.threads < 0 || bad_limit ||
-	    (init_for && !o.init_ckpt) || (o.init_ckpt && o.init_from)) {
+	    bad_device || (init_for && !o.init_ckpt) || (o.init_ckpt && o.init_from)) {
 		usage(stderr);
 		free(overrides);
 		return TRAIN_USAGE;

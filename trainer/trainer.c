@@ -43,6 +43,7 @@
 #include "pipeline.h"
 #include "stream.h"
 #include "train_ckpt.h"
+#include "train_gpu.h"
 #include "zero.h"
 
 /* Consecutive non-finite steps after which the run gives up. */
@@ -79,6 +80,7 @@ typedef struct run {
 	int skipped;       /* steps skipped in all */
 	int bad_in_a_row;  /* consecutive non-finite steps */
 	json_t *from_grid; /* the grid of the checkpoint resumed from, or NULL */
+	train_gpu gpu;     /* --device cuda: the model there, gpu.on */
 	char err[1024];
 } run;
 
@@ -127,9 +129,22 @@ static int write_shard(run *r, ckpt_shard_info *info)
 	return rc;
 }
 
+/* The state on the GPU back into the host copies a checkpoint or an export reads. */
+static int from_device(run *r)
+{
+	if (!r->gpu.on)
+		return 0;
+	int rc = train_gpu_download(&r->gpu, r->dp, r->err, sizeof(r->err));
+	if (rc != TRAIN_OK)
+		fprintf(stderr, "trainyard-train[%d]: %s\n", r->rank, r->err);
+	return rc == TRAIN_OK ? 0 : -1;
+}
+
 /* Every rank writes its shard; rank 0 writes the manifest last, then prunes. */
 static int checkpoint(run *r)
 {
+	if (from_device(r) < 0)
+		return -1;
 	ckpt_shard_info mine;
 	memset(&mine, 0, sizeof(mine));
 	float ok = write_shard(r, &mine) == 0 ? 1.0f : 0.0f;
@@ -407,9 +422,31 @@ static int next_batch(void *ctx, int32_t *inputs, int32_t *targets)
 	return rc;
 }
 
+/* A step on the GPU (train_gpu.h): one rank, no communication. */
+static int train_step_gpu(run *r, int s, step_result *out)
+{
+	const train_config *tc = r->tc;
+	double t0 = clock_mono_s(), d0 = data_wait_seconds(r->data);
+	int data_rc = 0;
+	memset(out, 0, sizeof(*out));
+	out->lr = lr_at(&r->sched, s);
+	int rc = train_gpu_step(&r->gpu, tc->run.grad_accum, next_batch, r, out->lr,
+	                        (float)tc->spec.training.grad_clip, &out->loss, &out->info,
+	                        &data_rc, r->err, sizeof(r->err));
+	if (rc == TRAIN_DATA)
+		return fail(r, TRAIN_DATA, "could not read training data");
+	if (rc != TRAIN_OK)
+		return fail(r, rc, "the step failed on the GPU");
+	out->seconds = clock_mono_s() - t0;
+	out->data_s = data_wait_seconds(r->data) - d0;
+	return TRAIN_OK;
+}
+
 static int train_step(run *r, int s, step_result *out)
 {
 	const train_config *tc = r->tc;
+	if (r->gpu.on)
+		return train_step_gpu(r, s, out);
 	double t0 = clock_mono_s(), d0 = data_wait_seconds(r->data);
 	reset_seconds(r);
 	int rc = dp_begin_step(r->dp, tc->run.grad_accum);
@@ -545,6 +582,28 @@ static int form_groups(run *r)
 	return 0;
 }
 
+static adamw_config run_adamw(const train_config *tc)
+{
+	adamw_config a = adamw_defaults();
+	a.weight_decay = (float)tc->spec.training.weight_decay;
+	return a;
+}
+
+/* --device cuda: check the run fits, load the backend, open the GPU. RET a train_exit. */
+static int open_device(run *r)
+{
+	if (!r->o->cuda)
+		return TRAIN_OK;
+	adamw_config a = run_adamw(r->tc);
+	int rc = train_gpu_open(&r->gpu, r->tc, r->world, &a, r->err, sizeof(r->err));
+	if (rc != TRAIN_OK)
+		return fail(r, rc, "cannot train on a GPU");
+	metrics_emit(
+	    &r->met, "event",
+	    json_pack("{s:s, s:s, s:s}", "event", "device", "kind", "cuda", "name", r->gpu.device));
+	return TRAIN_OK;
+}
+
 static int setup_parallel(run *r, const float *init)
 {
 	const train_config *tc = r->tc;
@@ -565,8 +624,7 @@ static int setup_parallel(run *r, const float *init)
 		return fail(r, TRAIN_OOM, "setup");
 	}
 	mp_extract(r->lay, init, local);
-	adamw_config opt = adamw_defaults();
-	opt.weight_decay = (float)tc->spec.training.weight_decay;
+	adamw_config opt = run_adamw(tc);
 	dp_groups groups = {.dp = r->g[G_DP] ? r->g[G_DP] : r->c, .norm = r->c, .tie = r->g[G_TIE]};
 	if (!r->g[G_DP] && r->world > 1) {
 		/* a data-parallel width of 1 inside a bigger world: ZeRO over this rank alone */
@@ -582,6 +640,8 @@ static int setup_parallel(run *r, const float *init)
 	if (!r->dp)
 		return fail(r, strstr(r->err, "out of memory") ? TRAIN_OOM : TRAIN_INVALID_CONFIG,
 		            "could not set up data parallel");
+	if (r->gpu.on)
+		return TRAIN_OK; /* the model is the GPU's (train_gpu_upload after the resume) */
 	gpt_part part = mp_layout_part(r->lay);
 	part.tp_comm = r->g[G_TP];
 	part.slots = pipe_slots(g->pp, g->pp_rank, tc->run.grad_accum);
@@ -683,8 +743,11 @@ static int setup(run *r)
 		omp_set_num_threads(r->o->threads);
 		openblas_set_num_threads(r->o->threads);
 	}
+	int rc = open_device(r);
+	if (rc != TRAIN_OK)
+		return rc;
 	float *init = NULL;
-	int rc = initial_params(r, &init);
+	rc = initial_params(r, &init);
 	if (rc != TRAIN_OK)
 		return rc;
 	rc = setup_parallel(r, init);
@@ -742,6 +805,8 @@ static int setup(run *r)
 
 static void teardown(run *r)
 {
+	if (r->gpu.on)
+		train_gpu_close(&r->gpu);
 	data_close(r->data);
 	pipe_release(&r->pipe);
 	gpt_free(r->model);
@@ -758,6 +823,8 @@ static void teardown(run *r)
 /* Assemble the whole model on every rank from the owners' copies, and write it on rank 0. */
 static int export_weights(run *r)
 {
+	if (from_device(r) < 0)
+		return fail(r, TRAIN_INTERNAL, "could not export weights");
 	size_t n = gpt_num_params(&r->tc->model);
 	float *full = calloc(n, sizeof(float));
 	float *local = malloc((r->lay->nparams ? r->lay->nparams : 1) * sizeof(float));
@@ -837,6 +904,15 @@ static int limit_memory(size_t bytes)
 	return setrlimit(RLIMIT_AS, &rl);
 }
 
+/* After setup and resume: the state onto the GPU. RET a train_exit. */
+static int to_device(run *r)
+{
+	if (!r->gpu.on)
+		return TRAIN_OK;
+	int rc = train_gpu_upload(&r->gpu, r->dp, r->err, sizeof(r->err));
+	return rc == TRAIN_OK ? rc : fail(r, rc, "could not set the model up on the GPU");
+}
+
 int train_run(const train_config *tc, const train_options *o)
 {
 	if (limit_memory(o->memory_limit) < 0) {
@@ -863,7 +939,8 @@ int train_run(const train_config *tc, const train_options *o)
 	int rc;
 	if (metrics_open(&r.met, o->metrics, r.rank == 0, r.err, sizeof(r.err)) < 0)
 		rc = fail(&r, TRAIN_USAGE, "metrics");
-	else if ((rc = setup(&r)) == TRAIN_OK && (rc = resume(&r)) == TRAIN_OK)
+	else if ((rc = setup(&r)) == TRAIN_OK && (rc = resume(&r)) == TRAIN_OK &&
+	         (rc = to_device(&r)) == TRAIN_OK)
 		rc = loop(&r);
 	if (rc == TRAIN_OK && o->export_path)
 		rc = export_weights(&r);

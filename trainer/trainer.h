@@ -24,6 +24,7 @@ typedef struct train_options {
 	int threads;             /* OpenMP threads; 0: the default */
 	double loss_scale;       /* fp16: the initial loss scale; 0: 65536 */
 	bool no_resume;          /* start fresh even if checkpoints exist */
+	bool cuda;               /* the model on this rank's GPU (train_gpu.h) */
 	size_t memory_limit;     /* bytes of address space per rank (RLIMIT_AS); 0: none */
 	const struct crypt_object_ctx
 	    *encrypt;          /* checkpoints sealed for this tenant and job; NULL: plain */

@@ -26,11 +26,9 @@ static nccl_state *st(comm *c)
 }
 
 #define NCCL_FAIL(c, what, r)                                                                      \
-	comm_fail((c), COMM_ERR_FAILED, __FILE__, __LINE__, "%s: %s", (what),                      \
-	          ncclGetErrorString(r))
+	comm_fail((c), COMM_ERR_FAILED, __FILE__, __LINE__, "%s: %s", (what), ncclGetErrorString(r))
 #define CUDA_FAIL(c, what, e)                                                                      \
-	comm_fail((c), COMM_ERR_FAILED, __FILE__, __LINE__, "%s: %s", (what),                      \
-	          cudaGetErrorString(e))
+	comm_fail((c), COMM_ERR_FAILED, __FILE__, __LINE__, "%s: %s", (what), cudaGetErrorString(e))
 
 /* Make the comm's stream wait for the compute queued so far. */
 static int order_after_compute(comm *c)
@@ -89,10 +87,9 @@ static int nc_reduce_scatter(comm *c, const float *send, float *recv, size_t blo
 {
 	if (order_after_compute(c) < 0)
 		return COMM_ERR_FAILED;
-	return queued(c,
-	              ncclReduceScatter(send, recv, block, ncclFloat, ncclSum, st(c)->nc,
-	                                st(c)->stream),
-	              "reduce-scatter", req);
+	return queued(
+	    c, ncclReduceScatter(send, recv, block, ncclFloat, ncclSum, st(c)->nc, st(c)->stream),
+	    "reduce-scatter", req);
 }
 
 /* In place when send == recv + rank * block: NCCL's own rule for in-place all-gather. */
@@ -139,8 +136,7 @@ static int op_bcast(comm *c, void *buf, size_t bytes, int root)
 {
 	if (order_after_compute(c) < 0)
 		return COMM_ERR_FAILED;
-	return queued(c,
-	              ncclBroadcast(buf, buf, bytes, ncclChar, root, st(c)->nc, st(c)->stream),
+	return queued(c, ncclBroadcast(buf, buf, bytes, ncclChar, root, st(c)->nc, st(c)->stream),
 	              "broadcast", NULL);
 }
 
@@ -172,8 +168,7 @@ static int op_ireduce_scatter_sum(comm *c, const float *send, float *recv, size_
 	return nc_reduce_scatter(c, send, recv, block, req);
 }
 
-static int op_iallgather(comm *c, const float *send, float *recv, size_t block,
-                         comm_request *req)
+static int op_iallgather(comm *c, const float *send, float *recv, size_t block, comm_request *req)
 {
 	return nc_allgather(c, send, recv, block, req);
 }
@@ -300,22 +295,6 @@ static int op_split(comm *c, int color, int key, comm **out)
 	return 0;
 }
 
-int comm_nccl_device(char *err, size_t errlen)
-{
-	int count = 0;
-	cudaError_t e = cudaGetDeviceCount(&count);
-	if (e != cudaSuccess || count < 1) {
-		snprintf(err, errlen, "no CUDA device is visible to this rank%s%s",
-		         e != cudaSuccess ? ": " : "", e != cudaSuccess ? cudaGetErrorString(e) : "");
-		return -1;
-	}
-	const char *local = getenv("SLURM_LOCALID");
-	if (!local)
-		local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-	int rank = local ? atoi(local) : 0;
-	return (rank < 0 ? 0 : rank) % count;
-}
-
 comm *comm_nccl_new(comm *boot, int device, char *err, size_t errlen)
 {
 	cudaError_t e = cudaSetDevice(device);
@@ -330,7 +309,8 @@ comm *comm_nccl_new(comm *boot, int device, char *err, size_t errlen)
 		ncclResult_t r = ncclGetUniqueId(&id);
 		if (r != ncclSuccess)
 			/* the others still wait for the id: an all-zero one fails their init */
-			snprintf(err, errlen, "could not make an NCCL id: %s", ncclGetErrorString(r));
+			snprintf(err, errlen, "could not make an NCCL id: %s",
+			         ncclGetErrorString(r));
 	}
 	if (comm_bcast(boot, &id, sizeof id, 0) < 0) {
 		snprintf(err, errlen, "could not hand out the NCCL id: %s", comm_error(boot));

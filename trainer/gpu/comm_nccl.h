@@ -13,7 +13,8 @@
  * Point-to-point messages between two ranks arrive in the order they were
  * sent; NCCL matches no tags, so the tags are only checked (>= 0). The
  * trainer's pipeline sends each peer its messages in the order the peer
- * receives them, which is what this needs.
+ * receives them, which is what this needs. The device to pass is
+ * gpu_local_device() (device.h).
  */
 #ifndef TY_COMM_NCCL_H
 #define TY_COMM_NCCL_H
@@ -21,15 +22,6 @@
 #include <stddef.h>
 
 #include "comm.h"
-
-/*
- * The GPU of this rank: the local rank (SLURM_LOCALID, or Open MPI's
- * OMPI_COMM_WORLD_LOCAL_RANK; 0 when neither is set) modulo the devices
- * visible to the process, which Slurm's gres/gpu narrows to the job's own
- * (CUDA_VISIBLE_DEVICES). RET: the device index, or -1 with a message when
- * there is no device.
- */
-int comm_nccl_device(char *err, size_t errlen);
 
 /*
  * A world of the same ranks as boot (an MPI comm, used once to hand rank

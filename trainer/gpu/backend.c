@@ -1,0 +1,27 @@
+/*
+ * backend.c - what libtytrain-cuda.so hands the trainer (../gpu_backend.h):
+ * the functions of model_gpu.h and the device choice of device.h.
+ */
+#include "device.h"
+#include "gpu_backend.h"
+
+const gpu_backend *ty_gpu_backend(void);
+
+const gpu_backend *ty_gpu_backend(void)
+{
+	static const gpu_backend table = {
+	    .abi = GPU_BACKEND_ABI,
+	    .open_device = gpu_open_device,
+	    .model_new = gpu_model_new,
+	    .model_free = gpu_model_free,
+	    .model_bytes = gpu_model_bytes,
+	    .forward = gpu_model_forward,
+	    .backward = gpu_model_backward,
+	    .zero_grad = gpu_model_zero_grad,
+	    .grad_sumsq = gpu_model_grad_sumsq,
+	    .adamw = gpu_model_adamw,
+	    .get = gpu_model_get,
+	    .set = gpu_model_set,
+	};
+	return &table;
+}

@@ -1,0 +1,33 @@
+/*
+ * device.h - which GPU a rank uses.
+ */
+#ifndef TY_GPU_DEVICE_H
+#define TY_GPU_DEVICE_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * The GPU of this rank: its local rank (SLURM_LOCALID, or Open MPI's
+ * OMPI_COMM_WORLD_LOCAL_RANK; 0 when neither is set) modulo the devices
+ * visible to the process, which Slurm's gres/gpu narrows to the job's own
+ * (CUDA_VISIBLE_DEVICES). RET: the device index, or -1 with a message when
+ * no device is visible.
+ */
+int gpu_local_device(char *err, size_t errlen);
+
+/*
+ * gpu_local_device(), made current (cudaSetDevice). OUT: desc, its name,
+ * compute capability, memory and the CUDA runtime's version. RET as
+ * gpu_local_device, or -1 when it cannot be used.
+ */
+int gpu_open_device(char *desc, size_t desclen, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

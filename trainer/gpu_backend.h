@@ -1,0 +1,53 @@
+/*
+ * gpu_backend.h - the trainer's door to its GPU backend.
+ *
+ * The backend (trainer/gpu/, CUDA) is a shared library, libtytrain-cuda.so,
+ * built by `make GPU=1` next to the programs' lib/ directory and loaded
+ * only when a run asks for a device (trainyard-train --device cuda): the
+ * trainer itself is built, tested and run without CUDA anywhere. The
+ * library hands over one table of functions, those of gpu/model_gpu.h,
+ * checked by an ABI number.
+ */
+#ifndef TY_GPU_BACKEND_H
+#define TY_GPU_BACKEND_H
+
+#include <stddef.h>
+
+#include "gpu/model_gpu.h"
+
+#define GPU_BACKEND_ABI    1
+#define GPU_BACKEND_SYMBOL "ty_gpu_backend"
+#define GPU_BACKEND_FILE   "libtytrain-cuda.so"
+
+typedef struct gpu_backend {
+	int abi; /* GPU_BACKEND_ABI */
+	/*
+	 * Pick this rank's GPU (gpu_local_device) and make it current.
+	 * OUT: desc ("NVIDIA H200, sm_90, 139 GiB, CUDA 13.0"). RET the device, or
+	 * -1 with a message when none is visible.
+	 */
+	int (*open_device)(char *desc, size_t desclen, char *err, size_t errlen);
+	gpu_model *(*model_new)(const gpt_config *cfg, int B, int T, const float *params, char *err,
+	                        size_t errlen);
+	void (*model_free)(gpu_model *m);
+	size_t (*model_bytes)(const gpu_model *m);
+	int (*forward)(gpu_model *m, const int32_t *inputs, const int32_t *targets, float *loss,
+	               char *err, size_t errlen);
+	int (*backward)(gpu_model *m, float dloss, char *err, size_t errlen);
+	void (*zero_grad)(gpu_model *m);
+	int (*grad_sumsq)(gpu_model *m, double *sumsq, char *err, size_t errlen);
+	int (*adamw)(gpu_model *m, const adamw_config *a, float lr, float grad_scale, int t,
+	             char *err, size_t errlen);
+	int (*get)(gpu_model *m, gpu_array which, float *host, char *err, size_t errlen);
+	int (*set)(gpu_model *m, gpu_array which, const float *host, char *err, size_t errlen);
+} gpu_backend;
+
+/*
+ * Load the backend: TRAINYARD_GPU_BACKEND names the library when set;
+ * otherwise it is ../lib/libtytrain-cuda.so beside this program. Loaded
+ * once per process. RET the table, or NULL with a message (not built, a
+ * CUDA library missing, another ABI).
+ */
+const gpu_backend *gpu_backend_load(char *err, size_t errlen);
+
+#endif

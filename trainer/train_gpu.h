@@ -1,0 +1,67 @@
+/*
+ * train_gpu.h - a run's model on a GPU (trainyard-train --device cuda).
+ *
+ * One rank, fp32, for now: the whole model, its gradients and AdamW
+ * moments live on the device (gpu_backend.h); the data-parallel runtime
+ * (zero.h) keeps the host copies that checkpoints, resumes and exports
+ * read and write, so a checkpoint is the same whichever device wrote it:
+ * a CPU run resumes on a GPU and back. train_gpu_upload puts the runtime's
+ * state on the device (at start, after a resume); train_gpu_download
+ * brings it back (before a checkpoint or an export).
+ */
+#ifndef TY_TRAIN_GPU_H
+#define TY_TRAIN_GPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "gpu_backend.h"
+#include "optim.h"
+#include "train_config.h"
+#include "zero.h"
+
+typedef struct train_gpu {
+	bool on;
+	const gpu_backend *be;
+	gpu_model *model;
+	const train_config *tc;
+	adamw_config adam;
+	int opt_step;     /* the last applied update */
+	int32_t *in, *tg; /* one micro-batch */
+	float *stage[3];  /* params, m, v on the host, gpt_num_params floats each */
+	char device[160]; /* what train_gpu_open chose */
+} train_gpu;
+
+/*
+ * Check the run fits the GPU path (world 1, layout 1 x 1 x 1, fp32), load
+ * the backend and open this rank's device. OUT: *g (zeroed first).
+ * RET a train_exit: TRAIN_OK; TRAIN_INVALID_CONFIG (another layout or
+ * precision, a backend that is not built); TRAIN_INTERNAL (no usable
+ * device). err says why.
+ */
+int train_gpu_open(train_gpu *g, const train_config *tc, int world, const adamw_config *adam,
+                   char *err, size_t errlen);
+
+/* Copy dp's state to the device, allocating the model the first time. RET a train_exit. */
+int train_gpu_upload(train_gpu *g, const dp_runtime *dp, char *err, size_t errlen);
+
+/* Copy the device's state into dp (dp_load_shard, dp_load_done). RET a train_exit. */
+int train_gpu_download(train_gpu *g, dp_runtime *dp, char *err, size_t errlen);
+
+/* Where a step's micro-batches come from: RET 0, or < 0 (a DATA_ERR_*). */
+typedef int (*train_gpu_batch_fn)(void *ctx, int32_t *inputs, int32_t *targets);
+
+/*
+ * One optimizer step: accum micro-batches from next (gradients summed
+ * with dloss 1 / accum), the mean loss into *loss, the norm, clipping
+ * and AdamW when the gradient is finite (info says what happened).
+ * RET a train_exit: TRAIN_OK, TRAIN_DATA (next failed; its code in
+ * *data_rc), TRAIN_INTERNAL (the device failed).
+ */
+int train_gpu_step(train_gpu *g, int accum, train_gpu_batch_fn next, void *ctx, float lr,
+                   float clip, float *loss, dp_step_info *info, int *data_rc, char *err,
+                   size_t errlen);
+
+void train_gpu_close(train_gpu *g);
+
+#endif
