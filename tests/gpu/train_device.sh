@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# train_device.sh - trainyard-train --device cuda against the CPU, on a
+# machine with a GPU (tests/gpu/run runs it after the op and model
+# checks): 10 steps of the tiny model on both, a CPU checkpoint resumed on
+# the GPU and a GPU checkpoint on the CPU (one format), and a GPU run
+# stopped and resumed giving the same losses as one run straight through.
+set -uo pipefail
+# shellcheck source=SCRIPTDIR/../integration/lib.sh
+. "$(dirname "$0")/../integration/lib.sh"
+# shellcheck source=SCRIPTDIR/../trainer/lib.sh
+. "$(dirname "$0")/../trainer/lib.sh"
+
+spec "$TY_TMP/spec.json"
+sed -i 's/"steps": 20/"steps": 10/' "$TY_TMP/spec.json"
+check "make the corpus" make_corpus
+run() { # run NAME DEVICE CKPT_DIR ARGS...: metrics in $TY_TMP/NAME.jsonl
+	local name=$1 device=$2 dir=$3
+	shift 3
+	train1 --spec "$TY_TMP/spec.json" --device "$device" --ckpt-dir "$TY_TMP/$dir" \
+		--metrics "$TY_TMP/$name.jsonl" "$@"
+}
+
+check "10 steps on the CPU" run cpu cpu cpu-ckpt
+check "10 steps on the GPU" run gpu cuda gpu-ckpt
+check_match "the run names its device" 'cuda' \
+	"$(jq -r 'select(.event == "device") | .kind' "$TY_TMP/gpu.jsonl")"
+check_eq "ten GPU steps" 10 "$(losses "$TY_TMP/gpu.jsonl" | wc -l)"
+d=$(max_rel_diff "$TY_TMP/cpu.jsonl" "$TY_TMP/gpu.jsonl")
+check "GPU losses within 1e-4 of the CPU's (worst $d)" within "$d" 1e-4
+
+check "5 steps on the CPU" run cpu5 cpu to-gpu --stop-after 5
+check "the rest on the GPU, from the CPU's checkpoint" run gpu-rest cuda to-gpu
+check_eq "it resumed at step 5" 5 \
+	"$(jq -r 'select(.event == "resumed") | .step' "$TY_TMP/gpu-rest.jsonl")"
+d=$(max_rel_diff "$TY_TMP/cpu.jsonl" "$TY_TMP/gpu-rest.jsonl")
+check "and went on as the CPU run did (worst $d)" within "$d" 1e-4
+
+check "5 steps on the GPU" run gpu5 cuda to-cpu --stop-after 5
+check "the rest on the CPU, from the GPU's checkpoint" run cpu-rest cpu to-cpu
+d=$(max_rel_diff "$TY_TMP/cpu.jsonl" "$TY_TMP/cpu-rest.jsonl")
+check "and went on as the CPU run did (worst $d)" within "$d" 1e-4
+
+check "5 steps on the GPU, stopped" run g5 cuda gpu-resume --stop-after 5
+check "5 more, resumed" run g10 cuda gpu-resume
+check_eq "the same losses as the GPU run straight through" \
+	"$(losses "$TY_TMP/gpu.jsonl" | tail -n 5)" "$(losses "$TY_TMP/g10.jsonl")"
+summary
