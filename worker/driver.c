@@ -51,6 +51,7 @@ typedef struct driver {
 	int healthy; /* slots not lost */
 	int launches, restarts;
 	bool slurm;
+	bool cuda;       /* the ranks train on their GPUs (launch_device_cuda) */
 	int slurm_nodes; /* nodes of the Slurm allocation; 0 without Slurm */
 	relay rl;
 } driver;
@@ -253,6 +254,7 @@ static void run_launch(driver *d, const layout *rung, launch_end *end)
 	                    .layout = *rung,
 	                    .rank_memory_limit = d->o->rank_memory_limit,
 	                    .slurm = d->slurm,
+	                    .cuda = d->cuda,
 	                    .encrypt_for = d->o->encrypt_for,
 	                    .init_ckpt = d->o->init_ckpt,
 	                    .init_encrypt_for = d->o->init_encrypt_for,
@@ -435,6 +437,7 @@ int runtime_run(const runtime_options *o, runtime_sink *sink)
 		rc = finish(d, FAILURE_INVALID_CONFIG, "%s", err);
 	} else {
 		d->n_rungs = ladder_build(&d->spec, d->rungs);
+		d->cuda = launch_device_cuda(&d->spec, NULL);
 		d->healthy = o->slots > 0 ? o->slots : (int)jobspec_ranks(&d->spec);
 		if (!d->slurm) /* under Slurm, each task's CPU set says it */
 			launch_default_threads((int)layout_ranks(&d->rungs[0]));

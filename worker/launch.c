@@ -112,6 +112,10 @@ char **launch_argv(const launch_plan *p)
 		add(&b, "--memory-limit");
 		addf(&b, "%zu", p->rank_memory_limit);
 	}
+	if (p->cuda) {
+		add(&b, "--device");
+		add(&b, "cuda");
+	}
 	for (int i = 0; i < p->n_overrides; i++) {
 		add(&b, "--set");
 		add(&b, p->overrides[i]);
@@ -125,6 +129,12 @@ char **launch_argv(const launch_plan *p)
 		return NULL;
 	}
 	return b.v;
+}
+
+bool launch_device_cuda(const jobspec *spec, const char *probe)
+{
+	return spec->resources.gpus_per_node > 0 &&
+	       access(probe ? probe : LAUNCH_CUDA_PROBE, F_OK) == 0;
 }
 
 char **launch_argv_shown(const launch_plan *p)

@@ -29,6 +29,7 @@ typedef struct launch_plan {
 	layout layout;            /* the rung to run */
 	size_t rank_memory_limit; /* bytes of address space per rank; 0: none */
 	bool slurm;               /* srun (inside a Slurm allocation), else mpirun */
+	bool cuda;                /* trainyard-train --device cuda (launch_device_cuda) */
 	const char *encrypt_for;  /* "TENANT_ID:JOB_ID": trainyard-train --encrypt; NULL: none */
 	const char *init_ckpt;    /* trainyard-train --init-ckpt; NULL: none */
 	const char *init_encrypt_for; /* "TENANT_ID:JOB_ID": --init-encrypt; NULL: none */
@@ -43,13 +44,24 @@ typedef struct launch_plan {
  *   srun --mpi=pmix --kill-on-bad-exit=1 -n N TRAIN train ...
  * with, for the trainer: --spec, --ckpt-dir, --data-root when set,
  * --metrics - (rank 0 writes the metrics to its stdout), --encrypt,
- * --init-ckpt (with --init-encrypt) and --memory-limit when set, the
+ * --init-ckpt (with --init-encrypt), --memory-limit and --device cuda when set, the
  * caller's --set overrides, then --layout
  * with the rung (layout_format(): the trainer runs that one layout of the
  * job's spec, which it reads as it is; the ladder is the driver's).
  * RET: the argv (launch_argv_free() it), or NULL when out of memory.
  */
 char **launch_argv(const launch_plan *p);
+
+/* Where the NVIDIA driver's control device shows that real GPUs are present. */
+#define LAUNCH_CUDA_PROBE "/dev/nvidiactl"
+
+/*
+ * Whether the job trains on GPUs: it asks for some (resources.gpus_per_node
+ * > 0) and the node has an NVIDIA driver (probe, LAUNCH_CUDA_PROBE by
+ * default, exists). A job that asks for GPUs on a node without one, such
+ * as the local cluster's fake gres/gpu, trains on CPU ranks.
+ */
+bool launch_device_cuda(const jobspec *spec, const char *probe);
 /*
  * The same argv as logs show it: the trainer by its program name, the spec
  * as LAUNCH_SHOWN_SPEC, the checkpoint directory as LAUNCH_SHOWN_CKPT,

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "classify.h"
 #include "jobspec.h"
@@ -269,6 +270,47 @@ START_TEST(srun_argv)
 }
 END_TEST
 
+/*
+ * GPUs: --device cuda goes on the trainer's command line only when the job
+ * asks for GPUs and the node has a driver (a probe file that exists);
+ * asking for GPUs on a node without one (the local cluster's fake gres)
+ * trains on CPU ranks.
+ */
+START_TEST(device_cuda_when_gpus_are_real)
+{
+	jobspec s = parse("{\"micro_batch\":4,\"global_batch\":8}", 1, NULL);
+	char probe[] = "/tmp/test_runtime_probe.XXXXXX";
+	int fd = mkstemp(probe);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert(!launch_device_cuda(&s, probe)); /* no GPUs asked for */
+	s.resources.gpus_per_node = 2;
+	ck_assert(launch_device_cuda(&s, probe));
+	unlink(probe);
+	ck_assert(!launch_device_cuda(&s, probe)); /* no driver */
+
+	launch_plan p = {.train_bin = "t",
+	                 .spec_path = "s.json",
+	                 .ckpt_dir = "ck",
+	                 .layout = s.parallel,
+	                 .slurm = true};
+	char **argv = launch_argv(&p);
+	for (size_t i = 0; argv[i]; i++)
+		ck_assert_str_ne(argv[i], "--device");
+	launch_argv_free(argv);
+	p.cuda = true;
+	argv = launch_argv(&p);
+	size_t n = 0;
+	while (argv[n])
+		n++;
+	ck_assert_uint_ge(n, 4);
+	ck_assert_str_eq(argv[n - 4], "--device");
+	ck_assert_str_eq(argv[n - 3], "cuda");
+	ck_assert_str_eq(argv[n - 2], "--layout");
+	launch_argv_free(argv);
+}
+END_TEST
+
 START_TEST(attempt_argv)
 {
 	/* the attempt mode's launch: the key's name for mpirun -x, never its value */
@@ -372,6 +414,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, srun_argv);
 	tcase_add_test(tc, shown_argv_has_no_paths);
 	tcase_add_test(tc, attempt_argv);
+	tcase_add_test(tc, device_cuda_when_gpus_are_real);
 	tcase_add_test(tc, classification_table);
 	tcase_add_test(tc, mpirun_messages);
 	suite_add_tcase(s, tc);
