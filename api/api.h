@@ -119,8 +119,9 @@ typedef struct api_req {
 
 	/* response, filled by the handler or by api_fail() */
 	int status;
-	json_t *out;     /* response body; NULL for 204 */
-	const char *raw; /* or a body sent as is (raw_len bytes): static, */
+	json_t *out;          /* response body; NULL for 204 */
+	const char *raw_type; /* the raw body's Content-Type (static); NULL: application/json */
+	const char *raw;      /* or a body sent as is (raw_len bytes): static, */
 	size_t raw_len;
 	char *raw_owned;   /* or malloc'ed and freed after sending */
 	api_stream stream; /* or a streamed body (status 200-299 only) */
@@ -180,6 +181,9 @@ int api_query_json(api_req *rq, const char *sql, int n, const char *const *param
  */
 audit_record api_audit_record(const api_req *rq, const char *action, const char *outcome,
                               int status);
+
+/* audit_write() on rq's connection, counted in the metrics. RET as audit_write. */
+int api_audit_write(api_req *rq, const audit_record *a);
 
 /*
  * Write the success audit record of rq's mutation (answered with status)

@@ -386,7 +386,7 @@ static void audit_denial(api_req *rq, const char *why)
 	              "permission", perm_name(rq->rt->permission), "reason", why);
 	audit_record a = api_audit_record(rq, "authz.deny", "denied", rq->status);
 	a.detail = d;
-	if (audit_write(rq->db, &a) < 0)
+	if (api_audit_write(rq, &a) < 0)
 		log_printf(LOG_ERROR, "could not write the audit record of a denial");
 	json_decref(d);
 	rq->audited = true;

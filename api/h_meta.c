@@ -34,6 +34,25 @@ int h_openapi(api_req *rq)
 	return 0;
 }
 
+int h_metrics(api_req *rq)
+{
+	int rc = api_db(rq);
+	if (rc < 0)
+		return api_fail(rq, ERR_DB_UNAVAILABLE, "the database is not available");
+	size_t len = 0;
+	int db_failed = 0;
+	char *text = telemetry_scrape(&rq->srv->tm, rq->db, &len, &db_failed);
+	if (!text)
+		return db_failed
+		           ? api_fail(rq, ERR_DB_UNAVAILABLE, "the job queue could not be read")
+		           : api_fail(rq, ERR_INTERNAL, "out of memory rendering the metrics");
+	rq->status = 200;
+	rq->raw_owned = text;
+	rq->raw_len = len;
+	rq->raw_type = PROM_CONTENT_TYPE;
+	return 0;
+}
+
 int h_whoami(api_req *rq)
 {
 	const char *p[] = {rq->who.user_id};

@@ -105,12 +105,22 @@ audit_record api_audit_record(const api_req *rq, const char *action, const char 
 	};
 }
 
+int api_audit_write(api_req *rq, const audit_record *a)
+{
+	int rc = audit_write(rq->db, a);
+	if (rc == 0) {
+		const char *const outcome[] = {a->outcome};
+		prom_add(rq->srv->tm.audit, outcome, 1);
+	}
+	return rc;
+}
+
 int api_audit(api_req *rq, int status, const char *resource, const json_t *detail)
 {
 	audit_record a = api_audit_record(rq, rq->rt->action, "success", status);
 	a.resource = resource;
 	a.detail = detail;
-	int rc = audit_write(rq->db, &a);
+	int rc = api_audit_write(rq, &a);
 	if (rc == 0)
 		rq->audited = true;
 	return rc;

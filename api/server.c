@@ -89,7 +89,10 @@ int api_db(api_req *rq)
 {
 	if (rq->db)
 		return 0;
-	return db_acquire(rq->srv->pool, &rq->db);
+	double t0 = clock_mono_s();
+	int rc = db_acquire(rq->srv->pool, &rq->db);
+	prom_observe(rq->srv->tm.pool_wait, NULL, clock_mono_s() - t0);
+	return rc;
 }
 
 /* A route whose requests are recorded (every change, and the reads auditors ask about). */
@@ -117,7 +120,7 @@ static void audit_refusal(api_req *rq)
 	    rq, rq->rt->action, rq->status == 403 || rq->status == 404 ? "denied" : "failure",
 	    rq->status);
 	a.detail = d;
-	if (audit_write(rq->db, &a) < 0)
+	if (api_audit_write(rq, &a) < 0)
 		log_printf(LOG_ERROR, "could not write the audit record of a refused request");
 	json_decref(d);
 }
@@ -202,6 +205,8 @@ static void log_request(const req_slot *slot)
 	if (rq->cached)
 		json_object_set_new(f, "cached", json_true());
 	log_event(rq->status >= 500 ? LOG_ERROR : LOG_INFO, "request", f);
+	telemetry_request(&rq->srv->tm, rq->rt ? rq->rt->pattern : NULL, rq->method, rq->status,
+	                  clock_mono_s() - slot->start);
 }
 
 /* The response carrying rq's body: a stream, raw bytes, JSON, a problem or nothing. */
@@ -217,7 +222,7 @@ static struct MHD_Response *body_response(api_req *rq)
 		api_fail(rq, ERR_INTERNAL, "out of memory");
 	}
 	struct MHD_Response *resp;
-	const char *ctype = "application/json";
+	const char *ctype = rq->raw_type ? rq->raw_type : "application/json";
 	if (rq->error != ERR_OK) {
 		json_decref(rq->out);
 		rq->out = api_problem_json(rq);
@@ -481,6 +486,7 @@ static void parts_free(api_server *s)
 	s->auditseq = NULL;
 	ratelimit_free(s->rl);
 	s->rl = NULL;
+	telemetry_release(&s->tm);
 }
 
 int server_start(api_server *s, const ty_config *cfg, db_pool *pool)
@@ -502,7 +508,9 @@ int server_start(api_server *s, const ty_config *cfg, db_pool *pool)
 	                             cfg->log_followers_per_token);
 	s->reads = readcache_new(cfg->read_cache_ms, cfg->db, cfg->db_retry_ms);
 	s->auditseq = auditseq_start(cfg, s->has_audit_key ? &s->audit_key : NULL);
-	s->hub = s->rl && s->followers && s->reads && s->auditseq ? stream_hub_start() : NULL;
+	int tm = telemetry_init(&s->tm);
+	s->hub =
+	    s->rl && s->followers && s->reads && s->auditseq && tm == 0 ? stream_hub_start() : NULL;
 	if (!s->hub) {
 		parts_free(s);
 		return -1;

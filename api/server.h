@@ -9,6 +9,7 @@
 #include "auditsign.h"
 #include "crypt.h"
 #include "ratelimit.h"
+#include "telemetry.h"
 
 struct api_server {
 	const ty_config *cfg;
@@ -25,6 +26,7 @@ struct api_server {
 	struct stream_hub *hub;      /* streamed answers waiting for data (stream.c) */
 	struct followers *followers; /* the slots of GET /v1/jobs/{job}/logs?follow=1 (h_logs.c) */
 	struct readcache *reads;     /* job answers served from memory (readcache.h) */
+	api_telemetry tm;            /* the metrics of GET /metrics (telemetry.h) */
 };
 
 /* Start listening on cfg->listen. RET 0, or -1 with the reason logged. */

@@ -12,8 +12,8 @@
 static const unsigned role_perms[ROLE__COUNT] = {
     [ROLE_NONE] = 0,
     [ROLE_ADMIN] = ((1u << PERM__COUNT) - 1) & ~P(ATTEMPT_REPORT),
-    [ROLE_PLATFORM_AUDITOR] =
-        P(AUTHENTICATED) | READS | P(TENANT_LIST_ALL) | P(USER_READ) | P(AUDIT_READ),
+    [ROLE_PLATFORM_AUDITOR] = P(AUTHENTICATED) | READS | P(TENANT_LIST_ALL) | P(USER_READ) |
+                              P(AUDIT_READ) | P(METRICS_READ),
     [ROLE_OWNER] = P(AUTHENTICATED) | READS | P(MEMBER_WRITE) | P(JOB_SUBMIT) | P(JOB_CANCEL) |
                    P(AUDIT_READ) | P(CHECKPOINT_DOWNLOAD) | P(KEY_ROTATE) | P(DATASET_WRITE) |
                    P(DATASET_GRANT) | P(CHECKPOINT_GRANT),
@@ -66,6 +66,7 @@ static const char *const perm_names[PERM__COUNT] = {
     [PERM_CHECKPOINT_GRANT] = "checkpoint.grant",
     [PERM_CHECKPOINT_APPROVE] = "checkpoint.approve",
     [PERM_TENANT_IDENTITY] = "tenant.identity",
+    [PERM_METRICS_READ] = "metrics.read",
 };
 
 static const char *const scope_names[SCOPE__COUNT] = {

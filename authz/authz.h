@@ -61,6 +61,7 @@ typedef enum perm {
 	PERM_CHECKPOINT_GRANT, /* grant another tenant a checkpoint, revoke it */
 	PERM_CHECKPOINT_APPROVE, /* put a confidential or restricted checkpoint's grant in force */
 	PERM_TENANT_IDENTITY,    /* map a tenant to the Unix user its attempts run as */
+	PERM_METRICS_READ,       /* scrape the operational metrics (GET /metrics) */
 	PERM__COUNT
 } perm;
 

@@ -19,8 +19,8 @@ typedef enum { K_COUNTER, K_GAUGE, K_HISTOGRAM } kind;
 
 typedef struct series {
 	char *values[PROM_MAX_LABELS];
-	double value;                          /* counter, gauge; histogram: the sum */
-	unsigned long long count;              /* histogram observations */
+	double value;                            /* counter, gauge; histogram: the sum */
+	unsigned long long count;                /* histogram observations */
 	unsigned long long le[PROM_MAX_BUCKETS]; /* histogram: observations <= bucket k */
 } series;
 

@@ -47,7 +47,7 @@ prom_family *prom_histogram(prom_registry *r, const char *name, const char *help
  * a negative or non-finite amount is ignored. Thread-safe.
  */
 void prom_add(prom_family *f, const char *const *values, double amount);
-void prom_set(prom_family *f, const char *const *values, double value); /* gauges */
+void prom_set(prom_family *f, const char *const *values, double value);     /* gauges */
 void prom_observe(prom_family *f, const char *const *values, double value); /* histograms */
 /* Drop every series of f: a gauge refilled from a query at each scrape. */
 void prom_reset(prom_family *f);
