@@ -26,6 +26,7 @@
 #include "clock.h"
 #include "followers.h"
 #include "hex.h"
+#include "listen.h"
 #include "log.h"
 #include "readcache.h"
 #include "stream_hub.h"
@@ -455,24 +456,6 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 	log_printf(LOG_WARN, "http: %s", buf);
 }
 
-static int parse_listen(const char *spec, struct sockaddr_in *sa)
-{
-	char host[64];
-	const char *colon = strrchr(spec, ':');
-	if (!colon || (size_t)(colon - spec) >= sizeof(host))
-		return -1;
-	memcpy(host, spec, (size_t)(colon - spec));
-	host[colon - spec] = '\0';
-	char *end;
-	long port = strtol(colon + 1, &end, 10);
-	if (*end || port < 1 || port > 65535)
-		return -1;
-	memset(sa, 0, sizeof(*sa));
-	sa->sin_family = AF_INET;
-	sa->sin_port = htons((uint16_t)port);
-	return inet_pton(AF_INET, host, &sa->sin_addr) == 1 ? 0 : -1;
-}
-
 /* Free what server_start() made beside the daemon (a stopped hub, the followers' slots...). */
 static void parts_free(api_server *s)
 {
@@ -492,7 +475,7 @@ static void parts_free(api_server *s)
 int server_start(api_server *s, const ty_config *cfg, db_pool *pool)
 {
 	struct sockaddr_in sa;
-	if (parse_listen(cfg->listen, &sa) < 0) {
+	if (listen_parse(cfg->listen, &sa) < 0) {
 		log_printf(LOG_ERROR, "invalid TRAINYARD_LISTEN \"%s\" (expected IPv4:port)",
 		           cfg->listen);
 		return -1;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "admit.h"
+#include "clock.h"
 #include "db.h"
 #include "dispatch.h"
 #include "log.h"
@@ -80,9 +81,10 @@ void sched_crash_point(const sched *s, const char *point)
 
 /* The head of each of those tenants' queues, in admission order. */
 #define HEADS_SQL                                                                                  \
-	"SELECT h.tenant_id, h.id, h.n, h.rpn, h.gpn, h.state_reason FROM"                         \
+	"SELECT h.tenant_id, h.id, h.n, h.rpn, h.gpn, h.state_reason, h.waited FROM"               \
 	" unnest($1::uuid[]) AS t(id) CROSS JOIN LATERAL"                                          \
 	" (SELECT j.tenant_id, j.id, j.state_reason,"                                              \
+	"   extract(epoch FROM now() - j.created_at) AS waited,"                                   \
 	"   coalesce(j.next_nodes, (j.spec->'resources'->>'nodes')::int) AS n,"                    \
 	"   (j.spec->'resources'->>'ranks_per_node')::int AS rpn,"                                 \
 	"   (j.spec->'resources'->>'gpus_per_node')::int AS gpn"                                   \
@@ -95,6 +97,7 @@ typedef struct cycle_load {
 	int n_tenants;
 	admit_job *jobs;
 	char (*job_reason)[256]; /* each job's state_reason now */
+	double *job_waited;      /* seconds since each job's submission */
 	int n_jobs;
 } cycle_load;
 
@@ -103,6 +106,7 @@ static void load_free(cycle_load *l)
 	free(l->tenants);
 	free(l->jobs);
 	free(l->job_reason);
+	free(l->job_waited);
 	memset(l, 0, sizeof(*l));
 }
 
@@ -171,7 +175,8 @@ static int load_heads(sched *s, cycle_load *l)
 	int n = PQntuples(r);
 	l->jobs = calloc(n ? (size_t)n : 1, sizeof(*l->jobs));
 	l->job_reason = calloc(n ? (size_t)n : 1, sizeof(*l->job_reason));
-	if (!l->jobs || !l->job_reason) {
+	l->job_waited = calloc(n ? (size_t)n : 1, sizeof(*l->job_waited));
+	if (!l->jobs || !l->job_reason || !l->job_waited) {
 		PQclear(r);
 		return -1;
 	}
@@ -185,6 +190,7 @@ static int load_heads(sched *s, cycle_load *l)
 		j->devices =
 		    j->nodes * (j->gpus_per_node > 0 ? j->gpus_per_node : j->cpus_per_node);
 		snprintf(l->job_reason[i], sizeof(l->job_reason[0]), "%s", PQgetvalue(r, i, 5));
+		l->job_waited[i] = atof(PQgetvalue(r, i, 6));
 		admit_tenant *t = tenant_by_id(l, PQgetvalue(r, i, 0));
 		if (t && !t->jobs)
 			t->jobs = j;
@@ -261,6 +267,32 @@ static int write_picture(sched *s, const cycle_load *l)
 	return rc ? -1 : 0;
 }
 
+/* What admission made of each tenant, and each admitted job's wait, into the metrics. */
+static void count_admission(sched *s, const cycle_load *l)
+{
+	sched_telemetry *tm = &s->tm;
+	prom_reset(tm->rank);
+	prom_reset(tm->usage);
+	prom_reset(tm->devices);
+	prom_reset(tm->quota);
+	for (int i = 0; i < l->n_tenants; i++) {
+		const admit_tenant *t = &l->tenants[i];
+		if (t->rank > 0)
+			sched_gauge(tm->rank, t->name, t->rank);
+		sched_gauge(tm->usage, t->name, t->usage_hours * 3600);
+		sched_gauge(tm->devices, t->name, t->running_devices);
+		sched_gauge(tm->quota, t->name, t->max_gpus);
+		for (int k = 0; k < t->n_jobs; k++) {
+			const admit_job *j = &t->jobs[k];
+			if (!j->admitted)
+				continue;
+			const char *const v[] = {t->name};
+			sched_count(tm->admitted, t->name, 1);
+			prom_observe(tm->queue_wait, v, l->job_waited[j - l->jobs]);
+		}
+	}
+}
+
 int admit_and_dispatch(sched *s)
 {
 	cycle_load l = {0};
@@ -292,9 +324,13 @@ int admit_and_dispatch(sched *s)
 		memcpy(ids[i], order[i]->id, sizeof(ids[i]));
 	free(order);
 	s->stats.admitted += n;
+	count_admission(s, &l);
 	rc = write_picture(s, &l);
-	if (rc == 0 && n > 0)
+	if (rc == 0 && n > 0) {
 		submitted = dispatch_jobs(s, ids, n);
+		sched_count(s->tm.dispatched, "submitted", submitted > 0 ? submitted : 0);
+		sched_count(s->tm.dispatched, "not_submitted", n - (submitted > 0 ? submitted : 0));
+	}
 	free(ids);
 	if (submitted < 0)
 		rc = -1;
@@ -303,7 +339,7 @@ out:
 	return rc < 0 ? -1 : submitted;
 }
 
-int sched_cycle(sched *s)
+static int cycle(sched *s)
 {
 	char err[SL_ERR_MAX];
 	free(s->sj);
@@ -322,4 +358,13 @@ int sched_cycle(sched *s)
 	if (reconcile(s) < 0)
 		return -1;
 	return admit_and_dispatch(s) < 0 ? -1 : 0;
+}
+
+int sched_cycle(sched *s)
+{
+	double t0 = clock_mono_s();
+	int rc = cycle(s);
+	sched_count(s->tm.cycles, rc < 0 ? "failed" : "ok", 1);
+	prom_observe(s->tm.cycle_s, NULL, clock_mono_s() - t0);
+	return rc;
 }

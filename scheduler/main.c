@@ -93,6 +93,8 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	sl_init();
+	if (sched_telemetry_start(&s.tm, cfg.sched_metrics_listen) < 0)
+		return 2;
 	log_printf(LOG_INFO, "scheduler %s: worker %s, spool %s", s.owner, s.worker_bin, s.spool);
 	int rc = 0;
 	while (!stopping) {
@@ -111,7 +113,9 @@ int main(int argc, char **argv)
 			rc = 1;
 			break;
 		}
+		sched_gauge(s.tm.leader, NULL, 1);
 		int l = lead(&s, once);
+		sched_gauge(s.tm.leader, NULL, 0);
 		if (once) {
 			rc = l < 0 ? 1 : 0;
 			break;
@@ -124,6 +128,7 @@ int main(int argc, char **argv)
 	leader_release(&s);
 	free(s.sj);
 	sl_fini();
+	sched_telemetry_stop(&s.tm);
 	log_printf(LOG_INFO,
 	           "scheduler %s: %ld cycles, %ld admitted, %ld submitted, %ld ended, "
 	           "%ld retried, %ld hung, %ld recovered",

@@ -209,6 +209,7 @@ static int queue_retry(sched *s, const followed *f, const retry_decision *d)
 static int job_after(sched *s, const followed *f, const char *c, json_t *story)
 {
 	job_state now = f->job;
+	sched_count(s->tm.ended, c[0] ? c : "ok", 1);
 	if (job_state_final(now))
 		return 0; /* the worker's finish report ended it already */
 	char why[RETRY_WHY_MAX + 160];
@@ -257,8 +258,10 @@ static int job_after(sched *s, const followed *f, const char *c, json_t *story)
 	rc = queue_retry(s, f, &d);
 	if (rc == 0)
 		rc = jobstate_transition(s->db, f->job_id, JOB_QUEUED, why, NULL, story, NULL);
-	if (rc == 0)
+	if (rc == 0) {
 		s->stats.retried++;
+		sched_count(s->tm.retries, c, 1);
+	}
 	return rc;
 }
 

@@ -21,6 +21,7 @@
 #include "config.h"
 #include "identity.h"
 #include "slurm.h"
+#include "telemetry.h"
 
 /* An attempt's credential stays valid this long past the job's time limit. */
 #define SCHED_CREDENTIAL_MARGIN_MINUTES 60
@@ -50,6 +51,7 @@ typedef struct sched {
 	sl_job *sj;
 	int n_sj;
 	sched_stats stats;
+	sched_telemetry tm; /* GET /metrics (telemetry.h) */
 	/* test hook: TRAINYARD_SCHED_CRASH_AT=phase kills the process there */
 	const char *crash_at;
 } sched;

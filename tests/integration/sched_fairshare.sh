@@ -95,4 +95,26 @@ order() { # the tenant's jobs by the start of their attempt
 check_eq "A's jobs started in submit order" "a1 a2 a3" "$(order "$A_ID")"
 check_eq "B's jobs started in submit order" "b1 b2 b3" "$(order "$B_ID")"
 
+# The scheduler's own GET /metrics tells the same story.
+check "the scheduler serves its metrics" curl -fsS -o "$TY_TMP/sched.prom" \
+	"http://$TRAINYARD_SCHED_METRICS_LISTEN/metrics"
+check "promtool finds no problem in them" promtool check metrics <"$TY_TMP/sched.prom"
+smp() { grep -E "^$1 " "$TY_TMP/sched.prom" | head -n 1 | awk '{print $2}'; }
+check_eq "it leads" 1 "$(smp trainyard_scheduler_leader)"
+attempts() { q "SELECT count(*) FROM job_attempts a JOIN jobs j ON j.id = a.job_id
+	WHERE j.tenant_id = '$1' AND j.name <> 'history'"; }
+check_eq "A's admissions, one per attempt" "$(attempts "$A_ID")" \
+	"$(smp "trainyard_scheduler_admitted_total\{tenant=\"$A\"\}")"
+check_eq "B's" "$(attempts "$B_ID")" "$(smp "trainyard_scheduler_admitted_total\{tenant=\"$B\"\}")"
+check_eq "A's waits in the queue, one each" "$(attempts "$A_ID")" \
+	"$(smp "trainyard_scheduler_queue_wait_seconds_count\{tenant=\"$A\"\}")"
+check_match "every dispatch went to Slurm" '^([6-9]|[1-9][0-9]+)$' \
+	"$(smp 'trainyard_scheduler_dispatches_total\{outcome="submitted"\}')"
+check_match "attempts that ended well" '^([6-9]|[1-9][0-9]+)$' \
+	"$(smp 'trainyard_scheduler_attempts_ended_total\{class="ok"\}')"
+check_eq "B's quota" 2 "$(smp "trainyard_scheduler_tenant_device_quota\{tenant=\"$B\"\}")"
+check_match "cycles counted" '^[1-9][0-9]*$' "$(smp 'trainyard_scheduler_cycles_total\{outcome="ok"\}')"
+check_eq "no id (a UUID) in them" 0 \
+	"$(grep -cE '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}' "$TY_TMP/sched.prom")"
+
 summary
