@@ -16,8 +16,8 @@ static const double wait_buckets[] = {1, 10, 60, 300, 900, 3600, 4 * 3600, 12 * 
 #define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_size, void **state)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_size, void **state)
 {
 	sched_telemetry *t = cls;
 	(void)version;
@@ -72,15 +72,15 @@ int sched_telemetry_start(sched_telemetry *t, const char *listen)
 	                               1, tenant, wait_buckets, N(wait_buckets));
 	t->dispatched = prom_counter(r, "trainyard_scheduler_dispatches_total",
 	                             "Admitted jobs handed to Slurm, by outcome", 1, outcome);
-	t->ended = prom_counter(r, "trainyard_scheduler_attempts_ended_total",
-	                        "Attempts that ended, by failure class (ok: the job finished)", 1,
-	                        klass);
-	t->retries = prom_counter(r, "trainyard_scheduler_retries_total",
-	                          "Jobs queued again after a failed attempt, by failure class", 1,
-	                          klass);
+	t->ended =
+	    prom_counter(r, "trainyard_scheduler_attempts_ended_total",
+	                 "Attempts that ended, by failure class (ok: the job finished)", 1, klass);
+	t->retries =
+	    prom_counter(r, "trainyard_scheduler_retries_total",
+	                 "Jobs queued again after a failed attempt, by failure class", 1, klass);
 	t->rank = prom_gauge(r, "trainyard_scheduler_fair_share_rank",
-	                     "Each tenant's place in the last cycle's fair-share order (1 first)", 1,
-	                     tenant);
+	                     "Each tenant's place in the last cycle's fair-share order (1 first)",
+	                     1, tenant);
 	t->usage = prom_gauge(r, "trainyard_scheduler_tenant_usage_device_seconds",
 	                      "Each tenant's recent device time that fair share weighs, decayed by "
 	                      "the half-life",
@@ -101,19 +101,21 @@ int sched_telemetry_start(sched_telemetry *t, const char *listen)
 		return 0;
 	struct sockaddr_in sa;
 	if (listen_parse(listen, &sa) < 0) {
-		log_printf(LOG_ERROR, "invalid TRAINYARD_SCHED_METRICS_LISTEN \"%s\" "
-		                      "(expected IPv4:port)",
+		log_printf(LOG_ERROR,
+		           "invalid TRAINYARD_SCHED_METRICS_LISTEN \"%s\" "
+		           "(expected IPv4:port)",
 		           listen);
 		sched_telemetry_stop(t);
 		return -1;
 	}
 	t->http = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, on_request, t,
 	                           MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-	                           MHD_OPTION_CONNECTION_TIMEOUT, 10u,
-	                           MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_END);
+	                           MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_CONNECTION_LIMIT,
+	                           64u, MHD_OPTION_END);
 	if (!t->http)
 		/* another scheduler on this host holds the address: go on without */
-		log_printf(LOG_WARN, "could not serve metrics on %s; going on without them", listen);
+		log_printf(LOG_WARN, "could not serve metrics on %s; going on without them",
+		           listen);
 	else
 		log_printf(LOG_INFO, "metrics on http://%s/metrics", listen);
 	return 0;
