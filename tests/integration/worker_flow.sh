@@ -74,6 +74,16 @@ check_json "it succeeded" succeeded .state
 check_status "alice reads the metrics" 200 GET "/v1/jobs/$J/metrics?limit=100"
 check_eq "every step, once" "$(seq 1 10 | xargs)" "$(printf '%s' "$BODY" | jq -r '.items[].step' | xargs)"
 check_json "with the trainer's loss" true '[.items[].data.loss | type == "number"] | all'
+check_status "alice reads where its time went" 200 GET "/v1/jobs/$J/goodput"
+check_json "ten steps kept, none lost" "10 0" '"\(.steps.kept) \(.steps.lost)"'
+check_json "goodput and badput add up to the wall time" true \
+	'((.goodput_seconds + ([.badput_seconds[]] | add)) - .wall_seconds) | fabs < 0.001'
+check_json "some of it is goodput, from the trainer's step times" true \
+	'.goodput_seconds > 0 and .goodput_fraction > 0 and .goodput_fraction < 1'
+check_json "checkpoints at steps 5 and 10 took time" true '.badput_seconds.checkpoint > 0'
+check_json "no failure: nothing lost, no recovery" "0 0" \
+	'"\(.badput_seconds.lost) \(.badput_seconds.recovery)"'
+check_json "the trainer's throughput" true '.tokens_per_s > 0'
 check_status "alice lists the checkpoints" 200 GET "/v1/jobs/$J/checkpoints"
 check_eq "steps 5 and 10, world 2, two shards with their SHA-256" "5 2 2 true,10 2 2 true" \
 	"$(printf '%s' "$BODY" | jq -r '[.items | sort_by(.step)[] | "\(.step) \(.world) \(.shards | length) \([.shards[].sha256 | test("^[0-9a-f]{64}$")] | all)"] | join(",")')"
