@@ -36,6 +36,23 @@ static const out_col job_fields[] = {
     {"started_at", "started_at"},
     {"finished_at", "finished_at"},
     {"spec", "spec"},
+    /* GET /v1/jobs/{job}/goodput, put beside the job by job_show */
+    {"wall_s", "goodput.wall_seconds"},
+    {"goodput_s", "goodput.goodput_seconds"},
+    {"goodput_fraction", "goodput.goodput_fraction"},
+    {"badput_queueing_s", "goodput.badput_seconds.queueing"},
+    {"badput_startup_s", "goodput.badput_seconds.startup"},
+    {"badput_data_wait_s", "goodput.badput_seconds.data_wait"},
+    {"badput_checkpoint_s", "goodput.badput_seconds.checkpoint"},
+    {"badput_lost_s", "goodput.badput_seconds.lost"},
+    {"badput_recovery_s", "goodput.badput_seconds.recovery"},
+    {"badput_fallback_s", "goodput.badput_seconds.fallback"},
+    {"badput_overhead_s", "goodput.badput_seconds.overhead"},
+    {"steps_kept", "goodput.steps.kept"},
+    {"steps_lost", "goodput.steps.lost"},
+    {"tokens_per_s", "goodput.tokens_per_s"},
+    {"mfu", "goodput.mfu"},
+    {"scaling_efficiency", "goodput.scaling_efficiency"},
     {NULL, NULL},
 };
 
@@ -198,13 +215,25 @@ static int job_list(cli_ctx *ctx, const cli_command *self, int argc, char **argv
 	return cmd_list(ctx, path, o.set[OPT_ALL], job_cols);
 }
 
+/* The job, and where its time went as its "goodput" member (left out when the server has none). */
 static int job_show(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
 {
 	opt_result o;
 	int rc = args_parse_cmd(ctx, self, NULL, 1, 1, argc, argv, &o);
 	if (rc >= 0)
 		return rc;
-	return cmd_show(ctx, "GET", URL_PATH(ROUTE_JOB, o.pos[0]), NULL, job_fields);
+	char *path = URL_PATH(ROUTE_JOB, o.pos[0]), *gpath = URL_PATH(ROUTE_JOB_GOODPUT, o.pos[0]);
+	json_t *job = NULL, *goodput = NULL;
+	rc = path && gpath ? http_json(ctx, "GET", path, NULL, &job) : cmd_bad_path();
+	if (rc == CLI_OK && http_json(ctx, "GET", gpath, NULL, &goodput) == CLI_OK)
+		json_object_set(job, "goodput", goodput);
+	if (rc == CLI_OK)
+		rc = output_object(ctx, job, job_fields);
+	free(path);
+	free(gpath);
+	json_decref(job);
+	json_decref(goodput);
+	return rc;
 }
 
 static int job_cancel(cli_ctx *ctx, const cli_command *self, int argc, char **argv)

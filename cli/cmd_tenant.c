@@ -1,10 +1,12 @@
 /*
- * cmd_tenant.c - yardctl tenant create | list | show.
+ * cmd_tenant.c - yardctl tenant create | list | show | usage | identity | set-identity.
  */
 #include <jansson.h>
 
+#include "args.h"
 #include "cmd.h"
 #include "routes.h"
+#include "sbuf.h"
 #include "url.h"
 
 static const out_col tenant_fields[] = {
@@ -86,11 +88,64 @@ static int tenant_set_identity(cli_ctx *ctx, const cli_command *self, int argc, 
 	return rc;
 }
 
+static const out_col usage_fields[] = {
+    {"tenant", "tenant"},
+    {"days", "days"},
+    {"jobs", "jobs"},
+    {"truncated", "truncated"},
+    {"wall_s", "wall_seconds"},
+    {"goodput_s", "goodput_seconds"},
+    {"goodput_fraction", "goodput_fraction"},
+    {"badput_queueing_s", "badput_seconds.queueing"},
+    {"badput_startup_s", "badput_seconds.startup"},
+    {"badput_data_wait_s", "badput_seconds.data_wait"},
+    {"badput_checkpoint_s", "badput_seconds.checkpoint"},
+    {"badput_lost_s", "badput_seconds.lost"},
+    {"badput_recovery_s", "badput_seconds.recovery"},
+    {"badput_fallback_s", "badput_seconds.fallback"},
+    {"badput_overhead_s", "badput_seconds.overhead"},
+    {"steps_kept", "steps.kept"},
+    {"steps_lost", "steps.lost"},
+    {"device_s", "device_seconds"},
+    {"max_gpus", "quota.max_gpus"},
+    {"devices_in_use", "quota.devices_in_use"},
+    {NULL, NULL},
+};
+
+enum { OPT_DAYS };
+static const opt_spec usage_opts[] = {
+    {"days", true, false},
+    {NULL, false, false},
+};
+
+static int tenant_usage(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
+{
+	opt_result o;
+	int rc = args_parse_cmd(ctx, self, usage_opts, 1, 1, argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	char *path = URL_PATH(ROUTE_TENANT_USAGE, o.pos[0]);
+	if (!path)
+		return cmd_bad_path();
+	sbuf url;
+	sbuf_init(&url, 4096);
+	rc = sbuf_adds(&url, path) || url_query_add(&url, "days", o.val[OPT_DAYS]);
+	free(path);
+	if (rc) {
+		sbuf_release(&url);
+		return cmd_bad_path();
+	}
+	return cmd_show(ctx, "GET", sbuf_detach(&url), NULL, usage_fields);
+}
+
 const cli_command tenant_commands[] = {
     {"create", "NAME [--display-name TEXT]", "create a tenant (platform admins)",
      "NAME is lower case: letters, digits and '-', starting with a letter.\n", tenant_create, NULL},
     {"list", "", "list the tenants the caller can see", NULL, tenant_list, NULL},
     {"show", "NAME|ID", "show one tenant", NULL, tenant_show, NULL},
+    {"usage", "NAME|ID [--days N]",
+     "where the tenant's jobs' time went: goodput, badput by cause, quota use",
+     "Sums the jobs submitted in the last N days (default 30, at most 366).\n", tenant_usage, NULL},
     {"identity", "NAME|ID", "show the Unix user the tenant's attempts run as", NULL,
      tenant_identity, NULL},
     {"set-identity", "NAME|ID USER",

@@ -92,6 +92,18 @@ check_json "adds up too" true \
 	'((.goodput_seconds + ([.badput_seconds[]] | add)) - .wall_seconds) | fabs < 0.01'
 check_json "with the quota and what is in use" "64 1" '"\(.quota.max_gpus) \(.quota.devices_in_use)"'
 check_status "days out of range" 400 GET "/v1/tenants/$TA/usage?days=0"
+y "$VIEW" job show "$J"
+expect_rc "yardctl job show" 0
+check_match "prints the goodput beside the job" 'goodput_s +0\.8' "$OUT"
+check_match "and the badput by cause" 'badput_fallback_s +[0-9.]+' "$OUT"
+y "$VIEW" job show "$J" -o json
+check_eq "in JSON, as the job's goodput member" 4 "$(jq_out .goodput.steps.kept)"
+y "$VIEW" tenant usage "$TA" --days 7 -o json
+expect_rc "yardctl tenant usage" 0
+check_eq "one job, four steps" "1 4" "$(jq_out '"\(.jobs) \(.steps.kept)"')"
+y "$VIEW" tenant usage "$TA"
+check_match "as a table too" 'devices_in_use +1' "$OUT"
+
 TOKEN=$BOB
 check_status "another tenant's owner does not see the job's" 404 GET "/v1/jobs/$J/goodput"
 check_status "nor the tenant's usage" 404 GET "/v1/tenants/$TA/usage"
