@@ -326,7 +326,12 @@ $(BUILD)/bench/sched: $(call obj,bench/sched.c) $(SCHED_A) $(LIB_A)
 	@echo "  LINK    $@"
 	$(Q)$(CC) $(LDFLAGS) $(BENCH_SCHED_WRAP) -o $@ $^ $(SLURM_LIBS) $(LDLIBS)
 
-bench: $(BINS) $(BUILD)/bench/sgemm $(BUILD)/bench/crypto $(BUILD)/bench/sched
+$(BUILD)/bench/eta: $(call obj,bench/eta.c) $(LIB_A)
+	@mkdir -p $(@D)
+	@echo "  LINK    $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+bench: $(BINS) $(BUILD)/bench/sgemm $(BUILD)/bench/crypto $(BUILD)/bench/sched $(BUILD)/bench/eta
 	@BUILD=$(BUILD) bench/run
 	@echo
 	@BUILD=$(BUILD) bench/train
@@ -340,6 +345,8 @@ bench: $(BINS) $(BUILD)/bench/sgemm $(BUILD)/bench/crypto $(BUILD)/bench/sched
 	@BUILD=$(BUILD) bench/audit
 	@echo
 	@BUILD=$(BUILD) bench/lineage
+	@echo
+	@$(BUILD)/bench/eta
 
 demo:
 	@deploy/demo

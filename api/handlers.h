@@ -90,6 +90,7 @@ int h_attempt_init_file(api_req *rq);
 /* h_results.c */
 int h_job_metrics(api_req *rq);
 int h_job_goodput(api_req *rq);
+int h_job_eta(api_req *rq);
 int h_tenant_usage(api_req *rq);
 int h_job_checkpoints(api_req *rq);
 int h_checkpoint_get(api_req *rq);

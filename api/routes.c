@@ -53,6 +53,7 @@ static const route table[] = {
 	{"GET",    "/v1/jobs/{job}/events",               PERM_JOB_READ,        SCOPE_JOB,      NULL,             0,   h_job_events},
 	{"GET",    "/v1/jobs/{job}/metrics",              PERM_JOB_READ,        SCOPE_JOB,      NULL,             0,   h_job_metrics},
 	{"GET",    "/v1/jobs/{job}/goodput",              PERM_JOB_READ,        SCOPE_JOB,      NULL,             0,   h_job_goodput},
+	{"GET",    "/v1/jobs/{job}/eta",                  PERM_JOB_READ,        SCOPE_JOB,      NULL,             0,   h_job_eta},
 	{"GET",    "/v1/jobs/{job}/checkpoints",          PERM_JOB_READ,        SCOPE_JOB,      NULL,             0,   h_job_checkpoints},
 	{"GET",    "/v1/checkpoints/{checkpoint}",        PERM_JOB_READ,        SCOPE_CHECKPOINT, NULL,           0,   h_checkpoint_get},
 	{"GET",    "/v1/checkpoints/{checkpoint}/lineage", PERM_JOB_READ,       SCOPE_CHECKPOINT, NULL,           0,   h_checkpoint_lineage},

@@ -27,6 +27,7 @@ static const out_col job_fields[] = {
     {"queue_position", "queue.position"},
     {"tenant_rank", "queue.tenant_rank"},
     {"not_before", "queue.not_before"},
+    {"eta", "eta.eta"}, /* GET /v1/jobs/{job}/eta, put beside the job by job_show */
     {"priority", "priority"},
     {"devices", "devices"},
     {"attempts", "attempts"},
@@ -215,24 +216,33 @@ static int job_list(cli_ctx *ctx, const cli_command *self, int argc, char **argv
 	return cmd_list(ctx, path, o.set[OPT_ALL], job_cols);
 }
 
-/* The job, and where its time went as its "goodput" member (left out when the server has none). */
+/* Add the answer of GET path to job as its member name, when the server gives one. */
+static void job_add(const cli_ctx *ctx, json_t *job, const char *name, char *path)
+{
+	json_t *answer = NULL;
+	if (path && http_json(ctx, "GET", path, NULL, &answer) == CLI_OK)
+		json_object_set(job, name, answer);
+	json_decref(answer);
+	free(path);
+}
+
+/* The job, with its estimated start ("eta") and where its time went ("goodput"). */
 static int job_show(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
 {
 	opt_result o;
 	int rc = args_parse_cmd(ctx, self, NULL, 1, 1, argc, argv, &o);
 	if (rc >= 0)
 		return rc;
-	char *path = URL_PATH(ROUTE_JOB, o.pos[0]), *gpath = URL_PATH(ROUTE_JOB_GOODPUT, o.pos[0]);
-	json_t *job = NULL, *goodput = NULL;
-	rc = path && gpath ? http_json(ctx, "GET", path, NULL, &job) : cmd_bad_path();
-	if (rc == CLI_OK && http_json(ctx, "GET", gpath, NULL, &goodput) == CLI_OK)
-		json_object_set(job, "goodput", goodput);
-	if (rc == CLI_OK)
-		rc = output_object(ctx, job, job_fields);
+	char *path = URL_PATH(ROUTE_JOB, o.pos[0]);
+	json_t *job = NULL;
+	rc = path ? http_json(ctx, "GET", path, NULL, &job) : cmd_bad_path();
 	free(path);
-	free(gpath);
+	if (rc == CLI_OK) {
+		job_add(ctx, job, "eta", URL_PATH(ROUTE_JOB_ETA, o.pos[0]));
+		job_add(ctx, job, "goodput", URL_PATH(ROUTE_JOB_GOODPUT, o.pos[0]));
+		rc = output_object(ctx, job, job_fields);
+	}
 	json_decref(job);
-	json_decref(goodput);
 	return rc;
 }
 

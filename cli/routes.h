@@ -32,6 +32,7 @@
 #define ROUTE_JOB_EVENTS        "/v1/jobs/{}/events"
 #define ROUTE_JOB_METRICS       "/v1/jobs/{}/metrics"
 #define ROUTE_JOB_GOODPUT       "/v1/jobs/{}/goodput"
+#define ROUTE_JOB_ETA           "/v1/jobs/{}/eta"
 #define ROUTE_JOB_LOGS          "/v1/jobs/{}/logs"
 #define ROUTE_JOB_ATTEMPTS      "/v1/jobs/{}/attempts"
 #define ROUTE_JOB_CKPTS         "/v1/jobs/{}/checkpoints"
