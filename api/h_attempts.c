@@ -258,6 +258,37 @@ static void metrics_check(const json_t *in, verrs *v)
 	}
 }
 
+/*
+ * The alerts a batch of steps ($3) of job $1 raises (raise_alert(), in
+ * migrations/0010_alerts.sql, quiets repeats for 15 minutes):
+ *   non_finite  a step whose loss is null (the trainer's NaN or Inf);
+ *   loss_spike  a loss more than 6 standard deviations above the mean of
+ *               the job's 100 steps before the batch (20 at least);
+ *   slow_steps  tokens/s under half the job's median (20 steps at least).
+ */
+#define ALERTS_FROM_STEPS_SQL                                                                      \
+	"WITH new AS (SELECT (e->>'step')::int AS step, e->'loss' AS loss,"                        \
+	"   (e->>'tokens_per_s')::float8 AS tps FROM jsonb_array_elements($3::jsonb) e),"          \
+	" prior AS (SELECT (m.data->>'loss')::float8 AS loss FROM job_metrics m"                   \
+	"   WHERE m.job_id = $1 AND m.step < (SELECT min(step) FROM new)"                          \
+	"   AND jsonb_typeof(m.data->'loss') = 'number' ORDER BY m.step DESC LIMIT 100),"          \
+	" stats AS (SELECT avg(loss) AS mu, stddev_samp(loss) AS sd, count(*) AS n FROM prior),"   \
+	" pace AS (SELECT percentile_cont(0.5) WITHIN GROUP"                                       \
+	"   (ORDER BY (m.data->>'tokens_per_s')::float8) AS med, count(*) AS n FROM job_metrics m" \
+	"   WHERE m.job_id = $1 AND jsonb_typeof(m.data->'tokens_per_s') = 'number'),"             \
+	" found AS ("                                                                              \
+	"  SELECT 'non_finite' AS kind, jsonb_build_object('step', min(step), 'attempt_id',"       \
+	"    $2::text) AS detail FROM new WHERE jsonb_typeof(loss) = 'null' HAVING count(*) > 0"   \
+	"  UNION ALL SELECT 'loss_spike', jsonb_build_object('step', min(new.step),"               \
+	"    'loss', max(new.loss::float8), 'mean', s.mu, 'stddev', s.sd)"                         \
+	"    FROM new, stats s WHERE s.n >= 20 AND jsonb_typeof(new.loss) = 'number'"              \
+	"    AND new.loss::float8 > s.mu + 6 * greatest(s.sd, 1e-6) GROUP BY s.mu, s.sd"           \
+	"  UNION ALL SELECT 'slow_steps', jsonb_build_object('step', min(new.step),"               \
+	"    'tokens_per_s', min(new.tps), 'median', p.med)"                                       \
+	"    FROM new, pace p WHERE p.n >= 20 AND new.tps < 0.5 * p.med GROUP BY p.med)"           \
+	" SELECT raise_alert(j.tenant_id, j.id, f.kind, f.detail, interval '15 minutes')"          \
+	" FROM found f JOIN jobs j ON j.id = $1"
+
 int h_attempt_metrics(api_req *rq)
 {
 	json_t *in = report_body(rq, metrics_check);
@@ -279,6 +310,8 @@ int h_attempt_metrics(api_req *rq)
 		    " FROM jsonb_array_elements($3::jsonb) e"
 		    " ON CONFLICT (job_id, attempt_id, step) DO UPDATE SET data = EXCLUDED.data",
 		    3, p);
+	if (rc == 0)
+		rc = db_query(rq->db, NULL, ALERTS_FROM_STEPS_SQL, 3, p);
 	free(steps);
 	if (rc)
 		return report_failed(rq, rc);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "admit.h"
+#include "alerts.h"
 #include "clock.h"
 #include "db.h"
 #include "dispatch.h"
@@ -282,6 +283,11 @@ static void count_admission(sched *s, const cycle_load *l)
 		sched_gauge(tm->usage, t->name, t->usage_hours * 3600);
 		sched_gauge(tm->devices, t->name, t->running_devices);
 		sched_gauge(tm->quota, t->name, t->max_gpus);
+		if (t->budget_hours > 0 && t->month_hours >= 0.9 * t->budget_hours)
+			sched_alert_tenant(s, t->id, "quota_nearly_spent",
+			                   json_pack("{s:f, s:f}", "device_hours", t->month_hours,
+			                             "gpu_hours_per_month", t->budget_hours),
+			                   "1 day");
 		for (int k = 0; k < t->n_jobs; k++) {
 			const admit_job *j = &t->jobs[k];
 			if (!j->admitted)
@@ -357,6 +363,7 @@ static int cycle(sched *s)
 		log_printf(LOG_WARN, "some tenants' Slurm accounts are not in step");
 	if (reconcile(s) < 0)
 		return -1;
+	sched_alert_stalls(s);
 	return admit_and_dispatch(s) < 0 ? -1 : 0;
 }
 

@@ -30,6 +30,7 @@
 #include "ladder.h"
 #include "log.h"
 #include "retry.h"
+#include "alerts.h"
 #include "scheduler.h"
 
 /* Attempts one cycle follows at most; the rest wait for the next cycle. */
@@ -261,6 +262,11 @@ static int job_after(sched *s, const followed *f, const char *c, json_t *story)
 	if (rc == 0) {
 		s->stats.retried++;
 		sched_count(s->tm.retries, c, 1);
+		if (f->attempts >= 3)
+			sched_alert_job(s, f->job_id, "restarts",
+			                json_pack("{s:i, s:s}", "failed_attempts", f->attempts,
+			                          "last_class", c),
+			                "1 hour");
 	}
 	return rc;
 }
