@@ -2,6 +2,7 @@
  * main.c - trainyard-api: load settings, check (or apply) the schema,
  * serve until SIGINT or SIGTERM.
  */
+#include <curl/curl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -81,6 +82,11 @@ int main(int argc, char **argv)
 		                     "log grows, but no tree head is signed");
 	}
 	db_pool *pool = db_pool_new(cfg.db, cfg.db_pool, cfg.db_wait_ms, cfg.db_retry_ms);
+	/* webhook deliveries (webhook_send.c) use libcurl from a thread of their own */
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		log_printf(LOG_ERROR, "could not initialise libcurl");
+		return 1;
+	}
 	if (!pool || server_start(&srv, &cfg, pool) < 0) {
 		db_pool_free(pool);
 		return 1;

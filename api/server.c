@@ -31,6 +31,7 @@
 #include "readcache.h"
 #include "stream_hub.h"
 #include "token.h"
+#include "webhook_send.h"
 
 typedef struct req_slot {
 	api_req rq;
@@ -470,6 +471,8 @@ static void parts_free(api_server *s)
 	ratelimit_free(s->rl);
 	s->rl = NULL;
 	telemetry_release(&s->tm);
+	webhook_sender_stop(s->hooks);
+	s->hooks = NULL;
 }
 
 int server_start(api_server *s, const ty_config *cfg, db_pool *pool)
@@ -492,6 +495,8 @@ int server_start(api_server *s, const ty_config *cfg, db_pool *pool)
 	s->reads = readcache_new(cfg->read_cache_ms, cfg->db, cfg->db_retry_ms);
 	s->auditseq = auditseq_start(cfg, s->has_audit_key ? &s->audit_key : NULL);
 	int tm = telemetry_init(&s->tm);
+	if (s->has_master && !(s->hooks = webhook_sender_start(cfg, &s->master)))
+		tm = -1;
 	s->hub =
 	    s->rl && s->followers && s->reads && s->auditseq && tm == 0 ? stream_hub_start() : NULL;
 	if (!s->hub) {

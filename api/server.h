@@ -27,6 +27,8 @@ struct api_server {
 	struct followers *followers; /* the slots of GET /v1/jobs/{job}/logs?follow=1 (h_logs.c) */
 	struct readcache *reads;     /* job answers served from memory (readcache.h) */
 	api_telemetry tm;            /* the metrics of GET /metrics (telemetry.h) */
+	struct webhook_sender
+	    *hooks; /* delivers alerts (webhook_send.h); NULL without a master key */
 };
 
 /* Start listening on cfg->listen. RET 0, or -1 with the reason logged. */

@@ -16,7 +16,7 @@ static const unsigned role_perms[ROLE__COUNT] = {
                               P(AUDIT_READ) | P(METRICS_READ),
     [ROLE_OWNER] = P(AUTHENTICATED) | READS | P(MEMBER_WRITE) | P(JOB_SUBMIT) | P(JOB_CANCEL) |
                    P(AUDIT_READ) | P(CHECKPOINT_DOWNLOAD) | P(KEY_ROTATE) | P(DATASET_WRITE) |
-                   P(DATASET_GRANT) | P(CHECKPOINT_GRANT),
+                   P(DATASET_GRANT) | P(CHECKPOINT_GRANT) | P(WEBHOOK_MANAGE),
     [ROLE_EDITOR] = P(AUTHENTICATED) | READS | P(JOB_SUBMIT) | P(JOB_CANCEL) |
                     P(CHECKPOINT_DOWNLOAD) | P(DATASET_WRITE),
     [ROLE_VIEWER] = P(AUTHENTICATED) | READS,
@@ -67,6 +67,7 @@ static const char *const perm_names[PERM__COUNT] = {
     [PERM_CHECKPOINT_APPROVE] = "checkpoint.approve",
     [PERM_TENANT_IDENTITY] = "tenant.identity",
     [PERM_METRICS_READ] = "metrics.read",
+    [PERM_WEBHOOK_MANAGE] = "webhook.manage",
 };
 
 static const char *const scope_names[SCOPE__COUNT] = {

@@ -62,6 +62,8 @@ typedef enum perm {
 	PERM_CHECKPOINT_APPROVE, /* put a confidential or restricted checkpoint's grant in force */
 	PERM_TENANT_IDENTITY,    /* map a tenant to the Unix user its attempts run as */
 	PERM_METRICS_READ,       /* scrape the operational metrics (GET /metrics) */
+	PERM_WEBHOOK_MANAGE, /* create, list and delete a tenant's webhooks, read their deliveries
+	                      */
 	PERM__COUNT
 } perm;
 

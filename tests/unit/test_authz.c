@@ -19,13 +19,14 @@ static bool expected_has(role r, perm p)
 	                   "token.manage job.submit job.read job.cancel audit.read job.dispatch "
 	                   "checkpoint.download key.rotate key.shred dataset.read dataset.write "
 	                   "dataset.exempt dataset.grant dataset.approve checkpoint.grant "
-	                   "checkpoint.approve tenant.identity metrics.read",
+	                   "checkpoint.approve tenant.identity metrics.read webhook.manage",
 	    [ROLE_PLATFORM_AUDITOR] = "authenticated tenant.list_all tenant.read quota.read "
 	                              "member.read user.read job.read audit.read dataset.read "
 	                              "metrics.read",
 	    [ROLE_OWNER] = "authenticated tenant.read quota.read member.read member.write "
 	                   "job.submit job.read job.cancel audit.read checkpoint.download "
-	                   "key.rotate dataset.read dataset.write dataset.grant checkpoint.grant",
+	                   "key.rotate dataset.read dataset.write dataset.grant checkpoint.grant "
+	                   "webhook.manage",
 	    [ROLE_EDITOR] = "authenticated tenant.read quota.read member.read job.submit "
 	                    "job.read job.cancel checkpoint.download dataset.read dataset.write",
 	    [ROLE_VIEWER] =
