@@ -75,7 +75,7 @@ MPI_TEST_BINS := $(call tests_bin,$(MPI_TEST_SRC))
 ITEST_BINS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(ITEST_SRC))
 TOOL_BINS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(TOOL_SRC))
 Q ?= @
-EMBEDDED := $(sort $(wildcard migrations/*.sql)) api/openapi.json
+EMBEDDED := $(sort $(wildcard migrations/*.sql)) api/openapi.json ui/index.html ui/app.js ui/app.css
 
 .PHONY: all test unit itest bench demo deps fuzz format format-check clean help docs chaos gpu gpu-build
 all: $(BINS) $(if $(GPU),gpu)

@@ -121,6 +121,7 @@ typedef struct api_req {
 	int status;
 	json_t *out;          /* response body; NULL for 204 */
 	const char *raw_type; /* the raw body's Content-Type (static); NULL: application/json */
+	const char *csp;      /* the answer's Content-Security-Policy (static); NULL: the API's */
 	const char *raw;      /* or a body sent as is (raw_len bytes): static, */
 	size_t raw_len;
 	char *raw_owned;   /* or malloc'ed and freed after sending */

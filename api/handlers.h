@@ -14,6 +14,7 @@ int h_healthz(api_req *rq);
 int h_readyz(api_req *rq);
 int h_openapi(api_req *rq);
 int h_metrics(api_req *rq);
+int h_ui(api_req *rq);
 int h_whoami(api_req *rq);
 
 /* h_plan.c */

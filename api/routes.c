@@ -23,6 +23,9 @@ static const route table[] = {
 	{"GET",    "/readyz",                             PERM_AUTHENTICATED,   SCOPE_PLATFORM, NULL,             PUB, h_readyz},
 	{"GET",    "/v1/openapi.json",                    PERM_AUTHENTICATED,   SCOPE_PLATFORM, NULL,             PUB, h_openapi},
 	{"GET",    "/metrics",                            PERM_METRICS_READ,    SCOPE_PLATFORM, NULL,             0,   h_metrics},
+	{"GET",    "/ui",                                 PERM_AUTHENTICATED,   SCOPE_PLATFORM, NULL,             PUB, h_ui},
+	{"GET",    "/ui/app.js",                          PERM_AUTHENTICATED,   SCOPE_PLATFORM, NULL,             PUB, h_ui},
+	{"GET",    "/ui/app.css",                         PERM_AUTHENTICATED,   SCOPE_PLATFORM, NULL,             PUB, h_ui},
 	{"GET",    "/v1/whoami",                          PERM_AUTHENTICATED,   SCOPE_PLATFORM, NULL,             0,   h_whoami},
 	{"POST",   "/v1/plan",                            PERM_AUTHENTICATED,   SCOPE_PLATFORM, NULL,             CMP, h_plan},
 

@@ -253,9 +253,10 @@ static struct MHD_Response *body_response(api_req *rq)
 /*
  * The headers every answer carries, whatever its route, status or body
  * (problems, streams, 404 and 405 included). Every answer may hold a
- * secret or a tenant's data, so none is stored by a cache; no answer is
- * a page, so a browser may not sniff its type, frame it, run or load
- * anything from it, or pass its address on.
+ * secret or a tenant's data, so none is stored by a cache; no answer but
+ * the web view's own files (h_ui.c, which sets rq->csp) is a page, so a
+ * browser may not sniff its type, frame it, run or load anything from it,
+ * or pass its address on.
  */
 static const char *const security_headers[][2] = {
     {"Cache-Control", "no-store"},
@@ -271,7 +272,11 @@ static enum MHD_Result send_response(req_slot *slot)
 	struct MHD_Response *resp = body_response(rq);
 	MHD_add_response_header(resp, "X-Request-Id", rq->request_id);
 	for (size_t i = 0; i < sizeof(security_headers) / sizeof(security_headers[0]); i++)
-		MHD_add_response_header(resp, security_headers[i][0], security_headers[i][1]);
+		MHD_add_response_header(
+		    resp, security_headers[i][0],
+		    rq->csp && strcmp(security_headers[i][0], "Content-Security-Policy") == 0
+		        ? rq->csp
+		        : security_headers[i][1]);
 	if (rq->retry_after[0])
 		MHD_add_response_header(resp, "Retry-After", rq->retry_after);
 	if (rq->replayed)
