@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# tests/integration/sched_alerts.sh - the alerts the scheduler raises: a
+# running attempt that reports no step for TRAINYARD_ALERT_STALL_S (10 s
+# here) is stalled, once; a tenant that used 90% of its monthly
+# device-hours gets quota_nearly_spent, once; both reach the tenant's
+# alerts and, for the job, its events. (restarts, the third kind, comes
+# from the same retry path sched_flow.sh drives; raise_alert() is shared.)
+set -uo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=SCRIPTDIR/lib.sh disable=SC1091
+. "$HERE/lib.sh"
+# shellcheck source=SCRIPTDIR/lib_sched.sh disable=SC1091
+. "$HERE/lib_sched.sh"
+
+sched_quiet
+ADMIN=$(admin_token)
+T=sal-$$
+T_ID=$(tenant_new "$T")
+VIEW=$(member_new "$T" "sal-view-$$" viewer)
+JSON=(-H 'Content-Type: application/json')
+TOKEN=$ADMIN
+check_status "a budget of 10 device-hours a month" 200 PUT "/v1/tenants/$T/quota" "${JSON[@]}" \
+	-d '{"max_gpus": 1, "max_running_jobs": 1, "gpu_hours_per_month": 10,
+	     "max_storage_bytes": 1000000000, "weight": 1}'
+# this month: a finished GPU job that held 2 devices for 5 hours (all 10)
+q "WITH j AS (INSERT INTO jobs (tenant_id, name, state, spec, devices)
+      VALUES ('$T_ID', 'history', 'succeeded',
+              '{\"resources\": {\"gpus_per_node\": 2}}', 2) RETURNING id)
+    INSERT INTO job_attempts (job_id, number, credential, expires_at, state, devices, nodes,
+      started_at, ended_at)
+    SELECT id, 1, decode(md5(random()::text) || md5(random()::text), 'hex'), now(), 'ended',
+      2, 1, greatest(date_trunc('month', now()), now() - interval '5 hours'), now() FROM j" \
+	>/dev/null
+JOB='{"name": "NAME", "model": {"preset": "tiny"}, "data": {"train": "x_*.bin"},
+ "parallel": {"data_parallel": 1, "micro_batch": 4, "global_batch": 8},
+ "resources": {"nodes": 1, "ranks_per_node": 1, "time_limit_minutes": 30},
+ "training": {"steps": 30}}'
+check_status "a job whose attempt goes silent" 201 POST "/v1/tenants/$T/jobs" "${JSON[@]}" \
+	-d "${JOB/NAME/silent}"
+J=$(printf '%s' "$BODY" | jq -r .id)
+check_status "its attempt, started by hand" 201 POST "/v1/jobs/$J/attempts"
+A=$(printf '%s' "$BODY" | jq -r .id)
+CRED=$(printf '%s' "$BODY" | jq -r .credential)
+TOKEN=$CRED check_status "it runs, then says nothing" 200 POST "/internal/v1/attempts/$A/heartbeat"
+TOKEN=$ADMIN
+check_status "a queued job, so the scheduler weighs the tenant" 201 POST "/v1/tenants/$T/jobs" \
+	"${JSON[@]}" -d "${JOB/NAME/waiting}"
+
+export TRAINYARD_ALERT_STALL_S=10
+sched_start
+trap 'sched_stop' EXIT
+count() { q "SELECT count(*) FROM alerts WHERE tenant_id = '$T_ID' AND kind = '$1'"; }
+raised() { [[ $(count "$1") -ge 1 ]]; }
+check "the tenant's quota is nearly spent" wait_until 30 raised quota_nearly_spent
+check "the silent attempt is stalled" wait_until 40 raised stalled
+sleep 2 # more cycles
+check_eq "each raised once" "1 1" "$(count quota_nearly_spent) $(count stalled)"
+TOKEN=$VIEW
+check_status "the viewer lists them" 200 GET "/v1/tenants/$T/alerts"
+check_json "the quota's own, without a job" "null" \
+	'.items[] | select(.kind == "quota_nearly_spent") | .job_id'
+check_json "with the hours used" true \
+	'.items[] | select(.kind == "quota_nearly_spent") | .detail.device_hours >= 9'
+check_json "the stall names the attempt" 1 '.items[] | select(.kind == "stalled") | .detail.attempt'
+check_status "the job's events" 200 GET "/v1/jobs/$J/events"
+check_json "carry the stall" true '[.items[].reason] | any(. == "alert: stalled")'
+summary
