@@ -30,25 +30,73 @@
 	"     AND e.to_state = j.state), j.updated_at) ELSE clock_timestamp() END),"               \
 	" 'attempts', (SELECT coalesce(json_agg(json_build_object("                                \
 	"   'number', a.number, 'class', a.failure_class,"                                         \
-	"   'devices', coalesce(a.devices, j.devices),"                                            \
-	"   'started', extract(epoch FROM coalesce(a.started_at,"                                  \
-	"     CASE WHEN a.heartbeat_at IS NOT NULL OR a.state <> 'starting' THEN a.created_at "    \
-	"END)),"                                                                                   \
-	"   'ended', extract(epoch FROM a.ended_at),"                                              \
-	"   'steps', (SELECT coalesce(json_agg(json_build_array(m.step, t.at,"                     \
-	"     coalesce((m.data->>'step_s')::float8, 0),"                                           \
-	"     coalesce((m.data->>'data_wait_s')::float8, 0),"                                      \
-	"     EXISTS (SELECT 1 FROM checkpoints c WHERE c.job_id = j.id AND c.attempt_id = a.id"   \
-	"       AND c.step = m.step),"                                                             \
-	"     (m.data->>'tokens_per_s')::float8, (m.data->>'flops_per_s')::float8,"                \
-	"     (m.data->>'mfu')::float8) ORDER BY t.at, m.step), '[]')"                             \
-	"     FROM job_metrics m CROSS JOIN LATERAL (SELECT coalesce("                             \
-	"       (m.data->>'time_ms')::float8 / 1000, extract(epoch FROM m.at)) AS at) t"           \
-	"     WHERE m.job_id = j.id AND m.attempt_id = a.id),"                                     \
-	"   'fallbacks', (SELECT coalesce(json_agg(extract(epoch FROM e.at) ORDER BY e.at), '[]')" \
-	"     FROM job_events e WHERE e.job_id = j.id AND e.detail->>'kind' = 'fallback'"          \
-	"     AND e.detail->>'attempt_id' = a.id::text)"                                           \
-	"  ) ORDER BY a.number), '[]') FROM job_attempts a WHERE a.job_id = j.id))"
+	"   'started_at', " TS(                                                                    \
+	    "coalesce(a.started_at, a.created_at)") ","                                            \
+	                                            "   'ended_at', " TS(                          \
+	                                                "a.ended_at") ","                          \
+	                                                              "   'devices', "             \
+	                                                              "coalesce(a.devices, "       \
+	                                                              "j.devices),"                \
+	                                                              "   'started', "             \
+	                                                              "extract(epoch FROM "        \
+	                                                              "coalesce(a.started_at,"     \
+	                                                              "     CASE WHEN "            \
+	                                                              "a.heartbeat_at IS NOT "     \
+	                                                              "NULL OR a.state <> "        \
+	                                                              "'starting' THEN "           \
+	                                                              "a.created_at "              \
+	                                                              "END)),"                     \
+	                                                              "   'ended', extract(epoch " \
+	                                                              "FROM a.ended_at),"          \
+	                                                              "   'steps', (SELECT "       \
+	                                                              "coalesce(json_agg(json_"    \
+	                                                              "build_array(m.step, t.at,"  \
+	                                                              "     "                      \
+	                                                              "coalesce((m.data->>'step_"  \
+	                                                              "s')::float8, 0),"           \
+	                                                              "     "                      \
+	                                                              "coalesce((m.data->>'data_"  \
+	                                                              "wait_s')::float8, 0),"      \
+	                                                              "     EXISTS (SELECT 1 "     \
+	                                                              "FROM checkpoints c WHERE "  \
+	                                                              "c.job_id = j.id AND "       \
+	                                                              "c.attempt_id = a.id"        \
+	                                                              "       AND c.step = "       \
+	                                                              "m.step),"                   \
+	                                                              "     "                      \
+	                                                              "(m.data->>'tokens_per_s'):" \
+	                                                              ":float8, "                  \
+	                                                              "(m.data->>'flops_per_s')::" \
+	                                                              "float8,"                    \
+	                                                              "     "                      \
+	                                                              "(m.data->>'mfu')::float8) " \
+	                                                              "ORDER BY t.at, m.step), "   \
+	                                                              "'[]')"                      \
+	                                                              "     FROM job_metrics m "   \
+	                                                              "CROSS JOIN LATERAL "        \
+	                                                              "(SELECT coalesce("          \
+	                                                              "       "                    \
+	                                                              "(m.data->>'time_ms')::"     \
+	                                                              "float8 / 1000, "            \
+	                                                              "extract(epoch FROM m.at)) " \
+	                                                              "AS at) t"                   \
+	                                                              "     WHERE m.job_id = "     \
+	                                                              "j.id AND m.attempt_id = "   \
+	                                                              "a.id),"                     \
+	                                                              "   'fallbacks', (SELECT "   \
+	                                                              "coalesce(json_agg(extract(" \
+	                                                              "epoch FROM e.at) ORDER BY " \
+	                                                              "e.at), '[]')"               \
+	                                                              "     FROM job_events e "    \
+	                                                              "WHERE e.job_id = j.id AND " \
+	                                                              "e.detail->>'kind' = "       \
+	                                                              "'fallback'"                 \
+	                                                              "     AND "                  \
+	                                                              "e.detail->>'attempt_id' = " \
+	                                                              "a.id::text)"                \
+	                                                              "  ) ORDER BY a.number), "   \
+	                                                              "'[]') FROM job_attempts a " \
+	                                                              "WHERE a.job_id = j.id))"
 
 /* Classes that end an attempt without a failure. */
 static bool attempt_failed(const char *cls)
@@ -78,6 +126,7 @@ typedef struct job_goodput {
 	double tokens_per_s, flops_per_s, mfu; /* medians over kept steps; NAN: none reported */
 	int devices;                           /* of the last attempt */
 	int attempts;
+	json_t *list; /* [{number, failure_class, devices, started_at, ended_at, steps}] */
 } job_goodput;
 
 static double num(const json_t *v)
@@ -89,6 +138,7 @@ static double num(const json_t *v)
 static int cut(const json_t *doc, job_goodput *out)
 {
 	memset(out, 0, sizeof(*out));
+	out->list = json_array();
 	const json_t *attempts = json_object_get(doc, "attempts");
 	size_t na = json_array_size(attempts), nsteps = 0;
 	for (size_t k = 0; k < na; k++)
@@ -102,7 +152,7 @@ static int cut(const json_t *doc, job_goodput *out)
 	double *rates[3];
 	for (int i = 0; i < 3; i++)
 		rates[i] = calloc(nsteps ? nsteps : 1, sizeof(double));
-	int rc = att && steps && fb && rates[0] && rates[1] && rates[2] ? 0 : -1;
+	int rc = out->list && att && steps && fb && rates[0] && rates[1] && rates[2] ? 0 : -1;
 	size_t si = 0, fi = 0, nr[3] = {0};
 	const char *state = json_string_value(json_object_get(doc, "state"));
 	goodput_job job = {.submitted = num(json_object_get(doc, "submitted")),
@@ -121,6 +171,13 @@ static int cut(const json_t *doc, job_goodput *out)
 			out->device_seconds +=
 			    out->devices * ((g->ended > 0 ? g->ended : job.end) - g->started);
 		const json_t *st = json_object_get(a, "steps");
+		json_array_append_new(
+		    out->list,
+		    json_pack("{s:O, s:O, s:i, s:O, s:O, s:i}", "number",
+		              json_object_get(a, "number"), "failure_class",
+		              json_object_get(a, "class"), "devices", out->devices, "started_at",
+		              json_object_get(a, "started_at"), "ended_at",
+		              json_object_get(a, "ended_at"), "steps", (int)json_array_size(st)));
 		g->steps = &steps[si];
 		for (size_t i = 0; i < json_array_size(st); i++) {
 			const json_t *s = json_array_get(st, i);
@@ -152,6 +209,10 @@ static int cut(const json_t *doc, job_goodput *out)
 	free(fb);
 	for (int i = 0; i < 3; i++)
 		free(rates[i]);
+	if (rc < 0) {
+		json_decref(out->list);
+		out->list = NULL;
+	}
 	return rc;
 }
 
@@ -216,14 +277,14 @@ int h_job_goodput(api_req *rq)
 	                 : NAN;
 	double predicted = predicted_tokens_per_s(rq->cfg, json_object_get(doc, "spec"));
 	json_t *out = json_pack(
-	    "{s:O, s:O, s:f, s:f, s:o, s:f, s:o, s:{s:i, s:i}, s:i, s:f, s:o, s:o, s:o, s:o}",
+	    "{s:O, s:O, s:f, s:f, s:o, s:f, s:o, s:{s:i, s:i}, s:i, s:o, s:f, s:o, s:o, s:o, s:o}",
 	    "job_id", json_object_get(doc, "id"), "state", json_object_get(doc, "state"),
 	    "wall_seconds", g.r.total, "goodput_seconds", g.r.seconds[GP_GOODPUT],
 	    "goodput_fraction",
 	    real_or_null(g.r.total > 0 ? g.r.seconds[GP_GOODPUT] / g.r.total : NAN),
 	    "badput_seconds_total", g.r.total - g.r.seconds[GP_GOODPUT], "badput_seconds",
 	    categories(&g.r), "steps", "kept", g.r.steps_kept, "lost", g.r.steps_lost, "attempts",
-	    g.attempts, "device_seconds", g.device_seconds, "tokens_per_s",
+	    g.attempts, "attempt_list", g.list, "device_seconds", g.device_seconds, "tokens_per_s",
 	    real_or_null(g.tokens_per_s), "mfu", real_or_null(mfu), "predicted_tokens_per_s",
 	    real_or_null(predicted), "scaling_efficiency",
 	    real_or_null(isfinite(predicted) ? g.tokens_per_s / predicted : NAN));
@@ -259,6 +320,7 @@ int h_tenant_usage(api_req *rq)
 			json_decref(docs);
 			return api_fail(rq, ERR_INTERNAL, "out of memory");
 		}
+		json_decref(g.list);
 		for (int c = 0; c < GP__COUNT; c++)
 			sum.seconds[c] += g.r.seconds[c];
 		sum.total += g.r.total;

@@ -77,6 +77,8 @@ check_json "no failure: nothing lost, no recovery" "0 0" \
 check_json "the pieces add up to the wall time" true \
 	'((.goodput_seconds + ([.badput_seconds[]] | add)) - .wall_seconds) | fabs < 0.001'
 check_json "one attempt, its devices' time" true '.attempts == 1 and .device_seconds > 0'
+check_json "listed: running, one device, four steps" "1  1 4 null" \
+	'.attempt_list[0] | "\(.number) \(.failure_class) \(.devices) \(.steps) \(.ended_at)"'
 check_json "the trainer's throughput" 1000 .tokens_per_s
 check_json "no device peak configured: no MFU, no estimate" "null null null" \
 	'"\(.mfu) \(.predicted_tokens_per_s) \(.scaling_efficiency)"'

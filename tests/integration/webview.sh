@@ -97,6 +97,9 @@ check_match "drawn as a line" '<polyline points="[0-9.,]+( [0-9.,]+){19}"' \
 check_match "and the throughput" 'id="throughput"[^>]*data-points="20"' "$(cat "$TY_TMP/job.html")"
 check_match "where the time went" 'class="goodput"' "$(cat "$TY_TMP/job.html")"
 check_match "its events" 'attempt running' "$(cat "$TY_TMP/job.html")"
+check_match "its attempts, the first running with its 20 steps" \
+	'<td>1</td><td><span class="class">running</span></td><td>1</td>.*<td>20</td>' \
+	"$(tr -d '\n' <"$TY_TMP/job.html")"
 
 page "/tenant/$TA" tenant
 check_match "the tenant page: quota and usage" 'devices \(max_gpus\).*Usage, last 30 days' \
