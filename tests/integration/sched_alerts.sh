@@ -52,8 +52,9 @@ sched_start
 trap 'sched_stop' EXIT
 count() { q "SELECT count(*) FROM alerts WHERE tenant_id = '$T_ID' AND kind = '$1'"; }
 raised() { [[ $(count "$1") -ge 1 ]]; }
-check "the tenant's quota is nearly spent" wait_until 30 raised quota_nearly_spent
-check "the silent attempt is stalled" wait_until 40 raised stalled
+# the first cycle syncs every tenant's Slurm account: slow after a long suite
+check "the silent attempt is stalled" wait_until 150 raised stalled
+check "the tenant's quota is nearly spent" wait_until 60 raised quota_nearly_spent
 sleep 2 # more cycles
 check_eq "each raised once" "1 1" "$(count quota_nearly_spent) $(count stalled)"
 TOKEN=$VIEW

@@ -123,6 +123,16 @@ CKPT=$(q "SELECT steps_done - steps_lost FROM job_attempts WHERE job_id = '$NF' 
 check "attempt 1 ended past its checkpoint of step 20 or later (every 10 steps)" \
 	test "$CKPT" -ge 20 -a "$((CKPT % 10))" -eq 0
 check_eq "the retry resumed after attempt 1's last checkpoint" "$((CKPT + 1))" "$RESUME"
+TOKEN=$ADMIN
+check_status "where the failed-over job's time went" 200 GET "/v1/jobs/$NF/goodput"
+check_json "two attempts, the first ended by the node's loss" true \
+	'.attempts == 2 and (.attempt_list[0].failure_class | test("node_failure|rank_lost"))'
+LOST=$(q "SELECT steps_done - $CKPT FROM job_attempts WHERE job_id = '$NF' AND number = 1")
+check_json "all 400 steps kept; attempt 1's reported past its checkpoint lost" true \
+	".steps.kept == 400 and .steps.lost <= $LOST"
+check_json "the failover cost recovery time" true '.badput_seconds.recovery > 0'
+check_json "and it all adds up to the wall time" true \
+	'((.goodput_seconds + ([.badput_seconds[]] | add)) - .wall_seconds) | fabs < 0.01'
 check_match "the retry's event tells why it is smaller" 'retry on 1 node' \
 	"$(q "SELECT string_agg(reason, ';') FROM job_events WHERE job_id = '$NF'")"
 stack_slurm start-node n2 >/dev/null
