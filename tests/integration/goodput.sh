@@ -47,7 +47,7 @@ now_ms() { date +%s%3N; }
 step() {
 	check_status "step $1" 200 POST "$I/metrics" "${JSON[@]}" -d "{\"steps\": [{\"type\": \"step\",
 		\"step\": $1, \"time_ms\": $(now_ms), \"step_s\": 0.3, \"data_wait_s\": 0.1,
-		\"loss\": 5, \"tokens_per_s\": 1000}]}"
+		\"loss\": 5, \"tokens_per_s\": 1000, \"flops_per_s\": 1e9}]}"
 }
 SHA=$(printf 'x' | sha256sum | cut -d' ' -f1)
 sleep 0.5
@@ -105,6 +105,18 @@ expect_rc "yardctl tenant usage" 0
 check_eq "one job, four steps" "1 4" "$(jq_out '"\(.jobs) \(.steps.kept)"')"
 y "$VIEW" tenant usage "$TA"
 check_match "as a table too" 'devices_in_use +1' "$OUT"
+
+# with the cluster's device known: MFU and the planner's estimate
+check "restart the API with a device of 1 TFLOP/s and 1 GB/s" \
+	env TRAINYARD_DEVICE_PEAK_GFLOPS=1000 TRAINYARD_DEVICE_LINK_MBPS=1000 \
+	"$TY_ROOT/deploy/stack" api-restart
+TOKEN=$VIEW
+check_status "the goodput again" 200 GET "/v1/jobs/$J/goodput"
+check_json "MFU: the trainer's 1 GFLOP/s of the device's 1 TFLOP/s" true '(.mfu - 0.001) | fabs < 1e-12'
+check_json "the planner's estimate for the job's layout" true '.predicted_tokens_per_s > 0'
+check_json "the scaling efficiency: tokens/s over the estimate" true \
+	'(.scaling_efficiency - .tokens_per_s / .predicted_tokens_per_s) | fabs < 1e-9'
+check "restore the API's settings" stack api-restart
 
 TOKEN=$BOB
 check_status "another tenant's owner does not see the job's" 404 GET "/v1/jobs/$J/goodput"
