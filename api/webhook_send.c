@@ -74,14 +74,9 @@ static int secret_text(webhook_sender *s, const char *id, const char *sealed_hex
 	unsigned char sealed[CRYPT_WRAPPED_LEN];
 	char context[128];
 	crypt_key k;
-	if (strlen(sealed_hex) != 2 * CRYPT_WRAPPED_LEN || outlen < 6 + 2 * CRYPT_KEY_LEN + 1)
+	if (outlen < 6 + 2 * CRYPT_KEY_LEN + 1 ||
+	    !hex_decode(sealed_hex, strlen(sealed_hex), sealed, sizeof(sealed)))
 		return -1;
-	for (size_t i = 0; i < CRYPT_WRAPPED_LEN; i++) {
-		unsigned v;
-		if (sscanf(sealed_hex + 2 * i, "%2x", &v) != 1)
-			return -1;
-		sealed[i] = (unsigned char)v;
-	}
 	if (crypt_context(context, sizeof(context), "webhook-secret", id, 1) < 0 ||
 	    crypt_unwrap(s->master, context, sealed, sizeof(sealed), &k) < 0)
 		return -1;
