@@ -222,13 +222,19 @@ NVCC       ?= nvcc
 NVCC_ARCH  ?= sm_90
 NVCC_CCBIN ?=
 NVCC_PATH  := $(shell command -v $(NVCC) 2>/dev/null)
-# The toolkit is the one nvcc belongs to (/usr/local/cuda, or /usr for Debian's).
-GPU_HOME   := $(patsubst %/bin/,%,$(dir $(NVCC_PATH)))
-CUDA_INC   := $(filter-out /usr/include,$(GPU_HOME)/include)
-CUDA_LIB   := $(filter-out /usr/lib/$(MULTIARCH),$(firstword $(wildcard $(GPU_HOME)/lib64 \
-                                                  $(GPU_HOME)/lib/$(MULTIARCH))))
+# The toolkit is the one nvcc belongs to, as nvcc itself reports it (its
+# --dryrun prints the include and library directories it passes on): that
+# holds for /usr/local/cuda, Debian's /usr, a wrapper script on PATH, and a
+# toolkit whose bin/ is not beside its lib64/. Asked only when GPU is set.
+ifneq ($(GPU),)
+nvcc_dirs   = $(shell $(NVCC) --dryrun -x cu -c /dev/null -o /dev/null 2>&1 | \
+                sed -n 's/^\#\$$ $(1)=//p' | tr -d '"' | tr ' ' '\n' | \
+                sed -n 's/^$(2)//p' | grep -v '/stubs$$' | xargs -r readlink -f)
+CUDA_INC   := $(filter-out /usr/include,$(lastword $(call nvcc_dirs,INCLUDES,-I)))
+CUDA_LIB   := $(filter-out /usr/lib/$(MULTIARCH),$(lastword $(call nvcc_dirs,LIBRARIES,-L)))
+endif
 NCCL_HOME  ?=
-NCCL_H     := $(firstword $(wildcard $(GPU_HOME)/include/nccl.h $(NCCL_HOME)/include/nccl.h \
+NCCL_H     := $(firstword $(wildcard $(CUDA_INC)/nccl.h $(NCCL_HOME)/include/nccl.h \
                                      /usr/include/nccl.h))
 NCCL_INC   := $(filter-out /usr/include/,$(dir $(NCCL_H)))
 NVCC_FLAGS := -O2 -std=c++17 -arch=$(NVCC_ARCH) $(if $(NVCC_CCBIN),-ccbin $(NVCC_CCBIN)) \
@@ -243,9 +249,21 @@ GPU_A      := $(BUILD)/lib/libtygpu.a
 GPU_SO     := $(BUILD)/lib/libtytrain-cuda.so
 GPU_SO_OBJ := $(GPU_OBJ) $(call obj,trainer/gpu/device.c trainer/gpu/backend.c) \
               $(BUILD)/obj/pic/trainer/gpt.o
-CUDA_RPATH := -L$(CUDA_LIB) -Wl,-rpath,$(CUDA_LIB)
-GPU_LIBS   := $(if $(CUDA_LIB),$(CUDA_RPATH)) -lcublasLt -lcudart -lstdc++
+# The toolkit's libraries are named by path where found, even with no
+# unversioned link name (a toolkit assembled from wheels ships libX.so.N
+# only), so that another toolkit's copy on the default path (Debian's
+# 11.8, say) is never linked instead. The CUDA runtime is linked
+# statically where the toolkit has it, as nvcc itself does.
+cuda_lib    = $(or $(firstword $(wildcard $(addsuffix /lib$(1).so,$(2)) \
+                                          $(addsuffix /lib$(1).so.[0-9]*,$(2)))),-l$(1))
+comma      := ,
+NCCL_LIB   := $(filter-out /usr/lib/$(MULTIARCH),$(patsubst %/include/,%/lib,$(NCCL_INC)))
+CUDA_RPATH := $(addprefix -Wl$(comma)-rpath$(comma),$(sort $(CUDA_LIB) $(NCCL_LIB)))
+GPU_LIBS   := $(CUDA_RPATH) $(call cuda_lib,cublasLt,$(CUDA_LIB)) \
+              $(or $(wildcard $(CUDA_LIB)/libcudart_static.a),$(call cuda_lib,cudart,$(CUDA_LIB))) \
+              -ldl -lrt -lpthread -lstdc++
 NCCL_SRC   := $(if $(NCCL_H),trainer/gpu/comm_nccl.c)
+NCCL_LIBS  := $(if $(NCCL_SRC),$(call cuda_lib,nccl,$(sort $(CUDA_LIB) $(NCCL_LIB))))
 GPU_TESTS  := $(patsubst tests/gpu/%.cu,$(BUILD)/gpu/%,$(wildcard tests/gpu/test_*.cu))
 
 $(BUILD)/obj/%.o: %.cu
@@ -275,7 +293,7 @@ $(BUILD)/obj/trainer/gpu/%.o: CFLAGS += $(TRAIN_CFLAGS) -fPIC -Itrainer \
 $(BUILD)/gpu/test_%: $(BUILD)/obj/tests/gpu/test_%.o $(GPU_A) $(TRAIN_A) $(LIB_A)
 	@mkdir -p $(@D)
 	@echo "  LINK    $@"
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(GPU_LIBS) $(if $(NCCL_SRC),-lnccl) $(TRAIN_LIBS) $(LDLIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(GPU_LIBS) $(NCCL_LIBS) $(TRAIN_LIBS) $(LDLIBS)
 
 gpu:
 ifeq ($(GPU),)
@@ -285,7 +303,8 @@ else ifeq ($(NVCC_PATH),)
 else
 	@$(MAKE) --no-print-directory gpu-build
 	@echo "GPU backend built with $$($(NVCC) --version | tail -n 1 | sed 's/^Build //')," \
-	     "-arch=$(NVCC_ARCH); NCCL communicator:" \
+	     "-arch=$(NVCC_ARCH), libraries from $(or $(CUDA_LIB),the default path);" \
+	     "NCCL communicator:" \
 	     "$(if $(NCCL_H),built against $(NCCL_H),skipped (no nccl.h))"
 endif
 
