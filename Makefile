@@ -249,21 +249,25 @@ GPU_A      := $(BUILD)/lib/libtygpu.a
 GPU_SO     := $(BUILD)/lib/libtytrain-cuda.so
 GPU_SO_OBJ := $(GPU_OBJ) $(call obj,trainer/gpu/device.c trainer/gpu/backend.c) \
               $(BUILD)/obj/pic/trainer/gpt.o
-# The toolkit's libraries are named by path where found, even with no
-# unversioned link name (a toolkit assembled from wheels ships libX.so.N
-# only), so that another toolkit's copy on the default path (Debian's
-# 11.8, say) is never linked instead. The CUDA runtime is linked
-# statically where the toolkit has it, as nvcc itself does.
-cuda_lib    = $(or $(firstword $(wildcard $(addsuffix /lib$(1).so,$(2)) \
-                                          $(addsuffix /lib$(1).so.[0-9]*,$(2)))),-l$(1))
+# The toolkit's libraries are named by path, even with no unversioned link
+# name (a toolkit assembled from wheels ships libX.so.N only), so that
+# another toolkit's copy on the default path (Debian's 11.8, say) is never
+# linked instead; -lX only for a toolkit that lives on the default path.
+# The CUDA runtime is linked statically where the toolkit has it, as nvcc
+# itself does. A library the toolkit lacks leaves the GPU code compiled
+# but not linked, and `make gpu` says which.
+cuda_lib    = $(if $(2),$(firstword $(wildcard $(addsuffix /lib$(1).so,$(2)) \
+                                               $(addsuffix /lib$(1).so.[0-9]*,$(2)))),-l$(1))
 comma      := ,
 NCCL_LIB   := $(filter-out /usr/lib/$(MULTIARCH),$(patsubst %/include/,%/lib,$(NCCL_INC)))
 CUDA_RPATH := $(addprefix -Wl$(comma)-rpath$(comma),$(sort $(CUDA_LIB) $(NCCL_LIB)))
-GPU_LIBS   := $(CUDA_RPATH) $(call cuda_lib,cublasLt,$(CUDA_LIB)) \
-              $(or $(wildcard $(CUDA_LIB)/libcudart_static.a),$(call cuda_lib,cudart,$(CUDA_LIB))) \
-              -ldl -lrt -lpthread -lstdc++
+CUBLASLT   := $(call cuda_lib,cublasLt,$(CUDA_LIB))
+CUDART     := $(or $(wildcard $(CUDA_LIB)/libcudart_static.a),$(call cuda_lib,cudart,$(CUDA_LIB)))
+GPU_LIBS   := $(CUDA_RPATH) $(CUBLASLT) $(CUDART) -ldl -lrt -lpthread -lstdc++
 NCCL_SRC   := $(if $(NCCL_H),trainer/gpu/comm_nccl.c)
 NCCL_LIBS  := $(if $(NCCL_SRC),$(call cuda_lib,nccl,$(sort $(CUDA_LIB) $(NCCL_LIB))))
+GPU_MISSING = $(strip $(if $(CUBLASLT),,libcublasLt) $(if $(CUDART),,libcudart) \
+                      $(if $(NCCL_SRC),$(if $(NCCL_LIBS),,libnccl)))
 GPU_TESTS  := $(patsubst tests/gpu/%.cu,$(BUILD)/gpu/%,$(wildcard tests/gpu/test_*.cu))
 
 $(BUILD)/obj/%.o: %.cu
@@ -306,9 +310,12 @@ else
 	     "-arch=$(NVCC_ARCH), libraries from $(or $(CUDA_LIB),the default path);" \
 	     "NCCL communicator:" \
 	     "$(if $(NCCL_H),built against $(NCCL_H),skipped (no nccl.h))"
+ifneq ($(GPU_MISSING),)
+	@echo "make gpu: compiled, not linked: $(GPU_MISSING) not found in $(CUDA_LIB)" >&2
+endif
 endif
 
-gpu-build: $(GPU_A) $(GPU_SO) $(GPU_TESTS)
+gpu-build: $(GPU_A) $(if $(GPU_MISSING),,$(GPU_SO) $(GPU_TESTS))
 
 unit: $(UNIT_BINS)
 	@tests/run-unit $(UNIT_BINS)
