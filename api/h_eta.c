@@ -35,7 +35,7 @@
 	"   60 * (r.spec->'resources'->>'time_limit_minutes')::float8, r.devices)), '[]')"         \
 	"   FROM jobs r LEFT JOIN job_attempts a ON a.job_id = r.id AND a.number = r.attempts"     \
 	"   WHERE r.tenant_id = j.tenant_id"                                                       \
-	"   AND r.state IN ('dispatching', 'scheduled', 'running', 'cancelling')),"                \
+	"   AND job_holds_devices(r.state)),"                                                      \
 	" 'queue', (SELECT coalesce(json_agg(json_build_array(q.devices,"                          \
 	"   60 * (q.spec->'resources'->>'time_limit_minutes')::float8,"                            \
 	"   coalesce(extract(epoch FROM q.not_before), 0))"                                        \

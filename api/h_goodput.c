@@ -335,7 +335,7 @@ int h_tenant_usage(api_req *rq)
 	    rq,
 	    "SELECT json_build_object('max_gpus', k.max_gpus, 'devices_in_use',"
 	    " (SELECT coalesce(sum(r.devices), 0) FROM jobs r WHERE r.tenant_id = k.tenant_id"
-	    "  AND r.state IN ('dispatching', 'scheduled', 'running', 'cancelling')),"
+	    "  AND job_holds_devices(r.state)),"
 	    " 'max_running_jobs', k.max_running_jobs, 'gpu_hours_per_month', k.gpu_hours_per_month)"
 	    " FROM quotas k WHERE k.tenant_id = $1",
 	    1, q, &quota);

@@ -91,7 +91,7 @@ void telemetry_request(api_telemetry *t, const char *route, const char *method, 
 	"  (SELECT extract(epoch FROM now() - min(q.created_at)) FROM jobs q"                      \
 	"    WHERE q.tenant_id = t.id AND q.state = 'queued'),"                                    \
 	"  (SELECT coalesce(sum(r.devices), 0) FROM jobs r WHERE r.tenant_id = t.id"               \
-	"    AND r.state IN ('dispatching', 'scheduled', 'running', 'cancelling')),"               \
+	"    AND job_holds_devices(r.state)),"                                                     \
 	"  q.max_gpus FROM tenants t LEFT JOIN quotas q ON q.tenant_id = t.id"
 
 char *telemetry_scrape(api_telemetry *t, PGconn *db, size_t *len, int *db_failed)

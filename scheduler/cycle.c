@@ -66,11 +66,11 @@ void sched_crash_point(const sched *s, const char *point)
 	"   AND a.started_at IS NOT NULL AND j.tenant_id IN (SELECT tenant_id FROM q))"            \
 	" SELECT t.id, t.name, k.max_gpus, k.max_running_jobs, k.gpu_hours_per_month, k.weight,"   \
 	" (SELECT count(*) FROM jobs r WHERE r.tenant_id = t.id"                                   \
-	"   AND r.state IN ('dispatching', 'scheduled', 'running', 'cancelling')),"                \
+	"   AND job_holds_devices(r.state)),"                                                      \
 	" (SELECT coalesce(sum(coalesce(a.devices, r.devices)), 0) FROM jobs r"                    \
 	"   LEFT JOIN job_attempts a ON a.job_id = r.id AND a.number = r.attempts"                 \
 	"   WHERE r.tenant_id = t.id"                                                              \
-	"   AND r.state IN ('dispatching', 'scheduled', 'running', 'cancelling')),"                \
+	"   AND job_holds_devices(r.state)),"                                                      \
 	" (SELECT coalesce(sum(u.devices * extract(epoch FROM u.e - u.s) / 3600"                   \
 	"   * power(0.5, extract(epoch FROM now() - u.e) / 3600 / $1::double precision)), 0)"      \
 	"   FROM u WHERE u.tenant_id = t.id),"                                                     \

@@ -525,8 +525,7 @@ static void sweep(sched *s)
 	if (followed_load(s,
 	                  FOLLOWED_SQL " WHERE a.number = j.attempts AND a.nodes IS NOT NULL"
 	                               " AND NOT a.followed"
-	                               " AND j.state IN ('dispatching', 'scheduled', 'running',"
-	                               " 'cancelling')"
+	                               " AND job_holds_devices(j.state)"
 	                               " AND j.updated_at < now() - $1::int * interval '1 second'"
 	                               " LIMIT 64",
 	                  1, p, &fs, &n) < 0)

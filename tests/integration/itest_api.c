@@ -683,6 +683,23 @@ START_TEST(state_constraint_matches_enum)
 }
 END_TEST
 
+/*
+ * job_holds_devices() (migrations/0011), which admission, the quota and the
+ * metrics ask, is true exactly for the live states between queued and a
+ * final state.
+ */
+START_TEST(holds_devices_matches_state_machine)
+{
+	for (int s = 0; s < JOB_STATE__COUNT; s++) {
+		const char *p[] = {job_state_name((job_state)s)};
+		char *v = sql_value("SELECT job_holds_devices($1)::text", 1, p);
+		bool live = s != JOB_QUEUED && !job_state_final((job_state)s);
+		ck_assert_msg(strcmp(v, live ? "true" : "false") == 0, "%s: %s", p[0], v);
+		free(v);
+	}
+}
+END_TEST
+
 START_TEST(attempt_state_constraint_matches_enum)
 {
 	char *def = sql_value("SELECT pg_get_constraintdef(oid) FROM pg_constraint"
@@ -745,6 +762,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, members_and_grants);
 	tcase_add_test(tc, quota_round_trip_and_never_fits);
 	tcase_add_test(tc, state_constraint_matches_enum);
+	tcase_add_test(tc, holds_devices_matches_state_machine);
 	tcase_add_test(tc, attempt_state_constraint_matches_enum);
 	tcase_add_test(tc, meta_routes);
 	suite_add_tcase(s, tc);
