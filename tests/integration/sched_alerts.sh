@@ -3,8 +3,9 @@
 # running attempt that reports no step for TRAINYARD_ALERT_STALL_S (10 s
 # here) is stalled, once; a tenant that used 90% of its monthly
 # device-hours gets quota_nearly_spent, once; both reach the tenant's
-# alerts and, for the job, its events. (restarts, the third kind, comes
-# from the same retry path sched_flow.sh drives; raise_alert() is shared.)
+# alerts and, for the job, its events. A job whose trainer is stopped
+# (SIGTERM: it saves, exits "stopped", the scheduler retries it) three
+# times running gets restarts, once, naming the class.
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -66,4 +67,37 @@ check_json "with the hours used" true \
 check_json "the stall names the attempt" 1 '.items[] | select(.kind == "stalled") | .detail.attempt'
 check_status "the job's events" 200 GET "/v1/jobs/$J/events"
 check_json "carry the stall" true '[.items[].reason] | any(. == "alert: stalled")'
+
+# ---- restarts: a job stopped three times ---------------------------------
+TOKEN=$ADMIN
+R=sal-r-$$
+R_ID=$(tenant_new "$R")
+make_corpus
+RJ=$(submit "$R" "$ADMIN" restarting '.resources.nodes = 1 | .parallel.data_parallel = 1
+	| .parallel.global_batch = 4 | .training.steps = 100000 | .checkpoint.every_steps = 50
+	| .fault_tolerance.max_restarts = 5')
+# steps_of N: the metrics attempt N of the job reported
+steps_of() {
+	q "SELECT count(*) FROM job_metrics m JOIN job_attempts a ON a.id = m.attempt_id
+	    WHERE a.job_id = '$RJ' AND a.number = $1"
+}
+trains() { (($(steps_of "$1") > 0)); }
+restarts() { q "SELECT count(*) FROM alerts WHERE tenant_id = '$R_ID' AND kind = 'restarts'"; }
+has_restarts() { (($(restarts) >= 1)); }
+for n in 1 2 3; do
+	check "attempt $n trains" wait_until 120 trains "$n"
+	((n == 3)) && check_eq "two stops raise nothing yet" 0 "$(restarts)"
+	# this job's trainer only: its checkpoint directory names the job
+	check "attempt $n is stopped (SIGTERM)" pkill -TERM -f "^[^ ]*trainyard-train train .*$RJ"
+done
+check "the third raises restarts" wait_until 60 has_restarts
+check "attempt 4 trains" wait_until 120 trains 4
+check_eq "once" 1 "$(restarts)"
+check_status "the job's alerts" 200 GET "/v1/tenants/$R/alerts"
+check_json "three failed attempts, the last one stopped" '3 stopped' \
+	'.items[] | select(.kind == "restarts") | "\(.detail.failed_attempts) \(.detail.last_class)"'
+check_status "the job's events" 200 GET "/v1/jobs/$RJ/events"
+check_json "carry it" true '[.items[].reason] | any(. == "alert: restarts")'
+check_status "the job is cancelled" 200 POST "/v1/jobs/$RJ/cancel"
+check "and ends" wait_state "$RJ" 60 cancelled
 summary
