@@ -138,7 +138,11 @@ typedef struct api_req {
 
 /* ---- responses ---- */
 
-/* Answer status with body (stolen). RET 0 for the handler to return. */
+/*
+ * Answer status with body (stolen). A NULL body is for 204 only: any other
+ * status without one (a body that could not be built) answers 500
+ * internal instead. RET 0 for the handler to return.
+ */
 int api_reply(api_req *rq, int status, json_t *body);
 
 /*

@@ -6,9 +6,16 @@
 #include <string.h>
 
 #include "api.h"
+#include "log.h"
 
 int api_reply(api_req *rq, int status, json_t *body)
 {
+	if (!body && status != 204) {
+		/* the body could not be built (json_pack() or a JSON query failed) */
+		log_printf(LOG_ERROR, "request %s: a %d answer lost its body", rq->request_id,
+		           status);
+		return api_fail(rq, ERR_INTERNAL, "internal error; request id %s", rq->request_id);
+	}
 	json_decref(rq->out);
 	rq->out = body;
 	rq->status = status;
