@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "audit.h"
@@ -37,8 +38,9 @@ typedef struct req_slot {
 	api_req rq;
 	double start; /* clock_mono_s() */
 	bool answered;
-	bool uploading; /* a ROUTE_UPLOAD route: the body goes to rq.upload as it arrives */
-	unsigned long long upload_failed_at; /* bytes in when the upload failed; 0: it did not */
+	bool uploading;     /* a ROUTE_UPLOAD route: the body goes to rq.upload as it arrives */
+	bool upload_failed; /* answered once the rest of the body is read */
+	unsigned long long upload_failed_at; /* bytes in when it failed */
 } req_slot;
 
 static bool request_id_ok(const char *s)
@@ -306,9 +308,32 @@ static void release_db(api_req *rq)
 }
 
 /*
+ * After an upload failed, the rest of its body is read and dropped before
+ * the answer goes out (up to this much more): a connection closed on
+ * unread bytes is reset, and the client may never see the answer.
+ */
+#define UPLOAD_DRAIN_MAX (16ull << 20)
+
+/*
+ * A refusal before the body: answered at once when the client waits for
+ * it (Expect: 100-continue: the body is never sent) or announced a body
+ * too large to drain; otherwise once the body it is already sending has
+ * been read.
+ */
+static enum MHD_Result upload_refused(req_slot *slot, const char *content_length)
+{
+	const char *expect = MHD_lookup_connection_value(slot->rq.conn, MHD_HEADER_KIND, "Expect");
+	if ((expect && strcasecmp(expect, "100-continue") == 0) ||
+	    (content_length && strtoull(content_length, NULL, 10) > UPLOAD_DRAIN_MAX))
+		return send_response(slot);
+	slot->upload_failed = true;
+	slot->upload_failed_at = 0;
+	return MHD_YES;
+}
+
+/*
  * The headers of an upload are in: authenticate and run the handler now,
- * before a byte of the body is read. A refusal is answered at once (with
- * Expect: 100-continue the client never sends the body).
+ * before a byte of the body is read, and refuse it then if it must be.
  */
 static enum MHD_Result upload_begin(req_slot *slot, const char *content_length)
 {
@@ -317,22 +342,15 @@ static enum MHD_Result upload_begin(req_slot *slot, const char *content_length)
 	run_pipeline(rq);
 	release_db(rq);
 	if (rq->status != 0 || rq->error != ERR_OK || !rq->upload.feed)
-		return send_response(slot);
+		return upload_refused(slot, content_length);
 	if (content_length && strtoull(content_length, NULL, 10) > rq->upload.limit) {
 		api_fail(rq, ERR_BODY_TOO_LARGE, "the upload exceeds %llu bytes", rq->upload.limit);
 		end_pipeline(rq, 0);
 		release_db(rq);
-		return send_response(slot);
+		return upload_refused(slot, content_length);
 	}
 	return MHD_YES;
 }
-
-/*
- * After an upload failed, the rest of its body is read and dropped before
- * the answer goes out (up to this much more): a connection closed on
- * unread bytes is reset, and the client may never see the answer.
- */
-#define UPLOAD_DRAIN_MAX (16ull << 20)
 
 /* A piece of an upload's body, or (*upload_size 0) its end. */
 static enum MHD_Result upload_step(req_slot *slot, const char *upload, size_t *upload_size)
@@ -342,7 +360,7 @@ static enum MHD_Result upload_step(req_slot *slot, const char *upload, size_t *u
 	size_t n = *upload_size;
 	*upload_size = 0;
 	rq->upload.received += n;
-	if (n > 0 && slot->upload_failed_at) {
+	if (n > 0 && slot->upload_failed) {
 		if (rq->upload.received - slot->upload_failed_at <= UPLOAD_DRAIN_MAX)
 			return MHD_YES; /* dropped */
 	} else if (n > 0) {
@@ -355,9 +373,10 @@ static enum MHD_Result upload_step(req_slot *slot, const char *upload, size_t *u
 			return MHD_YES;
 		end_pipeline(rq, rc);
 		release_db(rq);
+		slot->upload_failed = true;
 		slot->upload_failed_at = rq->upload.received;
 		return MHD_YES; /* answered once the rest is read */
-	} else if (!slot->upload_failed_at) {
+	} else if (!slot->upload_failed) {
 		end_pipeline(rq, rq->upload.finish(rq));
 		release_db(rq);
 	}

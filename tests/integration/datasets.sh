@@ -140,6 +140,20 @@ check_eq "takes no unmasked text: 422 masking_required" "422 masking_required" \
 	"$STATUS $(jb .code)"
 upload "$TA" pii "format=tokens" application/octet-stream "$TY_TMP/shards.bin"
 check_eq "nor token shards" "422 masking_required" "$STATUS $(jb .code)"
+# A refusal known from the headers alone still reaches a client that sends
+# its body at once (no Expect: 100-continue): the API reads the body
+# before answering, so the connection is not reset under the client.
+head -c $((8 << 20)) /dev/zero >"$TY_TMP/big.bin"
+for i in 1 2 3; do
+	api POST "/v1/tenants/$TA/datasets/pii/versions?format=tokens" -H 'Expect:' \
+		-H 'Content-Type: application/octet-stream' --data-binary "@$TY_TMP/big.bin"
+	check_eq "8 MiB sent at once, refused: the client reads 422 ($i)" "422 masking_required" \
+		"$STATUS $(jb .code)"
+done
+api POST "/v1/tenants/$TA/datasets/pii/versions?format=tokens" -H 'Expect: 100-continue' \
+	-H 'Content-Type: application/octet-stream' --data-binary "@$TY_TMP/big.bin"
+check_eq "with Expect: 100-continue, refused before the body is sent" "422 masking_required" \
+	"$STATUS $(jb .code)"
 check_status "an editor may not exempt it: 403" 403 PUT "/v1/tenants/$TA/datasets/pii/exemption" \
 	"${JSON[@]}" -d '{"reason": "please"}'
 TOKEN=$ADMIN
@@ -211,7 +225,7 @@ exec 7>&-
 wait_until 10 bash -c "[[ \$(find '$TRAINYARD_STORAGE_ROOT/tenants/$TA_ID/datasets' -name '*.partial' | wc -l) == 0 ]]"
 check_eq "nothing half-registered: still one version" 1 "$(versions)"
 check_eq "and no partial shard left on disk" 0 "$(leftovers)"
-check_eq "every refused upload is on record as a failure" 8 \
+check_eq "every refused upload is on record as a failure" 12 \
 	"$(q "SELECT count(*) FROM audit_log WHERE action = 'dataset.version.create'
 		AND outcome <> 'success' AND tenant_id = '$TA_ID'")"
 
