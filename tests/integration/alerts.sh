@@ -12,11 +12,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=SCRIPTDIR/lib.sh disable=SC1091
 . "$HERE/lib.sh"
 
-if [[ -z ${TRAINYARD_URL:-} || -z ${TRAINYARD_DB:-} ]]; then
-	not_ok "environment" "needs TRAINYARD_URL and TRAINYARD_DB"
-	summary
-	exit 1
-fi
+needs TRAINYARD_URL TRAINYARD_DB
 case ${BUILD:-build} in
 /*) HOOK_BIN=${BUILD}/tests/tool_hook ;;
 *) HOOK_BIN=$TY_ROOT/${BUILD:-build}/tests/tool_hook ;;
@@ -71,10 +67,7 @@ HOOK_PID=$!
 trap 'kill $HOOK_PID 2>/dev/null' EXIT
 
 # ---- a job whose steps raise alerts ----------------------------------------------
-JOB='{"name": "al", "model": {"preset": "tiny"}, "data": {"train": "x_*.bin"},
- "parallel": {"data_parallel": 1, "micro_batch": 4, "global_batch": 8},
- "resources": {"nodes": 1, "ranks_per_node": 1, "time_limit_minutes": 30},
- "training": {"steps": 100}}'
+JOB=$(tiny_job al 100 30)
 TOKEN=$ADMIN
 check_status "a job" 201 POST "/v1/tenants/$T/jobs" "${JSON[@]}" -d "$JOB"
 J=$(printf '%s' "$BODY" | jq -r .id)

@@ -13,11 +13,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=SCRIPTDIR/lib.sh disable=SC1091
 . "$HERE/lib.sh"
 
-if [[ -z ${TRAINYARD_URL:-} || -z ${TRAINYARD_DB:-} ]]; then
-	not_ok "environment" "needs TRAINYARD_URL and TRAINYARD_DB"
-	summary
-	exit 1
-fi
+needs TRAINYARD_URL TRAINYARD_DB
 
 ADMIN=$(admin_token)
 SFX=$$
@@ -27,10 +23,7 @@ tenant_new "$TB" >/dev/null
 ALICE=$(member_new "$TA" "alice-$SFX" editor)
 BOB=$(member_new "$TB" "bob-$SFX" owner)
 
-JOB='{"name": "att", "model": {"preset": "tiny"}, "data": {"train": "x_*.bin"},
- "parallel": {"data_parallel": 1, "micro_batch": 4, "global_batch": 8},
- "resources": {"nodes": 1, "ranks_per_node": 1, "time_limit_minutes": 30},
- "training": {"steps": 10}}'
+JOB=$(tiny_job att 10 30)
 # on a data path, so the platform admin submits them (docs/datasets.md)
 TOKEN=$ADMIN
 check_status "a job is submitted" 201 POST "/v1/tenants/$TA/jobs" \

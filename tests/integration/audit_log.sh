@@ -19,11 +19,7 @@ set -uo pipefail
 # shellcheck source=SCRIPTDIR/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-if [[ -z ${TRAINYARD_URL:-} || -z ${TRAINYARD_DB:-} ]]; then
-	not_ok "environment" "needs TRAINYARD_URL and TRAINYARD_DB"
-	summary
-	exit 1
-fi
+needs TRAINYARD_URL TRAINYARD_DB
 
 ADMIN=$(admin_token)
 SFX=$$
@@ -48,9 +44,7 @@ check_status "the admin changes A's quota" 200 PUT "/v1/tenants/$TA/quota" "${JS
 	     "max_storage_bytes": 1000000, "weight": 2}'
 check_status "the admin rotates A's key" 200 POST "/v1/tenants/$TA/keys/rotate"
 # a key version that has wrapped its limit is rotated when the next job's key is made
-JOB='{"name": "al", "model": {"preset": "tiny"}, "data": {"train": "x_*.bin"},
- "parallel": {"data_parallel": 1, "micro_batch": 4, "global_batch": 8},
- "resources": {"nodes": 1, "ranks_per_node": 1}, "training": {"steps": 10}}'
+JOB=$(tiny_job al 10)
 check_status "the admin submits a job (on a data path)" 201 POST "/v1/tenants/$TA/jobs" \
 	"${JSON[@]}" -d "$JOB"
 J=$(printf '%s' "$BODY" | jq -r .id)

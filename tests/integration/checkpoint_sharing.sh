@@ -26,13 +26,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../trainer/lib.sh"
 
 WORKER_BIN=$(dirname "$TRAIN_BIN")/trainyard-worker
-if [[ -z ${TRAINYARD_URL:-} || -z ${TRAINYARD_DB:-} || -z ${TRAINYARD_DATA_ROOT:-} ||
-	-z ${TRAINYARD_STORAGE_ROOT:-} || ! -x $WORKER_BIN ]]; then
-	not_ok "environment" "needs TRAINYARD_URL, TRAINYARD_DB, TRAINYARD_DATA_ROOT," \
-		"TRAINYARD_STORAGE_ROOT and $WORKER_BIN"
-	summary
-	exit 1
-fi
+needs TRAINYARD_URL TRAINYARD_DB TRAINYARD_DATA_ROOT TRAINYARD_STORAGE_ROOT "$WORKER_BIN"
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 make_corpus
 

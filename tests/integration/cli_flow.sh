@@ -15,11 +15,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=SCRIPTDIR/lib.sh disable=SC1091
 . "$HERE/lib.sh"
 
-if [[ -z ${TRAINYARD_URL:-} || -z ${TRAINYARD_DB:-} || ! -x $YARDCTL ]]; then
-	not_ok "environment" "needs TRAINYARD_URL, TRAINYARD_DB and $YARDCTL"
-	summary
-	exit 1
-fi
+needs TRAINYARD_URL TRAINYARD_DB "$YARDCTL"
 
 UUID_RE='^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
 ADMIN=

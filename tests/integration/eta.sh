@@ -10,11 +10,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=SCRIPTDIR/lib.sh disable=SC1091
 . "$HERE/lib.sh"
 
-if [[ -z ${TRAINYARD_URL:-} || -z ${TRAINYARD_DB:-} ]]; then
-	not_ok "environment" "needs TRAINYARD_URL and TRAINYARD_DB"
-	summary
-	exit 1
-fi
+needs TRAINYARD_URL TRAINYARD_DB
 
 ADMIN=$(admin_token)
 T=eta-$$
@@ -25,10 +21,7 @@ TOKEN=$ADMIN
 check_status "the tenant's quota: one device, one running job" 200 PUT "/v1/tenants/$T/quota" \
 	"${JSON[@]}" -d '{"max_gpus": 1, "max_running_jobs": 1, "gpu_hours_per_month": 1000,
 	"max_storage_bytes": 1000000000, "weight": 1}'
-JOB='{"name": "eta", "model": {"preset": "tiny"}, "data": {"train": "x_*.bin"},
- "parallel": {"data_parallel": 1, "micro_batch": 4, "global_batch": 8},
- "resources": {"nodes": 1, "ranks_per_node": 1, "time_limit_minutes": 30},
- "training": {"steps": 10}}'
+JOB=$(tiny_job eta 10 30)
 submit() {
 	check_status "$1" 201 POST "/v1/tenants/$T/jobs" "${JSON[@]}" -d "$JOB"
 	printf '%s' "$BODY" | jq -r .id >"$TY_TMP/id"

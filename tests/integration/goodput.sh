@@ -13,11 +13,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=SCRIPTDIR/lib.sh disable=SC1091
 . "$HERE/lib.sh"
 
-if [[ -z ${TRAINYARD_URL:-} || -z ${TRAINYARD_DB:-} ]]; then
-	not_ok "environment" "needs TRAINYARD_URL and TRAINYARD_DB"
-	summary
-	exit 1
-fi
+needs TRAINYARD_URL TRAINYARD_DB
 
 ADMIN=$(admin_token)
 SFX=$$
@@ -28,10 +24,7 @@ VIEW=$(member_new "$TA" "gp-view-$SFX" viewer)
 BOB=$(member_new "$TB" "gp-bob-$SFX" owner)
 JSON=(-H 'Content-Type: application/json')
 
-JOB='{"name": "gp", "model": {"preset": "tiny"}, "data": {"train": "x_*.bin"},
- "parallel": {"data_parallel": 1, "micro_batch": 4, "global_batch": 8},
- "resources": {"nodes": 1, "ranks_per_node": 1, "time_limit_minutes": 30},
- "training": {"steps": 10}}'
+JOB=$(tiny_job gp 10 30)
 TOKEN=$ADMIN
 check_status "a job is submitted" 201 POST "/v1/tenants/$TA/jobs" "${JSON[@]}" -d "$JOB"
 J=$(printf '%s' "$BODY" | jq -r .id)

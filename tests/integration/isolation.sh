@@ -14,11 +14,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=SCRIPTDIR/lib.sh disable=SC1091
 . "$HERE/lib.sh"
 
-if [[ -z ${TRAINYARD_URL:-} || -z ${TRAINYARD_DB:-} ]]; then
-	not_ok "environment" "needs TRAINYARD_URL and TRAINYARD_DB"
-	summary
-	exit 1
-fi
+needs TRAINYARD_URL TRAINYARD_DB
 
 ADMIN=$(admin_token)
 SFX=$$
@@ -27,9 +23,7 @@ tenant_new "$TA" >/dev/null
 tenant_new "$TB" >/dev/null
 ALICE=$(member_new "$TA" "iso-alice-$SFX" owner)
 BOB=$(member_new "$TB" "iso-bob-$SFX" owner)
-JOB='{"name": "iso", "model": {"preset": "tiny"}, "data": {"train": "x_*.bin"},
- "parallel": {"data_parallel": 1, "micro_batch": 4, "global_batch": 8},
- "resources": {"nodes": 1, "ranks_per_node": 1}, "training": {"steps": 10}}'
+JOB=$(tiny_job iso 10)
 
 # job_with_attempt TOKEN TENANT: submit a job, start an attempt; prints "job attempt credential"
 job_with_attempt() {

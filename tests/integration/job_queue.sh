@@ -12,11 +12,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=SCRIPTDIR/lib.sh disable=SC1091
 . "$HERE/lib.sh"
 
-if [[ -z ${TRAINYARD_URL:-} || -z ${TRAINYARD_DB:-} ]]; then
-	not_ok "environment" "needs TRAINYARD_URL and TRAINYARD_DB"
-	summary
-	exit 1
-fi
+needs TRAINYARD_URL TRAINYARD_DB
 
 ADMIN=$(admin_token)
 SFX=$$
@@ -26,10 +22,7 @@ TB_ID=$(tenant_new "$TB")
 ALICE=$(member_new "$TA" "que-alice-$SFX" editor)
 BOB=$(member_new "$TB" "que-bob-$SFX" editor)
 
-JOB='{"name": "que", "model": {"preset": "tiny"}, "data": {"train": "x_*.bin"},
- "parallel": {"data_parallel": 1, "micro_batch": 4, "global_batch": 8},
- "resources": {"nodes": 1, "ranks_per_node": 1, "time_limit_minutes": 30},
- "training": {"steps": 10}}'
+JOB=$(tiny_job que 10 30)
 
 # submit DESC TENANT: the current TOKEN submits a job to TENANT; sets J.
 J=''

@@ -246,6 +246,35 @@ jq_out() { printf '%s' "$OUT" | jq -r "$1" 2>&1; }
 # unaligned, columns split by '|'; fails on an SQL error.
 q() { psql "$TRAINYARD_DB" -X -qtA -v ON_ERROR_STOP=1 -c "$1"; }
 
+# needs NAME...: what the script cannot run without, each an environment
+# variable that must be set or (a NAME with a /) an executable; when one is
+# missing, "not ok - environment" naming them, the tally, and exit 1.
+needs() {
+	local n missing=()
+	for n in "$@"; do
+		if [[ $n == */* ]]; then
+			[[ -x $n ]] || missing+=("$n")
+		else
+			[[ -n ${!n:-} ]] || missing+=("$n")
+		fi
+	done
+	((${#missing[@]} == 0)) && return 0
+	not_ok "environment" "needs ${missing[*]}"
+	summary
+	exit 1
+}
+
+# tiny_job NAME STEPS [MINUTES]: the JSON of a job of the tiny model on
+# one rank of one node, reading x_*.bin, for STEPS steps (a time limit of
+# MINUTES when given). The scripts that start attempts by hand submit it.
+tiny_job() {
+	local limit=${3:+, \"time_limit_minutes\": $3}
+	printf '{"name": "%s", "model": {"preset": "tiny"}, "data": {"train": "x_*.bin"},
+ "parallel": {"data_parallel": 1, "micro_batch": 4, "global_batch": 8},
+ "resources": {"nodes": 1, "ranks_per_node": 1%s}, "training": {"steps": %d}}\n' \
+		"$1" "$limit" "$2"
+}
+
 summary() { # the last call of a script: prints the tally, false on failures
 	rm -rf "$TY_TMP"
 	echo "$TY_PASSED passed, $TY_FAILED failed"

@@ -11,11 +11,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=SCRIPTDIR/lib.sh disable=SC1091
 . "$HERE/lib.sh"
 
-if [[ -z ${TRAINYARD_URL:-} || -z ${TRAINYARD_DB:-} ]]; then
-	not_ok "environment" "needs TRAINYARD_URL and TRAINYARD_DB"
-	summary
-	exit 1
-fi
+needs TRAINYARD_URL TRAINYARD_DB
 
 ADMIN=$(admin_token)
 SFX=$$
@@ -26,10 +22,7 @@ TOKEN=$ADMIN api POST /v1/users -H 'Content-Type: application/json' \
 	-d "{\"name\": \"met-pa-$SFX\", \"platform_role\": \"auditor\"}"
 PA=$(TRAINYARD_TOKEN=$ADMIN yardctl token create "met-pa-$SFX")
 
-JOB='{"name": "met", "model": {"preset": "tiny"}, "data": {"train": "x_*.bin"},
- "parallel": {"data_parallel": 1, "micro_batch": 4, "global_batch": 8},
- "resources": {"nodes": 1, "ranks_per_node": 1, "time_limit_minutes": 30},
- "training": {"steps": 10}}'
+JOB=$(tiny_job met 10 30)
 TOKEN=$ADMIN
 for n in 1 2; do
 	check_status "job $n is submitted" 201 POST "/v1/tenants/$TA/jobs" \

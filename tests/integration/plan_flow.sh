@@ -14,11 +14,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=SCRIPTDIR/lib.sh disable=SC1091
 . "$HERE/lib.sh"
 
-if [[ -z ${TRAINYARD_URL:-} || -z ${TRAINYARD_DB:-} || ! -x $YARDCTL ]]; then
-	not_ok "environment" "needs TRAINYARD_URL, TRAINYARD_DB and $YARDCTL"
-	summary
-	exit 1
-fi
+needs TRAINYARD_URL TRAINYARD_DB "$YARDCTL"
 
 ADMIN=$(admin_token) || {
 	not_ok "the admin token" "admin_token failed"

@@ -16,11 +16,7 @@ set -uo pipefail
 # shellcheck source=SCRIPTDIR/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-if [[ -z ${TRAINYARD_URL:-} || -z ${TRAINYARD_DB:-} ]]; then
-	not_ok "environment" "needs TRAINYARD_URL and TRAINYARD_DB"
-	summary
-	exit 1
-fi
+needs TRAINYARD_URL TRAINYARD_DB
 
 ADMIN=$(admin_token)
 SFX=$$
@@ -30,9 +26,7 @@ tenant_new "rc-other-$SFX" >/dev/null
 ALICE=$(member_new "$T" "rc-alice-$SFX" editor)
 BOB=$(member_new "$T" "rc-bob-$SFX" viewer)
 MALLORY=$(member_new "rc-other-$SFX" "rc-mallory-$SFX" owner)
-JOB='{"name": "rc", "model": {"preset": "tiny"}, "data": {"train": "x_*.bin"},
- "parallel": {"data_parallel": 1, "micro_batch": 4, "global_batch": 8},
- "resources": {"nodes": 1, "ranks_per_node": 1}, "training": {"steps": 10}}'
+JOB=$(tiny_job rc 10)
 
 check "the API restarts with a read cache of a minute" \
 	env TRAINYARD_READ_CACHE_MS=60000 "$TY_ROOT/deploy/stack" api-restart

@@ -33,10 +33,7 @@ q "WITH j AS (INSERT INTO jobs (tenant_id, name, state, spec, devices)
     SELECT id, 1, decode(md5(random()::text) || md5(random()::text), 'hex'), now(), 'ended',
       2, 1, greatest(date_trunc('month', now()), now() - interval '5 hours'), now() FROM j" \
 	>/dev/null
-JOB='{"name": "NAME", "model": {"preset": "tiny"}, "data": {"train": "x_*.bin"},
- "parallel": {"data_parallel": 1, "micro_batch": 4, "global_batch": 8},
- "resources": {"nodes": 1, "ranks_per_node": 1, "time_limit_minutes": 30},
- "training": {"steps": 30}}'
+JOB=$(tiny_job NAME 30 30)
 check_status "a job whose attempt goes silent" 201 POST "/v1/tenants/$T/jobs" "${JSON[@]}" \
 	-d "${JOB/NAME/silent}"
 J=$(printf '%s' "$BODY" | jq -r .id)

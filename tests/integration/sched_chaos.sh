@@ -23,11 +23,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=SCRIPTDIR/lib_sched.sh disable=SC1091
 . "$HERE/lib_sched.sh"
 
-if [[ -z ${SLURM_CONF:-} || ! -x $SCHED_BIN ]]; then
-	not_ok "environment" "needs the stack's SLURM_CONF and $SCHED_BIN"
-	summary
-	exit 1
-fi
+needs SLURM_CONF "$SCHED_BIN"
 CHAOS_SECONDS=${CHAOS_SECONDS:-60}
 SETTLE_SECONDS=${SETTLE_SECONDS:-240}
 SEED=${TEST_SEED:-$RANDOM}

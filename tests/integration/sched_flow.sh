@@ -22,11 +22,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=SCRIPTDIR/lib_sched.sh disable=SC1091
 . "$HERE/lib_sched.sh"
 
-if [[ -z ${SLURM_CONF:-} || ! -x $SCHED_BIN ]]; then
-	not_ok "environment" "needs the stack's SLURM_CONF and $SCHED_BIN"
-	summary
-	exit 1
-fi
+needs SLURM_CONF "$SCHED_BIN"
 # attempts_done JOB: the scheduler follows none of JOB's attempts any more
 attempts_done() { [[ $(q "SELECT count(*) FROM job_attempts WHERE job_id = '$1' AND followed") == 0 ]]; }
 make_corpus

@@ -26,14 +26,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=SCRIPTDIR/lib_sched.sh disable=SC1091
 . "$HERE/lib_sched.sh"
 
-if [[ -z ${SLURM_CONF:-} || ! -x $SCHED_BIN || -z ${TRAINYARD_TENANT_UID_MIN:-} ||
-	-z ${TRAINYARD_TENANT_UID_MAX:-} ||
-	-z ${TRAINYARD_STORAGE_ROOT:-} || -z ${TRAINYARD_DATA_ROOT:-} ]]; then
-	not_ok "environment" "needs the stack's SLURM_CONF, TRAINYARD_TENANT_UID_MIN/MAX," \
-		"TRAINYARD_STORAGE_ROOT, TRAINYARD_DATA_ROOT and $SCHED_BIN"
-	summary
-	exit 1
-fi
+needs SLURM_CONF "$SCHED_BIN" TRAINYARD_TENANT_UID_MIN TRAINYARD_TENANT_UID_MAX \
+	TRAINYARD_STORAGE_ROOT TRAINYARD_DATA_ROOT
 make_corpus
 sched_quiet
 sched_stop

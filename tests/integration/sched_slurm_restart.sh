@@ -24,11 +24,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=SCRIPTDIR/lib_sched.sh disable=SC1091
 . "$HERE/lib_sched.sh"
 
-if [[ -z ${SLURM_CONF:-} || ! -x $SCHED_BIN ]]; then
-	not_ok "environment" "needs the stack's SLURM_CONF and $SCHED_BIN"
-	summary
-	exit 1
-fi
+needs SLURM_CONF "$SCHED_BIN"
 make_corpus
 sched_quiet
 sched_stop

@@ -17,11 +17,7 @@ case ${BUILD:-build} in
 /*) SEAL=${BUILD}/tests/tool_seal ;;
 *) SEAL=$TY_ROOT/${BUILD:-build}/tests/tool_seal ;;
 esac
-if [[ -z ${TRAINYARD_URL:-} || -z ${TRAINYARD_STORAGE_ROOT:-} || ! -x $SEAL ]]; then
-	not_ok "environment" "needs TRAINYARD_URL, TRAINYARD_STORAGE_ROOT and $SEAL"
-	summary
-	exit 1
-fi
+needs TRAINYARD_URL TRAINYARD_STORAGE_ROOT "$SEAL"
 
 WANT="Cache-Control: no-store
 X-Content-Type-Options: nosniff

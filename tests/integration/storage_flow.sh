@@ -19,11 +19,7 @@ case ${BUILD:-build} in
 /*) SEAL=${BUILD}/tests/tool_seal ;;
 *) SEAL=$TY_ROOT/${BUILD:-build}/tests/tool_seal ;;
 esac
-if [[ -z ${TRAINYARD_URL:-} || -z ${TRAINYARD_DB:-} || -z ${TRAINYARD_STORAGE_ROOT:-} || ! -x $SEAL ]]; then
-	not_ok "environment" "needs TRAINYARD_URL, TRAINYARD_DB, TRAINYARD_STORAGE_ROOT and $SEAL"
-	summary
-	exit 1
-fi
+needs TRAINYARD_URL TRAINYARD_DB TRAINYARD_STORAGE_ROOT "$SEAL"
 
 ADMIN=$(admin_token)
 SFX=$$
@@ -35,10 +31,7 @@ VIC=$(member_new "$TA" "vic-$SFX" viewer)
 BOB=$(member_new "$TB" "bob-$SFX" owner)
 TOKEN=$ADMIN
 
-JOB='{"name": "sto", "model": {"preset": "tiny"}, "data": {"train": "x_*.bin"},
- "parallel": {"data_parallel": 1, "micro_batch": 4, "global_batch": 8},
- "resources": {"nodes": 1, "ranks_per_node": 1, "time_limit_minutes": 30},
- "training": {"steps": 10}}'
+JOB=$(tiny_job sto 10 30)
 I=/internal/v1/attempts
 seal() { printf '%s\n' "$KEY" | "$SEAL" "$1" "$TRAINYARD_STORAGE_ROOT" "$TA_ID" "$J" "${@:2}"; }
 lines() { [[ -f $1 ]] && wc -l <"$1" | tr -d ' ' || echo 0; }

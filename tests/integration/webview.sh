@@ -13,11 +13,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=SCRIPTDIR/lib.sh disable=SC1091
 . "$HERE/lib.sh"
 
-if [[ -z ${TRAINYARD_URL:-} || -z ${TRAINYARD_DB:-} ]]; then
-	not_ok "environment" "needs TRAINYARD_URL and TRAINYARD_DB"
-	summary
-	exit 1
-fi
+needs TRAINYARD_URL TRAINYARD_DB
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 
 ADMIN=$(admin_token)
@@ -43,10 +39,7 @@ check_eq "nothing may load from them" "default-src 'none'; frame-ancestors 'none
 	"$(header Content-Security-Policy)"
 
 # ---- the seeded jobs ----------------------------------------------------------------
-JOB='{"name": "NAME", "model": {"preset": "tiny"}, "data": {"train": "x_*.bin"},
- "parallel": {"data_parallel": 1, "micro_batch": 4, "global_batch": 8},
- "resources": {"nodes": 1, "ranks_per_node": 1, "time_limit_minutes": 30},
- "training": {"steps": 30}}'
+JOB=$(tiny_job NAME 30 30)
 TOKEN=$ADMIN
 check_status "A's job" 201 POST "/v1/tenants/$TA/jobs" "${JSON[@]}" -d "${JOB/NAME/curve-a}"
 J=$(printf '%s' "$BODY" | jq -r .id)
