@@ -204,7 +204,8 @@ static int pattern_compile(mask_pattern *pt, const char *regex, pcre2_match_data
 		return custom && code != PCRE2_ERROR_HEAP_FAILED ? -ERR_F_INVALID_VALUE
 		                                                 : -ERR_INTERNAL;
 	}
-	(void)pcre2_jit_compile(pt->code, PCRE2_JIT_COMPLETE); /* the interpreter otherwise */
+	/* The interpreter otherwise; partial matching finds where a long line may be cut. */
+	(void)pcre2_jit_compile(pt->code, PCRE2_JIT_COMPLETE | PCRE2_JIT_PARTIAL_HARD);
 	if (!custom)
 		return 0;
 	int rc = pcre2_match(pt->code, (PCRE2_SPTR) "", 0, 0, 0, md, mc);
@@ -383,8 +384,9 @@ struct masker {
 	uint64_t counts[MASK_PATTERNS_MAX];
 	mask_buf line;    /* the pending part of a line, without '\n'; room for one byte more */
 	mask_buf work[2]; /* the patterns' outputs, in turn */
-	int failed;       /* the first failure's code, returned from then on */
-	bool emit_failed; /* it came from emit, whose message is the caller's */
+	unsigned char *spanned; /* for a cut: bit i set when a match spans line.p[i - 1..i] */
+	int failed;             /* the first failure's code, returned from then on */
+	bool emit_failed;       /* it came from emit, whose message is the caller's */
 };
 
 int masker_new(const mask_policy *p, masker **out)
@@ -421,6 +423,7 @@ void masker_free(masker *m)
 	free(m->line.p);
 	free(m->work[0].p);
 	free(m->work[1].p);
+	free(m->spanned);
 	free(m);
 }
 
@@ -482,6 +485,16 @@ static int out_of_memory(masker *m, char *err, size_t errlen)
 	return masker_fail(m, -ERR_INTERNAL, false);
 }
 
+/* Pattern pt failed with PCRE2's rc (a limit reached, no memory). RET the failure (recorded). */
+static int match_failed(masker *m, const mask_pattern *pt, int rc, char *err, size_t errlen)
+{
+	char msg[256];
+	pcre2_get_error_message(rc, (PCRE2_UCHAR *)msg, sizeof(msg));
+	err_printf(err, errlen, "could not apply mask pattern \"%s\" to a line: %s", pt->name, msg);
+	return masker_fail(m, rc == PCRE2_ERROR_NOMEMORY ? -ERR_INTERNAL : -ERR_TEXT_UNMASKABLE,
+	                   false);
+}
+
 /* Rounds of the patterns over a line before a line that still matches fails the text. */
 #define MASK_ROUNDS 8
 
@@ -502,15 +515,8 @@ static int pattern_apply(masker *m, size_t k, const char *in, size_t n, mask_buf
 		int rc = pcre2_match(pt->code, (PCRE2_SPTR)in, n, pos, PCRE2_NOTEMPTY, m->md, mc);
 		if (rc == PCRE2_ERROR_NOMATCH)
 			break;
-		if (rc < 0) {
-			char msg[256];
-			pcre2_get_error_message(rc, (PCRE2_UCHAR *)msg, sizeof(msg));
-			err_printf(err, errlen, "could not apply mask pattern \"%s\" to a line: %s",
-			           pt->name, msg);
-			return masker_fail(
-			    m, rc == PCRE2_ERROR_NOMEMORY ? -ERR_INTERNAL : -ERR_TEXT_UNMASKABLE,
-			    false);
-		}
+		if (rc < 0)
+			return match_failed(m, pt, rc, err, errlen);
 		const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(m->md);
 		if (ov[1] <= ov[0]) { /* only a \K trick gets here */
 			pos++;
@@ -583,25 +589,83 @@ static int mask_piece(masker *m, const char *s, size_t n, bool newline, mask_emi
 }
 
 /*
+ * Scan pending line s[0..n) with pattern pt for a cut: set the bits of
+ * m->spanned inside each match, and lower *limit to the start of a possible
+ * match that runs to the end of s (PCRE2's hard partial match: more text
+ * might complete it). RET 0, or a failure (recorded).
+ */
+static int cut_scan(masker *m, const mask_pattern *pt, const char *s, size_t n, size_t *limit,
+                    char *err, size_t errlen)
+{
+	pcre2_match_context *mc = pt->regex ? m->custom_mc : m->builtin_mc;
+	size_t pos = 0;
+	while (pos < *limit) {
+		int rc = pcre2_match(pt->code, (PCRE2_SPTR)s, n, pos,
+		                     PCRE2_NOTEMPTY | PCRE2_PARTIAL_HARD, m->md, mc);
+		if (rc == PCRE2_ERROR_NOMATCH)
+			return 0;
+		const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(m->md);
+		if (rc == PCRE2_ERROR_PARTIAL) {
+			if (ov[0] < *limit)
+				*limit = ov[0];
+			return 0;
+		}
+		if (rc < 0)
+			return match_failed(m, pt, rc, err, errlen);
+		if (ov[1] <= ov[0]) {
+			pos++;
+			continue;
+		}
+		for (size_t i = ov[0] + 1; i < ov[1]; i++)
+			m->spanned[i / 8] |= (unsigned char)(1u << (i % 8));
+		pos = ov[1];
+	}
+	return 0;
+}
+
+/*
  * The pending line is MASK_LINE_MAX bytes and goes on: mask and emit it up
- * to and with its last space or tab, and keep the rest. RET 0 or a failure.
+ * to and with the last space or tab after which it may be cut, and keep the
+ * rest, which the next part starts with. A cut may not fall inside a match
+ * of any pattern, nor after the start of a possible match that the end of
+ * the pending bytes leaves open: such a match is kept whole for the next
+ * part, found there, and masked once. RET 0 or a failure.
  */
 static int line_cut(masker *m, mask_emit_fn emit, void *arg, char *err, size_t errlen)
 {
-	size_t i = m->line.len;
-	while (i > 0 && m->line.p[i - 1] != ' ' && m->line.p[i - 1] != '\t')
+	const char *s = m->line.p;
+	size_t n = m->line.len, limit = n, bytes = n / 8 + 1;
+	if (!m->spanned && !(m->spanned = malloc(MASK_LINE_MAX / 8 + 1)))
+		return out_of_memory(m, err, errlen);
+	memset(m->spanned, 0, bytes);
+	for (size_t k = 0; k < m->policy->n; k++) {
+		int rc = cut_scan(m, &m->policy->pat[k], s, n, &limit, err, errlen);
+		if (rc)
+			return rc;
+	}
+	size_t i = limit;
+	while (i > 0 &&
+	       ((s[i - 1] != ' ' && s[i - 1] != '\t') || (m->spanned[i / 8] & (1u << (i % 8)))))
 		i--;
 	if (i == 0) {
-		err_printf(err, errlen,
-		           "a line has more than %u bytes without a space or tab: it cannot be cut "
-		           "for masking without risk of cutting through an address",
-		           MASK_LINE_MAX);
+		if (!memchr(s, ' ', n) && !memchr(s, '\t', n))
+			err_printf(
+			    err, errlen,
+			    "a line has more than %u bytes without a space or tab: it cannot "
+			    "be cut for masking without risk of cutting through an address",
+			    MASK_LINE_MAX);
+		else
+			err_printf(
+			    err, errlen,
+			    "a line has more than %u bytes without a space or tab outside a "
+			    "possible match of the mask patterns: it cannot be cut for masking",
+			    MASK_LINE_MAX);
 		return masker_fail(m, -ERR_TEXT_UNMASKABLE, false);
 	}
-	int rc = mask_piece(m, m->line.p, i, false, emit, arg, err, errlen);
+	int rc = mask_piece(m, s, i, false, emit, arg, err, errlen);
 	if (rc)
 		return rc;
-	memmove(m->line.p, m->line.p + i, m->line.len - i);
+	memmove(m->line.p, m->line.p + i, n - i);
 	m->line.len -= i;
 	return 0;
 }

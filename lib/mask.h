@@ -28,16 +28,23 @@
  * patterns runs again until one finds nothing more (adjacent matches whose
  * edges hid each other, or a run a later placeholder cut short; at most 8
  * rounds, or the text fails), so masking the output again changes
- * nothing; and the masked line is emitted with its '\n'. A line longer than MASK_LINE_MAX bytes is
- * cut after its last space or tab within the limit, and the parts are
- * masked separately; a run of more than MASK_LINE_MAX bytes without a space,
- * tab or newline cannot be cut without risk of cutting through an address
- * and fails the text. Every match runs under a match limit, a depth limit
- * and a heap limit; a pattern that reaches one fails the text too. A text
- * that failed emits nothing more: no line leaves unmasked.
+ * nothing; and the masked line is emitted with its '\n'. A line longer
+ * than MASK_LINE_MAX bytes is cut, and the parts are masked separately. The
+ * cut falls after the last space or tab within the limit that lies outside
+ * every match of every pattern, and before the start of any possible match
+ * that the limit leaves unfinished (PCRE2's hard partial match: a card
+ * number, phone number or address whose rest comes after the limit); the
+ * bytes after the cut start the next part, so such a match is found there
+ * whole and masked once. A line with no such space or tab in MASK_LINE_MAX
+ * bytes (a run without one, or one possible match as long) cannot be cut
+ * without risk of cutting through an address and fails the text. Every
+ * match runs under a match limit, a depth limit and a heap limit; a
+ * pattern that reaches one fails the text too. A text that failed emits
+ * nothing more: no line leaves unmasked.
  *
- * Memory: a masker holds at most one pending line (MASK_LINE_MAX bytes) and
- * two work buffers as large as the longest masked line.
+ * Memory: a masker holds at most one pending line (MASK_LINE_MAX bytes), a
+ * bitmap of it for a cut, and two work buffers as large as the longest
+ * masked line.
  */
 #ifndef TY_MASK_H
 #define TY_MASK_H
@@ -111,9 +118,10 @@ int masker_new(const mask_policy *p, masker **out);
  * Take the next n bytes of the text: every line they complete is masked
  * and passed to emit (one call a line, or a part of a cut line).
  * RET: 0; emit's negative code, unchanged; -ERR_TEXT_UNMASKABLE with err
- * set for a run of more than MASK_LINE_MAX bytes without a space, tab or
- * newline, or a pattern that reached a limit; -ERR_INTERNAL when out of
- * memory. After a failure, every later call fails with the same code.
+ * set for MASK_LINE_MAX bytes of a line without a space or tab where it may
+ * be cut (outside every match and possible match), or a pattern that
+ * reached a limit; -ERR_INTERNAL when out of memory. After a failure,
+ * every later call fails with the same code.
  */
 int masker_feed(masker *m, const void *buf, size_t n, mask_emit_fn emit, void *arg, char *err,
                 size_t errlen);

@@ -510,6 +510,127 @@ START_TEST(long_line_cut)
 }
 END_TEST
 
+/*
+ * A line longer than MASK_LINE_MAX with a card number (grouped by spaces),
+ * a phone number or an e-mail address across the limit, where a cut after
+ * the last space within it would split the number: each is masked once,
+ * whole, and no digit of it is left.
+ */
+START_TEST(long_line_match_across_cut)
+{
+	static const struct {
+		const char *item;
+		size_t before; /* bytes of the item within the first MASK_LINE_MAX */
+		int pattern;
+		const char *placeholder;
+	} across[] = {
+	    {"4111 1111 1111 1111", 12, CARD, "[CARD]"},
+	    {"4111 1111 1111 1111", 5, CARD, "[CARD]"},
+	    {"020 7946 0958", 9, PHONE, "[PHONE]"},
+	    {"a.person@example.com", 9, EMAIL, "[EMAIL]"},
+	    {"a.person@example.com", 17, EMAIL, "[EMAIL]"},
+	};
+	mask_policy *p = policy_builtin();
+	size_t cap = MASK_LINE_MAX + 64;
+	char *text = malloc(cap);
+	ck_assert_ptr_nonnull(text);
+	for (size_t c = 0; c < sizeof(across) / sizeof(across[0]); c++) {
+		size_t il = strlen(across[c].item), head = MASK_LINE_MAX - across[c].before;
+		/* Words of seven letters, the last one ending right before the item. */
+		for (size_t i = 0; i < head; i++)
+			text[i] = (i + 1) % 8 == 0 ? ' ' : 'w';
+		text[head - 1] = ' ';
+		memcpy(text + head, across[c].item, il);
+		memcpy(text + head + il, " tail\n", 6);
+		size_t n = head + il + 6;
+		static const size_t steps[] = {0, 4096, 65537};
+		for (size_t s = 0; s < sizeof(steps) / sizeof(steps[0]); s++) {
+			sink out;
+			uint64_t counts[MASK_BUILTIN_MAX];
+			mask_all(p, text, n, steps[s], &out, counts);
+			ck_assert_msg(counts[across[c].pattern] == 1,
+			              "\"%s\" %zu bytes before the cut: %llu matches",
+			              across[c].item, across[c].before,
+			              (unsigned long long)counts[across[c].pattern]);
+			ck_assert_uint_eq(out.len, head + strlen(across[c].placeholder) + 6);
+			ck_assert(memcmp(out.p, text, head) == 0);
+			ck_assert(memcmp(out.p + head, across[c].placeholder,
+			                 strlen(across[c].placeholder)) == 0);
+			ck_assert_str_eq(out.p + head + strlen(across[c].placeholder), " tail\n");
+			ck_assert_ptr_null(memchr(out.p, '1', out.len));
+			ck_assert_ptr_null(memchr(out.p, '@', out.len));
+			free(out.p);
+		}
+	}
+	free(text);
+	mask_policy_free(p);
+}
+END_TEST
+
+/*
+ * Card numbers and e-mail addresses over three cuts of a long line, the
+ * first after a space inside a card number: each masked exactly once.
+ */
+START_TEST(long_line_cut_counts_once)
+{
+	mask_policy *p = policy_builtin();
+	const char unit[] = "pay 4111 1111 1111 1111 or mail a.person@example.com now ";
+	size_t ul = sizeof(unit) - 1, units = MASK_LINE_MAX / ul * 3 + 7;
+	/* A first word of 39 bytes puts the first cut's last space inside a card number. */
+	size_t lead = 40, n = lead + ul * units + 1;
+	char *text = malloc(n);
+	ck_assert_ptr_nonnull(text);
+	memset(text, 'w', lead - 1);
+	text[lead - 1] = ' ';
+	for (size_t i = 0; i < units; i++)
+		memcpy(text + lead + i * ul, unit, ul);
+	text[n - 1] = '\n';
+	sink out;
+	uint64_t counts[MASK_BUILTIN_MAX];
+	mask_all(p, text, n, 0, &out, counts);
+	ck_assert_uint_eq(counts[CARD], units);
+	ck_assert_uint_eq(counts[EMAIL], units);
+	ck_assert_uint_eq(out.len, lead + units * strlen("pay [CARD] or mail [EMAIL] now ") + 1);
+	ck_assert(memcmp(out.p, text, lead) == 0);
+	ck_assert_ptr_null(memchr(out.p, '1', out.len));
+	free(out.p);
+	free(text);
+	mask_policy_free(p);
+}
+END_TEST
+
+/*
+ * A line over MASK_LINE_MAX whose every space lies inside one possible
+ * match of a custom pattern cannot be cut without splitting it: refused,
+ * nothing of the line emitted.
+ */
+START_TEST(long_line_uncuttable_refused)
+{
+	mask_policy *p = NULL;
+	char err[256] = "";
+	mask_custom c = {"chain", "ab(?: ab)*"};
+	ck_assert_msg(mask_policy_new(&c, 1, &p, err, sizeof(err)) == 0, "%s", err);
+	size_t n = 2 * MASK_LINE_MAX + 1;
+	char *text = malloc(n);
+	ck_assert_ptr_nonnull(text);
+	for (size_t i = 0; i + 1 < n; i++)
+		text[i] = "ab "[i % 3];
+	text[n - 1] = '\n';
+	masker *m = NULL;
+	ck_assert_int_eq(masker_new(p, &m), 0);
+	sink out = {0};
+	ck_assert_int_eq(masker_feed(m, "short ab ab\n", 12, sink_emit, &out, err, sizeof(err)), 0);
+	ck_assert_int_eq(masker_feed(m, text, n, sink_emit, &out, err, sizeof(err)),
+	                 -ERR_TEXT_UNMASKABLE);
+	ck_assert_msg(strstr(err, "possible match"), "%s", err);
+	ck_assert_str_eq(out.p, "short [CHAIN]\n");
+	masker_free(m);
+	free(out.p);
+	free(text);
+	mask_policy_free(p);
+}
+END_TEST
+
 START_TEST(long_run_refused)
 {
 	mask_policy *p = policy_builtin();
@@ -697,6 +818,9 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, pieces_of_any_size);
 	tcase_add_test(tc, line_split_across_feeds);
 	tcase_add_test(tc, long_line_cut);
+	tcase_add_test(tc, long_line_match_across_cut);
+	tcase_add_test(tc, long_line_cut_counts_once);
+	tcase_add_test(tc, long_line_uncuttable_refused);
 	tcase_add_test(tc, long_run_refused);
 	tcase_add_test(tc, emit_failure_passed_back);
 	tcase_add_test(tc, match_limit_fails_closed);
