@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <pwd.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,12 +49,68 @@ static int user_of(uid_t uid, char *name, size_t n, gid_t *gid)
 	return 0;
 }
 
+uid_t identity_login_uid_min(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return IDENTITY_UID_MIN_DEFAULT;
+	uid_t min = IDENTITY_UID_MIN_DEFAULT;
+	char line[512];
+	while (fgets(line, sizeof(line), f)) {
+		char key[16], value[32], rest[2];
+		/* "UID_MIN <number>", blanks around; comments start with '#' */
+		if (sscanf(line, " %15s %31s %1s", key, value, rest) != 2 ||
+		    strcmp(key, "UID_MIN") != 0)
+			continue;
+		char *end;
+		errno = 0;
+		unsigned long v = strtoul(value, &end, 10);
+		if (errno == 0 && *end == '\0' && value[0] >= '0' && value[0] <= '9' && v > 0 &&
+		    v < (unsigned long)INT32_MAX)
+			min = (uid_t)v;
+	}
+	fclose(f);
+	return min;
+}
+
+/* The users of the services beside the platform (the database, Slurm, munge, Slurm's database). */
+static const char *const service_users[] = {"postgres", "slurm", "munge", "mysql", "nobody"};
+
+int identity_account_check(uid_t uid, gid_t gid, const char *name, uid_t uid_min, char *why,
+                           size_t whylen)
+{
+	if (uid == 0 || gid == 0) {
+		snprintf(why, whylen,
+		         "the tenant's Unix identity %u:%u is root's; no attempt runs as it",
+		         (unsigned)uid, (unsigned)gid);
+		return -1;
+	}
+	if (uid < uid_min) {
+		snprintf(why, whylen,
+		         "the tenant's Unix user %s (uid %u) is a system account, below the login "
+		         "range (UID_MIN %u); no attempt runs as it",
+		         name, (unsigned)uid, (unsigned)uid_min);
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof(service_users) / sizeof(service_users[0]); i++)
+		if (strcmp(name, service_users[i]) == 0) {
+			snprintf(why, whylen,
+			         "the tenant's Unix user %s (uid %u) is a service's account; no "
+			         "attempt runs as it",
+			         name, (unsigned)uid);
+			return -1;
+		}
+	return 0;
+}
+
 int identity_usable(tenant_identity *id, char *why, size_t whylen)
 {
-	if (id->uid == 0 || id->gid == 0 || id->uid == geteuid()) {
+	if (id->uid == 0 || id->gid == 0)
+		return identity_account_check(id->uid, id->gid, "root", 0, why, whylen);
+	if (id->uid == geteuid()) {
 		snprintf(why, whylen,
-		         "the tenant's Unix identity %u:%u is root's or the platform's own; no "
-		         "attempt runs as it",
+		         "the tenant's Unix identity %u:%u is the platform's own; no attempt runs "
+		         "as it",
 		         (unsigned)id->uid, (unsigned)id->gid);
 		return -1;
 	}
@@ -62,7 +119,8 @@ int identity_usable(tenant_identity *id, char *why, size_t whylen)
 		         (unsigned)id->uid);
 		return -1;
 	}
-	return 0;
+	return identity_account_check(id->uid, id->gid, id->user,
+	                              identity_login_uid_min(IDENTITY_LOGIN_DEFS), why, whylen);
 }
 
 /*
@@ -131,12 +189,16 @@ static int pool_give(PGconn *db, const ty_config *cfg, const char *tenant_id, te
 {
 	uid_t *taken;
 	int n, k = 0, rc = pool_taken(db, cfg, &taken, &n);
+	uid_t uid_min = identity_login_uid_min(IDENTITY_LOGIN_DEFS);
 	for (long uid = cfg->tenant_uid_min; rc == 0 && uid <= cfg->tenant_uid_max; uid++) {
 		while (k < n && taken[k] < (uid_t)uid)
 			k++;
 		tenant_identity id = {.uid = (uid_t)uid};
+		char why[256];
 		if ((k < n && taken[k] == (uid_t)uid) || uid == 0 ||
-		    user_of(id.uid, id.user, sizeof(id.user), &id.gid) < 0 || id.gid == 0 ||
+		    user_of(id.uid, id.user, sizeof(id.user), &id.gid) < 0 ||
+		    identity_account_check(id.uid, id.gid, id.user, uid_min, why, sizeof(why)) <
+		        0 ||
 		    id.uid == geteuid())
 			continue;
 		rc = assign(db, tenant_id, id.uid, id.gid, id.user);

@@ -12,9 +12,12 @@
  * so a uid once given stays its tenant's, and with it every file it owns.
  * Giving one out is audited (tenant.identity).
  *
- * No tenant runs as root, as the platform's own user or with group 0:
- * identity_usable() refuses such a row, and a tenant without a usable
- * identity does not run at all.
+ * No tenant runs as root, as the platform's own user, with group 0, or as
+ * a system or service account (a uid below the login range, UID_MIN of
+ * /etc/login.defs, or a user of the services beside the platform:
+ * PostgreSQL, Slurm, munge, MariaDB, nobody): identity_usable() refuses
+ * such a row, the pool passes such a user over, and a tenant without a
+ * usable identity does not run at all.
  */
 #ifndef TY_IDENTITY_H
 #define TY_IDENTITY_H
@@ -44,10 +47,31 @@ int identity_get(PGconn *db, const char *tenant_id, tenant_identity *out);
 int identity_ensure(PGconn *db, const ty_config *cfg, const char *tenant_id, tenant_identity *out,
                     char *why, size_t whylen);
 
+/* Where the login range's first uid is read from, and its value when the file does not say. */
+#define IDENTITY_LOGIN_DEFS      "/etc/login.defs"
+#define IDENTITY_UID_MIN_DEFAULT 1000
+
+/*
+ * The first uid of the login range: UID_MIN in the login.defs file at path,
+ * or IDENTITY_UID_MIN_DEFAULT when the file cannot be read or gives no
+ * (valid) UID_MIN. Users below it are the system's.
+ */
+uid_t identity_login_uid_min(const char *path);
+
+/*
+ * Whether the user name (uid, gid) is one that may run tenants' attempts:
+ * not root's uid or group, not below uid_min (a system account), and not
+ * one of the services' users (postgres, slurm, munge, mysql, nobody).
+ * RET 0, or -1 with why.
+ */
+int identity_account_check(uid_t uid, gid_t gid, const char *name, uid_t uid_min, char *why,
+                           size_t whylen);
+
 /*
  * Whether id may run a tenant's attempts on this host: a user of that uid
- * exists (its name into id->user), and neither uid nor gid is root's nor
- * the uid the platform's own. RET 0, or -1 with why.
+ * exists (its name into id->user), passes identity_account_check() against
+ * this host's login range, and is not the platform's own user.
+ * RET 0, or -1 with why.
  */
 int identity_usable(tenant_identity *id, char *why, size_t whylen);
 
