@@ -212,6 +212,17 @@ int api_reply_row(api_req *rq, const char *sql, int n, const char *const *params
 /* Map a database rc to a problem: 503 for unavailability, 500 otherwise. RET 0. */
 int api_fail_db(api_req *rq, int rc);
 
+/*
+ * Answer a failed open in a tenant's tree (tenantfs.h): rc its code, e the
+ * errno it left, what and name the file for the client ("checkpoint",
+ * "manifest.json"), why tenantfs's message (logged, never sent: it names
+ * the tenant's layout). A missing file answers missing (404), a file the
+ * tenant's user replaced by a link, a FIFO or any other thing 500
+ * storage_unsafe, the rest 500 storage_io. RET 0.
+ */
+int api_fail_storage(api_req *rq, int rc, int e, err_code missing, const char *what,
+                     const char *name, const char *why);
+
 /* RFC 3339 UTC timestamp of a column, for SQL text. */
 #define TS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
 

@@ -24,6 +24,7 @@
 #include "log.h"
 #include "server.h"
 #include "storage.h"
+#include "tenantfs.h"
 
 #define MANIFEST_NAME STORAGE_MANIFEST_NAME
 #define FIRST_BYTES   4096 /* read before answering: verifies the first chunk */
@@ -34,7 +35,6 @@ typedef struct download {
 	char first[FIRST_BYTES];
 	size_t first_len, first_off;
 	char request_id[REQUEST_ID_MAX + 1];
-	char path[4096];
 } download;
 
 static void download_free(void *arg)
@@ -111,24 +111,18 @@ static int checkpoint_file(api_req *rq, const char *name, int *step)
 static int download_open(api_req *rq, download *d, const crypt_object_ctx *ctx,
                          const char *tenant_id, const char *job_id, const char *name, int step)
 {
-	char rel[STORAGE_NAME_MAX + 1];
+	char rel[STORAGE_NAME_MAX + 1], path[STORAGE_NAME_MAX + 1], err[512];
 	int k = snprintf(rel, sizeof(rel), "step_%08d/%s", step, name);
 	if (k < 0 || (size_t)k >= sizeof(rel) ||
-	    storage_object_path(rq->cfg->storage_root, tenant_id, job_id, STORAGE_CHECKPOINTS, rel,
-	                        d->path, sizeof(d->path)) < 0)
+	    storage_object_rel(job_id, STORAGE_CHECKPOINTS, rel, path, sizeof(path)) < 0)
 		return api_fail(rq, ERR_CHECKPOINT_NOT_FOUND, "the checkpoint has no file \"%s\"",
 		                name),
 		       -1;
-	d->fd = open(d->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (d->fd < 0 && errno == ENOENT)
-		return api_fail(rq, ERR_CHECKPOINT_NOT_FOUND,
-		                "the checkpoint's file \"%s\" is no longer in storage", name),
+	d->fd = tenantfs_open_file(rq->cfg->storage_root, tenant_id, path, err, sizeof(err));
+	if (d->fd < 0)
+		return api_fail_storage(rq, d->fd, errno, ERR_CHECKPOINT_NOT_FOUND, "checkpoint",
+		                        name, err),
 		       -1;
-	if (d->fd < 0) {
-		log_printf(LOG_ERROR, "could not open checkpoint file \"%s\": %m", d->path);
-		return api_fail(rq, ERR_STORAGE_IO, "the checkpoint's file could not be read"), -1;
-	}
-	char err[512];
 	int rc =
 	    crypt_object_reader_open(ctx, rel, crypt_fd_source, &d->fd, &d->r, err, sizeof(err));
 	if (rc == 0)

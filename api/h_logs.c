@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "followers.h"
@@ -41,6 +42,7 @@
 #include "log.h"
 #include "server.h"
 #include "storage.h"
+#include "tenantfs.h"
 
 #define LOG_AUTH_MARKER    "trainyard: log record failed authentication\n"
 #define LOG_IO_MARKER      "trainyard: log could not be read\n"
@@ -147,22 +149,34 @@ enum { OPEN_OK, OPEN_MISSING, OPEN_WAIT, OPEN_MARKER };
 /* Open the current attempt's log. RET OPEN_*; OPEN_MARKER: a marker ends the answer. */
 static int open_log(log_stream *ls)
 {
-	char name[32], path[4096], err[512];
+	char name[32], rel[STORAGE_NAME_MAX + 1], err[512];
 	if (storage_log_name(ls->attempt, name, sizeof(name)) < 0 ||
-	    storage_object_path(ls->srv->cfg->storage_root, ls->tenant_id, ls->job_id, STORAGE_LOGS,
-	                        name, path, sizeof(path)) < 0)
+	    storage_object_rel(ls->job_id, STORAGE_LOGS, name, rel, sizeof(rel)) < 0)
 		return emit_marker(ls, LOG_IO_MARKER, "invalid log path"), OPEN_MARKER;
-	struct stat st;
-	if (lstat(path, &st) != 0 && errno == ENOENT)
+	int fd =
+	    tenantfs_open_file(ls->srv->cfg->storage_root, ls->tenant_id, rel, err, sizeof(err));
+	if (fd == -ERR_STORAGE_IO && errno == ENOENT)
 		return OPEN_MISSING;
+	if (fd < 0) {
+		log_event(LOG_ERROR, "tenant storage refused",
+		          json_pack("{s:s, s:s, s:s}", "tenant_id", ls->tenant_id, "job_id",
+		                    ls->job_id, "reason", err));
+		return emit_marker(ls, LOG_IO_MARKER,
+		                   fd == -ERR_STORAGE_UNSAFE
+		                       ? "the log in storage is not a plain file of the tenant's"
+		                       : "the log could not be read"),
+		       OPEN_MARKER;
+	}
 	if (!ls->have_key) {
 		look(ls); /* a log is there: its key must be too */
-		if (!ls->have_key)
+		if (!ls->have_key) {
+			close(fd);
 			return ls->follow && !ls->final
 			           ? OPEN_WAIT
 			           : (emit_marker(ls, LOG_KEY_MARKER, "no data key"), OPEN_MARKER);
+		}
 	}
-	int rc = crypt_log_reader_open(path, &ls->ctx, name, &ls->r, err, sizeof(err));
+	int rc = crypt_log_reader_open(fd, name, &ls->ctx, name, &ls->r, err, sizeof(err));
 	if (rc < 0)
 		return emit_marker(ls, LOG_IO_MARKER, err), OPEN_MARKER;
 	return OPEN_OK;

@@ -21,6 +21,7 @@
 #include "log.h"
 #include "server.h"
 #include "storage.h"
+#include "tenantfs.h"
 
 int jobinit_resolve(api_req *rq, const jobspec *js, const json_t *spec, job_init *out, verrs *v)
 {
@@ -224,26 +225,21 @@ int h_attempt_init_file(api_req *rq)
 		rc = source_find(rq, name, &src);
 	if (rc)
 		return source_failed(rq, rc);
-	char rel[STORAGE_NAME_MAX + 1], path[4096];
-	snprintf(rel, sizeof(rel), "step_%08d/%s", src.step, name);
-	if (storage_object_path(rq->cfg->storage_root, src.tenant_id, src.job_id,
-	                        STORAGE_CHECKPOINTS, rel, path, sizeof(path)) < 0)
+	char obj[STORAGE_NAME_MAX + 1], rel[STORAGE_NAME_MAX + 1], err[512];
+	snprintf(obj, sizeof(obj), "step_%08d/%s", src.step, name);
+	if (storage_object_rel(src.job_id, STORAGE_CHECKPOINTS, obj, rel, sizeof(rel)) < 0)
 		return source_failed(rq, -ERR_CHECKPOINT_NOT_FOUND);
 	sealed_file *f = calloc(1, sizeof(*f));
 	if (!f)
 		return api_fail(rq, ERR_INTERNAL, "out of memory");
-	f->fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	f->fd = tenantfs_open_file(rq->cfg->storage_root, src.tenant_id, rel, err, sizeof(err));
 	struct stat st;
 	if (f->fd < 0 || fstat(f->fd, &st) < 0) {
 		int e = errno;
+		rc = f->fd < 0 ? f->fd : -ERR_STORAGE_IO;
 		sealed_free(f);
-		if (e == ENOENT)
-			return api_fail(rq, ERR_CHECKPOINT_NOT_FOUND,
-			                "the checkpoint's file \"%s\" is no longer in storage",
-			                name);
-		log_printf(LOG_ERROR, "could not open checkpoint file \"%s\": %s", path,
-		           strerror(e));
-		return api_fail(rq, ERR_STORAGE_IO, "the checkpoint's file could not be read");
+		return api_fail_storage(rq, rc, e, ERR_CHECKPOINT_NOT_FOUND, "checkpoint", name,
+		                        err);
 	}
 	rq->status = 200;
 	rq->stream = (api_stream){.read = sealed_read,

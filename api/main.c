@@ -11,6 +11,7 @@
 #include "config.h"
 #include "db.h"
 #include "log.h"
+#include "tenantfs.h"
 #include "migrate.h"
 #include "server.h"
 
@@ -59,6 +60,15 @@ int main(int argc, char **argv)
 	if (schema_ready(&cfg) < 0)
 		return 1;
 	api_server srv = {0};
+	const char *roots[] = {cfg.storage_root, cfg.data_root, cfg.sched_spool};
+	char rerr[1024];
+	if (tenantfs_outside_roots(cfg.master_key_file, "the master key file", roots, 3, rerr,
+	                           sizeof(rerr)) < 0 ||
+	    tenantfs_outside_roots(cfg.audit_key_file, "the audit signing key file", roots, 3, rerr,
+	                           sizeof(rerr)) < 0) {
+		log_printf(LOG_ERROR, "%s", rerr);
+		return 1;
+	}
 	if (cfg.master_key_file[0] || cfg.master_key[0]) {
 		char kerr[512];
 		if (crypt_master_from_config(&cfg, &srv.master, kerr, sizeof(kerr)) < 0) {

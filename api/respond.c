@@ -1,6 +1,7 @@
 /*
  * respond.c - answers: success bodies and problem+json (RFC 9457) errors.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -59,6 +60,23 @@ int api_fail_db(api_req *rq, int rc)
 	if (rc >= 0 || rc == -ERR_INTERNAL || -rc >= ERR__COUNT)
 		return api_fail(rq, ERR_INTERNAL, "internal error; request id %s", rq->request_id);
 	return api_fail(rq, rc, "%s", err_info((err_code)-rc)->doc);
+}
+
+int api_fail_storage(api_req *rq, int rc, int e, err_code missing, const char *what,
+                     const char *name, const char *why)
+{
+	if (rc == -ERR_STORAGE_IO && e == ENOENT)
+		return api_fail(rq, missing, "the %s's file \"%s\" is no longer in storage", what,
+		                name);
+	log_event(LOG_ERROR, "tenant storage refused",
+	          json_pack("{s:s, s:s, s:s}", "request_id", rq->request_id, "tenant_id",
+	                    rq->scope.tenant_id, "reason", why ? why : ""));
+	if (rc == -ERR_STORAGE_UNSAFE)
+		return api_fail(rq, ERR_STORAGE_UNSAFE,
+		                "the %s's file \"%s\" is not a plain file of its tenant in storage "
+		                "(a link, a FIFO or another owner's): refused",
+		                what, name);
+	return api_fail(rq, ERR_STORAGE_IO, "the %s's file \"%s\" could not be read", what, name);
 }
 
 json_t *api_problem_json(const api_req *rq)

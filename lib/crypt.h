@@ -238,14 +238,15 @@ typedef struct crypt_log_writer crypt_log_writer;
 typedef struct crypt_log_reader crypt_log_reader;
 
 /*
- * Open the log file path (created 0600 when missing; a symlink is refused)
- * for appending, holding an exclusive lock on it (a second writer gets
+ * Take over fd, the log file opened read-write (created 0600 when missing,
+ * beneath its tenant's directory: tenantfs.h), for appending; path names it
+ * in messages. It must be a regular file. An exclusive lock is held on it (a second writer gets
  * -ERR_CONFLICT). An existing log's records are authenticated first and
  * its index continues; a torn record at the end is cut off. A closed log
  * is -ERR_LOG_CLOSED; a log that fails authentication -ERR_DATA_AUTH_FAILED.
  * OUT *out: finish with crypt_log_writer_close or crypt_log_writer_free.
  */
-int crypt_log_writer_open(const char *path, const crypt_object_ctx *ctx, const char *name,
+int crypt_log_writer_open(int fd, const char *path, const crypt_object_ctx *ctx, const char *name,
                           crypt_log_writer **out, char *err, size_t errlen);
 /* Append one record of 0..CRYPT_LOG_RECORD_MAX bytes with a single write(). */
 int crypt_log_append(crypt_log_writer *w, const void *rec, size_t n, char *err, size_t errlen);
@@ -266,8 +267,12 @@ typedef struct crypt_log_state {
 
 enum { CRYPT_LOG_END = 0, CRYPT_LOG_RECORD = 1 };
 
-/* Open the log file path for reading; the header is read with the first record. */
-int crypt_log_reader_open(const char *path, const crypt_object_ctx *ctx, const char *name,
+/*
+ * Take over fd, the log file opened for reading (tenantfs.h), named path in
+ * messages; the header is read with the first record. fd is closed on
+ * failure too.
+ */
+int crypt_log_reader_open(int fd, const char *path, const crypt_object_ctx *ctx, const char *name,
                           crypt_log_reader **out, char *err, size_t errlen);
 /*
  * The next record. RET CRYPT_LOG_RECORD with *rec (valid until the next

@@ -182,24 +182,30 @@ static int writer_scan(crypt_log_writer *w, const char *path, const crypt_object
 	return 0;
 }
 
-int crypt_log_writer_open(const char *path, const crypt_object_ctx *ctx, const char *name,
+int crypt_log_writer_open(int fd, const char *path, const crypt_object_ctx *ctx, const char *name,
                           crypt_log_writer **out, char *err, size_t errlen)
 {
 	*out = NULL;
 	if (name == NULL || name[0] == '\0' || strlen(name) > CRYPT_NAME_MAX) {
 		err_printf(err, errlen, "invalid sealed log name");
+		if (fd >= 0)
+			close(fd);
 		return -ERR_INTERNAL;
 	}
 	crypt_log_writer *w = calloc(1, sizeof(*w));
 	if (w == NULL || (w->buf = malloc(RECORD_BYTES)) == NULL) {
 		free(w);
+		if (fd >= 0)
+			close(fd);
 		err_printf(err, errlen, "out of memory");
 		return -ERR_INTERNAL;
 	}
 	memcpy(w->name, name, strlen(name) + 1);
 	int rc = 0;
 	struct stat st;
-	w->fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	w->fd = fd;
+	if (w->fd < 0)
+		errno = EBADF;
 	if (w->fd < 0 || fstat(w->fd, &st) != 0) {
 		rc = log_io_error("open", path, err, errlen);
 		goto fail;
@@ -306,18 +312,22 @@ void crypt_log_writer_free(crypt_log_writer *w)
 
 /* ---- reading -------------------------------------------------------- */
 
-int crypt_log_reader_open(const char *path, const crypt_object_ctx *ctx, const char *name,
+int crypt_log_reader_open(int fd, const char *path, const crypt_object_ctx *ctx, const char *name,
                           crypt_log_reader **out, char *err, size_t errlen)
 {
 	*out = NULL;
 	if (name == NULL || name[0] == '\0' || strlen(name) > CRYPT_NAME_MAX ||
 	    strlen(path) >= sizeof(((crypt_log_reader *)0)->path)) {
 		err_printf(err, errlen, "invalid sealed log name or path");
+		if (fd >= 0)
+			close(fd);
 		return -ERR_INTERNAL;
 	}
 	crypt_log_reader *r = calloc(1, sizeof(*r));
 	if (r == NULL || (r->scan.buf = malloc(RECORD_BYTES)) == NULL) {
 		free(r);
+		if (fd >= 0)
+			close(fd);
 		err_printf(err, errlen, "out of memory");
 		return -ERR_INTERNAL;
 	}
@@ -327,8 +337,9 @@ int crypt_log_reader_open(const char *path, const crypt_object_ctx *ctx, const c
 	r->scan.path = r->path;
 	r->scan.name = r->name;
 	r->scan.ctx = &r->ctx;
-	r->scan.fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	r->scan.fd = fd;
 	if (r->scan.fd < 0) {
+		errno = EBADF;
 		int rc = log_io_error("open", path, err, errlen);
 		crypt_log_reader_free(r);
 		return rc;

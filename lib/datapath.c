@@ -6,16 +6,15 @@
 #include "datapath.h"
 #include "error.h"
 #include "storage.h"
+#include "tenantfs.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 /* ---- the rule ------------------------------------------------------- */
@@ -97,68 +96,15 @@ int datapath_tenant_prepare(const char *root, const char *tenant_id, char *err, 
 
 /* ---- opening beneath a directory ------------------------------------ */
 
-/* RET the fd, or -1 with errno; ENOSYS when the kernel has no openat2. */
-static int open_beneath_openat2(int dirfd, const char *rel, int flags)
-{
-#ifdef SYS_openat2
-	struct open_how how = {
-	    .flags = (unsigned long long)(flags | O_CLOEXEC | O_NOFOLLOW),
-	    .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-	};
-	return (int)syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
-#else
-	(void)dirfd;
-	(void)rel;
-	(void)flags;
-	errno = ENOSYS;
-	return -1;
-#endif
-}
-
-/*
- * The same by hand: every directory component with O_DIRECTORY |
- * O_NOFOLLOW, the last with flags | O_NOFOLLOW. Safe only for a path
- * datapath_check() accepted: no "..", no absolute start.
- */
-static int open_beneath_walk(int dirfd, const char *rel, int flags)
-{
-	char part[DATAPATH_COMPONENT_MAX + 1];
-	int at = dirfd;
-	for (const char *p = rel;;) {
-		size_t n = strcspn(p, "/");
-		memcpy(part, p, n);
-		part[n] = '\0';
-		bool last = p[n] == '\0';
-		int fd = openat(at, part,
-		                last ? flags | O_CLOEXEC | O_NOFOLLOW
-		                     : O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		int e = errno;
-		if (at != dirfd)
-			close(at);
-		if (fd < 0) {
-			errno = e;
-			return -1;
-		}
-		if (last)
-			return fd;
-		at = fd;
-		p += n + 1;
-	}
-}
-
 int datapath_openat(int dirfd, const char *rel, int flags, datapath_resolve how)
 {
 	if (datapath_check(rel, NULL, 0) != 0) {
 		errno = EINVAL;
 		return -1;
 	}
-	if (how == DATAPATH_RESOLVE_AUTO) {
-		int fd = open_beneath_openat2(dirfd, rel, flags);
-		/* EPERM: a seccomp filter that does not know openat2 */
-		if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
-			return fd;
-	}
-	return open_beneath_walk(dirfd, rel, flags);
+	return tenantfs_resolve_at(dirfd, rel, flags, 0,
+	                           how == DATAPATH_RESOLVE_WALK ? TENANTFS_RESOLVE_WALK
+	                                                        : TENANTFS_RESOLVE_AUTO);
 }
 
 /* ---- matching -------------------------------------------------------- */

@@ -18,6 +18,7 @@
 #include "error.h"
 #include "jsonx.h"
 #include "storage.h"
+#include "tenantfs.h"
 
 #define SHARD_FMT   "shard_%06d.bin"
 #define PARTIAL_EXT ".partial"
@@ -194,10 +195,16 @@ int dataset_writer_open(const char *root, const storage_owners *owners, const cr
 		return w->dfd;
 	char name[64];
 	snprintf(name, sizeof(name), "%s" PARTIAL_EXT, version_id);
-	if (mkdirat(w->dfd, name, 0700) != 0 ||
-	    (w->pfd = openat(w->dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
-	    (owners->hand_over && fchown(w->pfd, owners->tenant, owners->group) != 0)) {
+	if (mkdirat(w->dfd, name, 0700) != 0) {
 		err_printf(err, errlen, "could not create \"%s\": %m", w->partial);
+		return -ERR_STORAGE_IO;
+	}
+	w->pfd =
+	    tenantfs_openat(w->dfd, name, O_RDONLY, 0, TENANTFS_DIR, owners->tenant, err, errlen);
+	if (w->pfd < 0)
+		return w->pfd;
+	if (owners->hand_over && fchown(w->pfd, owners->tenant, owners->group) != 0) {
+		err_printf(err, errlen, "could not give \"%s\" to the tenant: %m", w->partial);
 		return -ERR_STORAGE_IO;
 	}
 	w->sha = EVP_MD_CTX_new();
@@ -234,14 +241,17 @@ static int shard_begin(dataset_writer *w, char *err, size_t errlen)
 		return -ERR_STORAGE_PATH_INVALID;
 	snprintf(path, sizeof(path), "%s/" SHARD_FMT, w->partial, idx);
 	snprintf(file, sizeof(file), SHARD_FMT, idx);
-	w->fd = openat(w->pfd, file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (w->fd >= 0 && w->owners.hand_over &&
-	    fchown(w->fd, w->owners.tenant, w->owners.group) != 0) {
+	w->fd = tenantfs_openat(w->pfd, file, O_WRONLY | O_CREAT | O_EXCL, 0600, TENANTFS_FILE,
+	                        w->owners.tenant, err, errlen);
+	if (w->fd < 0) {
+		int rc = w->fd;
+		w->fd = -1;
+		return rc;
+	}
+	if (w->owners.hand_over && fchown(w->fd, w->owners.tenant, w->owners.group) != 0) {
+		err_printf(err, errlen, "could not give \"%s\" to the tenant: %m", path);
 		close(w->fd);
 		w->fd = -1;
-	}
-	if (w->fd < 0) {
-		err_printf(err, errlen, "could not create \"%s\": %m", path);
 		return -ERR_STORAGE_IO;
 	}
 	w->sum.shards++;
@@ -369,18 +379,15 @@ void dataset_writer_free(dataset_writer *w, bool keep)
  */
 static int dataset_dir_open(const char *root, const char *tenant_id, const char *dataset_id)
 {
-	char tdir[4096];
-	if (storage_tenant_dir(root, tenant_id, tdir, sizeof(tdir)) != 0 ||
-	    !storage_uuid_valid(dataset_id))
+	char rel[64], err[512];
+	tenant_tree t;
+	if (!storage_uuid_valid(dataset_id) ||
+	    tenant_tree_open(&t, root, tenant_id, err, sizeof(err)) != 0)
 		return -1;
-	const char *names[] = {"datasets", dataset_id};
-	int fd = open(tdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	for (size_t i = 0; i < 2 && fd >= 0; i++) {
-		int next = openat(fd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		close(fd);
-		fd = next;
-	}
-	return fd;
+	snprintf(rel, sizeof(rel), "datasets/%s", dataset_id);
+	int fd = tenant_tree_openat(&t, rel, O_RDONLY, 0, TENANTFS_DIR, err, sizeof(err));
+	tenant_tree_release(&t);
+	return fd < 0 ? -1 : fd;
 }
 
 int dataset_sweep(const char *root, const char *tenant_id, const char *dataset_id,

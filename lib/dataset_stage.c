@@ -21,6 +21,7 @@
 
 #include "error.h"
 #include "hex.h"
+#include "tenantfs.h"
 
 #define SHARD_FMT "shard_%06d.bin"
 #define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
@@ -29,20 +30,14 @@
 static int source_open(const char *root, const char *owner_id, const char *dataset_id,
                        const char *version_id, char *err, size_t errlen)
 {
-	char tdir[4096];
-	if (storage_tenant_dir(root, owner_id, tdir, sizeof(tdir)) != 0)
+	char rel[128];
+	tenant_tree t;
+	if (tenant_tree_open(&t, root, owner_id, err, errlen) != 0)
 		return -1;
-	const char *names[] = {"datasets", dataset_id, version_id};
-	int fd = open(tdir, DIR_FLAGS);
-	for (size_t i = 0; i < 3 && fd >= 0; i++) {
-		int next = openat(fd, names[i], DIR_FLAGS);
-		close(fd);
-		fd = next;
-	}
-	if (fd < 0)
-		err_printf(err, errlen, "could not open version %s of dataset %s: %s", version_id,
-		           dataset_id, strerror(errno));
-	return fd;
+	snprintf(rel, sizeof(rel), "datasets/%s/%s", dataset_id, version_id);
+	int fd = tenant_tree_openat(&t, rel, O_RDONLY, 0, TENANTFS_DIR, err, errlen);
+	tenant_tree_release(&t);
+	return fd < 0 ? -1 : fd;
 }
 
 /* Copy shard idx from src to dst (directory fds), the copy owned as o says. RET 0 or -1. */
@@ -51,17 +46,11 @@ static int copy_shard(int src, int dst, int idx, uid_t owner, const storage_owne
 {
 	char name[32], buf[1 << 16];
 	snprintf(name, sizeof(name), SHARD_FMT, idx);
-	int in = openat(src, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	struct stat st;
-	if (in < 0 || fstat(in, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != owner ||
-	    st.st_nlink != 1) {
-		err_printf(err, errlen, "shard %s is not a plain file of the dataset's tenant",
-		           name);
-		if (in >= 0)
-			close(in);
+	int in = tenantfs_openat(src, name, O_RDONLY, 0, TENANTFS_FILE, owner, err, errlen);
+	if (in < 0)
 		return -1;
-	}
-	int out = openat(dst, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int out = tenantfs_openat(dst, name, O_WRONLY | O_CREAT | O_EXCL, 0600, TENANTFS_FILE,
+	                          o->tenant, err, errlen);
 	int rc = out >= 0 && (!o->hand_over || fchown(out, o->tenant, o->group) == 0) ? 0 : -1;
 	for (ssize_t got = 1; rc == 0 && got > 0;) {
 		got = read(in, buf, sizeof(buf));
@@ -115,7 +104,9 @@ int dataset_stage(const char *root, const char *owner_id, const char *dataset_id
 	rc = src >= 0 && fstat(src, &st) == 0 ? 0 : -ERR_STORAGE_IO;
 	owner = st.st_uid;
 	int out = -1;
-	if (rc == 0 && (mkdirat(dfd, tmp, 0700) != 0 || (out = openat(dfd, tmp, DIR_FLAGS)) < 0 ||
+	if (rc == 0 && (mkdirat(dfd, tmp, 0700) != 0 ||
+	                (out = tenantfs_openat(dfd, tmp, O_RDONLY, 0, TENANTFS_DIR, owners->tenant,
+	                                       err, errlen)) < 0 ||
 	                (owners->hand_over && fchown(out, owners->tenant, owners->group) != 0))) {
 		err_printf(err, errlen, "could not create a copy under \"%s\": %s", path,
 		           strerror(errno));

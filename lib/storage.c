@@ -151,6 +151,17 @@ int storage_object_path(const char *root, const char *tenant_id, const char *job
 	return path_fmt(buf + len, n - len, "/%s", name) ? invalid_path(buf, n) : 0;
 }
 
+int storage_object_rel(const char *job_id, storage_area area, const char *name, char *buf, size_t n)
+{
+	if ((unsigned)area > STORAGE_LOGS || !storage_uuid_valid(job_id) ||
+	    !storage_name_valid(name))
+		return invalid_path(buf, n);
+	if (path_fmt(buf, n, "jobs/%s/%s/%s", job_id, area_names[area], name) != 0 ||
+	    !storage_name_valid(buf))
+		return invalid_path(buf, n);
+	return 0;
+}
+
 int storage_log_name(int number, char *buf, size_t n)
 {
 	if (number < 1)
@@ -452,8 +463,8 @@ int storage_tenant_dirs(const char *root, const char *tenant_id, const storage_o
 	return storage_private_dirs_as(root, steps, 2, owners, err, errlen);
 }
 
-int storage_tenant_owner(const char *root, const char *tenant_id, uid_t *uid, gid_t *gid, char *err,
-                         size_t errlen)
+int storage_tenant_dir_fd(const char *root, const char *tenant_id, uid_t *uid, gid_t *gid,
+                          char *err, size_t errlen)
 {
 	char path[4096], shown[4096];
 	int rc = storage_tenant_dir(root, tenant_id, path, sizeof(path));
@@ -470,10 +481,13 @@ int storage_tenant_owner(const char *root, const char *tenant_id, uid_t *uid, gi
 		if (i == 2)
 			snprintf(shown, sizeof(shown), "%s", path);
 		int next = open_dir_nofollow(fd, names[i], shown, err, errlen);
+		int e = errno;
 		if (fd != AT_FDCWD)
 			close(fd);
-		if (next < 0)
+		if (next < 0) {
+			errno = e;
 			return next;
+		}
 		fd = next;
 		rc = fstat(fd, &st) == 0 ? 0 : -ERR_STORAGE_IO;
 		if (rc == 0 && i < 2)
@@ -483,14 +497,25 @@ int storage_tenant_owner(const char *root, const char *tenant_id, uid_t *uid, gi
 			return rc;
 		}
 	}
-	close(fd);
 	self.tenant = st.st_uid;
 	rc = level_check(&st, false, &self, path, err, errlen);
-	if (rc == 0) {
-		*uid = st.st_uid;
-		*gid = st.st_gid;
+	if (rc) {
+		close(fd);
+		return rc;
 	}
-	return rc;
+	*uid = st.st_uid;
+	*gid = st.st_gid;
+	return fd;
+}
+
+int storage_tenant_owner(const char *root, const char *tenant_id, uid_t *uid, gid_t *gid, char *err,
+                         size_t errlen)
+{
+	int fd = storage_tenant_dir_fd(root, tenant_id, uid, gid, err, errlen);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
 }
 
 int storage_job_prepare(const char *root, const char *tenant_id, const char *job_id, char *err,

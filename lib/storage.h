@@ -82,6 +82,14 @@ int storage_object_path(const char *root, const char *tenant_id, const char *job
                         storage_area area, const char *name, char *buf, size_t n);
 
 /*
+ * OUT buf: "jobs/<job>/checkpoints/<name>" or ".../logs/<name>": the
+ * object's name relative to its tenant's directory, to open beneath it
+ * (tenantfs.h). Fails also when the whole is longer than STORAGE_NAME_MAX.
+ */
+int storage_object_rel(const char *job_id, storage_area area, const char *name, char *buf,
+                       size_t n);
+
+/*
  * The name of attempt number's sealed log in the logs area,
  * "attempt-<number>.log"; it is also the log's object name in the AAD.
  * The worker runtime writes it and the API reads it. OUT buf.
@@ -159,6 +167,14 @@ int storage_tenant_dirs(const char *root, const char *tenant_id, const storage_o
  */
 int storage_tenant_owner(const char *root, const char *tenant_id, uid_t *uid, gid_t *gid, char *err,
                          size_t errlen);
+/*
+ * The same, leaving the tenant's directory open (tenantfs.h opens beneath
+ * it). RET its fd (O_DIRECTORY, or O_PATH where the caller may only
+ * search it), or a negative code as storage_tenant_owner(); errno ENOENT
+ * when a level is not there.
+ */
+int storage_tenant_dir_fd(const char *root, const char *tenant_id, uid_t *uid, gid_t *gid,
+                          char *err, size_t errlen);
 
 /*
  * Remove dir and the plain files directly in it (a dataset version's

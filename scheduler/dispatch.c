@@ -24,6 +24,8 @@
 #include "jobstate.h"
 #include "leader.h"
 #include "log.h"
+#include "storage.h"
+#include "tenantfs.h"
 #include "token.h"
 
 #define DISPATCH_BATCH_MAX   64
@@ -89,32 +91,41 @@ static int credential_new(char secret[ATTEMPT_SECRET_LEN + 1], char hex[2 * TOKE
  */
 static int credential_write(const sched *s, const dispatch_item *it, const char *secret)
 {
-	char path[PATH_MAX];
-	batch_credential_path(s, it->tenant_id, it->attempt_id, path, sizeof(path));
-	unlink(path); /* a renewed credential replaces the one before */
-	int fd =
-	    it->uid ? open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600) : -1;
-	int rc = -1;
+	char name[STORAGE_UUID_LEN + 16], err[512] = "the tenant has no Unix user";
+	snprintf(name, sizeof(name), "%s.credential", it->attempt_id);
+	tenant_tree t = {.fd = -1};
+	int fd = -1, rc = -1;
+	if (it->uid && tenant_tree_open(&t, s->spool, it->tenant_id, err, sizeof(err)) == 0) {
+		unlinkat(t.fd, name, 0); /* a renewed credential replaces the one before */
+		fd = tenant_tree_openat(&t, name, O_WRONLY | O_CREAT | O_EXCL, 0600, TENANTFS_FILE,
+		                        err, sizeof(err));
+	}
 	if (fd >= 0 && fchown(fd, it->uid, it->gid) == 0) {
 		size_t n = strlen(secret);
 		rc = write(fd, secret, n) == (ssize_t)n ? 0 : -1;
 	}
+	if (fd >= 0 && rc < 0)
+		snprintf(err, sizeof(err), "%s", strerror(errno));
 	if (fd >= 0 && close(fd) < 0)
 		rc = -1;
 	if (rc < 0) {
-		log_printf(LOG_ERROR, "could not write the credential file %s: %s", path,
-		           it->uid ? strerror(errno) : "the tenant has no Unix user");
+		log_printf(LOG_ERROR, "could not write the credential file of attempt %s: %s",
+		           it->attempt_id, err);
 		if (fd >= 0)
-			unlink(path);
+			unlinkat(t.fd, name, 0);
 	}
+	tenant_tree_release(&t);
 	return rc;
 }
 
 static void credential_remove(const sched *s, const dispatch_item *it)
 {
-	char path[PATH_MAX];
-	batch_credential_path(s, it->tenant_id, it->attempt_id, path, sizeof(path));
-	unlink(path);
+	char name[STORAGE_UUID_LEN + 16], err[256];
+	snprintf(name, sizeof(name), "%s.credential", it->attempt_id);
+	tenant_tree t;
+	if (tenant_tree_open(&t, s->spool, it->tenant_id, err, sizeof(err)) == 0)
+		unlinkat(t.fd, name, 0);
+	tenant_tree_release(&t);
 }
 
 /*

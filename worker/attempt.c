@@ -7,10 +7,12 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,10 +22,12 @@
 #include "datapath.h"
 #include "datasets.h"
 #include "failure.h"
+#include "fileio.h"
 #include "identity.h"
 #include "initfrom.h"
 #include "sink.h"
 #include "storage.h"
+#include "tenantfs.h"
 
 #define SETUP_RETRY_S 120.0 /* how long the set-up calls wait out an unreachable API */
 #define KEY_ENV       "TRAINYARD_DATA_KEY"
@@ -173,12 +177,18 @@ static int attempt_key(attempt *at)
  */
 static int credential_from_file(const char *path, char *out, size_t n)
 {
-	FILE *f = fopen(path, "re");
-	if (!f)
+	/* the tenant's own spool directory: no FIFO may hold the worker up */
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
 		return errno == ENOENT ? 1 : -1;
-	size_t got = fread(out, 1, n - 1, f);
-	fclose(f);
+	struct stat st;
+	ssize_t k =
+	    fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? fileio_pread_all(fd, out, n - 1, 0) : -1;
+	close(fd);
 	unlink(path);
+	if (k < 0)
+		return -1;
+	size_t got = (size_t)k;
 	out[got] = '\0';
 	while (got > 0 && (out[got - 1] == '\n' || out[got - 1] == '\r'))
 		out[--got] = '\0';
@@ -266,11 +276,24 @@ static int setup_refused(attempt *at, const char *what, const char *doing)
 	return -1;
 }
 
+/* The attempt's sealed log, created when missing, beneath the tenant's directory. */
+static int log_open(const ty_config *cfg, const attempt *at, const char *rel, char *err,
+                    size_t errlen)
+{
+	tenant_tree t;
+	int rc = tenant_tree_open(&t, cfg->storage_root, at->tenant_id, err, errlen);
+	if (rc)
+		return rc;
+	int fd = tenant_tree_openat(&t, rel, O_RDWR | O_CREAT, 0600, TENANTFS_FILE, err, errlen);
+	tenant_tree_release(&t);
+	return fd;
+}
+
 /* Storage, the sink, the driver. RET the driver's exit status, or -1 before it ran. */
 static int attempt_train(attempt *at, const ty_config *cfg, runtime_options *o)
 {
 	char err[1024] = "a path of the job does not fit", ckpt_dir[4096], log_name[64],
-	     log_path[4096], data_dir[4096];
+	     log_rel[STORAGE_NAME_MAX + 1], data_dir[4096];
 	/* never as root: as the tenant's Unix user (docs/identity.md) */
 	if (identity_become_tenant(cfg->storage_root, at->tenant_id, err, sizeof(err)) < 0) {
 		fprintf(stderr, "trainyard-worker: %s\n", err);
@@ -282,8 +305,7 @@ static int attempt_train(attempt *at, const ty_config *cfg, runtime_options *o)
 	    storage_area_dir(cfg->storage_root, at->tenant_id, at->job_id, STORAGE_CHECKPOINTS,
 	                     ckpt_dir, sizeof(ckpt_dir)) < 0 ||
 	    storage_log_name(at->number, log_name, sizeof(log_name)) < 0 ||
-	    storage_object_path(cfg->storage_root, at->tenant_id, at->job_id, STORAGE_LOGS,
-	                        log_name, log_path, sizeof(log_path)) < 0) {
+	    storage_object_rel(at->job_id, STORAGE_LOGS, log_name, log_rel, sizeof(log_rel)) < 0) {
 		fprintf(stderr, "trainyard-worker: the job's storage: %s\n", err);
 		finish_early(at, "internal: the worker could not prepare the job's storage");
 		return -1;
@@ -305,8 +327,11 @@ static int attempt_train(attempt *at, const ty_config *cfg, runtime_options *o)
 		finish_early(at, "internal: the worker could not write the job's spec");
 		return -1;
 	}
-	runtime_sink *sink = sink_api_new(at->client, &at->ctx, ckpt_dir, log_path, log_name,
-	                                  cfg->heartbeat_s, err, sizeof(err));
+	int log_fd = log_open(cfg, at, log_rel, err, sizeof(err));
+	runtime_sink *sink = log_fd < 0
+	                         ? NULL
+	                         : sink_api_new(at->client, &at->ctx, ckpt_dir, log_fd, log_name,
+	                                        cfg->heartbeat_s, err, sizeof(err));
 	if (!sink) {
 		fprintf(stderr, "trainyard-worker: %s\n", err);
 		finish_early(at, "internal: the worker could not open the job's sealed log");

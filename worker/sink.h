@@ -87,13 +87,15 @@ runtime_sink *sink_file_new(const char *metrics_path, const char *log_path, cons
  * with backoff while the API is unreachable; a heartbeat when nothing was
  * reported for heartbeat_s seconds. A report that answers job_state
  * "cancelling", or a credential refused as ended, asks the driver to stop
- * (runtime_request_stop). Takes client when it succeeds; ctx is copied.
+ * (runtime_request_stop). log_fd is the sealed log log_name, opened
+ * read-write beneath the tenant's directory (tenantfs.h), taken over
+ * (closed on failure too). Takes client when it succeeds; ctx is copied.
  * RET the sink, or NULL with a message in err.
  */
 struct rt_client;
 struct crypt_object_ctx;
 runtime_sink *sink_api_new(struct rt_client *client, const struct crypt_object_ctx *ctx,
-                           const char *ckpt_dir, const char *log_path, const char *log_name,
-                           int heartbeat_s, char *err, size_t errlen);
+                           const char *ckpt_dir, int log_fd, const char *log_name, int heartbeat_s,
+                           char *err, size_t errlen);
 
 #endif

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "ckpt.h"
@@ -334,12 +335,13 @@ static const runtime_sink_ops api_sink_ops = {
 };
 
 runtime_sink *sink_api_new(rt_client *client, const crypt_object_ctx *ctx, const char *ckpt_dir,
-                           const char *log_path, const char *log_name, int heartbeat_s, char *err,
+                           int log_fd, const char *log_name, int heartbeat_s, char *err,
                            size_t errlen)
 {
 	api_sink *s = calloc(1, sizeof(*s));
 	if (!s) {
 		snprintf(err, errlen, "out of memory");
+		close(log_fd);
 		return NULL;
 	}
 	s->base.ops = &api_sink_ops;
@@ -349,13 +351,14 @@ runtime_sink *sink_api_new(rt_client *client, const crypt_object_ctx *ctx, const
 	s->store = ckpt_store_encrypted(ckpt_dir, ctx);
 	if (!s->store) {
 		snprintf(err, errlen, "could not open the encrypted checkpoint store");
+		close(log_fd);
 		s->client = NULL;
 		as_free(&s->base);
 		return NULL;
 	}
 	char why[512];
-	if (crypt_log_writer_open(log_path, ctx, log_name, &s->log, why, sizeof(why)) < 0) {
-		snprintf(err, errlen, "could not open the sealed log \"%s\": %s", log_path, why);
+	if (crypt_log_writer_open(log_fd, log_name, ctx, log_name, &s->log, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "could not open the sealed log \"%s\": %s", log_name, why);
 		if (s->log)
 			crypt_log_writer_free(s->log);
 		s->log = NULL;

@@ -16,6 +16,7 @@
  * stderr.
  */
 #include <openssl/evp.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,7 +62,8 @@ static int write_log(char **argv, const crypt_object_ctx *ctx)
 	    storage_object_path(root, tenant, job, STORAGE_LOGS, name, path, sizeof(path)) < 0)
 		return fail("log path", "invalid");
 	crypt_log_writer *w;
-	if (crypt_log_writer_open(path, ctx, name, &w, err, sizeof(err)) < 0)
+	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (crypt_log_writer_open(fd, path, ctx, name, &w, err, sizeof(err)) < 0)
 		return fail(path, err);
 	for (int i = first; i < first + count; i++) {
 		char line[64];

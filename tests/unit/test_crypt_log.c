@@ -22,6 +22,17 @@
 #define JOB_B    "0b9e0c52-0000-4000-8000-0000000000b1"
 #define LOG_NAME "logs/attempt-1.log"
 
+/* The log file opened as the programs open it beneath a tenant's directory. */
+static int log_wfd(const char *p)
+{
+	return open(p, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+}
+
+static int log_rfd(const char *p)
+{
+	return open(p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+}
+
 static char dir[64], path[128];
 static crypt_key key_a, key_b;
 static crypt_object_ctx ctx_a;
@@ -69,8 +80,9 @@ static crypt_log_writer *open_writer(const crypt_object_ctx *ctx)
 {
 	crypt_log_writer *w;
 	char err[256];
-	ck_assert_msg(crypt_log_writer_open(path, ctx, LOG_NAME, &w, err, sizeof(err)) == 0, "%s",
-	              err);
+	ck_assert_msg(
+	    crypt_log_writer_open(log_wfd(path), path, ctx, LOG_NAME, &w, err, sizeof(err)) == 0,
+	    "%s", err);
 	return w;
 }
 
@@ -100,7 +112,9 @@ static int read_log(const crypt_object_ctx *ctx, const char *name, crypt_log_sta
 {
 	crypt_log_reader *r;
 	char err[512];
-	ck_assert_msg(crypt_log_reader_open(path, ctx, name, &r, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_msg(crypt_log_reader_open(log_rfd(path), path, ctx, name, &r, err, sizeof(err)) ==
+	                  0,
+	              "%s", err);
 	int next = 0, rc = read_expected(r, &next);
 	crypt_log_reader_state(r, state);
 	ck_assert_uint_eq(state->records, (uint64_t)next);
@@ -138,7 +152,8 @@ START_TEST(read_while_writing)
 	ck_assert_uint_eq(st.st_mode & 0777, 0600);
 	crypt_log_reader *r;
 	char err[512];
-	ck_assert_int_eq(crypt_log_reader_open(path, &ctx_a, LOG_NAME, &r, err, sizeof(err)), 0);
+	ck_assert_int_eq(
+	    crypt_log_reader_open(log_rfd(path), path, &ctx_a, LOG_NAME, &r, err, sizeof(err)), 0);
 	int next = 0;
 	crypt_log_state s;
 	ck_assert_int_eq(read_expected(r, &next), CRYPT_LOG_END);
@@ -208,8 +223,9 @@ START_TEST(reopen_continues_index)
 	ck_assert_uint_eq(s.records, 12);
 	ck_assert(s.closed);
 	/* a closed log takes no more */
-	ck_assert_int_eq(crypt_log_writer_open(path, &ctx_a, LOG_NAME, &w, err, sizeof(err)),
-	                 -ERR_LOG_CLOSED);
+	ck_assert_int_eq(
+	    crypt_log_writer_open(log_wfd(path), path, &ctx_a, LOG_NAME, &w, err, sizeof(err)),
+	    -ERR_LOG_CLOSED);
 	ck_assert_ptr_null(w);
 }
 END_TEST
@@ -249,15 +265,17 @@ START_TEST(one_writer_at_a_time)
 {
 	crypt_log_writer *w = open_writer(&ctx_a), *w2;
 	char err[256];
-	ck_assert_int_eq(crypt_log_writer_open(path, &ctx_a, LOG_NAME, &w2, err, sizeof(err)),
-	                 -ERR_CONFLICT);
+	ck_assert_int_eq(
+	    crypt_log_writer_open(log_wfd(path), path, &ctx_a, LOG_NAME, &w2, err, sizeof(err)),
+	    -ERR_CONFLICT);
 	crypt_log_writer_free(w);
 	w2 = open_writer(&ctx_a);
 	crypt_log_writer_free(w2);
 	char link[160];
 	snprintf(link, sizeof(link), "%s/b.log", dir);
 	ck_assert_int_eq(symlink(path, link), 0);
-	ck_assert_int_lt(crypt_log_writer_open(link, &ctx_a, LOG_NAME, &w2, err, sizeof(err)), 0);
+	ck_assert_int_lt(
+	    crypt_log_writer_open(log_wfd(link), link, &ctx_a, LOG_NAME, &w2, err, sizeof(err)), 0);
 }
 END_TEST
 
@@ -297,8 +315,9 @@ START_TEST(tamper_bit_flips)
 		ck_assert(!s.closed);
 		char err[256];
 		crypt_log_writer *w;
-		ck_assert_int_lt(
-		    crypt_log_writer_open(path, &ctx_a, LOG_NAME, &w, err, sizeof(err)), 0);
+		ck_assert_int_lt(crypt_log_writer_open(log_wfd(path), path, &ctx_a, LOG_NAME, &w,
+		                                       err, sizeof(err)),
+		                 0);
 		fd = open(path, O_WRONLY);
 		ck_assert_int_eq(pwrite(fd, orig, (size_t)size, 0), size);
 		close(fd);
@@ -370,7 +389,8 @@ START_TEST(tamper_reorder)
 	ck_assert_int_eq(pwrite(fd, ra, (size_t)len, b), len);
 	close(fd);
 	crypt_log_reader *r;
-	ck_assert_int_eq(crypt_log_reader_open(path, &ctx_a, LOG_NAME, &r, err, sizeof(err)), 0);
+	ck_assert_int_eq(
+	    crypt_log_reader_open(log_rfd(path), path, &ctx_a, LOG_NAME, &r, err, sizeof(err)), 0);
 	const void *rec;
 	size_t n;
 	ck_assert_int_eq(crypt_log_next(r, &rec, &n, err, sizeof(err)), -ERR_DATA_AUTH_FAILED);
@@ -412,7 +432,8 @@ START_TEST(record_limits)
 	                 -ERR_INTERNAL);
 	ck_assert_int_eq(crypt_log_writer_close(w, err, sizeof(err)), 0);
 	crypt_log_reader *r;
-	ck_assert_int_eq(crypt_log_reader_open(path, &ctx_a, LOG_NAME, &r, err, sizeof(err)), 0);
+	ck_assert_int_eq(
+	    crypt_log_reader_open(log_rfd(path), path, &ctx_a, LOG_NAME, &r, err, sizeof(err)), 0);
 	const void *rec;
 	size_t n;
 	ck_assert_int_eq(crypt_log_next(r, &rec, &n, err, sizeof(err)), CRYPT_LOG_RECORD);
