@@ -305,11 +305,14 @@ static int authenticate(api_req *rq, bool *found, err_code *missing, doc_read *d
 /*
  * The worker runtime of a job attempt: its credential's row, live or not,
  * and whether it is the attempt the path names. $1 the credential's hash,
- * $2 the path's attempt id.
+ * $2 the path's attempt id. A credential is over when its attempt ended,
+ * when it expired, or when its job is in a final state (job_state_final():
+ * succeeded, failed, cancelled), whatever the attempt's row still says.
  */
 static const char sql_attempt[] =
     "SELECT a.id, a.job_id, j.tenant_id, tn.name AS tenant_name,"
     " encode(a.credential, 'hex') AS hash, a.state = 'ended' OR a.expires_at <= now() AS over,"
+    " j.state IN ('succeeded', 'failed', 'cancelled') AS job_over, j.state AS job_state,"
     " a.id = $2::uuid AS mine FROM job_attempts a JOIN jobs j ON j.id = a.job_id"
     " JOIN tenants tn ON tn.id = j.tenant_id WHERE a.credential = decode($1, 'hex')";
 
@@ -341,6 +344,12 @@ static int authenticate_attempt(api_req *rq, bool *mine)
 	if (strcmp(db_get(r, 0, "over"), "t") == 0) {
 		PQclear(r);
 		api_fail(rq, ERR_ATTEMPT_ENDED, "the attempt has ended or its credential expired");
+		return -1;
+	}
+	if (strcmp(db_get(r, 0, "job_over"), "t") == 0) {
+		api_fail(rq, ERR_ATTEMPT_ENDED, "the attempt's job has ended (%s)",
+		         db_get(r, 0, "job_state"));
+		PQclear(r);
 		return -1;
 	}
 	api_principal *w = &rq->who;

@@ -164,6 +164,25 @@ TOKEN=$CRED2
 check_status "the other attempt fails" 200 POST "$I/$A2/finish" -H 'Content-Type: application/json' \
 	-d '{"outcome": "failed", "reason": "data_error"}'
 check_json "its job failed (it never reported, so it ran first)" failed .job_state
+# a job that ends while its attempt is still live (moved by the platform):
+# the credential stops working with the job, whatever its expiry says
+TOKEN=$ADMIN
+check_status "a third job is submitted" 201 POST "/v1/tenants/$TA/jobs" \
+	-H 'Content-Type: application/json' -d "$JOB"
+J4=$(printf '%s' "$BODY" | jq -r .id)
+check_status "with an attempt" 201 POST "/v1/jobs/$J4/attempts"
+A4=$(printf '%s' "$BODY" | jq -r .id)
+CRED4=$(printf '%s' "$BODY" | jq -r .credential)
+TOKEN=$CRED4
+check_status "whose credential reads it" 200 GET "$I/$A4"
+for final in succeeded failed cancelled; do
+	q "UPDATE jobs SET state = '$final' WHERE id = '$J4'" >/dev/null
+	check_status "the job $final: its live attempt's credential is refused" 401 GET "$I/$A4"
+	check_json "as attempt_ended" attempt_ended .code
+	check_status "and gets no key" 401 POST "$I/$A4/key"
+done
+check_eq "though the attempt has not ended nor its credential expired" t \
+	"$(q "SELECT state <> 'ended' AND expires_at > now() FROM job_attempts WHERE id = '$A4'")"
 TOKEN=$BOB
 check_status "a tenant owner may not destroy its keys" 403 DELETE "/v1/tenants/$TB/keys"
 TOKEN=$ADMIN
