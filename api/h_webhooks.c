@@ -11,7 +11,9 @@
  * "webhook-secret|<id>|v1"). webhook_send.c delivers and signs with it.
  * Its URL must pass lib/webhook_addr.h's rule, which only a platform admin
  * may waive for a webhook (allow_private), say for a receiver inside the
- * cluster's network.
+ * cluster's network. A tenant has at most TRAINYARD_WEBHOOKS_PER_TENANT
+ * webhooks (deleted ones not counted); one more answers 409
+ * webhook_limit_reached.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +80,30 @@ static int webhook_body(api_req *rq, const json_t *in, const char **url, json_t 
 	return 0;
 }
 
+/*
+ * Whether the route's tenant has room for one more webhook, counted under a
+ * lock on the tenant's row, so that concurrent creations cannot pass
+ * TRAINYARD_WEBHOOKS_PER_TENANT. Inside the caller's transaction.
+ * RET 0, -ERR_WEBHOOK_LIMIT_REACHED, or a database error.
+ */
+static int webhook_room(api_req *rq)
+{
+	char cap[16];
+	snprintf(cap, sizeof(cap), "%d", rq->cfg->webhooks_per_tenant);
+	const char *p[] = {rq->scope.tenant_id, cap};
+	PGresult *r = NULL;
+	int rc = db_query(rq->db, &r,
+	                  "SELECT (SELECT count(*) FROM webhooks w WHERE w.tenant_id = t.id"
+	                  " AND w.deleted_at IS NULL) < $2::int FROM tenants t WHERE t.id = $1"
+	                  " FOR NO KEY UPDATE",
+	                  2, p);
+	if (rc)
+		return rc;
+	bool room = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	PQclear(r);
+	return room ? 0 : -ERR_WEBHOOK_LIMIT_REACHED;
+}
+
 int h_webhook_create(api_req *rq)
 {
 	if (!rq->srv->has_master)
@@ -122,7 +148,7 @@ int h_webhook_create(api_req *rq)
 	                   kinds_text,
 	                   allow_private ? "t" : "f",
 	                   rq->who.user_id};
-	if (rc == 0 && (rc = db_begin(rq->db)) == 0)
+	if (rc == 0 && (rc = db_begin(rq->db)) == 0 && (rc = webhook_room(rq)) == 0)
 		rc = api_query_json(
 		    rq,
 		    "WITH w AS (INSERT INTO webhooks (id, tenant_id, url, secret_sealed, kinds,"
@@ -139,6 +165,12 @@ int h_webhook_create(api_req *rq)
 	if (rc) {
 		json_decref(out);
 		memset(shown, 0, sizeof(shown));
+		if (rc == -ERR_WEBHOOK_LIMIT_REACHED)
+			return api_fail(
+			    rq, rc,
+			    "the tenant has %d webhooks, as many as allowed: delete one "
+			    "first",
+			    rq->cfg->webhooks_per_tenant);
 		return api_fail_db(rq, rc);
 	}
 	json_object_set_new(out, "secret", json_string(shown)); /* this once */

@@ -1,13 +1,22 @@
 /*
- * webhook_send.c - the API's thread that delivers alerts to webhooks
+ * webhook_send.c - the API's threads that deliver alerts to webhooks
  * (webhook_send.h).
  *
- * Each round claims due pending deliveries (FOR UPDATE SKIP LOCKED, and a
- * lease pushing next_at a minute on, so two API processes never send the
- * same one at once), sends each, and records the outcome: delivered on a
- * 2xx answer; otherwise tried again after 5 s, doubling up to an hour,
- * and failed after WEBHOOK_TRIES tries or at once when the address is
- * refused. A delivery is a POST of the alert as JSON:
+ * TRAINYARD_WEBHOOK_SENDERS threads each claim one due pending delivery at
+ * a time (FOR UPDATE SKIP LOCKED, and a lease pushing next_at a minute on,
+ * so two API processes never send the same one at once), send it, and
+ * record the outcome: delivered on a 2xx answer; otherwise tried again
+ * after 5 s, doubling up to an hour, and failed after WEBHOOK_TRIES tries
+ * or at once when the address is refused. Each try ends within
+ * WEBHOOK_TIMEOUT_S. Fair shares: a claim passes over the tenants that
+ * already have TRAINYARD_WEBHOOK_SENDS_PER_TENANT deliveries under way in
+ * this process (at most one fewer than the senders), and takes the oldest
+ * due delivery of the others; the claims of one process are made one at a
+ * time, under the lock that keeps the counts. So a tenant whose receivers
+ * hang keeps at most its share of the senders busy, and the others go on
+ * delivering the other tenants' alerts.
+ *
+ * A delivery is a POST of the alert as JSON:
  *   X-Trainyard-Event: <kind>       X-Trainyard-Delivery: <delivery id>
  *   X-Trainyard-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256>
  * the HMAC keyed with the webhook's secret as shown ("whsec_..."), over
@@ -33,30 +42,50 @@
 #include "webhook_addr.h"
 
 #define WEBHOOK_TRIES     8
-#define WEBHOOK_BATCH     16
 #define WEBHOOK_TIMEOUT_S 5
+#define TENANT_ID_LEN     36
+
+/* A tenant with deliveries under way in this process. */
+typedef struct tenant_sends {
+	char tenant_id[TENANT_ID_LEN + 1];
+	int n; /* 0: a free entry */
+} tenant_sends;
 
 struct webhook_sender {
 	const ty_config *cfg;
 	const crypt_key *master;
-	pthread_t thread;
+	int senders, per_tenant;
+	pthread_t *threads;
 	atomic_bool stopping;
+	pthread_mutex_t lock; /* one claim at a time, and the counts of busy */
+	tenant_sends *busy;   /* senders entries */
 };
 
-/* Claim due deliveries; each row: id, attempts, url, sealed secret, allow_private, webhook id,
- * body. */
+/* One claimed delivery. */
+typedef struct claimed_delivery {
+	PGresult *row; /* the claim's one row, as CLAIM_SQL says */
+	char tenant_id[TENANT_ID_LEN + 1];
+} claimed_delivery;
+
+/*
+ * Claim the oldest due delivery whose tenant is not in $1 (a uuid[] of the
+ * tenants at their share); its row: id, attempts, url, sealed secret,
+ * allow_private, webhook id, body, deleted, tenant id.
+ */
 #define CLAIM_SQL                                                                                  \
-	"WITH due AS (SELECT d.id FROM webhook_deliveries d WHERE d.state = 'pending'"             \
-	"   AND d.next_at <= clock_timestamp() ORDER BY d.next_at LIMIT 16 FOR UPDATE SKIP "       \
-	"LOCKED),"                                                                                 \
+	"WITH due AS (SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = "            \
+	"d.webhook_id"                                                                             \
+	"   WHERE d.state = 'pending' AND d.next_at <= clock_timestamp()"                          \
+	"   AND w.tenant_id <> ALL ($1::uuid[]) ORDER BY d.next_at LIMIT 1"                        \
+	"   FOR UPDATE OF d SKIP LOCKED),"                                                         \
 	" claimed AS (UPDATE webhook_deliveries d SET attempts = d.attempts + 1,"                  \
 	"   next_at = clock_timestamp() + interval '60 seconds' FROM due WHERE d.id = due.id"      \
 	"   RETURNING d.*)"                                                                        \
 	" SELECT c.id, c.attempts, w.url, encode(w.secret_sealed, 'hex'), w.allow_private, w.id,"  \
 	"  json_build_object('id', a.id, 'kind', a.kind, 'tenant', t.name, 'job_id', a.job_id,"    \
 	"   'job_name', j.name, 'detail', a.detail, 'created_at', to_char(a.created_at"            \
-	"   AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'))::text, w.deleted_at IS NOT " \
-	"NULL"                                                                                     \
+	"   AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'))::text,"                      \
+	"  w.deleted_at IS NOT NULL, w.tenant_id"                                                  \
 	" FROM claimed c JOIN webhooks w ON w.id = c.webhook_id JOIN alerts a ON a.id = "          \
 	"c.alert_id"                                                                               \
 	" JOIN tenants t ON t.id = a.tenant_id LEFT JOIN jobs j ON j.id = a.job_id"
@@ -183,45 +212,94 @@ static void record(PGconn *c, const char *id, int attempts, long status, const c
 		log_printf(LOG_WARN, "could not record webhook delivery %s", id);
 }
 
-/* One round. RET the deliveries sent, or -1 when the database failed. */
-static int round_once(webhook_sender *s, PGconn *c)
+/* tenant_id's entry in s->busy, or with add a free one for it; NULL when there is none. */
+static tenant_sends *busy_find(webhook_sender *s, const char *tenant_id, bool add)
 {
+	tenant_sends *spare = NULL;
+	for (int i = 0; i < s->senders; i++) {
+		if (s->busy[i].n > 0 && strcmp(s->busy[i].tenant_id, tenant_id) == 0)
+			return &s->busy[i];
+		if (!spare && s->busy[i].n == 0)
+			spare = &s->busy[i];
+	}
+	if (add && spare)
+		snprintf(spare->tenant_id, sizeof(spare->tenant_id), "%s", tenant_id);
+	return add ? spare : NULL;
+}
+
+/*
+ * Claim one due delivery of a tenant below its share, and count it against
+ * the tenant. Under s->lock. RET 1 with *d (release with delivery_done), 0
+ * when none is due, -1 when the database failed.
+ */
+static int claim_one(webhook_sender *s, PGconn *c, claimed_delivery *d)
+{
+	/* "{" and the tenants at their share, each 36 characters and a comma, and "}" */
+	char full[2 + 64 * (TENANT_ID_LEN + 1)];
+	size_t len = 0;
+	full[len++] = '{';
+	for (int i = 0; i < s->senders; i++)
+		if (s->busy[i].n >= s->per_tenant && len + TENANT_ID_LEN + 2 < sizeof(full))
+			len += (size_t)snprintf(full + len, sizeof(full) - len, "%s%s",
+			                        len > 1 ? "," : "", s->busy[i].tenant_id);
+	full[len++] = '}';
+	full[len] = '\0';
+	const char *p[] = {full};
 	PGresult *r = NULL;
-	if (db_begin(c) || db_query(c, &r, CLAIM_SQL, 0, NULL) || db_commit(c)) {
+	if (db_query(c, &r, CLAIM_SQL, 1, p)) {
 		PQclear(r);
-		db_rollback(c);
 		return -1;
 	}
-	int n = PQntuples(r);
-	for (int i = 0; i < n && !atomic_load(&s->stopping); i++) {
-		const char *id = PQgetvalue(r, i, 0), *url = PQgetvalue(r, i, 2);
-		int attempts = atoi(PQgetvalue(r, i, 1));
-		char secret[6 + 2 * CRYPT_KEY_LEN + 1], why[320] = "";
-		long status;
-		if (strcmp(PQgetvalue(r, i, 7), "t") == 0) {
-			status = -1;
-			snprintf(why, sizeof(why), "the webhook was deleted");
-		} else if (secret_text(s, PQgetvalue(r, i, 5), PQgetvalue(r, i, 3), secret,
-		                       sizeof(secret)) < 0) {
-			status = -1;
-			snprintf(why, sizeof(why),
-			         "its secret could not be unsealed with the master key");
-		} else {
-			const char *kind = "";
-			json_t *alert = json_loads(PQgetvalue(r, i, 6), 0, NULL);
-			kind = json_string_value(json_object_get(alert, "kind"));
-			status =
-			    send_one(s, url, strcmp(PQgetvalue(r, i, 4), "t") == 0, secret,
-			             kind ? kind : "", id, PQgetvalue(r, i, 6), why, sizeof(why));
-			json_decref(alert);
-			OPENSSL_cleanse(secret, sizeof(secret));
-			if (status > 0 && (status < 200 || status >= 300))
-				snprintf(why, sizeof(why), "answered %ld", status);
-		}
-		record(c, id, attempts, status, why);
+	if (PQntuples(r) != 1) {
+		PQclear(r);
+		return 0;
 	}
-	PQclear(r);
-	return n;
+	d->row = r;
+	snprintf(d->tenant_id, sizeof(d->tenant_id), "%s", PQgetvalue(r, 0, 8));
+	tenant_sends *t = busy_find(s, d->tenant_id, true);
+	if (t) /* every entry with a count is a sender's: one is always free */
+		t->n++;
+	return 1;
+}
+
+/* Send claimed delivery d and record how it went. */
+static void deliver(webhook_sender *s, PGconn *c, const claimed_delivery *d)
+{
+	PGresult *r = d->row;
+	const char *id = PQgetvalue(r, 0, 0), *url = PQgetvalue(r, 0, 2);
+	int attempts = atoi(PQgetvalue(r, 0, 1));
+	char secret[6 + 2 * CRYPT_KEY_LEN + 1], why[320] = "";
+	long status;
+	if (strcmp(PQgetvalue(r, 0, 7), "t") == 0) {
+		status = -1;
+		snprintf(why, sizeof(why), "the webhook was deleted");
+	} else if (secret_text(s, PQgetvalue(r, 0, 5), PQgetvalue(r, 0, 3), secret,
+	                       sizeof(secret)) < 0) {
+		status = -1;
+		snprintf(why, sizeof(why), "its secret could not be unsealed with the master key");
+	} else {
+		json_t *alert = json_loads(PQgetvalue(r, 0, 6), 0, NULL);
+		const char *kind = json_string_value(json_object_get(alert, "kind"));
+		status = send_one(s, url, strcmp(PQgetvalue(r, 0, 4), "t") == 0, secret,
+		                  kind ? kind : "", id, PQgetvalue(r, 0, 6), why, sizeof(why));
+		json_decref(alert);
+		OPENSSL_cleanse(secret, sizeof(secret));
+		if (status > 0 && (status < 200 || status >= 300))
+			snprintf(why, sizeof(why), "answered %ld", status);
+	}
+	record(c, id, attempts, status, why);
+}
+
+/* Give back d's place in its tenant's share and free its row. */
+static void delivery_done(webhook_sender *s, claimed_delivery *d)
+{
+	pthread_mutex_lock(&s->lock);
+	tenant_sends *t = busy_find(s, d->tenant_id, false);
+	if (t)
+		t->n--;
+	pthread_mutex_unlock(&s->lock);
+	PQclear(d->row);
+	d->row = NULL;
 }
 
 static void *run(void *arg)
@@ -234,16 +312,31 @@ static void *run(void *arg)
 			nap(s, s->cfg->db_retry_ms);
 			continue;
 		}
-		int n = round_once(s, c);
+		claimed_delivery d = {0};
+		pthread_mutex_lock(&s->lock);
+		int n = claim_one(s, c, &d);
+		pthread_mutex_unlock(&s->lock);
 		if (n < 0) {
 			db_close(c);
 			c = NULL;
 		}
-		if (n <= 0)
+		if (n <= 0) {
 			nap(s, 1000);
+			continue;
+		}
+		deliver(s, c, &d);
+		delivery_done(s, &d);
 	}
 	db_close(c);
 	return NULL;
+}
+
+static void sender_free(webhook_sender *s)
+{
+	pthread_mutex_destroy(&s->lock);
+	free(s->threads);
+	free(s->busy);
+	free(s);
 }
 
 webhook_sender *webhook_sender_start(const ty_config *cfg, const crypt_key *master)
@@ -253,11 +346,29 @@ webhook_sender *webhook_sender_start(const ty_config *cfg, const crypt_key *mast
 		return NULL;
 	s->cfg = cfg;
 	s->master = master;
+	s->senders = cfg->webhook_senders > 1 ? cfg->webhook_senders : 2;
+	s->per_tenant = cfg->webhook_sends_per_tenant < s->senders ? cfg->webhook_sends_per_tenant
+	                                                           : s->senders - 1;
+	if (s->per_tenant < 1)
+		s->per_tenant = 1;
 	atomic_init(&s->stopping, false);
-	if (pthread_create(&s->thread, NULL, run, s) != 0) {
-		free(s);
+	pthread_mutex_init(&s->lock, NULL);
+	s->threads = calloc((size_t)s->senders, sizeof(*s->threads));
+	s->busy = calloc((size_t)s->senders, sizeof(*s->busy));
+	if (!s->threads || !s->busy) {
+		sender_free(s);
 		return NULL;
 	}
+	for (int i = 0; i < s->senders; i++)
+		if (pthread_create(&s->threads[i], NULL, run, s) != 0) {
+			log_printf(LOG_ERROR, "could not start webhook sender %d of %d", i + 1,
+			           s->senders);
+			atomic_store(&s->stopping, true);
+			for (int k = 0; k < i; k++)
+				pthread_join(s->threads[k], NULL);
+			sender_free(s);
+			return NULL;
+		}
 	return s;
 }
 
@@ -266,6 +377,7 @@ void webhook_sender_stop(webhook_sender *s)
 	if (!s)
 		return;
 	atomic_store(&s->stopping, true);
-	pthread_join(s->thread, NULL);
-	free(s);
+	for (int i = 0; i < s->senders; i++)
+		pthread_join(s->threads[i], NULL);
+	sender_free(s);
 }

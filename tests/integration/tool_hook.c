@@ -2,9 +2,11 @@
  * tool_hook.c - a webhook receiver for tests/integration/alerts.sh: listens
  * on 127.0.0.1:PORT, writes each POST's body to DIR/N.body and its
  * X-Trainyard-* headers to DIR/N.headers (N from 1), and answers 500 to the
- * first FAILS of them, 204 to the rest. Runs until killed.
+ * first FAILS of them, 204 to the rest, each after DELAY_MS milliseconds
+ * (default 0: a slow receiver, for tests/integration/webhooks.sh). Runs
+ * until killed.
  *
- *   tool_hook PORT DIR FAILS
+ *   tool_hook PORT DIR FAILS [DELAY_MS]
  */
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -13,11 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef struct hook {
 	const char *dir;
 	int fails, seen;
+	long delay_ms;
 } hook;
 
 typedef struct body {
@@ -76,6 +80,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		save(h, n, "headers", headers, (size_t)hl);
 		save(h, n, "body", b->buf ? b->buf : "", b->len);
 		status = n <= h->fails ? MHD_HTTP_INTERNAL_SERVER_ERROR : MHD_HTTP_NO_CONTENT;
+		if (h->delay_ms > 0)
+			nanosleep(
+			    &(struct timespec){h->delay_ms / 1000, h->delay_ms % 1000 * 1000000L},
+			    NULL);
 	}
 	free(b->buf);
 	free(b);
@@ -88,11 +96,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 int main(int argc, char **argv)
 {
-	if (argc != 4) {
-		fprintf(stderr, "usage: tool_hook PORT DIR FAILS\n");
+	if (argc != 4 && argc != 5) {
+		fprintf(stderr, "usage: tool_hook PORT DIR FAILS [DELAY_MS]\n");
 		return 2;
 	}
-	hook h = {.dir = argv[2], .fails = atoi(argv[3])};
+	hook h = {
+	    .dir = argv[2], .fails = atoi(argv[3]), .delay_ms = argc == 5 ? atol(argv[4]) : 0};
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[1]))};
 	sa.sin_addr.s_addr = htonl(0x7f000001u);
 	struct MHD_Daemon *d =
