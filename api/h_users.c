@@ -119,7 +119,8 @@ int h_token_create(api_req *rq)
 	int rc = api_db(rq);
 	if (rc || (rc = db_begin(rq->db)) ||
 	    (rc = store_token_room(rq->db, rq->scope.user_id, rq->cfg->tokens_per_user)) ||
-	    (rc = store_token_create(rq->db, rq->scope.user_id, name, (int)days, &t)))
+	    (rc = store_token_create(rq->db, rq->scope.user_id, rq->who.token_id, name, (int)days,
+	                             &t)))
 		goto fail;
 	const char *p[] = {t.id};
 	if ((rc = api_query_json(rq, "SELECT row_to_json(x) FROM (" TOKEN_SQL " WHERE id = $1) x",
@@ -127,8 +128,8 @@ int h_token_create(api_req *rq)
 		goto fail;
 	char res[64];
 	snprintf(res, sizeof(res), "token/%s", t.id);
-	json_t *d = json_pack("{s:s, s:I}", "user_id", rq->scope.user_id, "expires_in_days",
-	                      (json_int_t)days);
+	json_t *d = json_pack("{s:s, s:I, s:s}", "user_id", rq->scope.user_id, "expires_in_days",
+	                      (json_int_t)days, "parent_token_id", rq->who.token_id);
 	rc = api_audit(rq, 201, res, d);
 	json_decref(d);
 	if (rc || (rc = db_commit(rq->db)))

@@ -57,8 +57,8 @@ int store_token_room(PGconn *c, const char *user_id, int max_live)
 	return rc;
 }
 
-int store_token_create(PGconn *c, const char *user_id, const char *name, int ttl_days,
-                       store_token *t)
+int store_token_create(PGconn *c, const char *user_id, const char *parent_id, const char *name,
+                       int ttl_days, store_token *t)
 {
 	unsigned char hash[TOKEN_HASH_LEN];
 	char hex[2 * TOKEN_HASH_LEN + 1], days[16];
@@ -67,15 +67,17 @@ int store_token_create(PGconn *c, const char *user_id, const char *name, int ttl
 	token_hash(t->secret, hash);
 	hex_encode(hash, sizeof(hash), hex);
 	snprintf(days, sizeof(days), "%d", ttl_days);
-	const char *p[] = {user_id, name ? name : "", hex, days};
+	const char *p[] = {user_id, name ? name : "", hex, days, parent_id};
 	PGresult *r;
+	/* the expiry is cut to the parent's by the table's trigger (0012) */
 	int rc =
 	    db_query(c, &r,
-	             "INSERT INTO api_tokens (user_id, name, hash, expires_at)"
-	             " VALUES ($1, $2, decode($3, 'hex'), now() + make_interval(days => $4::int))"
+	             "INSERT INTO api_tokens (user_id, name, hash, expires_at, parent_id)"
+	             " VALUES ($1, $2, decode($3, 'hex'), now() + make_interval(days => $4::int),"
+	             " $5::uuid)"
 	             " RETURNING id,"
 	             " to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')",
-	             4, p);
+	             5, p);
 	if (rc == 0) {
 		snprintf(t->id, sizeof(t->id), "%s", PQgetvalue(r, 0, 0));
 		snprintf(t->expires_at, sizeof(t->expires_at), "%s", PQgetvalue(r, 0, 1));
@@ -118,7 +120,7 @@ int store_bootstrap_admin(PGconn *c, const char *name, int ttl_days, store_token
 	} else {
 		rc = store_user_create(c, name, "", ROLE_ADMIN, NULL, id);
 	}
-	if (rc || (rc = store_token_create(c, id, "bootstrap", ttl_days, t)))
+	if (rc || (rc = store_token_create(c, id, NULL, "bootstrap", ttl_days, t)))
 		goto out;
 	char resource[64];
 	snprintf(resource, sizeof(resource), "user/%s", id);

@@ -39,9 +39,14 @@ int store_user_create(PGconn *c, const char *name, const char *email, role platf
  */
 int store_token_room(PGconn *c, const char *user_id, int max_live);
 
-/* Create a token for user_id valid for ttl_days. OUT: *t. RET 0 or -ERR_*. */
-int store_token_create(PGconn *c, const char *user_id, const char *name, int ttl_days,
-                       store_token *t);
+/*
+ * Create a token for user_id valid for ttl_days. parent_id: the id of the
+ * token it is made with, or NULL (the first admin's). A token with a parent
+ * expires no later than it and is revoked with it (migrations/0012, which
+ * cuts t->expires_at to the parent's). OUT: *t. RET 0 or -ERR_*.
+ */
+int store_token_create(PGconn *c, const char *user_id, const char *parent_id, const char *name,
+                       int ttl_days, store_token *t);
 
 /*
  * The first platform admin: in one transaction under an advisory lock,

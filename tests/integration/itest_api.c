@@ -371,6 +371,84 @@ START_TEST(token_expiry_and_revocation)
 }
 END_TEST
 
+/* A token of the viewer made with token `with`. OUT: secret, id. */
+static void mint(const char *with, const char *body, char secret[80], char id[40])
+{
+	char path[256];
+	snprintf(path, sizeof(path), "/v1/users/%s/tokens", fx.user[VIEWER_A]);
+	http_resp r;
+	http_call("POST", path, with, body, NULL, &r);
+	ck_assert_int_eq(r.status, 201);
+	snprintf(secret, 80, "%s", resp_str(&r, "token"));
+	snprintf(id, 40, "%s", resp_str(&r, "id"));
+	http_resp_release(&r);
+}
+
+/* GET /v1/whoami with token: the status, and the problem's code into code. */
+static long whoami(const char *token, char code[64])
+{
+	http_resp r;
+	http_call("GET", "/v1/whoami", token, NULL, NULL, &r);
+	snprintf(code, 64, "%s", resp_str(&r, "code"));
+	long st = r.status;
+	http_resp_release(&r);
+	return st;
+}
+
+/* Whether token id a expires no later than token id b. */
+static bool expires_by(const char *a, const char *b)
+{
+	const char *p[] = {a, b};
+	char *v = sql_value("SELECT c.expires_at <= p.expires_at FROM api_tokens c, api_tokens p"
+	                    " WHERE c.id = $1 AND p.id = $2",
+	                    2, p);
+	bool by = strcmp(v, "t") == 0;
+	free(v);
+	return by;
+}
+
+/*
+ * A token made with another token lives no longer than it: a child asking
+ * for ten years expires with its parent, and the parent's revocation or
+ * expiry ends the child and the child's children.
+ */
+START_TEST(token_dies_with_parent)
+{
+	char parent[80], parent_id[40], child[80], child_id[40], grand[80], grand_id[40];
+	char code[64], path[128];
+	mint(fx.token[VIEWER_A], "{\"name\":\"parent\",\"expires_in_days\":30}", parent,
+	     parent_id);
+	mint(parent, "{\"name\":\"child\",\"expires_in_days\":3650}", child, child_id);
+	mint(child, "{\"name\":\"grandchild\",\"expires_in_days\":3650}", grand, grand_id);
+	ck_assert_msg(expires_by(child_id, parent_id), "the child outlives its parent");
+	ck_assert_msg(expires_by(grand_id, child_id), "the grandchild outlives its parent");
+	ck_assert_int_eq(whoami(grand, code), 200);
+
+	snprintf(path, sizeof(path), "/v1/tokens/%s", parent_id);
+	ck_assert_int_eq(http_status("DELETE", path, fx.token[VIEWER_A], NULL), 204);
+	ck_assert_int_eq(whoami(parent, code), 401);
+	ck_assert_int_eq(whoami(child, code), 401);
+	ck_assert_str_eq(code, "token_revoked");
+	ck_assert_int_eq(whoami(grand, code), 401);
+	ck_assert_str_eq(code, "token_revoked");
+	/* a revoked token makes no more children */
+	snprintf(path, sizeof(path), "/v1/users/%s/tokens", fx.user[VIEWER_A]);
+	ck_assert_int_eq(http_status("POST", path, parent, NULL), 401);
+
+	/* the parent's expiry, however it comes, ends the child too */
+	mint(fx.token[VIEWER_A], "{\"name\":\"parent2\"}", parent, parent_id);
+	mint(parent, "{\"name\":\"child2\",\"expires_in_days\":3650}", child, child_id);
+	ck_assert_int_eq(whoami(child, code), 200);
+	const char *p[] = {parent_id};
+	ck_assert(sql_ok("UPDATE api_tokens SET expires_at = now() - interval '1 s' WHERE id = $1",
+	                 1, p));
+	ck_assert_int_eq(whoami(child, code), 401);
+	ck_assert_str_eq(code, "token_expired");
+	/* the token the parents were made with lives on */
+	ck_assert_int_eq(whoami(fx.token[VIEWER_A], code), 200);
+}
+END_TEST
+
 static const char *idem_path(void)
 {
 	static char path[128];
@@ -754,6 +832,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, mutations_are_audited_with_request_id);
 	tcase_add_test(tc, no_change_without_audit);
 	tcase_add_test(tc, token_expiry_and_revocation);
+	tcase_add_test(tc, token_dies_with_parent);
 	tcase_add_test(tc, idempotent_submission);
 	tcase_add_test(tc, idempotency_under_concurrency);
 	tcase_add_test(tc, body_and_json_limits);
