@@ -323,6 +323,13 @@ int h_attempt_metrics(api_req *rq)
 }
 
 /*
+ * The most bytes a checkpoint, and so each of its shards, may have: 2^53,
+ * the largest count a JSON reader keeps exact. The sum of shards that each
+ * pass it is checked against it too, so it never overflows an int64_t.
+ */
+#define CHECKPOINT_BYTES_MAX ((int64_t)1 << 53)
+
+/*
  * A shard entry: {"name": "shard_00000_of_00002.bin", "bytes": n, "sha256": hex}.
  * The name is a file of the checkpoint's step directory by the storage
  * layout's rule (storage_shard_name_valid): never "..", "." or a path,
@@ -346,11 +353,35 @@ static void shard_validate(const json_t *s, const char *base, verrs *v)
 		          "a shard name is one file name of [A-Za-z0-9._-], not \".\", \"..\" "
 		          "or " STORAGE_MANIFEST_NAME);
 	}
-	jsonx_get_int(s, base, "bytes", true, 0, INT64_MAX, &bytes, v);
+	jsonx_get_int(s, base, "bytes", true, 0, CHECKPOINT_BYTES_MAX, &bytes, v);
 	if (jsonx_get_str(s, base, "sha256", true, 64, &sha, v) > 0 && !hex_is_lower(sha, 64)) {
 		jsonx_pointer(ptr, sizeof(ptr), base, "sha256");
 		verrs_add(v, ptr, ERR_F_INVALID_VALUE, "sha256 is 64 lower-case hex digits");
 	}
+}
+
+/*
+ * The sum of the shards' bytes, counting only sizes within
+ * 0..CHECKPOINT_BYTES_MAX (shard_validate refuses the others), and stopping
+ * once past CHECKPOINT_BYTES_MAX. RET the sum, at most 2 * CHECKPOINT_BYTES_MAX.
+ */
+static int64_t checkpoint_bytes(const json_t *shards)
+{
+	int64_t sum = 0;
+	size_t i;
+	const json_t *s;
+	json_array_foreach (shards, i, s) {
+		const json_t *b = json_object_get(s, "bytes");
+		if (!json_is_integer(b))
+			continue;
+		json_int_t n = json_integer_value(b);
+		if (n < 0 || n > CHECKPOINT_BYTES_MAX)
+			continue;
+		sum += n;
+		if (sum > CHECKPOINT_BYTES_MAX)
+			break;
+	}
+	return sum;
 }
 
 /* {"step": s, "world": w, "shards": [w shard entries]}. */
@@ -386,6 +417,11 @@ static void checkpoint_check(const json_t *in, verrs *v)
 		json_object_set_new(seen, name, json_true());
 	}
 	json_decref(seen);
+	if (checkpoint_bytes(shards) > CHECKPOINT_BYTES_MAX)
+		verrs_add(
+		    v, "/shards", ERR_F_OUT_OF_RANGE,
+		    "the shards' bytes add up to more than %lld, the most a checkpoint may have",
+		    (long long)CHECKPOINT_BYTES_MAX);
 }
 
 int h_attempt_checkpoint(api_req *rq)
@@ -393,11 +429,7 @@ int h_attempt_checkpoint(api_req *rq)
 	json_t *in = report_body(rq, checkpoint_check);
 	if (!in)
 		return 0;
-	int64_t bytes = 0;
-	size_t i;
-	const json_t *shard;
-	json_array_foreach (json_object_get(in, "shards"), i, shard)
-		bytes += json_integer_value(json_object_get(shard, "bytes"));
+	int64_t bytes = checkpoint_bytes(json_object_get(in, "shards")); /* checked */
 	char step[16], world[16], total[24];
 	snprintf(step, sizeof(step), "%lld",
 	         (long long)json_integer_value(json_object_get(in, "step")));

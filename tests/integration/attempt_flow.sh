@@ -97,6 +97,32 @@ check_status "a checkpoint listing one shard twice is refused" 422 POST "$I/$A/c
 	{\"name\": \"s.bin\", \"bytes\": 1, \"sha256\": \"$SHA\"},
 	{\"name\": \"s.bin\", \"bytes\": 1, \"sha256\": \"$SHA\"}]}"
 check_json "naming the second" /shards/1/name '.errors[0].pointer'
+# sizes: each shard and their sum at most 2^53 bytes (exact in JSON), so the
+# sum cannot overflow
+# shards_sized SIZE...: a checkpoint of step 3, one shard of each SIZE
+shards_sized() {
+	local i=0 list= size
+	for size in "$@"; do
+		list+="${list:+,}{\"name\": \"s$i.bin\", \"bytes\": $size, \"sha256\": \"$SHA\"}"
+		i=$((i + 1))
+	done
+	api POST "$I/$A/checkpoints" -H 'Content-Type: application/json' \
+		-d "{\"step\": 3, \"world\": $#, \"shards\": [$list]}"
+	printf '%s %s %s' "$STATUS" "$(printf '%s' "$BODY" | jq -r .code)" \
+		"$(printf '%s' "$BODY" | jq -r '[.errors[]?.pointer] | join(",")')"
+}
+check_eq "a shard of 2^53 + 1 bytes is refused, naming it" \
+	"422 validation_failed /shards/0/bytes" "$(shards_sized 9007199254740993)"
+check_eq "so are two of 2^62, whose sum overflows 64 bits" \
+	"422 validation_failed /shards/0/bytes,/shards/1/bytes" \
+	"$(shards_sized 4611686018427387904 4611686018427387904)"
+check_eq "shards adding up past 2^53 are refused, naming the list" \
+	"422 validation_failed /shards" \
+	"$(shards_sized 4503599627370496 4503599627370496 1)"
+check_eq "shards adding up to 2^53 are taken" "201 null " \
+	"$(shards_sized 4503599627370496 4503599627370496)"
+check_eq "and their sum recorded" 9007199254740992 \
+	"$(q "SELECT bytes FROM checkpoints WHERE job_id = '$J' AND step = 3")"
 check_status "a fallback event" 201 POST "$I/$A/events" -H 'Content-Type: application/json' \
 	-d '{"kind": "fallback", "reason": "out_of_memory", "detail": {"from": {"data_parallel": 2}, "to": {"data_parallel": 1}, "steps_lost": 3}}'
 
