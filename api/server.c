@@ -515,7 +515,7 @@ int server_start(api_server *s, const ty_config *cfg, db_pool *pool)
 	                                {cfg->rate_user_rps, cfg->rate_user_burst}};
 	s->rl = ratelimit_new(2, rates);
 	s->followers = followers_new(cfg->log_followers, cfg->log_followers_per_tenant,
-	                             cfg->log_followers_per_token);
+	                             cfg->log_followers_per_user, cfg->log_followers_per_token);
 	s->reads = readcache_new(cfg->read_cache_ms, cfg->db, cfg->db_retry_ms);
 	s->auditseq = auditseq_start(cfg, s->has_audit_key ? &s->audit_key : NULL);
 	int tm = telemetry_init(&s->tm);

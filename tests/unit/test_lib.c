@@ -268,10 +268,10 @@ START_TEST(rate_limit_classes)
 }
 END_TEST
 
-/* 4 slots, 2 per tenant, 1 per token */
+/* 4 slots, 2 per tenant, 4 per user (never reached: no user given), 1 per token */
 START_TEST(follower_shares)
 {
-	followers *f = followers_new(4, 2, 1);
+	followers *f = followers_new(4, 2, 4, 1);
 	ck_assert_ptr_nonnull(f);
 	ck_assert_int_eq(followers_take(f, "tenant-a", "tok-1"), FOLLOWERS_TAKEN);
 	ck_assert_int_eq(followers_take(f, "tenant-a", "tok-1"), FOLLOWERS_TOKEN_FULL);
@@ -300,6 +300,44 @@ START_TEST(follower_shares)
 }
 END_TEST
 
+/* 8 slots, 8 per tenant, 3 per user over all of the user's tokens, 2 per token */
+START_TEST(follower_user_share)
+{
+	followers *f = followers_new(8, 8, 3, 2);
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(followers_take_user(f, "tenant-a", "user-1", "tok-1"), FOLLOWERS_TAKEN);
+	ck_assert_int_eq(followers_take_user(f, "tenant-a", "user-1", "tok-1"), FOLLOWERS_TAKEN);
+	ck_assert_int_eq(followers_take_user(f, "tenant-a", "user-1", "tok-1"),
+	                 FOLLOWERS_TOKEN_FULL);
+	ck_assert_int_eq(followers_take_user(f, "tenant-a", "user-1", "tok-2"), FOLLOWERS_TAKEN);
+	/* the user holds 3: another token of the user's makes no room, nor another tenant */
+	ck_assert_int_eq(followers_take_user(f, "tenant-a", "user-1", "tok-3"),
+	                 FOLLOWERS_USER_FULL);
+	ck_assert_int_eq(followers_take_user(f, "tenant-b", "user-1", "tok-4"),
+	                 FOLLOWERS_USER_FULL);
+	/* the token's share and the user's both full: the token's is named */
+	ck_assert_int_eq(followers_take_user(f, "tenant-a", "user-1", "tok-1"),
+	                 FOLLOWERS_TOKEN_FULL);
+	/* another user of the same tenant still follows */
+	ck_assert_int_eq(followers_take_user(f, "tenant-a", "user-2", "tok-5"), FOLLOWERS_TAKEN);
+	/* a slot given back is the user's again, whichever token takes it */
+	followers_give_user(f, "tenant-a", "user-1", "tok-1");
+	ck_assert_int_eq(followers_take_user(f, "tenant-a", "user-1", "tok-3"), FOLLOWERS_TAKEN);
+	ck_assert_int_eq(followers_take_user(f, "tenant-b", "user-1", "tok-4"),
+	                 FOLLOWERS_USER_FULL);
+	followers_give_user(f, "tenant-a", "user-1", "tok-1");
+	followers_give_user(f, "tenant-a", "user-1", "tok-2");
+	followers_give_user(f, "tenant-a", "user-1", "tok-3");
+	for (int i = 0; i < 3; i++) /* all the user's given back: its share is whole again */
+		ck_assert_int_eq(
+		    followers_take_user(f, "tenant-b", "user-1", i < 2 ? "tok-4" : "tok-6"),
+		    FOLLOWERS_TAKEN);
+	ck_assert_int_eq(followers_take_user(f, "tenant-b", "user-1", "tok-7"),
+	                 FOLLOWERS_USER_FULL);
+	followers_free(f);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("lib");
@@ -314,6 +352,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, rate_limit_buckets);
 	tcase_add_test(tc, rate_limit_classes);
 	tcase_add_test(tc, follower_shares);
+	tcase_add_test(tc, follower_user_share);
 	suite_add_tcase(s, tc);
 	return s;
 }
