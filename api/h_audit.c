@@ -13,6 +13,7 @@
 #include "handlers.h"
 #include "hex.h"
 #include "log.h"
+#include "report_slots.h"
 #include "server.h"
 
 /* Leaves the export reads per query. */
@@ -182,13 +183,16 @@ int h_audit_consistency(api_req *rq)
  * The export streams the log as one line per record (its entry, the bytes
  * its leaf hashes) in sequence order, after a first line holding the head
  * it ends at; every head signed in between follows the record that
- * completes it. It reads with a connection of its own, a page at a time.
+ * completes it. It reads with a connection of its own, a page at a time,
+ * and holds a slot of the platform's share of streamed reports and exports
+ * (report_slots.h) until its stream is freed.
  */
 typedef struct exporter {
 	PGconn *c;
 	int64_t next, end; /* the next leaf to read, and the head's size */
 	char *out;         /* lines formatted, not yet sent */
 	size_t len, sent;
+	report_slot slot;
 	char request_id[REQUEST_ID_MAX + 1];
 } exporter;
 
@@ -197,6 +201,7 @@ static void exporter_free(void *ctx)
 	exporter *x = ctx;
 	db_close(x->c);
 	free(x->out);
+	report_slot_give(&x->slot);
 	free(x);
 }
 
@@ -286,14 +291,21 @@ static ssize_t exporter_read(void *ctx, char *buf, size_t max)
 int h_audit_export(api_req *rq)
 {
 	auditlog_head h;
-	if (api_audit_head_now(rq, &h) < 0)
+	report_slot slot;
+	if (report_slot_take(rq, REPORT_SLOTS_PLATFORM, &slot) < 0)
 		return 0;
+	if (api_audit_head_now(rq, &h) < 0) {
+		report_slot_give(&slot);
+		return 0;
+	}
 	exporter *x = calloc(1, sizeof(*x));
 	char err[512];
 	if (!x || !(x->c = db_connect(rq->cfg->db, err, sizeof(err)))) {
 		free(x);
+		report_slot_give(&slot);
 		return api_fail(rq, ERR_DB_UNAVAILABLE, "the export could not open its connection");
 	}
+	x->slot = slot; /* exporter_free gives it back */
 	x->end = h.size;
 	snprintf(x->request_id, sizeof(x->request_id), "%s", rq->request_id);
 	json_t *first = audit_head_json(&h);

@@ -4,7 +4,11 @@
  * or ?tenant=) and GET /v1/tenants/{tenant}/reports/{kind} for one
  * tenant's owners and auditors. A report is computed from a tree head
  * signed for it, read on a connection of its own and streamed as it is
- * made; the request joins the log as an audit.report record after it.
+ * made; the request joins the log as an audit.report record after it. A
+ * report holds a slot (report_slots.h) from before its head until its
+ * stream is freed: past the server's or its tenant's share the request
+ * answers 429 rate_limited with Retry-After, before any connection of its
+ * own is opened.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +22,7 @@
 #include "jsonx.h"
 #include "log.h"
 #include "report.h"
+#include "report_slots.h"
 #include "server.h"
 
 /* Bytes a stream read gathers before it sends. */
@@ -28,6 +33,7 @@ typedef struct report_stream {
 	report_out out;
 	size_t sent;
 	bool over;
+	report_slot slot;
 	char request_id[REQUEST_ID_MAX + 1];
 } report_stream;
 
@@ -36,6 +42,7 @@ static void report_stream_free(void *ctx)
 	report_stream *s = ctx;
 	report_run_release(&s->run);
 	report_out_release(&s->out);
+	report_slot_give(&s->slot);
 	free(s);
 }
 
@@ -148,27 +155,37 @@ static int audit_report(api_req *rq, const report_params *p)
 	return rc;
 }
 
-static int report(api_req *rq, report_params *p)
+/* Stream the report of p, holding a slot of key's share. RET 0 (answered). */
+static int report(api_req *rq, report_params *p, const char *key)
 {
 	if (!rq->srv->has_audit_key)
 		return api_fail(rq, ERR_AUDIT_KEY_UNAVAILABLE, "%s",
 		                err_info(ERR_AUDIT_KEY_UNAVAILABLE)->doc);
-	if (api_audit_head_now(rq, &p->head) < 0)
+	report_slot slot;
+	if (report_slot_take(rq, key, &slot) < 0)
 		return 0;
+	if (api_audit_head_now(rq, &p->head) < 0) {
+		report_slot_give(&slot);
+		return 0;
+	}
 	p->head_verified = auditverify_head_signed(&p->head, rq->srv->audit_key.pub);
 	hex_encode(rq->srv->audit_key.pub, AUDIT_KEY_LEN, p->public_key);
 	int rc = api_db(rq);
 	if (rc == 0)
 		rc = audit_report(rq, p);
-	if (rc)
+	if (rc) {
+		report_slot_give(&slot);
 		return api_fail_db(rq, rc);
+	}
 	report_stream *s = calloc(1, sizeof(*s));
 	char err[512];
 	PGconn *c = s ? db_connect(rq->cfg->db, err, sizeof(err)) : NULL;
 	if (!c) {
 		free(s);
+		report_slot_give(&slot);
 		return api_fail(rq, ERR_DB_UNAVAILABLE, "the report could not open its connection");
 	}
+	s->slot = slot; /* report_stream_free gives it back */
 	snprintf(s->request_id, sizeof(s->request_id), "%s", rq->request_id);
 	if (report_run_begin(&s->run, c, p, &s->out) < 0 || s->out.oom) {
 		log_printf(LOG_ERROR, "report %s: %s", rq->request_id, s->run.problem);
@@ -189,7 +206,7 @@ int h_report(api_req *rq)
 	report_params p = {0};
 	if (params_parse(rq, &p) < 0 || tenant_arg(rq, &p) < 0)
 		return 0;
-	return report(rq, &p);
+	return report(rq, &p, REPORT_SLOTS_PLATFORM);
 }
 
 int h_tenant_report(api_req *rq)
@@ -203,5 +220,5 @@ int h_tenant_report(api_req *rq)
 		                "tenant names another tenant than the path's");
 	snprintf(p.tenant_id, sizeof(p.tenant_id), "%s", rq->scope.tenant_id);
 	snprintf(p.tenant_name, sizeof(p.tenant_name), "%s", rq->scope.tenant_name);
-	return report(rq, &p);
+	return report(rq, &p, rq->scope.tenant_id);
 }

@@ -26,6 +26,7 @@
 #include "auth.h"
 #include "clock.h"
 #include "followers.h"
+#include "report_slots.h"
 #include "hex.h"
 #include "listen.h"
 #include "log.h"
@@ -488,6 +489,8 @@ static void parts_free(api_server *s)
 	s->hub = NULL;
 	followers_free(s->followers);
 	s->followers = NULL;
+	report_slots_free(s->reports);
+	s->reports = NULL;
 	readcache_free(s->reads);
 	s->reads = NULL;
 	auditseq_stop(s->auditseq);
@@ -516,13 +519,15 @@ int server_start(api_server *s, const ty_config *cfg, db_pool *pool)
 	s->rl = ratelimit_new(2, rates);
 	s->followers = followers_new(cfg->log_followers, cfg->log_followers_per_tenant,
 	                             cfg->log_followers_per_user, cfg->log_followers_per_token);
+	s->reports = report_slots_new(cfg->report_streams, cfg->report_streams_per_tenant);
 	s->reads = readcache_new(cfg->read_cache_ms, cfg->db, cfg->db_retry_ms);
 	s->auditseq = auditseq_start(cfg, s->has_audit_key ? &s->audit_key : NULL);
 	int tm = telemetry_init(&s->tm);
 	if (s->has_master && !(s->hooks = webhook_sender_start(cfg, &s->master)))
 		tm = -1;
-	s->hub =
-	    s->rl && s->followers && s->reads && s->auditseq && tm == 0 ? stream_hub_start() : NULL;
+	s->hub = s->rl && s->followers && s->reports && s->reads && s->auditseq && tm == 0
+	             ? stream_hub_start()
+	             : NULL;
 	if (!s->hub) {
 		parts_free(s);
 		return -1;

@@ -23,10 +23,11 @@ struct api_server {
 	const route *routes;
 	size_t n_routes;
 	struct MHD_Daemon *daemon;
-	struct stream_hub *hub;      /* streamed answers waiting for data (stream.c) */
-	struct followers *followers; /* the slots of GET /v1/jobs/{job}/logs?follow=1 (h_logs.c) */
-	struct readcache *reads;     /* job answers served from memory (readcache.h) */
-	api_telemetry tm;            /* the metrics of GET /metrics (telemetry.h) */
+	struct stream_hub *hub;       /* streamed answers waiting for data (stream.c) */
+	struct followers *followers;  /* the slots of GET /v1/jobs/{job}/logs?follow=1 (h_logs.c) */
+	struct report_slots *reports; /* slots of streamed reports, exports (report_slots.h) */
+	struct readcache *reads;      /* job answers served from memory (readcache.h) */
+	api_telemetry tm;             /* the metrics of GET /metrics (telemetry.h) */
 	struct webhook_sender
 	    *hooks; /* delivers alerts (webhook_send.h); NULL without a master key */
 };
