@@ -55,6 +55,7 @@ typedef struct log_stream {
 	api_server *srv;
 	char tenant_id[37], job_id[37];
 	char token_id[40]; /* follow: whose follower slot it holds */
+	char user_id[40];
 	char request_id[REQUEST_ID_MAX + 1];
 	crypt_object_ctx ctx;
 	bool have_key;
@@ -273,7 +274,7 @@ static void log_stream_free(void *arg)
 	crypt_log_reader_free(ls->r);
 	crypt_object_ctx_clear(&ls->ctx);
 	if (ls->follow)
-		followers_give(ls->srv->followers, ls->tenant_id, ls->token_id);
+		followers_give_user(ls->srv->followers, ls->tenant_id, ls->user_id, ls->token_id);
 	free(ls);
 }
 
@@ -306,8 +307,8 @@ static int follow_arg(api_req *rq, bool *follow)
 /* A follower slot for the job's tenant and the caller's token. RET 0, or 429 answered (< 0). */
 static int follower_take(api_req *rq)
 {
-	followers_result r =
-	    followers_take(rq->srv->followers, rq->scope.tenant_id, rq->who.token_id);
+	followers_result r = followers_take_user(rq->srv->followers, rq->scope.tenant_id,
+	                                         rq->who.user_id, rq->who.token_id);
 	if (r == FOLLOWERS_TAKEN)
 		return 0;
 	snprintf(rq->retry_after, sizeof(rq->retry_after), "%s", LOG_RETRY_AFTER);
@@ -315,6 +316,11 @@ static int follower_take(api_req *rq)
 		api_fail(rq, ERR_LOG_FOLLOWERS_FULL,
 		         "%d logs of this tenant's jobs are being followed already",
 		         rq->cfg->log_followers_per_tenant);
+	else if (r == FOLLOWERS_USER_FULL)
+		api_fail(rq, ERR_LOG_FOLLOWERS_FULL,
+		         "%d job logs are being followed by this user already, over all of the "
+		         "user's tokens",
+		         rq->cfg->log_followers_per_user);
 	else if (r == FOLLOWERS_TOKEN_FULL)
 		api_fail(rq, ERR_LOG_FOLLOWERS_FULL,
 		         "%d job logs are being followed with this token already",
@@ -362,6 +368,7 @@ int h_job_logs(api_req *rq)
 		return 0;
 	}
 	snprintf(ls->token_id, sizeof(ls->token_id), "%s", rq->who.token_id);
+	snprintf(ls->user_id, sizeof(ls->user_id), "%s", rq->who.user_id);
 	ls->follow = follow;
 	ls->until = clock_mono_ms() + (long long)rq->cfg->log_follow_s * 1000;
 	ls->look = clock_mono_ms() + LOG_LOOK_MS;

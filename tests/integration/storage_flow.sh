@@ -294,6 +294,30 @@ kill "${HOLDERS[-1]}" 2>/dev/null
 wait "${HOLDERS[-1]}" 2>/dev/null
 check "restore the API's defaults" "$TY_ROOT/deploy/stack" api-restart
 
+# A user's tokens share the user's follower slots: more tokens make no more room.
+check "restart the API with 2 followers per user and 1 per token" \
+	env TRAINYARD_LOG_FOLLOWERS=8 TRAINYARD_LOG_FOLLOWERS_PER_TENANT=8 \
+	TRAINYARD_LOG_FOLLOWERS_PER_USER=2 TRAINYARD_LOG_FOLLOWERS_PER_TOKEN=1 \
+	TRAINYARD_LOG_FOLLOW_SECONDS=20 "$TY_ROOT/deploy/stack" api-restart
+ALICE3=$(user_token "alice-$SFX")
+codes="" # HOLDERS grows on: each holder answers into a file of its own
+for t in "$ALICE" "$ALICE2" "$ALICE3"; do
+	hold "$t" "$J3"
+	codes="$codes $HELD"
+done
+check_eq "alice's three tokens get two followers" " 200 200 429" "$codes"
+TOKEN=$ALICE3
+TY_CURL_TIMEOUT=3 check_status "her third token has a slot, but she has none" 429 GET "/v1/jobs/$J3/logs?follow=1"
+check_json "log_followers_full" log_followers_full .code
+check_match "the user's limit, says the detail" "by this user" "$(printf '%s' "$BODY" | jq -r .detail)"
+hold "$VIC" "$J3"
+check_eq "vic, of the same tenant, still follows" 200 "$HELD"
+for p in "${HOLDERS[@]}"; do
+	kill "$p" 2>/dev/null
+	wait "$p" 2>/dev/null
+done
+check "restore the API's defaults" "$TY_ROOT/deploy/stack" api-restart
+
 # destroyed keys
 TOKEN=$ADMIN
 check_status "the admin destroys tenant A's keys" 204 DELETE "/v1/tenants/$TA/keys"
