@@ -17,6 +17,13 @@
 #define GRANT_DAYS_MAX 366 /* the furthest expiry, in days from now */
 
 /* A grant in force now. */
+/*
+ * Whether checkpoint c (its job j joined) is held for another tenant
+ * than its own by an upstream owner's terms (migration 0013): then it
+ * is not downloaded, granted or shared.
+ */
+#define CHECKPOINT_HELD "EXISTS (SELECT 1 FROM unnest(c.held_for) h WHERE h <> j.tenant_id)"
+
 #define GRANT_IN_FORCE                                                                             \
 	"g.approved_at IS NOT NULL AND g.revoked_at IS NULL AND g.expires_at > clock_timestamp()"
 

@@ -114,6 +114,18 @@ int h_attempt_create(api_req *rq)
 	" classification FROM job_init WHERE job_id = $1) x (c) ORDER BY array_position("          \
 	"ARRAY['public', 'internal', 'confidential', 'restricted'], x.c) DESC LIMIT 1)"
 
+/*
+ * The tenants whose terms hold what job $1 trains (migration 0013): those
+ * its job_init row names, and the owners of other tenants' datasets it
+ * reads; never its own tenant.
+ */
+#define JOB_HELD_FOR                                                                               \
+	"ARRAY(SELECT DISTINCT h FROM (SELECT unnest(held_for) FROM job_init WHERE job_id = $1"    \
+	" UNION ALL SELECT d.tenant_id FROM job_datasets jd JOIN dataset_versions v"               \
+	" ON v.id = jd.version_id JOIN datasets d ON d.id = v.dataset_id WHERE jd.job_id = $1) x " \
+	"(h)"                                                                                      \
+	" WHERE h <> (SELECT tenant_id FROM jobs WHERE id = $1) ORDER BY h)"
+
 int h_attempt_get(api_req *rq)
 {
 	const char *p[] = {rq->scope.attempt_id};
@@ -450,13 +462,14 @@ int h_attempt_checkpoint(api_req *rq)
 		rc = api_query_json(
 		    rq,
 		    "WITH c AS (INSERT INTO checkpoints (job_id, attempt_id, step, world, bytes, "
-		    "shards, classification, parent_step)"
+		    "shards, classification, held_for, parent_step)"
 		    " VALUES ($1, $2, $3::int, $4::int, $5::bigint, $6::jsonb, " JOB_CLASSIFICATION
-		    ","
+		    ", " JOB_HELD_FOR ","
 		    " (SELECT max(step) FROM checkpoints WHERE job_id = $1 AND step < $3::int))"
 		    " ON CONFLICT (job_id, step) DO UPDATE SET attempt_id = EXCLUDED.attempt_id,"
 		    " world = EXCLUDED.world, bytes = EXCLUDED.bytes, shards = EXCLUDED.shards,"
-		    " classification = EXCLUDED.classification, parent_step = EXCLUDED.parent_step,"
+		    " classification = EXCLUDED.classification, held_for = EXCLUDED.held_for,"
+		    " parent_step = EXCLUDED.parent_step,"
 		    " created_at = clock_timestamp() RETURNING id, step)"
 		    " SELECT row_to_json(c) FROM c",
 		    6, p, &c);

@@ -41,7 +41,8 @@ static int checkpoint_find(api_req *rq, char cls[16])
 	const char *p[] = {rq->scope.checkpoint_id};
 	PGresult *r;
 	int rc = db_query(rq->db, &r,
-	                  "SELECT c.classification, " JOB_ENDED " FROM checkpoints c"
+	                  "SELECT c.classification, " JOB_ENDED ", " CHECKPOINT_HELD
+	                  " FROM checkpoints c"
 	                  " JOIN jobs j ON j.id = c.job_id WHERE c.id = $1",
 	                  1, p);
 	if (rc == 0 && PQntuples(r) != 1)
@@ -50,6 +51,8 @@ static int checkpoint_find(api_req *rq, char cls[16])
 		snprintf(cls, 16, "%s", PQgetvalue(r, 0, 0));
 		if (strcmp(PQgetvalue(r, 0, 1), "t") != 0)
 			rc = -ERR_CHECKPOINT_NOT_FINAL;
+		else if (strcmp(PQgetvalue(r, 0, 2), "t") == 0)
+			rc = -ERR_UPSTREAM_TERMS;
 	}
 	PQclear(r);
 	return rc;
@@ -66,6 +69,10 @@ static int grant_failed(api_req *rq, int rc)
 		                "replaced or pruned");
 	if (rc == -ERR_GRANT_NOT_FOUND)
 		return api_fail(rq, rc, "no such grant of this checkpoint");
+	if (rc == -ERR_UPSTREAM_TERMS)
+		return api_fail(rq, rc,
+		                "the checkpoint was trained from another tenant's checkpoint or "
+		                "dataset whose grant does not let it leave: it cannot be granted");
 	if (rc == -ERR_GRANT_STATE_CONFLICT)
 		return api_fail(rq, rc, "the grant is not pending: approved, revoked or expired");
 	return api_fail_db(rq, rc);

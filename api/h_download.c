@@ -81,10 +81,20 @@ static int checkpoint_file(api_req *rq, const char *name, int *step)
 	int rc = api_db(rq);
 	if (rc == 0)
 		rc = db_query(rq->db, &r,
-		              "SELECT step, classification FROM checkpoints WHERE id = $1"
+		              "SELECT c.step, c.classification, " CHECKPOINT_HELD
+		              " FROM checkpoints c JOIN jobs j ON j.id = c.job_id WHERE c.id = $1"
 		              " AND ($2 = '" MANIFEST_NAME "' OR EXISTS (SELECT 1 FROM"
-		              " jsonb_array_elements(shards) s WHERE s->>'name' = $2))",
+		              " jsonb_array_elements(c.shards) s WHERE s->>'name' = $2))",
 		              2, p);
+	/* another tenant's terms travel with what was trained from its data */
+	if (rc == 0 && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 2), "t") == 0 &&
+	    rq->who.platform != ROLE_ADMIN) {
+		PQclear(r);
+		api_fail(rq, ERR_UPSTREAM_TERMS,
+		         "the checkpoint was trained from another tenant's checkpoint or dataset "
+		         "whose grant does not let it leave: it cannot be downloaded");
+		return -1;
+	}
 	/* weights trained on restricted data leave only by the tenant's owner or an admin */
 	if (rc == 0 && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 1), "restricted") == 0 &&
 	    rq->scope.tenant_role != ROLE_OWNER && rq->who.platform != ROLE_ADMIN) {
@@ -237,7 +247,7 @@ int h_shared_checkpoint_download(api_req *rq)
 		rc = db_query(
 		    rq->db, &r,
 		    "SELECT j.tenant_id, c.job_id, c.step, EXISTS (SELECT 1 FROM"
-		    " jsonb_array_elements(c.shards) s WHERE s->>'name' = $3)"
+		    " jsonb_array_elements(c.shards) s WHERE s->>'name' = $3), " CHECKPOINT_HELD
 		    " FROM checkpoints c JOIN jobs j ON j.id = c.job_id WHERE c.id = $1"
 		    " AND c.classification <> 'restricted' AND EXISTS (SELECT 1 FROM"
 		    " checkpoint_grants g WHERE g.checkpoint_id = c.id AND g.tenant_id = $2"
@@ -251,6 +261,13 @@ int h_shared_checkpoint_download(api_req *rq)
 		PQclear(r);
 		return api_fail(rq, ERR_CHECKPOINT_NOT_FOUND,
 		                "no checkpoint of that id is granted to this tenant for download");
+	}
+	if (strcmp(PQgetvalue(r, 0, 4), "t") == 0) {
+		PQclear(r);
+		return api_fail(
+		    rq, ERR_UPSTREAM_TERMS,
+		    "the checkpoint was trained from a third tenant's checkpoint or "
+		    "dataset whose grant does not let it leave: it cannot be downloaded");
 	}
 	char tenant[37], job[37];
 	snprintf(tenant, sizeof(tenant), "%s", PQgetvalue(r, 0, 0));

@@ -78,9 +78,20 @@ void jobinit_insert(api_req *rq, const char *job_id, const job_init *in)
 		return;
 	const char *p[] = {job_id,   in->checkpoint_id, in->source_job_id,
 	                   in->step, in->grant_id,      in->classification};
+	/*
+	 * held_for: the source's own holds, and its owner when this tenant
+	 * takes it through a grant that does not let it leave (restricted, or
+	 * without download): what the job trains inherits both (migration 0014)
+	 */
 	db_query(rq->db, NULL,
 	         "INSERT INTO job_init (job_id, checkpoint_id, source_job_id, step, grant_id,"
-	         " classification) VALUES ($1, $2, $3, $4::int, nullif($5, '')::uuid, $6)",
+	         " classification, held_for) VALUES ($1, $2, $3, $4::int, nullif($5, '')::uuid, $6,"
+	         " ARRAY(SELECT DISTINCT h FROM (SELECT unnest(c.held_for) FROM checkpoints c"
+	         " WHERE c.id = $2 UNION ALL SELECT sj.tenant_id FROM checkpoints c"
+	         " JOIN jobs sj ON sj.id = c.job_id JOIN checkpoint_grants g"
+	         " ON g.id = nullif($5, '')::uuid WHERE c.id = $2"
+	         " AND (c.classification = 'restricted' OR NOT g.download)) x (h)"
+	         " WHERE h <> (SELECT tenant_id FROM jobs WHERE id = $1) ORDER BY h))",
 	         6, p);
 }
 
