@@ -117,7 +117,13 @@ for n in $(seq 1 10); do
 	pids+=($!)
 done
 wait "${pids[@]}"
-codes() { cat "$TY_TMP"/"$1"*.code | sort | uniq -c | awk '{print $2 "x" $1}' | tr '\n' ' '; }
+codes() { # codes PREFIX: "STATUSxCOUNT " for each status the PREFIX*.code files hold
+	local f
+	for f in "$TY_TMP/$1"*.code; do
+		cat "$f"
+		echo
+	done | sort | uniq -c | awk '{print $2 "x" $1}' | tr '\n' ' '
+}
 check_eq "ten downloads of the FIFO manifest answer 500 at once" "500x10 " "$(codes m)"
 check_eq "ten reads of the FIFO log answer at once" "200x10 " "$(codes l)"
 check "saying the log could not be read" grep -q "log could not be read" "$TY_TMP/l1"
