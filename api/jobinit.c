@@ -81,7 +81,7 @@ void jobinit_insert(api_req *rq, const char *job_id, const job_init *in)
 	/*
 	 * held_for: the source's own holds, and its owner when this tenant
 	 * takes it through a grant that does not let it leave (restricted, or
-	 * without download): what the job trains inherits both (migration 0014)
+	 * without download): what the job trains inherits both (migration 0013)
 	 */
 	db_query(rq->db, NULL,
 	         "INSERT INTO job_init (job_id, checkpoint_id, source_job_id, step, grant_id,"
