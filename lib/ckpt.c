@@ -980,8 +980,7 @@ int ckpt_latest(ckpt_store *s, int *step, char *err, size_t errlen)
 	return 0;
 }
 
-/* Remove a step directory: the manifest first, so it is never complete but partial. */
-static int remove_step(ckpt_store *s, int step, char *err, size_t errlen)
+int ckpt_step_remove(ckpt_store *s, int step, char *err, size_t errlen)
 {
 	char dir[32], path[128];
 	ckpt_step_dir(step, dir);
@@ -1036,7 +1035,7 @@ int ckpt_prune(ckpt_store *s, int keep, int *removed, char *err, size_t errlen)
 			drop = newest >= 0 && e[i].step < newest;
 		if (!drop)
 			continue;
-		rc = remove_step(s, e[i].step, err, errlen);
+		rc = ckpt_step_remove(s, e[i].step, err, errlen);
 		if (rc == 0)
 			gone++;
 	}

@@ -168,6 +168,13 @@ int ckpt_list(ckpt_store *s, ckpt_entry **out, int *n, char *err, size_t errlen)
 int ckpt_latest(ckpt_store *s, int *step, char *err, size_t errlen);
 
 /*
+ * Remove the checkpoint of step, whole: the manifest first, so that it is
+ * never complete but partial, then its shards and its directory. A step
+ * that is not there is no failure. RET 0 or a CKPT_STORE_ERR_* code.
+ */
+int ckpt_step_remove(ckpt_store *s, int step, char *err, size_t errlen);
+
+/*
  * Keep the newest keep (>= 1) complete checkpoints. Removes older complete
  * ones and every incomplete directory older than the newest complete one;
  * newer incomplete directories may be a write in progress and stay.

@@ -70,6 +70,7 @@ typedef struct dataset_summary {
 	uint64_t tokens;
 	unsigned max_token; /* the largest token id */
 	unsigned char sha256[32];
+	uint64_t sealed_bytes; /* the shards' bytes on disk, sealed */
 } dataset_summary;
 
 typedef struct dataset_writer dataset_writer;
@@ -93,6 +94,13 @@ int dataset_writer_tokens(dataset_writer *w, const uint16_t *tokens, size_t n, c
 
 /* Append n bytes of text, each byte one token (the trainer's byte-level tokenizer). */
 int dataset_writer_text(dataset_writer *w, const void *bytes, size_t n, char *err, size_t errlen);
+
+/*
+ * The bytes the version would take on disk if it ended now: the sealed
+ * shards closed so far, and the current one as it will be once closed
+ * (its tokens' bytes, a header and a tag per chunk: docs/storage.md).
+ */
+uint64_t dataset_writer_sealed_bytes(const dataset_writer *w);
 
 /* End the current shard, if it holds any token; the next token starts another. */
 int dataset_writer_next_shard(dataset_writer *w, char *err, size_t errlen);

@@ -6,7 +6,8 @@
  * finished leaves nothing; and a shard altered, moved to another version,
  * or read with another key, or a version with the wrong hash, fails; a
  * version copied, as sealed, into a grantee's tree unseals from there, and
- * a shard that is a link is not copied.
+ * a shard that is a link is not copied. The sealed size the writer counts
+ * is the shards' bytes on disk.
  */
 #include <check.h>
 #include <ftw.h>
@@ -153,6 +154,43 @@ START_TEST(text_round_trip)
 			ck_assert_uint_eq(t[k], (unsigned char)text[at]);
 		free(t);
 	}
+}
+END_TEST
+
+/*
+ * The sealed size the writer counts, which the tenant's storage quota is
+ * held to: 50,000 tokens in shards of 40,000 are shards of 80,000 and
+ * 20,000 bytes, each a 42-byte header, its bytes and a 16-byte tag per
+ * 64 KiB chunk begun (docs/storage.md): 80,074 and 20,058 bytes.
+ */
+START_TEST(sealed_bytes_counted)
+{
+	dataset_writer *w;
+	char err[512] = "";
+	ck_assert_int_eq(
+	    dataset_writer_open(root, &self, &ctx, VERSION, 40000, &w, err, sizeof(err)), 0);
+	static char text[25000];
+	memset(text, 'q', sizeof(text));
+	ck_assert_uint_eq(dataset_writer_sealed_bytes(w), 0);
+	ck_assert_int_eq(dataset_writer_text(w, text, sizeof(text), err, sizeof(err)), 0);
+	ck_assert_uint_eq(dataset_writer_sealed_bytes(w), 42 + 50000 + 16);
+	ck_assert_int_eq(dataset_writer_text(w, text, sizeof(text), err, sizeof(err)), 0);
+	ck_assert_uint_eq(dataset_writer_sealed_bytes(w), 80074 + 42 + 20000 + 16);
+	dataset_summary s;
+	ck_assert_int_eq(dataset_writer_finish(w, &s, err, sizeof(err)), 0);
+	dataset_writer_free(w, true);
+	ck_assert_int_eq(s.shards, 2);
+	ck_assert_uint_eq(s.sealed_bytes, 80074 + 20058);
+	char dir[512], p[600];
+	ck_assert_int_eq(dataset_version_dir(root, TENANT, DATASET, VERSION, dir, sizeof(dir)), 0);
+	uint64_t on_disk = 0;
+	for (int i = 0; i < 2; i++) {
+		struct stat st;
+		snprintf(p, sizeof(p), "%s/shard_%06d.bin", dir, i);
+		ck_assert_int_eq(stat(p, &st), 0);
+		on_disk += (uint64_t)st.st_size;
+	}
+	ck_assert_uint_eq(on_disk, s.sealed_bytes);
 }
 END_TEST
 
@@ -453,6 +491,7 @@ static Suite *make_suite(void)
 	tc = tcase_create("versions");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, text_round_trip);
+	tcase_add_test(tc, sealed_bytes_counted);
 	tcase_add_test(tc, shards_in_pieces);
 	tcase_add_test(tc, not_shards);
 	tcase_add_test(tc, tampering_fails);
