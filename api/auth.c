@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "audit.h"
+#include "authfail.h"
 #include "clock.h"
 #include "hex.h"
 #include "jobdoc.h"
@@ -375,7 +376,7 @@ static int rate_limit(api_req *rq)
 {
 	int retry;
 	/* the token's bucket, and its user's over all of the user's tokens (server.c) */
-	const char *keys[] = {rq->who.token_id, rq->who.user_id[0] ? rq->who.user_id : NULL};
+	const char *keys[] = {rq->who.token_id, rq->who.user_id[0] ? rq->who.user_id : NULL, NULL};
 	int full = ratelimit_take(rq->srv->rl, keys, clock_mono_s(), &retry);
 	if (full == RATELIMIT_ALLOWED)
 		return 0;
@@ -385,14 +386,44 @@ static int rate_limit(api_req *rq)
 	return -1;
 }
 
-/* Record a denial in its own statement: the request changes nothing else. */
-static void audit_denial(api_req *rq, const char *why)
+/*
+ * Before any token is looked up: take one request from the bucket of the
+ * client's address (class 2, server.c), which only failed authentications
+ * keep (address_give() returns the others). RET 0, or -1 answered 429.
+ */
+static int address_take(api_req *rq, const char *addr)
+{
+	int retry;
+	const char *keys[] = {NULL, NULL, addr};
+	if (ratelimit_take(rq->srv->rl, keys, clock_mono_s(), &retry) == RATELIMIT_ALLOWED)
+		return 0;
+	snprintf(rq->retry_after, sizeof(rq->retry_after), "%d", retry);
+	api_fail(rq, ERR_RATE_LIMITED,
+	         "rate limit of %d failed authentications/s per client address exceeded",
+	         rq->cfg->rate_anon_rps);
+	return -1;
+}
+
+static void address_give(api_req *rq, const char *addr)
+{
+	const char *keys[] = {NULL, NULL, addr};
+	ratelimit_give(rq->srv->rl, keys);
+}
+
+/*
+ * Record a denial in its own statement: the request changes nothing else.
+ * count: the failed authentications the record stands for (authfail.h),
+ * or 0 for a refusal of an authenticated caller.
+ */
+static void audit_denial(api_req *rq, const char *why, int count)
 {
 	if (api_db(rq) < 0)
 		return;
 	json_t *d =
 	    json_pack("{s:s, s:s, s:s, s:s}", "route", rq->rt->pattern, "method", rq->method,
 	              "permission", perm_name(rq->rt->permission), "reason", why);
+	if (d && count)
+		json_object_set_new(d, "count", json_integer(count));
 	audit_record a = api_audit_record(rq, "authz.deny", "denied", rq->status);
 	a.detail = d;
 	if (api_audit_write(rq, &a) < 0)
@@ -401,36 +432,66 @@ static void audit_denial(api_req *rq, const char *why)
 	rq->audited = true;
 }
 
+/*
+ * Authentication failed (rq answered): a failure keeps what it took from
+ * its address's bucket and is recorded at once when it opens its key's
+ * window, else counted into it (authfail.h). A database outage is no
+ * failure of the caller's: its request is given back, and not recorded.
+ */
+static void auth_failed(api_req *rq, const char *addr)
+{
+	if (rq->error == ERR_DB_UNAVAILABLE || rq->error == ERR_INTERNAL) {
+		address_give(rq, addr);
+		return;
+	}
+	authfail_event e = {
+	    .addr = addr,
+	    .user_id = rq->who.user_id[0] ? rq->who.user_id : NULL,
+	    .user_name = rq->who.user_name[0] ? rq->who.user_name : NULL,
+	    .rt = rq->rt,
+	    .code = rq->error,
+	    .request_id = rq->request_id,
+	};
+	authfail_batch due;
+	bool has_due;
+	bool first = authfail_note(rq->srv->authfail, &e, clock_mono_s(), &due, &has_due);
+	if (has_due && api_db(rq) == 0)
+		authfail_write(rq->srv->authfail, rq->db, &due);
+	if (first)
+		audit_denial(rq, err_info(rq->error)->code, 1);
+	rq->audited = true;
+}
+
 /* Attempt routes: only the credential of the attempt the path names. */
-static int attempt_check(api_req *rq)
+static int attempt_check(api_req *rq, const char *addr)
 {
 	bool mine = false;
 	if (authenticate_attempt(rq, &mine) < 0) {
-		if (rq->error != ERR_DB_UNAVAILABLE && rq->error != ERR_INTERNAL)
-			audit_denial(rq, err_info(rq->error)->code);
+		auth_failed(rq, addr);
 		return -1;
 	}
+	address_give(rq, addr);
 	if (rate_limit(rq) < 0)
 		return -1;
 	authz_subject s = {ROLE_NONE, ROLE_NONE, false, mine};
 	if (authz_decide(&s, rq->rt->permission, rq->rt->scope) == AUTHZ_ALLOW)
 		return 0;
 	api_fail(rq, ERR_ATTEMPT_NOT_FOUND, "%s", err_info(ERR_ATTEMPT_NOT_FOUND)->doc);
-	audit_denial(rq, "another attempt's credential");
+	audit_denial(rq, "another attempt's credential", 0);
 	return -1;
 }
 
 /* The non-attempt routes: token, scope, rate limit, decision. RET 0 or -1 answered. */
-static int token_check(api_req *rq)
+static int token_check(api_req *rq, const char *addr)
 {
 	bool found = false;
 	err_code missing = ERR_NOT_FOUND;
 	doc_read dr = {0};
 	if (authenticate(rq, &found, &missing, &dr) < 0) {
-		if (rq->error != ERR_DB_UNAVAILABLE && rq->error != ERR_INTERNAL)
-			audit_denial(rq, err_info(rq->error)->code);
+		auth_failed(rq, addr);
 		return -1;
 	}
+	address_give(rq, addr);
 	if (rate_limit(rq) < 0)
 		return -1;
 	if (!found) {
@@ -447,20 +508,24 @@ static int token_check(api_req *rq)
 	}
 	if (d == AUTHZ_DENY_HIDDEN) {
 		api_fail(rq, missing, "%s", err_info(missing)->doc);
-		audit_denial(rq, "no relation to the resource");
+		audit_denial(rq, "no relation to the resource", 0);
 	} else {
 		api_fail(rq, ERR_FORBIDDEN, "permission %s is required",
 		         perm_name(rq->rt->permission));
-		audit_denial(rq, "missing permission");
+		audit_denial(rq, "missing permission", 0);
 	}
 	return -1;
 }
 
 int auth_check(api_req *rq)
 {
+	char addr[64];
+	authfail_addr_key(rq->client_addr, addr);
+	if (address_take(rq, addr) < 0)
+		return -1;
 	if (rq->rt->scope == SCOPE_ATTEMPT)
-		return attempt_check(rq);
-	if (token_check(rq) == 0)
+		return attempt_check(rq, addr);
+	if (token_check(rq, addr) == 0)
 		return 0;
 	/* refused: the job's document read with the token is not the answer */
 	free(rq->raw_owned);

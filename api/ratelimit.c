@@ -1,5 +1,6 @@
 /*
- * ratelimit.c - token buckets by class and key (API token ids, user ids).
+ * ratelimit.c - token buckets by class and key (API token ids, user ids,
+ * client addresses).
  */
 #include "ratelimit.h"
 
@@ -80,6 +81,18 @@ static bucket *find_bucket(bucket_class *c, const char *key, double now)
 	return victim;
 }
 
+/* The key's slot, or NULL when no slot holds it. */
+static bucket *lookup_bucket(bucket_class *c, const char *key)
+{
+	unsigned h = hash_key(key);
+	for (unsigned i = 0; i < 8; i++) {
+		bucket *b = &c->slots[(h + i) % RATELIMIT_SLOTS];
+		if (strcmp(b->key, key) == 0)
+			return b;
+	}
+	return NULL;
+}
+
 int ratelimit_take(ratelimit *rl, const char *const *keys, double now_s, int *retry_after_s)
 {
 	bucket *b[RATELIMIT_CLASSES_MAX] = {0};
@@ -110,4 +123,18 @@ int ratelimit_take(ratelimit *rl, const char *const *keys, double now_s, int *re
 			*retry_after_s = 1;
 	}
 	return refused;
+}
+
+void ratelimit_give(ratelimit *rl, const char *const *keys)
+{
+	pthread_mutex_lock(&rl->lock);
+	for (size_t i = 0; i < rl->n; i++) {
+		if (!keys[i])
+			continue;
+		bucket_class *c = &rl->classes[i];
+		bucket *b = lookup_bucket(c, keys[i]);
+		if (b)
+			b->tokens = fmin(c->rate.burst, b->tokens + 1.0);
+	}
+	pthread_mutex_unlock(&rl->lock);
 }

@@ -2,7 +2,8 @@
  * ratelimit.h - token buckets, in memory, thread-safe.
  *
  * A limiter has classes of buckets (the API's: one bucket per API token,
- * and one per user over all of the user's tokens), each with its rate:
+ * one per user over all of the user's tokens, and one per client address
+ * for requests that fail authentication), each with its rate:
  * a bucket of `burst` requests refilled at `rps` per second. A request
  * takes one from its bucket in every class at once, or from none. Each
  * class holds at most RATELIMIT_SLOTS keys; when it is full the least
@@ -37,5 +38,12 @@ void ratelimit_free(ratelimit *rl);
  * *retry_after_s the seconds until every bucket has one again (>= 1).
  */
 int ratelimit_take(ratelimit *rl, const char *const *keys, double now_s, int *retry_after_s);
+
+/*
+ * Give back the request ratelimit_take() took from the buckets of keys (as
+ * passed to it), up to each bucket's burst: the request turned out not to
+ * count against them. A bucket reused for another key since is left alone.
+ */
+void ratelimit_give(ratelimit *rl, const char *const *keys);
 
 #endif

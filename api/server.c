@@ -24,6 +24,7 @@
 #include "audit.h"
 #include "auditseq.h"
 #include "auth.h"
+#include "authfail.h"
 #include "clock.h"
 #include "followers.h"
 #include "report_slots.h"
@@ -495,6 +496,8 @@ static void parts_free(api_server *s)
 	s->reads = NULL;
 	auditseq_stop(s->auditseq);
 	s->auditseq = NULL;
+	authfail_stop(s->authfail); /* writes the failures it counted: the pool is still open */
+	s->authfail = NULL;
 	ratelimit_free(s->rl);
 	s->rl = NULL;
 	telemetry_release(&s->tm);
@@ -513,10 +516,12 @@ int server_start(api_server *s, const ty_config *cfg, db_pool *pool)
 	s->cfg = cfg;
 	s->pool = pool;
 	s->routes = routes_table(&s->n_routes);
-	/* class 0 per API token (or attempt credential), class 1 per user (auth.c) */
+	/* class 0 per API token (or attempt credential), class 1 per user, class 2 per
+	 * client address for failed authentications (auth.c) */
 	const ratelimit_rate rates[] = {{cfg->rate_rps, cfg->rate_burst},
-	                                {cfg->rate_user_rps, cfg->rate_user_burst}};
-	s->rl = ratelimit_new(2, rates);
+	                                {cfg->rate_user_rps, cfg->rate_user_burst},
+	                                {cfg->rate_anon_rps, cfg->rate_anon_burst}};
+	s->rl = ratelimit_new(3, rates);
 	s->followers = followers_new(cfg->log_followers, cfg->log_followers_per_tenant,
 	                             cfg->log_followers_per_user, cfg->log_followers_per_token);
 	s->reports = report_slots_new(cfg->report_streams, cfg->report_streams_per_tenant);
@@ -528,6 +533,9 @@ int server_start(api_server *s, const ty_config *cfg, db_pool *pool)
 	s->hub = s->rl && s->followers && s->reports && s->reads && s->auditseq && tm == 0
 	             ? stream_hub_start()
 	             : NULL;
+	s->authfail = tm == 0 ? authfail_start(pool, cfg->auth_fail_audit_s, s->tm.audit) : NULL;
+	if (!s->authfail)
+		tm = -1;
 	if (!s->hub) {
 		parts_free(s);
 		return -1;

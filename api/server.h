@@ -21,6 +21,7 @@ struct api_server {
 	db_pool *pool;
 	ratelimit *rl;
 	const route *routes;
+	struct authfail *authfail; /* failed authentications counted per address (authfail.h) */
 	size_t n_routes;
 	struct MHD_Daemon *daemon;
 	struct stream_hub *hub;       /* streamed answers waiting for data (stream.c) */

@@ -203,11 +203,26 @@ static const report_column denial_cols[] = {
 	{"failed_authentications", RT_INT}, {"first", RT_TIME}, {"last", RT_TIME}, {NULL, 0},
 };
 static const report_section denials[] = {
+/*
+ * A record stands for detail->>'count' failed authentications (1 without
+ * it), or, when it counted a window of them (api/authfail.h), for those in
+ * detail->'routes', each route's count, from detail->>'first' on.
+ */
 	{"denials", "Denied requests and failed authentications", denial_cols,
 	 "SELECT coalesce(nullif(a.actor_name, ''), '(unauthenticated)'), coalesce(t.name, ''),"
-	 " coalesce((a.detail->>'method') || ' ' || (a.detail->>'route'), a.action),"
-	 " count(*), count(*) FILTER (WHERE a.status = 401), " TS("min(a.at)") ","
-	 " " TS("max(a.at)") ", array_agg(l.seq ORDER BY l.seq)" LOGGED
+	 " coalesce(r.route, a.action), sum(r.n), coalesce(sum(r.n) FILTER (WHERE a.status = 401), 0),"
+	 " " TS("min(coalesce((a.detail->>'first')::timestamptz, a.at))") ","
+	 " " TS("max(coalesce((a.detail->>'last')::timestamptz, a.at))") ","
+	 " array_agg(DISTINCT l.seq ORDER BY l.seq)"
+	 " FROM audit_log a JOIN audit_leaves l ON l.id = a.id"
+	 " LEFT JOIN tenants t ON t.id = a.tenant_id"
+	 " CROSS JOIN LATERAL (SELECT (a.detail->>'method') || ' ' || (a.detail->>'route') AS route,"
+	 " coalesce((a.detail->>'count')::bigint, 1) AS n"
+	 " WHERE jsonb_typeof(a.detail->'routes') IS DISTINCT FROM 'object'"
+	 " UNION ALL SELECT e.key, e.value::bigint FROM jsonb_each_text(CASE"
+	 " WHEN jsonb_typeof(a.detail->'routes') = 'object' THEN a.detail->'routes' END) e) r"
+	 " WHERE l.seq < $1 AND a.at >= $2 AND a.at < $3"
+	 " AND ($4::uuid IS NULL OR a.tenant_id = $4)"
 	 " AND a.outcome = 'denied' GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
 	 false},
 };
