@@ -8,6 +8,7 @@
  * once, at creation, and only its SHA-256 is kept.
  */
 #include <openssl/crypto.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,23 +213,95 @@ static void attempt_resource(const api_req *rq, const char *what, char *out, siz
 	         what[0] ? "/" : "", what);
 }
 
-int h_attempt_heartbeat(api_req *rq)
+/* The largest log size a report may carry, as the checkpoints' bytes (2^53). */
+#define LOG_BYTES_MAX ((int64_t)1 << 53)
+
+/*
+ * The storage side of a report (migrations/0015_storage_quota.sql): the
+ * size of the attempt's sealed log, when the report carries one
+ * (log_bytes >= 0), and what the tenant may still store, which the
+ * runtime keeps its log within. OUT *left: max_storage_bytes less
+ * tenant_storage_bytes(), 0 when none is left. RET 0 or -ERR_*.
+ */
+static int report_storage(api_req *rq, int64_t log_bytes, int64_t *left)
 {
-	char now_state[16];
-	int rc = report_begin(rq, now_state);
-	if (rc)
-		return report_failed(rq, rc);
-	char res[160];
-	attempt_resource(rq, "heartbeat", res, sizeof(res));
-	if (commit_audited(rq, 200, res, NULL) < 0)
-		return 0;
-	return api_reply(rq, 200, json_pack("{s:s}", "job_state", now_state));
+	*left = 0;
+	char lb[24];
+	snprintf(lb, sizeof(lb), "%lld", (long long)log_bytes);
+	const char *pa[] = {rq->scope.attempt_id, lb};
+	int rc = 0;
+	if (log_bytes >= 0)
+		rc =
+		    db_query(rq->db, NULL,
+		             "UPDATE job_attempts SET log_bytes = $2::bigint WHERE id = $1", 2, pa);
+	const char *pj[] = {rq->scope.job_id};
+	PGresult *r = NULL;
+	if (rc == 0)
+		rc = db_query(
+		    rq->db, &r,
+		    "SELECT greatest(q.max_storage_bytes - tenant_storage_bytes(q.tenant_id),"
+		    " 0) FROM quotas q JOIN jobs j ON j.tenant_id = q.tenant_id"
+		    " WHERE j.id = $1",
+		    1, pj);
+	if (rc == 0 && PQntuples(r) == 1)
+		*left = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+	PQclear(r);
+	return rc;
+}
+
+/* A report's answer: the job's state and the storage the tenant has left. */
+static int report_reply(api_req *rq, int status, const char *now_state, int64_t left)
+{
+	return api_reply(
+	    rq, status,
+	    json_pack("{s:s, s:I}", "job_state", now_state, "storage_left", (json_int_t)left));
 }
 
 /* The checks of a report's body: they add a row for each problem. */
 typedef void (*body_check)(const json_t *in, verrs *v);
 
 /* The report's body once check found nothing wrong; NULL when the request was answered. */
+static json_t *report_body(api_req *rq, body_check check);
+
+/* The heartbeat's body, when it has one: {"log_bytes": n}. */
+static void heartbeat_check(const json_t *in, verrs *v)
+{
+	static const char *const fields[] = {"log_bytes", NULL};
+	jsonx_only_fields(in, "", fields, v);
+	int64_t n = 0;
+	jsonx_get_int(in, "", "log_bytes", false, 0, LOG_BYTES_MAX, &n, v);
+}
+
+/* The log size a report's body carries, or -1. */
+static int64_t body_log_bytes(const json_t *in)
+{
+	const json_t *n = json_object_get(in, "log_bytes");
+	return json_is_integer(n) ? (int64_t)json_integer_value(n) : -1;
+}
+
+int h_attempt_heartbeat(api_req *rq)
+{
+	int64_t log_bytes = -1, left = 0;
+	if (rq->body_len > 0) {
+		json_t *in = report_body(rq, heartbeat_check);
+		if (!in)
+			return 0;
+		log_bytes = body_log_bytes(in);
+		json_decref(in);
+	}
+	char now_state[16];
+	int rc = report_begin(rq, now_state);
+	if (rc == 0)
+		rc = report_storage(rq, log_bytes, &left);
+	if (rc)
+		return report_failed(rq, rc);
+	char res[160];
+	attempt_resource(rq, "heartbeat", res, sizeof(res));
+	if (commit_audited(rq, 200, res, NULL) < 0)
+		return 0;
+	return report_reply(rq, 200, now_state, left);
+}
+
 static json_t *report_body(api_req *rq, body_check check)
 {
 	json_t *in;
@@ -249,8 +322,10 @@ static json_t *report_body(api_req *rq, body_check check)
 /* The metrics body: {"steps": [{"step": n, ...}, ...]}, each step once. */
 static void metrics_check(const json_t *in, verrs *v)
 {
-	static const char *const fields[] = {"steps", NULL};
+	static const char *const fields[] = {"steps", "log_bytes", NULL};
 	jsonx_only_fields(in, "", fields, v);
+	int64_t log_bytes = 0;
+	jsonx_get_int(in, "", "log_bytes", false, 0, LOG_BYTES_MAX, &log_bytes, v);
 	const json_t *steps = json_object_get(in, "steps");
 	if (!json_is_array(steps) || json_array_size(steps) == 0) {
 		verrs_add(v, "/steps", steps ? ERR_F_WRONG_TYPE : ERR_F_REQUIRED,
@@ -308,6 +383,7 @@ int h_attempt_metrics(api_req *rq)
 		return 0;
 	char *steps = json_dumps(json_object_get(in, "steps"), JSON_COMPACT);
 	size_t n = json_array_size(json_object_get(in, "steps"));
+	int64_t log_bytes = body_log_bytes(in), left = 0;
 	json_decref(in);
 	if (!steps)
 		return api_fail(rq, ERR_INTERNAL, "out of memory");
@@ -325,13 +401,15 @@ int h_attempt_metrics(api_req *rq)
 	if (rc == 0)
 		rc = db_query(rq->db, NULL, ALERTS_FROM_STEPS_SQL, 3, p);
 	free(steps);
+	if (rc == 0)
+		rc = report_storage(rq, log_bytes, &left);
 	if (rc)
 		return report_failed(rq, rc);
 	char res[160];
 	attempt_resource(rq, "metrics", res, sizeof(res));
 	if (commit_audited(rq, 200, res, json_pack("{s:I}", "steps", (json_int_t)n)) < 0)
 		return 0;
-	return api_reply(rq, 200, json_pack("{s:s}", "job_state", now_state));
+	return report_reply(rq, 200, now_state, left);
 }
 
 /*
@@ -436,6 +514,69 @@ static void checkpoint_check(const json_t *in, verrs *v)
 		    (long long)CHECKPOINT_BYTES_MAX);
 }
 
+/*
+ * The trainer keeps the newest checkpoint.keep checkpoints on disk and
+ * removes the rest before it reports a new one: their records go too, so
+ * that the list holds only what can be downloaded and resumed.
+ */
+#define CHECKPOINT_PRUNE_SQL                                                                       \
+	"DELETE FROM checkpoints c USING jobs j WHERE c.job_id = $1"                               \
+	" AND j.id = c.job_id AND c.step NOT IN (SELECT step FROM checkpoints"                     \
+	"   WHERE job_id = $1 ORDER BY step DESC"                                                  \
+	"   LIMIT greatest(coalesce((j.spec->'checkpoint'->>'keep')::int, 1), 1))"
+
+/*
+ * After a refusal for the tenant's storage quota the runtime removes the
+ * refused step's files, and the trainer has already pruned the checkpoints
+ * older than the newest checkpoint.keep - 1 before it: the records of both
+ * go, and the ones the trainer kept stay.
+ */
+#define CHECKPOINT_REFUSED_PRUNE_SQL                                                               \
+	"DELETE FROM checkpoints c USING jobs j WHERE c.job_id = $1 AND j.id = c.job_id"           \
+	" AND (c.step = $2::int OR (c.step < $2::int AND c.step NOT IN (SELECT step"               \
+	"   FROM checkpoints WHERE job_id = $1 AND step < $2::int ORDER BY step DESC"              \
+	"   LIMIT greatest(coalesce((j.spec->'checkpoint'->>'keep')::int, 1), 1) - 1)))"
+
+/*
+ * Refuse a checkpoint that would take the tenant past max_storage_bytes
+ * (used: the tenant's storage with it). The refusal is recorded, with the
+ * records of what is no longer on disk, and answered 409
+ * storage_quota_exceeded: the runtime removes the step's files and ends
+ * the attempt failed (worker/README.md). RET 0 (answered).
+ */
+static int checkpoint_refused(api_req *rq, const char *step, int64_t bytes, int64_t used,
+                              int64_t max)
+{
+	db_rollback(rq->db);
+	char now_state[16];
+	const char *p[] = {rq->scope.job_id, step};
+	int rc = report_begin(rq, now_state);
+	if (rc == 0)
+		rc = db_query(rq->db, NULL, CHECKPOINT_REFUSED_PRUNE_SQL, 2, p);
+	if (rc)
+		return report_failed(rq, rc);
+	/* the refusal's record, a failure, with the records that went */
+	char res[200];
+	snprintf(res, sizeof(res), "job/%s/checkpoint/step/%s", rq->scope.job_id, step);
+	json_t *d = json_pack("{s:s, s:s, s:I, s:I, s:I}", "code", "storage_quota_exceeded", "step",
+	                      step, "bytes", (json_int_t)bytes, "storage_bytes", (json_int_t)used,
+	                      "max_storage_bytes", (json_int_t)max);
+	audit_record a = api_audit_record(rq, rq->rt->action, "failure", 409);
+	a.resource = res;
+	a.detail = d;
+	rc = api_audit_write(rq, &a);
+	json_decref(d);
+	if (rc == 0)
+		rc = db_commit(rq->db);
+	if (rc)
+		return api_fail_db(rq, rc);
+	rq->audited = true;
+	return api_fail(rq, ERR_STORAGE_QUOTA_EXCEEDED,
+	                "checkpoint of step %s (%lld bytes) would bring the tenant's storage to "
+	                "%lld bytes, past its quota of %lld bytes",
+	                step, (long long)bytes, (long long)used, (long long)max);
+}
+
 int h_attempt_checkpoint(api_req *rq)
 {
 	json_t *in = report_body(rq, checkpoint_check);
@@ -454,7 +595,14 @@ int h_attempt_checkpoint(api_req *rq)
 		return api_fail(rq, ERR_INTERNAL, "out of memory");
 	char now_state[16];
 	json_t *c = NULL;
+	const char *pj[] = {rq->scope.job_id};
 	int rc = report_begin(rq, now_state);
+	/* one registration of the tenant's at a time measures its storage */
+	if (rc == 0)
+		rc = db_query(rq->db, NULL,
+		              "SELECT 1 FROM quotas WHERE tenant_id ="
+		              " (SELECT tenant_id FROM jobs WHERE id = $1) FOR UPDATE",
+		              1, pj);
 	if (rc == 0) {
 		/* a step written again (after a fallback) replaces the earlier record */
 		const char *p[] = {
@@ -474,24 +622,30 @@ int h_attempt_checkpoint(api_req *rq)
 		    " SELECT row_to_json(c) FROM c",
 		    6, p, &c);
 	}
-	/*
-	 * The trainer keeps the newest checkpoint.keep checkpoints on disk and
-	 * removes the rest before it reports a new one: their records go too,
-	 * so that the list holds only what can be downloaded and resumed.
-	 */
-	const char *pj[] = {rq->scope.job_id};
+	if (rc == 0)
+		rc = db_query(rq->db, NULL, CHECKPOINT_PRUNE_SQL, 1, pj);
+	free(shards);
+	/* the tenant's storage with this checkpoint, against its quota */
+	PGresult *r = NULL;
 	if (rc == 0)
 		rc = db_query(
-		    rq->db, NULL,
-		    "DELETE FROM checkpoints c USING jobs j WHERE c.job_id = $1"
-		    " AND j.id = c.job_id AND c.step NOT IN (SELECT step FROM checkpoints"
-		    "   WHERE job_id = $1 ORDER BY step DESC"
-		    "   LIMIT greatest(coalesce((j.spec->'checkpoint'->>'keep')::int, 1), 1))",
+		    rq->db, &r,
+		    "SELECT q.max_storage_bytes, tenant_storage_bytes(q.tenant_id)"
+		    " FROM quotas q JOIN jobs j ON j.tenant_id = q.tenant_id WHERE j.id = $1",
 		    1, pj);
-	free(shards);
+	int64_t max = INT64_MAX, used = 0;
+	if (rc == 0 && PQntuples(r) == 1) {
+		max = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+		used = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+	}
+	PQclear(r);
 	if (rc) {
 		json_decref(c);
 		return report_failed(rq, rc);
+	}
+	if (used > max) {
+		json_decref(c);
+		return checkpoint_refused(rq, step, bytes, used, max);
 	}
 	char res[200];
 	snprintf(res, sizeof(res), "job/%s/checkpoint/%s", rq->scope.job_id,
@@ -500,6 +654,7 @@ int h_attempt_checkpoint(api_req *rq)
 		json_decref(c);
 		return 0;
 	}
+	json_object_set_new(c, "storage_left", json_integer((json_int_t)(max - used)));
 	return api_reply(rq, 201, c);
 }
 
@@ -569,8 +724,10 @@ int h_attempt_event(api_req *rq)
 static void finish_check(const json_t *in, verrs *v)
 {
 	static const char *const outcomes[] = {"succeeded", "failed", NULL};
-	static const char *const fields[] = {"outcome", "reason", NULL};
+	static const char *const fields[] = {"outcome", "reason", "log_bytes", NULL};
 	jsonx_only_fields(in, "", fields, v);
+	int64_t log_bytes = 0;
+	jsonx_get_int(in, "", "log_bytes", false, 0, LOG_BYTES_MAX, &log_bytes, v);
 	const char *outcome = NULL, *reason = NULL;
 	if (jsonx_get_str(in, "", "outcome", true, 16, &outcome, v) > 0 &&
 	    jsonx_enum_index(outcome, outcomes) < 0)
@@ -610,6 +767,7 @@ int h_attempt_finish(api_req *rq)
 	char oc[16], why[256];
 	snprintf(oc, sizeof(oc), "%s", outcome);
 	snprintf(why, sizeof(why), "%s", reason);
+	int64_t log_bytes = body_log_bytes(in), left;
 	json_decref(in);
 	char now_state[16] = "";
 	bool followed = false;
@@ -617,6 +775,8 @@ int h_attempt_finish(api_req *rq)
 	bool cancelling = strcmp(now_state, "cancelling") == 0;
 	bool failed = strcmp(oc, "failed") == 0;
 	job_state to = cancelling ? JOB_CANCELLED : failed ? JOB_FAILED : JOB_SUCCEEDED;
+	if (rc == 0)
+		rc = report_storage(rq, log_bytes, &left);
 	if (rc == 0)
 		rc = attempt_end(rq, oc, failure_class(why), &followed);
 	/* a followed attempt's failure is the scheduler's to act on */

@@ -14,7 +14,16 @@
  * recorded an exemption. The version is registered, numbered and audited
  * in one transaction after its last shard is synced and in place; a body
  * that is refused or cut off half-way leaves no row and no shard.
+ *
+ * The version counts against the tenant's max_storage_bytes with its
+ * sealed size (tenant_storage_bytes(), migrations/0015_storage_quota.sql):
+ * a tenant without room for the smallest version is refused before a
+ * byte of the body is read, an upload is cut off as soon as its sealed
+ * shards pass what was left when it began, and the registration checks
+ * again under a lock on the tenant's quota, against uploads and
+ * checkpoints that ended meanwhile (409 storage_quota_exceeded).
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +48,7 @@ typedef struct upload {
 	dataset_shard_parser shards;
 	mask_policy *policy;
 	masker *m;
+	int64_t storage_left; /* what the tenant could still store when the upload began */
 	char err[512];
 } upload;
 
@@ -59,7 +69,8 @@ static void upload_release(void *ctx)
 /* Answer a failure of the writer, the parser or the masker (rc < 0). RET rc. */
 static int upload_failed(api_req *rq, upload *u, int rc)
 {
-	if (rc == -ERR_DATASET_NOT_SHARDS || rc == -ERR_DATASET_EMPTY || rc == -ERR_TEXT_UNMASKABLE)
+	if (rc == -ERR_DATASET_NOT_SHARDS || rc == -ERR_DATASET_EMPTY ||
+	    rc == -ERR_TEXT_UNMASKABLE || rc == -ERR_STORAGE_QUOTA_EXCEEDED)
 		api_fail(rq, rc, "%s", u->err);
 	else {
 		log_printf(LOG_ERROR, "dataset upload of %s: %s", u->name, u->err);
@@ -86,18 +97,72 @@ static int upload_feed(api_req *rq, const char *buf, size_t n)
 		rc = dataset_writer_text(u->w, buf, n, u->err, sizeof(u->err));
 	else
 		rc = masker_feed(u->m, buf, n, emit_text, u, u->err, sizeof(u->err));
+	uint64_t sealed = dataset_writer_sealed_bytes(u->w);
+	if (rc == 0 && sealed > (uint64_t)u->storage_left) {
+		snprintf(u->err, sizeof(u->err),
+		         "the version passes the %lld bytes the tenant's storage quota had left "
+		         "when the upload began (%llu bytes sealed so far)",
+		         (long long)u->storage_left, (unsigned long long)sealed);
+		rc = -ERR_STORAGE_QUOTA_EXCEEDED;
+	}
 	return rc ? upload_failed(rq, u, rc) : 0;
+}
+
+/* The smallest version on disk: one shard of one token, sealed (docs/storage.md). */
+#define VERSION_SEALED_MIN (42 + 2 + 16)
+
+/*
+ * What the tenant may still store: max_storage_bytes less
+ * tenant_storage_bytes() (migrations/0015_storage_quota.sql). With lock,
+ * under a lock on the tenant's quota row, held to the end of the
+ * transaction. OUT *left (may be negative). RET 0 or -ERR_*.
+ */
+static int storage_left(api_req *rq, bool lock, int64_t *left)
+{
+	const char *p[] = {rq->scope.tenant_id};
+	PGresult *r = NULL;
+	int rc = lock ? db_query(rq->db, NULL,
+	                         "SELECT 1 FROM quotas WHERE tenant_id = $1 FOR UPDATE", 1, p)
+	              : 0;
+	if (rc == 0)
+		rc = db_query(rq->db, &r,
+		              "SELECT max_storage_bytes - tenant_storage_bytes(tenant_id)"
+		              " FROM quotas WHERE tenant_id = $1",
+		              1, p);
+	*left = rc == 0 && PQntuples(r) == 1 ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : INT64_MAX;
+	PQclear(r);
+	return rc;
+}
+
+/*
+ * The registration's check: the version's sealed bytes against what the
+ * tenant has left now, under the lock. RET 0, -ERR_STORAGE_QUOTA_EXCEEDED
+ * (message in u->err) or -ERR_*.
+ */
+static int upload_quota(api_req *rq, upload *u, uint64_t sealed)
+{
+	int64_t left;
+	int rc = storage_left(rq, true, &left);
+	if (rc == 0 && (left < 0 || sealed > (uint64_t)left)) {
+		snprintf(u->err, sizeof(u->err),
+		         "the version's %llu sealed bytes pass the %lld bytes the tenant's storage "
+		         "quota has left",
+		         (unsigned long long)sealed, (long long)(left < 0 ? 0 : left));
+		rc = -ERR_STORAGE_QUOTA_EXCEEDED;
+	}
+	return rc;
 }
 
 /* Number, register and audit the finished version, in one transaction. */
 static int upload_register(api_req *rq, upload *u, const dataset_summary *sum, json_t **out)
 {
-	char sha[65], shards[16], tokens[24], max_token[16], bytes[24];
+	char sha[65], shards[16], tokens[24], max_token[16], bytes[24], sealed[24];
 	hex_encode(sum->sha256, 32, sha);
 	snprintf(shards, sizeof(shards), "%d", sum->shards);
 	snprintf(tokens, sizeof(tokens), "%llu", (unsigned long long)sum->tokens);
 	snprintf(max_token, sizeof(max_token), "%u", sum->max_token);
 	snprintf(bytes, sizeof(bytes), "%llu", rq->upload.received);
+	snprintf(sealed, sizeof(sealed), "%llu", (unsigned long long)sum->sealed_bytes);
 	json_t *masking = NULL;
 	if (u->text && u->masked)
 		masking = json_pack("{s:o, s:o}", "policy", mask_policy_json(u->policy), "counts",
@@ -113,7 +178,8 @@ static int upload_register(api_req *rq, upload *u, const dataset_summary *sum, j
 	                   sha,
 	                   mtext,
 	                   u->masked ? "false" : "true",
-	                   rq->who.user_id};
+	                   rq->who.user_id,
+	                   sealed};
 	int rc = api_db(rq);
 	if (rc == 0)
 		rc = db_begin(rq->db);
@@ -121,17 +187,21 @@ static int upload_register(api_req *rq, upload *u, const dataset_summary *sum, j
 		rc = db_query(rq->db, NULL, "SELECT 1 FROM datasets WHERE id = $1 FOR UPDATE", 1,
 		              &p[1]);
 	if (rc == 0)
+		rc = upload_quota(rq, u, sum->sealed_bytes);
+	if (rc == 0)
 		rc = api_query_json(
 		    rq,
 		    "WITH v AS (INSERT INTO dataset_versions (id, dataset_id, version, format,"
-		    " shards, tokens, max_token, bytes, sha256, masking, unmasked, created_by)"
+		    " shards, tokens, max_token, bytes, sha256, masking, unmasked, created_by,"
+		    " sealed_bytes)"
 		    " SELECT $1, $2, coalesce(max(version), 0) + 1, $3, $4::int, $5::bigint,"
-		    " $6::int, $7::bigint, decode($8, 'hex'), $9::jsonb, $10::boolean, $11"
-		    " FROM dataset_versions WHERE dataset_id = $2 RETURNING *)"
+		    " $6::int, $7::bigint, decode($8, 'hex'), $9::jsonb, $10::boolean, $11,"
+		    " $12::bigint FROM dataset_versions WHERE dataset_id = $2 RETURNING *)"
 		    " SELECT row_to_json(x) FROM (SELECT v.id, v.version, v.format, v.shards,"
 		    " v.tokens, v.max_token, v.bytes, encode(v.sha256, 'hex') AS sha256,"
-		    " v.masking, v.unmasked, " TS("v.created_at") " AS created_at FROM v) x",
-		    11, p, out);
+		    " v.masking, v.unmasked, v.sealed_bytes, " TS(
+		        "v.created_at") " AS created_at FROM v) x",
+		    12, p, out);
 	free(mtext);
 	if (rc == 0) {
 		char res[128];
@@ -167,6 +237,10 @@ static int upload_finish(api_req *rq)
 	json_t *out = NULL;
 	if ((rc = upload_register(rq, u, &sum, &out))) {
 		json_decref(out);
+		if (rc == -ERR_STORAGE_QUOTA_EXCEEDED) {
+			db_rollback(rq->db);
+			return api_fail(rq, rc, "%s", u->err);
+		}
 		return api_fail_db(rq, rc);
 	}
 	u->registered = true;
@@ -280,6 +354,16 @@ static int upload_open(api_req *rq, upload *u)
 		rc = -ERR_INTERNAL;
 	PQclear(r);
 	if (rc == 0)
+		rc = storage_left(rq, false, &u->storage_left);
+	if (rc == 0 && u->storage_left < VERSION_SEALED_MIN) {
+		snprintf(u->err, sizeof(u->err),
+		         "the tenant's storage quota has %lld bytes left, fewer than the smallest "
+		         "version takes (%d)",
+		         (long long)(u->storage_left < 0 ? 0 : u->storage_left),
+		         VERSION_SEALED_MIN);
+		rc = -ERR_STORAGE_QUOTA_EXCEEDED;
+	}
+	if (rc == 0)
 		sweep(rq, u);
 	crypt_key k;
 	int kv;
@@ -322,7 +406,8 @@ int h_dataset_version_create(api_req *rq)
 	if (upload_params(rq, u) < 0)
 		return 0;
 	int rc = upload_open(rq, u);
-	if (rc == -ERR_DATASET_NOT_FOUND || rc == -ERR_MASKING_REQUIRED)
+	if (rc == -ERR_DATASET_NOT_FOUND || rc == -ERR_MASKING_REQUIRED ||
+	    rc == -ERR_STORAGE_QUOTA_EXCEEDED)
 		return api_fail(rq, rc, "%s", u->err);
 	if (rc == -ERR_KEYS_UNAVAILABLE)
 		return api_fail(rq, rc, "the tenant's keys were destroyed");

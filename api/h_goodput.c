@@ -336,8 +336,11 @@ int h_tenant_usage(api_req *rq)
 	    "SELECT json_build_object('max_gpus', k.max_gpus, 'devices_in_use',"
 	    " (SELECT coalesce(sum(r.devices), 0) FROM jobs r WHERE r.tenant_id = k.tenant_id"
 	    "  AND job_holds_devices(r.state)),"
-	    " 'max_running_jobs', k.max_running_jobs, 'gpu_hours_per_month', k.gpu_hours_per_month)"
-	    " FROM quotas k WHERE k.tenant_id = $1",
+	    " 'max_running_jobs', k.max_running_jobs, 'gpu_hours_per_month', k.gpu_hours_per_month,"
+	    " 'max_storage_bytes', k.max_storage_bytes, 'storage_bytes_used',"
+	    " tenant_storage_bytes(k.tenant_id), 'storage', json_build_object('checkpoints',"
+	    " s.checkpoints, 'datasets', s.datasets, 'logs', s.logs))"
+	    " FROM quotas k, tenant_storage(k.tenant_id) s WHERE k.tenant_id = $1",
 	    1, q, &quota);
 	if (rc)
 		return api_fail_db(rq, rc);

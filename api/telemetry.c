@@ -45,8 +45,15 @@ int telemetry_init(api_telemetry *t)
 	                        1, tenant);
 	t->quota = prom_gauge(t->reg, "trainyard_tenant_device_quota",
 	                      "Each tenant's max_gpus quota", 1, tenant);
+	t->storage =
+	    prom_gauge(t->reg, "trainyard_tenant_storage_bytes",
+	               "Sealed bytes each tenant stores: its checkpoints, dataset versions "
+	               "and logs, counted against max_storage_bytes",
+	               1, tenant);
+	t->storage_quota = prom_gauge(t->reg, "trainyard_tenant_storage_quota_bytes",
+	                              "Each tenant's max_storage_bytes quota", 1, tenant);
 	if (!t->requests || !t->latency || !t->pool_wait || !t->audit || !t->jobs || !t->oldest ||
-	    !t->devices || !t->quota) {
+	    !t->devices || !t->quota || !t->storage || !t->storage_quota) {
 		telemetry_release(t);
 		return -1;
 	}
@@ -81,10 +88,12 @@ void telemetry_request(api_telemetry *t, const char *route, const char *method, 
 
 /*
  * One row per tenant and state with jobs, then one per tenant with its
- * oldest queued job's age, devices held and quota (state NULL on those).
+ * oldest queued job's age, devices held and quota, storage used
+ * (tenant_storage_bytes(), migrations/0015_storage_quota.sql) and storage
+ * quota (state NULL on those).
  */
 #define SCRAPE_SQL                                                                                 \
-	"SELECT t.name, j.state, count(*), NULL, NULL, NULL FROM jobs j"                           \
+	"SELECT t.name, j.state, count(*), NULL, NULL, NULL, NULL, NULL FROM jobs j"               \
 	" JOIN tenants t ON t.id = j.tenant_id GROUP BY t.name, j.state"                           \
 	" UNION ALL"                                                                               \
 	" SELECT t.name, NULL, NULL,"                                                              \
@@ -92,7 +101,8 @@ void telemetry_request(api_telemetry *t, const char *route, const char *method, 
 	"    WHERE q.tenant_id = t.id AND q.state = 'queued'),"                                    \
 	"  (SELECT coalesce(sum(r.devices), 0) FROM jobs r WHERE r.tenant_id = t.id"               \
 	"    AND job_holds_devices(r.state)),"                                                     \
-	"  q.max_gpus FROM tenants t LEFT JOIN quotas q ON q.tenant_id = t.id"
+	"  q.max_gpus, tenant_storage_bytes(t.id), q.max_storage_bytes"                            \
+	" FROM tenants t LEFT JOIN quotas q ON q.tenant_id = t.id"
 
 char *telemetry_scrape(api_telemetry *t, PGconn *db, size_t *len, int *db_failed)
 {
@@ -108,6 +118,8 @@ char *telemetry_scrape(api_telemetry *t, PGconn *db, size_t *len, int *db_failed
 	prom_reset(t->oldest);
 	prom_reset(t->devices);
 	prom_reset(t->quota);
+	prom_reset(t->storage);
+	prom_reset(t->storage_quota);
 	for (int i = 0; i < PQntuples(r); i++) {
 		const char *tenant = PQgetvalue(r, i, 0);
 		const char *const one[] = {tenant};
@@ -121,6 +133,9 @@ char *telemetry_scrape(api_telemetry *t, PGconn *db, size_t *len, int *db_failed
 		prom_set(t->devices, one, atof(PQgetvalue(r, i, 4)));
 		if (!PQgetisnull(r, i, 5))
 			prom_set(t->quota, one, atof(PQgetvalue(r, i, 5)));
+		prom_set(t->storage, one, atof(PQgetvalue(r, i, 6)));
+		if (!PQgetisnull(r, i, 7))
+			prom_set(t->storage_quota, one, atof(PQgetvalue(r, i, 7)));
 	}
 	PQclear(r);
 	return prom_render(t->reg, len);

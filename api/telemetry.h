@@ -17,14 +17,16 @@
 
 typedef struct api_telemetry {
 	prom_registry *reg;
-	prom_family *requests;  /* trainyard_http_requests_total{route,method,code} */
-	prom_family *latency;   /* trainyard_http_request_duration_seconds{route,method} */
-	prom_family *pool_wait; /* trainyard_db_pool_wait_seconds */
-	prom_family *audit;     /* trainyard_audit_records_written_total{outcome} */
-	prom_family *jobs;      /* trainyard_jobs{tenant,state} */
-	prom_family *oldest;    /* trainyard_queue_oldest_job_age_seconds{tenant} */
-	prom_family *devices;   /* trainyard_tenant_devices_in_use{tenant} */
-	prom_family *quota;     /* trainyard_tenant_device_quota{tenant} */
+	prom_family *requests;      /* trainyard_http_requests_total{route,method,code} */
+	prom_family *latency;       /* trainyard_http_request_duration_seconds{route,method} */
+	prom_family *pool_wait;     /* trainyard_db_pool_wait_seconds */
+	prom_family *audit;         /* trainyard_audit_records_written_total{outcome} */
+	prom_family *jobs;          /* trainyard_jobs{tenant,state} */
+	prom_family *oldest;        /* trainyard_queue_oldest_job_age_seconds{tenant} */
+	prom_family *devices;       /* trainyard_tenant_devices_in_use{tenant} */
+	prom_family *quota;         /* trainyard_tenant_device_quota{tenant} */
+	prom_family *storage;       /* trainyard_tenant_storage_bytes{tenant} */
+	prom_family *storage_quota; /* trainyard_tenant_storage_quota_bytes{tenant} */
 } api_telemetry;
 
 /* Register every family. RET 0, or -1 when out of memory. */

@@ -119,6 +119,9 @@ check_eq "so are two of 2^62, whose sum overflows 64 bits" \
 check_eq "shards adding up past 2^53 are refused, naming the list" \
 	"422 validation_failed /shards" \
 	"$(shards_sized 4503599627370496 4503599627370496 1)"
+# room in the tenant's storage quota for a checkpoint that large
+TOKEN=$ADMIN api PUT "/v1/tenants/$TA/quota" -H 'Content-Type: application/json' \
+	-d '{"max_storage_bytes": 9223372036854775807}'
 check_eq "shards adding up to 2^53 are taken" "201 null " \
 	"$(shards_sized 4503599627370496 4503599627370496)"
 check_eq "and their sum recorded" 9007199254740992 \
