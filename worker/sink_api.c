@@ -15,13 +15,24 @@
  * heartbeat_s seconds. Every report answers the job's state; "cancelling"
  * asks the driver to stop (the launch checkpoints and exits 16), and the
  * finish then ends the attempt, which the API turns into "cancelled".
+ *
+ * The tenant's storage quota (migrations/0015_storage_quota.sql):
+ * heartbeats and metrics carry the sealed log's size on disk
+ * ("log_bytes"), and their answers what the tenant may still store
+ * ("storage_left"). The log takes lines up to the size it had when
+ * reported plus that room; past it, one marker line says the log is
+ * full and the lines after it are dropped (counted, and said when room
+ * comes back). A checkpoint the API refuses with storage_quota_exceeded
+ * has its files removed, the training is stopped, and the attempt ends
+ * failed with that reason.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ckpt.h"
 #include "client.h"
@@ -56,7 +67,25 @@ typedef struct api_sink {
 	bool stop_asked; /* runtime_request_stop() was called */
 	bool cancelling; /* the job is being cancelled */
 	int dropped;     /* reports given up */
+	/* the storage quota */
+	int log_size_fd;     /* the sealed log, for its size on disk; -1: none */
+	long long log_sent;  /* the log's size the report in flight carries; -1: none */
+	long long log_limit; /* the size the log may reach; -1: not known yet */
+	long long log_lost;  /* lines dropped since the log was full */
+	bool log_full;       /* the marker is written, lines are dropped */
+	bool quota_refused;  /* a checkpoint was refused for the quota */
 } api_sink;
+
+#define QUOTA_REASON "storage_quota_exceeded"
+
+/* The sealed log's bytes on disk, or -1. */
+static long long log_size(const api_sink *s)
+{
+	struct stat st;
+	if (s->log_size_fd < 0 || fstat(s->log_size_fd, &st) != 0)
+		return -1;
+	return (long long)st.st_size;
+}
 
 static void sleep_s(double sec)
 {
@@ -96,6 +125,9 @@ static void took(api_sink *s, const rt_answer *a, double now)
 	s->last_report = now;
 	s->backoff = 0;
 	s->next_try = 0;
+	const json_t *left = json_object_get(a->body, "storage_left");
+	if (json_is_integer(left) && s->log_sent >= 0)
+		s->log_limit = s->log_sent + (long long)json_integer_value(left);
 	const char *state = json_string_value(json_object_get(a->body, "job_state"));
 	if (state && strcmp(state, "cancelling") == 0) {
 		s->cancelling = true;
@@ -105,11 +137,37 @@ static void took(api_sink *s, const rt_answer *a, double now)
 
 enum { SENT, RETRY, DROPPED, ENDED };
 
+/*
+ * A checkpoint refused for the tenant's storage quota: its files go (the
+ * API dropped its record), the training stops, the attempt ends failed.
+ */
+static void checkpoint_refused(api_sink *s, const json_t *body, const rt_answer *a)
+{
+	int step = (int)json_integer_value(json_object_get(body, "step"));
+	char err[512];
+	note(s, "checkpoint of step %d refused: %s", step, a->message);
+	if (ckpt_step_remove(s->store, step, err, sizeof(err)) < 0)
+		note(s, "could not remove the checkpoint of step %d: %s", step, err);
+	else
+		note(s, "the files of the checkpoint of step %d are removed", step);
+	s->quota_refused = true;
+	ask_stop(s, "the tenant's storage quota is used up");
+}
+
 /* One report now. RET SENT, RETRY (try again later), DROPPED or ENDED. */
-static int send_report(api_sink *s, const char *what, const json_t *body, double now)
+static int send_report(api_sink *s, const char *what, json_t *body, double now)
 {
 	if (s->ended)
 		return ENDED;
+	/* heartbeats and metrics carry the log's size, for the tenant's storage */
+	bool sized = strcmp(what, "/heartbeat") == 0 || strcmp(what, "/metrics") == 0;
+	s->log_sent = sized ? log_size(s) : -1;
+	json_t *own = NULL;
+	if (s->log_sent >= 0) {
+		if (!body)
+			body = own = json_object();
+		json_object_set_new(body, "log_bytes", json_integer(s->log_sent));
+	}
 	rt_answer a;
 	int rc = rt_client_call(s->client, "POST", what, body, &a);
 	int out = SENT;
@@ -127,12 +185,17 @@ static int send_report(api_sink *s, const char *what, const json_t *body, double
 		s->next_try = now + s->backoff;
 		note(s, "report %s not taken, again in %.1f s: %s", what, s->backoff, a.message);
 		out = RETRY;
+	} else if (strcmp(what, "/checkpoints") == 0 && strcmp(a.code, QUOTA_REASON) == 0) {
+		checkpoint_refused(s, body, &a);
+		out = DROPPED;
 	} else {
 		s->dropped++;
 		note(s, "report %s refused, dropped: %s", what, a.message);
 		out = DROPPED;
 	}
 	rt_answer_release(&a);
+	json_decref(own);
+	s->log_sent = -1;
 	return out;
 }
 
@@ -190,6 +253,26 @@ static int as_log_line(runtime_sink *base, runtime_stream from, const char *line
 		return -1;
 	if (n > CRYPT_LOG_RECORD_MAX)
 		n = CRYPT_LOG_RECORD_MAX;
+	if (s->log_limit >= 0) {
+		/* a record: its length word, the line, its tag */
+		long long size = log_size(s), rec = 4 + (long long)n + CRYPT_TAG_LEN;
+		bool fits = size >= 0 && size + rec <= s->log_limit;
+		if (!fits && !s->log_full) {
+			s->log_full = true;
+			note(s,
+			     "the tenant's storage quota is used up: the log keeps no more lines");
+		}
+		if (!fits) {
+			s->log_lost++;
+			return 0;
+		}
+		if (s->log_full) {
+			s->log_full = false;
+			note(s, "the storage quota has room again: %lld lines were not kept",
+			     s->log_lost);
+			s->log_lost = 0;
+		}
+	}
 	return crypt_log_append(s->log, line, n, NULL, 0) < 0 ? -1 : 0;
 }
 
@@ -289,13 +372,17 @@ static int as_finish(runtime_sink *base, const runtime_outcome *o)
 		}
 		s->log = NULL;
 	}
-	bool ok = strcmp(o->result, "succeeded") == 0;
-	const char *reason = ok              ? ""
-	                     : o->failure    ? o->failure
-	                     : s->cancelling ? "cancelled"
-	                                     : "stopped";
+	bool ok = strcmp(o->result, "succeeded") == 0 && !s->quota_refused;
+	const char *reason = ok                 ? ""
+	                     : s->quota_refused ? QUOTA_REASON
+	                     : o->failure       ? o->failure
+	                     : s->cancelling    ? "cancelled"
+	                                        : "stopped";
 	json_t *body = json_pack("{s:s, s:s}", "outcome", ok ? "succeeded" : "failed", "reason",
 	                         ok ? "all steps done" : reason);
+	long long closed = log_size(s); /* the sealed log's size, closed */
+	if (body && closed >= 0)
+		json_object_set_new(body, "log_bytes", json_integer(closed));
 	s->backoff = 0;
 	s->next_try = 0;
 	int sent = RETRY;
@@ -319,6 +406,8 @@ static void as_free(runtime_sink *base)
 		outbox_pop(s);
 	if (s->log)
 		crypt_log_writer_free(s->log);
+	if (s->log_size_fd >= 0)
+		close(s->log_size_fd);
 	ckpt_store_free(s->store);
 	rt_client_free(s->client);
 	free(s);
@@ -347,6 +436,8 @@ runtime_sink *sink_api_new(rt_client *client, const crypt_object_ctx *ctx, const
 	s->base.ops = &api_sink_ops;
 	s->client = client;
 	s->tail = &s->head;
+	s->log_sent = s->log_limit = -1;
+	s->log_size_fd = dup(log_fd); /* the writer owns log_fd; its size is read here */
 	s->heartbeat_s = heartbeat_s > 0 ? heartbeat_s : 30;
 	s->store = ckpt_store_encrypted(ckpt_dir, ctx);
 	if (!s->store) {
