@@ -2,7 +2,9 @@
  * h_keys.c - the envelope keys over the API (keys.h): an attempt's worker
  * runtime fetches its job's data key; a tenant's owner rotates the
  * tenant's key-encryption key; the platform admin destroys a tenant's keys
- * (crypto-shredding). Each is audited, in the transaction that does it;
+ * (crypto-shredding); the platform's admins and auditors read which master
+ * keys the stored keys need (a master-key rotation's progress). Each change
+ * is audited, in the transaction that does it;
  * key material appears in no record and no log, and the data key only in
  * the one answer to its attempt.
  */
@@ -30,6 +32,10 @@ static int key_failed(api_req *rq, int rc)
 	if (rc == -ERR_KEY_UNWRAP_FAILED)
 		return api_fail(rq, ERR_KEY_UNWRAP_FAILED,
 		                "a stored key did not unwrap: wrong master key, or altered rows");
+	if (rc == -ERR_MASTER_KEY_MISSING)
+		return api_fail(
+		    rq, ERR_MASTER_KEY_MISSING,
+		    "a stored key is wrapped by a master key this server does not hold");
 	return api_fail_db(rq, rc);
 }
 
@@ -111,4 +117,17 @@ int h_key_shred(api_req *rq)
 	if (rc)
 		return key_failed(rq, rc);
 	return api_reply(rq, 204, NULL);
+}
+
+int h_master_key_status(api_req *rq)
+{
+	if (keys_ready(rq) < 0)
+		return 0;
+	int rc = api_db(rq);
+	json_t *out = NULL;
+	if (rc == 0)
+		rc = keys_master_status(rq->db, &rq->srv->master, keys_master_previous(), &out);
+	if (rc)
+		return api_fail_db(rq, rc);
+	return api_reply(rq, 200, out);
 }

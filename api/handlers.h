@@ -59,6 +59,7 @@ int h_attempt_finish(api_req *rq);
 int h_attempt_key(api_req *rq);
 int h_key_rotate(api_req *rq);
 int h_key_shred(api_req *rq);
+int h_master_key_status(api_req *rq);
 
 /* h_datasets.c, h_dataset_upload.c, h_dataset_grants.c: the dataset registry (docs/datasets.md) */
 int h_dataset_create(api_req *rq);

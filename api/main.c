@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "db.h"
+#include "keys.h"
 #include "log.h"
 #include "tenantfs.h"
 #include "migrate.h"
@@ -64,6 +65,8 @@ int main(int argc, char **argv)
 	char rerr[1024];
 	if (tenantfs_outside_roots(cfg.master_key_file, "the master key file", roots, 3, rerr,
 	                           sizeof(rerr)) < 0 ||
+	    tenantfs_outside_roots(cfg.master_key_previous_file, "the previous master key file",
+	                           roots, 3, rerr, sizeof(rerr)) < 0 ||
 	    tenantfs_outside_roots(cfg.audit_key_file, "the audit signing key file", roots, 3, rerr,
 	                           sizeof(rerr)) < 0) {
 		log_printf(LOG_ERROR, "%s", rerr);
@@ -76,6 +79,22 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		srv.has_master = true;
+		crypt_key previous;
+		int prc = crypt_master_previous_from_config(&cfg, &previous, kerr, sizeof(kerr));
+		if (prc < 0) {
+			log_printf(LOG_ERROR, "%s", kerr);
+			return 1;
+		}
+		char id[CRYPT_KEY_ID_LEN + 1], pid[CRYPT_KEY_ID_LEN + 1] = "";
+		crypt_key_id(&srv.master, id);
+		if (prc == 1) {
+			/* a rotation is under way: the rows it has not reached name this one */
+			keys_master_previous_set(&previous);
+			crypt_key_id(&previous, pid);
+			crypt_key_clear(&previous);
+		}
+		log_printf(LOG_INFO, "master key %s%s%s", id,
+		           pid[0] ? ", previous master key " : "", pid);
 	} else {
 		log_printf(LOG_WARN, "no master key (TRAINYARD_MASTER_KEY_FILE): encrypted storage "
 		                     "and its keys are unavailable");
@@ -112,6 +131,7 @@ int main(int argc, char **argv)
 	server_stop(&srv);
 	db_pool_free(pool);
 	crypt_key_clear(&srv.master);
+	keys_master_previous_set(NULL);
 	auditsign_release(&srv.audit_key);
 	return 0;
 }

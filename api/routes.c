@@ -42,6 +42,7 @@ static const route table[] = {
 	{"PUT",    "/v1/tenants/{tenant}/quota",          PERM_QUOTA_WRITE,     SCOPE_TENANT,   "quota.update",   0,   h_quota_put},
 	{"POST",   "/v1/tenants/{tenant}/keys/rotate",    PERM_KEY_ROTATE,      SCOPE_TENANT,   "key.rotate",     0,   h_key_rotate},
 	{"DELETE", "/v1/tenants/{tenant}/keys",           PERM_KEY_SHRED,       SCOPE_TENANT,   "key.shred",      0,   h_key_shred},
+	{"GET",    "/v1/keys/master",                     PERM_METRICS_READ,    SCOPE_PLATFORM, NULL,             0,   h_master_key_status},
 	{"GET",    "/v1/tenants/{tenant}/identity",       PERM_TENANT_READ,     SCOPE_TENANT,   NULL,             0,   h_identity_get},
 	{"PUT",    "/v1/tenants/{tenant}/identity",       PERM_TENANT_IDENTITY, SCOPE_TENANT,   "tenant.identity", 0,  h_identity_put},
 	{"GET",    "/v1/tenants/{tenant}/members",        PERM_MEMBER_READ,     SCOPE_TENANT,   NULL,             0,   h_member_list},

@@ -50,5 +50,6 @@
 #define ROUTE_AUDIT_CONSISTENCY "/v1/audit/proof/consistency"
 #define ROUTE_REPORT            "/v1/reports/{}"
 #define ROUTE_TENANT_REPORT     "/v1/tenants/{}/reports/{}"
+#define ROUTE_MASTER_KEY        "/v1/keys/master"
 
 #endif

@@ -142,6 +142,37 @@ int crypt_master_from_config(const ty_config *cfg, crypt_key *out, char *err, si
 	return rc;
 }
 
+int crypt_master_previous_from_config(const ty_config *cfg, crypt_key *out, char *err,
+                                      size_t errlen)
+{
+	crypt_key_clear(out);
+	if (cfg->master_key_previous_file == NULL || cfg->master_key_previous_file[0] == '\0')
+		return 0;
+	int rc = crypt_key_file_read(cfg->master_key_previous_file, "previous master key file",
+	                             out->bytes, CRYPT_KEY_LEN, err, errlen);
+	if (rc)
+		crypt_key_clear(out);
+	return rc ? rc : 1;
+}
+
+#define KEY_ID_LABEL "trainyard key id v1"
+
+void crypt_key_id(const crypt_key *k, char id[CRYPT_KEY_ID_LEN + 1])
+{
+	unsigned char d[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+	EVP_MD_CTX *c = EVP_MD_CTX_new();
+	int ok = c != NULL && EVP_DigestInit_ex(c, EVP_sha256(), NULL) == 1 &&
+	         EVP_DigestUpdate(c, KEY_ID_LABEL, strlen(KEY_ID_LABEL)) == 1 &&
+	         EVP_DigestUpdate(c, k->bytes, CRYPT_KEY_LEN) == 1 &&
+	         EVP_DigestFinal_ex(c, d, &n) == 1 && n >= CRYPT_KEY_ID_BYTES;
+	EVP_MD_CTX_free(c);
+	if (!ok)
+		memset(d, 0, sizeof(d)); /* an all-zero id matches no stored row's */
+	hex_encode(d, CRYPT_KEY_ID_BYTES, id);
+	OPENSSL_cleanse(d, sizeof(d));
+}
+
 /* ---- wrapping ------------------------------------------------------- */
 
 int crypt_context(char *buf, size_t n, const char *kind, const char *id, int version)

@@ -4,10 +4,12 @@
  * Key hierarchy (docs/storage.md has the whole story and every format byte
  * by byte):
  *   master key   32 bytes from a key file or the environment, never stored
- *                by trainyard; it only wraps tenant keys
+ *                by trainyard; it only wraps tenant keys (and webhook
+ *                secrets), and is named by its id (crypt_key_id) in the
+ *                rows it wraps, so that it can be rotated (keys.h)
  *   tenant KEK   one per tenant and version, random, kept wrapped under the
  *                master key (context "tenant-kek|<tenant uuid>|v<n>")
- *   job data key one per job and version, random, kept wrapped under its
+ *   job data key one per job, random, kept wrapped under its
  *                tenant's KEK (context "job-dek|<job uuid>|v<n>")
  *   dataset key  one per dataset, the same way ("dataset-dek|<dataset uuid>|v<n>");
  *                its objects take the dataset's id where a job's take the job's
@@ -124,6 +126,24 @@ int crypt_master_load_file(const char *path, crypt_key *out, char *err, size_t e
  * RET 0; -ERR_MASTER_KEY_INVALID with the reason in err.
  */
 int crypt_master_from_config(const ty_config *cfg, crypt_key *out, char *err, size_t errlen);
+
+/*
+ * The previous master key during a rotation: TRAINYARD_MASTER_KEY_PREVIOUS_FILE,
+ * read like TRAINYARD_MASTER_KEY_FILE. OUT *out when set.
+ * RET 1 (read), 0 (the setting is empty), -ERR_MASTER_KEY_INVALID.
+ */
+int crypt_master_previous_from_config(const ty_config *cfg, crypt_key *out, char *err,
+                                      size_t errlen);
+
+/*
+ * A key's id: the first CRYPT_KEY_ID_BYTES bytes of SHA-256("trainyard key
+ * id v1" | key) in lower-case hex. It names a master key in the database
+ * (tenant_keys.master_key_id) and in messages without telling anything of
+ * the key. OUT id: 2 * CRYPT_KEY_ID_BYTES digits and a terminator.
+ */
+#define CRYPT_KEY_ID_BYTES 8
+#define CRYPT_KEY_ID_LEN   (2 * CRYPT_KEY_ID_BYTES)
+void crypt_key_id(const crypt_key *k, char id[CRYPT_KEY_ID_LEN + 1]);
 
 /* ---- wrapping ------------------------------------------------------- */
 

@@ -43,21 +43,96 @@ static int wrap_hex(const crypt_key *kek, const char *kind, const char *id, int 
 	return rc;
 }
 
+/* The master key being replaced during a rotation: set once at start (keys_master_previous_set). */
+static crypt_key previous_master;
+static bool has_previous_master;
+
+void keys_master_previous_set(const crypt_key *previous)
+{
+	crypt_key_clear(&previous_master);
+	has_previous_master = previous != NULL;
+	if (previous)
+		previous_master = *previous;
+}
+
+const crypt_key *keys_master_previous(void)
+{
+	return has_previous_master ? &previous_master : NULL;
+}
+
+int keys_kek_unwrap(const crypt_key *master, const crypt_key *previous, const char *master_id,
+                    const char *tenant_id, int version, const unsigned char *wrapped, size_t len,
+                    crypt_key *kek)
+{
+	char ctx[CRYPT_CONTEXT_MAX + 1], id[CRYPT_KEY_ID_LEN + 1];
+	crypt_key_clear(kek);
+	if (crypt_context(ctx, sizeof(ctx), CRYPT_CONTEXT_TENANT_KEK, tenant_id, version) < 0)
+		return -ERR_INTERNAL;
+	if (master_id == NULL || master_id[0] == '\0') {
+		/* wrapped before ids were kept: by whichever master key the server held then */
+		int rc = crypt_unwrap(master, ctx, wrapped, len, kek);
+		if (rc && previous)
+			rc = crypt_unwrap(previous, ctx, wrapped, len, kek);
+		return rc;
+	}
+	crypt_key_id(master, id);
+	if (strcmp(id, master_id) == 0)
+		return crypt_unwrap(master, ctx, wrapped, len, kek);
+	if (previous) {
+		crypt_key_id(previous, id);
+		if (strcmp(id, master_id) == 0)
+			return crypt_unwrap(previous, ctx, wrapped, len, kek);
+	}
+	return -ERR_MASTER_KEY_MISSING;
+}
+
+int keys_kek_rewrap(const crypt_key *from, const crypt_key *to, const char *tenant_id, int version,
+                    const unsigned char *wrapped, size_t len, unsigned char out[CRYPT_WRAPPED_LEN])
+{
+	char ctx[CRYPT_CONTEXT_MAX + 1];
+	crypt_key kek;
+	int rc = crypt_context(ctx, sizeof(ctx), CRYPT_CONTEXT_TENANT_KEK, tenant_id, version);
+	if (rc == 0)
+		rc = crypt_unwrap(from, ctx, wrapped, len, &kek);
+	if (rc == 0)
+		rc = crypt_wrap(to, ctx, &kek, out);
+	crypt_key_clear(&kek);
+	return rc;
+}
+
+/* A KEK row's bytea text and master key id (NULL when the column is). */
+static int kek_unwrap_row(const crypt_key *master, const char *master_id, const char *tenant_id,
+                          int version, const char *pg_wrapped, crypt_key *kek)
+{
+	unsigned char w[CRYPT_WRAPPED_LEN];
+	if (!wrapped_from_pg(pg_wrapped, w))
+		return -ERR_KEY_UNWRAP_FAILED;
+	return keys_kek_unwrap(master, keys_master_previous(), master_id, tenant_id, version, w,
+	                       sizeof(w), kek);
+}
+
+/* A column's text, or NULL when it is NULL. */
+static const char *pg_text(const PGresult *r, int row, int col)
+{
+	return PQgetisnull(r, row, col) ? NULL : PQgetvalue(r, row, col);
+}
+
 /* Insert KEK version v (a fresh key) for the tenant. OUT: *kek. */
 static int kek_create(PGconn *c, const crypt_key *master, const char *tenant_id, int v,
                       crypt_key *kek)
 {
-	char hex[2 * CRYPT_WRAPPED_LEN + 1], ver[16];
+	char hex[2 * CRYPT_WRAPPED_LEN + 1], ver[16], mid[CRYPT_KEY_ID_LEN + 1];
 	snprintf(ver, sizeof(ver), "%d", v);
+	crypt_key_id(master, mid);
 	int rc = crypt_key_generate(kek) < 0 ? -ERR_INTERNAL : 0;
 	if (rc == 0)
 		rc = wrap_hex(master, CRYPT_CONTEXT_TENANT_KEK, tenant_id, v, kek, hex);
-	const char *p[] = {tenant_id, ver, hex};
+	const char *p[] = {tenant_id, ver, hex, mid};
 	if (rc == 0)
 		rc = db_query(c, NULL,
-		              "INSERT INTO tenant_keys (tenant_id, version, wrapped)"
-		              " VALUES ($1, $2::int, decode($3, 'hex'))",
-		              3, p);
+		              "INSERT INTO tenant_keys (tenant_id, version, wrapped, master_key_id)"
+		              " VALUES ($1, $2::int, decode($3, 'hex'), $4)",
+		              4, p);
 	return rc;
 }
 
@@ -83,15 +158,16 @@ static int kek_current(PGconn *c, const crypt_key *master, const char *tenant_id
 		return rc;
 	if (shredded)
 		return -ERR_KEYS_UNAVAILABLE;
-	rc = db_query(c, &r,
-	              "SELECT version, wrapped, wraps FROM tenant_keys WHERE tenant_id = $1"
-	              " AND retired_at IS NULL ORDER BY version DESC LIMIT 1",
-	              1, p);
+	rc = db_query(
+	    c, &r,
+	    "SELECT version, wrapped, wraps, master_key_id FROM tenant_keys WHERE tenant_id = $1"
+	    " AND retired_at IS NULL ORDER BY version DESC LIMIT 1",
+	    1, p);
 	if (rc == 0 && PQntuples(r) == 1) {
 		*version = atoi(PQgetvalue(r, 0, 0));
 		*wraps = strtoll(PQgetvalue(r, 0, 2), NULL, 10);
-		rc = unwrap_row(master, CRYPT_CONTEXT_TENANT_KEK, tenant_id, *version,
-		                PQgetvalue(r, 0, 1), kek);
+		rc = kek_unwrap_row(master, pg_text(r, 0, 3), tenant_id, *version,
+		                    PQgetvalue(r, 0, 1), kek);
 	} else if (rc == 0) {
 		*version = 1;
 		*wraps = 0;
@@ -106,22 +182,24 @@ static int kek_current(PGconn *c, const crypt_key *master, const char *tenant_id
  * wrapping context; everything else about their keys is the same.
  */
 typedef struct key_owner {
-	const char *context;  /* CRYPT_CONTEXT_*_DEK */
-	const char *select;   /* $1 owner: key_version, wrapped */
-	const char *insert;   /* $1 owner, $2 tenant, $3 version, $4 wrapped hex */
-	const char *existing; /* $1 owner, $2 tenant: key_version, wrapped, the KEK's wrapped */
-	const char *all;      /* $1 tenant: owner, key_version, wrapped, the KEK's wrapped */
-	const char *update;   /* $1 owner, $2 version, $3 wrapped hex */
+	const char *context; /* CRYPT_CONTEXT_*_DEK */
+	const char *select;  /* $1 owner: key_version, wrapped */
+	const char *insert;  /* $1 owner, $2 tenant, $3 version, $4 wrapped hex */
+	const char *
+	    existing; /* $1 owner, $2 tenant: key_version, wrapped, the KEK's wrapped, its master */
+	const char *all; /* $1 tenant: owner, key_version, wrapped, the KEK's wrapped, its master */
+	const char *update; /* $1 owner, $2 version, $3 wrapped hex */
 } key_owner;
 
 #define OWNER_SQL(table, col)                                                                      \
 	"SELECT key_version, wrapped FROM " table " WHERE " col " = $1",                           \
 	    "INSERT INTO " table " (" col ", tenant_id, key_version, wrapped)"                     \
 	    " VALUES ($1, $2, $3::int, decode($4, 'hex'))",                                        \
-	    "SELECT k.key_version, k.wrapped, t.wrapped FROM " table " k"                          \
+	    "SELECT k.key_version, k.wrapped, t.wrapped, t.master_key_id FROM " table " k"         \
 	    " JOIN tenant_keys t ON t.tenant_id = k.tenant_id AND t.version = k.key_version"       \
 	    " WHERE k." col " = $1 AND k.tenant_id = $2",                                          \
-	    "SELECT k." col ", k.key_version, k.wrapped, t.wrapped FROM " table " k"               \
+	    "SELECT k." col ", k.key_version, k.wrapped, t.wrapped, t.master_key_id FROM " table   \
+	    " k"                                                                                   \
 	    " JOIN tenant_keys t ON t.tenant_id = k.tenant_id AND t.version = k.key_version"       \
 	    " WHERE k.tenant_id = $1 FOR UPDATE OF k",                                             \
 	    "UPDATE " table " SET key_version = $2::int, wrapped = decode($3, 'hex')"              \
@@ -198,8 +276,8 @@ static int data_key_existing(PGconn *c, const crypt_key *master, const key_owner
 	crypt_key kek;
 	if (rc == 0) {
 		*version = atoi(PQgetvalue(r, 0, 0));
-		rc = unwrap_row(master, CRYPT_CONTEXT_TENANT_KEK, tenant_id, *version,
-		                PQgetvalue(r, 0, 2), &kek);
+		rc = kek_unwrap_row(master, pg_text(r, 0, 3), tenant_id, *version,
+		                    PQgetvalue(r, 0, 2), &kek);
 		if (rc == 0)
 			rc = unwrap_row(&kek, o->context, id, *version, PQgetvalue(r, 0, 1), key);
 		crypt_key_clear(&kek);
@@ -248,8 +326,8 @@ static int rewrap_owner(PGconn *c, const key_owner *o, const char *tenant_id,
 		int v = atoi(PQgetvalue(r, i, 1));
 		crypt_key old_kek, dk;
 		char hex[2 * CRYPT_WRAPPED_LEN + 1];
-		rc = unwrap_row(master, CRYPT_CONTEXT_TENANT_KEK, tenant_id, v, PQgetvalue(r, i, 3),
-		                &old_kek);
+		rc = kek_unwrap_row(master, pg_text(r, i, 4), tenant_id, v, PQgetvalue(r, i, 3),
+		                    &old_kek);
 		if (rc == 0)
 			rc = unwrap_row(&old_kek, o->context, id, v, PQgetvalue(r, i, 2), &dk);
 		if (rc == 0)
@@ -328,4 +406,227 @@ int keys_shred(PGconn *c, const char *tenant_id, int64_t *destroyed)
 		*destroyed = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
 	PQclear(r);
 	return rc;
+}
+
+/* ---- master-key rotation -------------------------------------------- */
+
+#define WEBHOOK_SECRET_CONTEXT "webhook-secret"
+
+int keys_master_rotation_begin(PGconn *c, const crypt_key *from, const crypt_key *to)
+{
+	char fid[CRYPT_KEY_ID_LEN + 1], tid[CRYPT_KEY_ID_LEN + 1];
+	crypt_key_id(from, fid);
+	crypt_key_id(to, tid);
+	if (strcmp(fid, tid) == 0)
+		return -ERR_CONFLICT;
+	const char *p[] = {fid, tid};
+	/* the key wrapped into is in use again, should it have been retired before */
+	return db_query(
+	    c, NULL,
+	    "INSERT INTO master_keys (id) VALUES ($1), ($2)"
+	    " ON CONFLICT (id) DO UPDATE SET retired_at = NULL WHERE master_keys.id = $2",
+	    2, p);
+}
+
+/* Tenant KEKs not under `to` yet, at most limit of them. */
+static int rewrap_tenant_keys(PGconn *c, const crypt_key *from, const crypt_key *to,
+                              const char *fid, const char *tid, int limit, int64_t *done)
+{
+	char lim[16];
+	snprintf(lim, sizeof(lim), "%d", limit);
+	const char *p[] = {tid, lim};
+	PGresult *r;
+	/* rows another transaction holds (a tenant's KEK being rotated) wait for a later batch */
+	int rc = db_query(c, &r,
+	                  "SELECT tenant_id, version, wrapped, master_key_id FROM tenant_keys"
+	                  " WHERE master_key_id IS DISTINCT FROM $1"
+	                  " ORDER BY tenant_id, version LIMIT $2::int FOR UPDATE SKIP LOCKED",
+	                  2, p);
+	for (int i = 0; rc == 0 && i < PQntuples(r); i++) {
+		const char *tenant = PQgetvalue(r, i, 0), *ver = PQgetvalue(r, i, 1);
+		const char *mid = pg_text(r, i, 3);
+		unsigned char w[CRYPT_WRAPPED_LEN], out[CRYPT_WRAPPED_LEN];
+		char hex[2 * CRYPT_WRAPPED_LEN + 1];
+		if (mid && strcmp(mid, fid) != 0)
+			rc = -ERR_MASTER_KEY_MISSING; /* a third master key: not this rotation's */
+		else if (!wrapped_from_pg(PQgetvalue(r, i, 2), w))
+			rc = -ERR_KEY_UNWRAP_FAILED;
+		else
+			rc = keys_kek_rewrap(from, to, tenant, atoi(ver), w, sizeof(w), out);
+		if (rc)
+			break;
+		hex_encode(out, sizeof(out), hex);
+		const char *q[] = {tenant, ver, hex, tid};
+		rc = db_query(
+		    c, NULL,
+		    "UPDATE tenant_keys SET wrapped = decode($3, 'hex'), master_key_id = $4"
+		    " WHERE tenant_id = $1 AND version = $2::int",
+		    4, q);
+		if (rc == 0)
+			(*done)++;
+	}
+	PQclear(r);
+	return rc;
+}
+
+/*
+ * Webhook signing secrets not under `to` yet, at most limit of them. The
+ * API seals a new webhook's secret with its master key without naming it:
+ * such a row, already under `to`, only gets its id.
+ */
+static int rewrap_webhooks(PGconn *c, const crypt_key *from, const crypt_key *to, const char *fid,
+                           const char *tid, int limit, int64_t *done)
+{
+	char lim[16];
+	snprintf(lim, sizeof(lim), "%d", limit);
+	const char *p[] = {tid, lim};
+	PGresult *r;
+	int rc = db_query(c, &r,
+	                  "SELECT id, secret_sealed, secret_master_key_id FROM webhooks"
+	                  " WHERE secret_master_key_id IS DISTINCT FROM $1"
+	                  " ORDER BY id LIMIT $2::int FOR UPDATE SKIP LOCKED",
+	                  2, p);
+	for (int i = 0; rc == 0 && i < PQntuples(r); i++) {
+		const char *id = PQgetvalue(r, i, 0), *mid = pg_text(r, i, 2);
+		char ctx[CRYPT_CONTEXT_MAX + 1], hex[2 * CRYPT_WRAPPED_LEN + 1];
+		unsigned char w[CRYPT_WRAPPED_LEN], out[CRYPT_WRAPPED_LEN];
+		crypt_key secret;
+		if (mid && strcmp(mid, fid) != 0)
+			rc = -ERR_MASTER_KEY_MISSING;
+		else if (!wrapped_from_pg(PQgetvalue(r, i, 1), w))
+			rc = -ERR_KEY_UNWRAP_FAILED;
+		else
+			rc = crypt_context(ctx, sizeof(ctx), WEBHOOK_SECRET_CONTEXT, id, 1);
+		if (rc)
+			break;
+		if (crypt_unwrap(from, ctx, w, sizeof(w), &secret) == 0) {
+			rc = crypt_wrap(to, ctx, &secret, out);
+		} else if (mid == NULL && crypt_unwrap(to, ctx, w, sizeof(w), &secret) == 0) {
+			memcpy(out, w, sizeof(out));
+		} else {
+			rc = -ERR_KEY_UNWRAP_FAILED;
+		}
+		crypt_key_clear(&secret);
+		if (rc)
+			break;
+		hex_encode(out, sizeof(out), hex);
+		const char *q[] = {id, hex, tid};
+		rc = db_query(c, NULL,
+		              "UPDATE webhooks SET secret_sealed = decode($2, 'hex'),"
+		              " secret_master_key_id = $3 WHERE id = $1",
+		              3, q);
+		if (rc == 0)
+			(*done)++;
+	}
+	PQclear(r);
+	return rc;
+}
+
+int keys_master_rewrap_batch(PGconn *c, const crypt_key *from, const crypt_key *to, int limit,
+                             int64_t *done, int64_t *left)
+{
+	char fid[CRYPT_KEY_ID_LEN + 1], tid[CRYPT_KEY_ID_LEN + 1];
+	crypt_key_id(from, fid);
+	crypt_key_id(to, tid);
+	*done = 0;
+	*left = 0;
+	if (limit < 1)
+		return -ERR_INTERNAL;
+	if (strcmp(fid, tid) == 0)
+		return -ERR_CONFLICT;
+	int rc = rewrap_tenant_keys(c, from, to, fid, tid, limit, done);
+	if (rc == 0 && *done < limit)
+		rc = rewrap_webhooks(c, from, to, fid, tid, limit - (int)*done, done);
+	const char *p[] = {tid};
+	PGresult *r;
+	if (rc == 0 && (rc = db_query(c, &r,
+	                              "SELECT (SELECT count(*) FROM tenant_keys"
+	                              " WHERE master_key_id IS DISTINCT FROM $1)"
+	                              " + (SELECT count(*) FROM webhooks"
+	                              " WHERE secret_master_key_id IS DISTINCT FROM $1)",
+	                              1, p)) == 0) {
+		*left = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+		PQclear(r);
+	}
+	return rc;
+}
+
+int keys_master_retire(PGconn *c, const crypt_key *from, const crypt_key *to, bool *retired)
+{
+	char fid[CRYPT_KEY_ID_LEN + 1], tid[CRYPT_KEY_ID_LEN + 1];
+	crypt_key_id(from, fid);
+	crypt_key_id(to, tid);
+	*retired = false;
+	const char *p[] = {fid, tid};
+	PGresult *r;
+	/* the count and the retirement in one statement: no row may still name from */
+	int rc =
+	    db_query(c, &r,
+	             "UPDATE master_keys SET retired_at = coalesce(retired_at, clock_timestamp())"
+	             " WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM tenant_keys"
+	             " WHERE master_key_id IS DISTINCT FROM $2)"
+	             " AND NOT EXISTS (SELECT 1 FROM webhooks"
+	             " WHERE secret_master_key_id IS DISTINCT FROM $2)"
+	             " RETURNING id",
+	             2, p);
+	if (rc == 0)
+		*retired = PQntuples(r) == 1;
+	PQclear(r);
+	return rc;
+}
+
+int keys_master_status(PGconn *c, const crypt_key *master, const crypt_key *previous, json_t **out)
+{
+	char cid[CRYPT_KEY_ID_LEN + 1], pid[CRYPT_KEY_ID_LEN + 1];
+	crypt_key_id(master, cid);
+	if (previous)
+		crypt_key_id(previous, pid);
+	else
+		memcpy(pid, cid, sizeof(pid));
+	const char *p[] = {cid, pid};
+	PGresult *r;
+	*out = NULL;
+	int rc = db_query(
+	    c, &r,
+	    "WITH n AS (SELECT master_key_id AS id, count(*) AS tk, 0::bigint AS wh"
+	    " FROM tenant_keys GROUP BY 1 UNION ALL"
+	    " SELECT secret_master_key_id, 0, count(*) FROM webhooks GROUP BY 1),"
+	    " s AS (SELECT id, sum(tk) AS tk, sum(wh) AS wh FROM n GROUP BY id),"
+	    " i AS (SELECT id FROM s UNION SELECT id FROM master_keys UNION SELECT $1"
+	    " UNION SELECT $2)"
+	    " SELECT i.id, coalesce(s.tk, 0), coalesce(s.wh, 0),"
+	    " to_char(m.retired_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+	    " FROM i LEFT JOIN s ON s.id IS NOT DISTINCT FROM i.id"
+	    " LEFT JOIN master_keys m ON m.id = i.id"
+	    " ORDER BY m.created_at NULLS LAST, i.id NULLS FIRST",
+	    2, p);
+	if (rc)
+		return rc;
+	json_t *keys = json_array(), *legacy = NULL;
+	bool prev_needed = false;
+	for (int i = 0; i < PQntuples(r); i++) {
+		const char *id = pg_text(r, i, 0), *retired = pg_text(r, i, 3);
+		json_int_t tk = strtoll(PQgetvalue(r, i, 1), NULL, 10);
+		json_int_t wh = strtoll(PQgetvalue(r, i, 2), NULL, 10);
+		if (id == NULL) {
+			/* rows from before ids: they need whichever key wrapped them */
+			legacy = json_pack("{s:I, s:I}", "tenant_keys", tk, "webhook_secrets", wh);
+			prev_needed = prev_needed || (previous && tk + wh > 0);
+			continue;
+		}
+		const char *held = strcmp(id, cid) == 0               ? "current"
+		                   : previous && strcmp(id, pid) == 0 ? "previous"
+		                                                      : "none";
+		if (previous && strcmp(id, pid) == 0 && tk + wh > 0)
+			prev_needed = true;
+		json_array_append_new(keys,
+		                      json_pack("{s:s, s:s, s:I, s:I, s:s?}", "id", id, "held",
+		                                held, "tenant_keys", tk, "webhook_secrets", wh,
+		                                "retired_at", retired));
+	}
+	PQclear(r);
+	*out = json_pack("{s:s, s:s?, s:b, s:o, s:o}", "master_key_id", cid, "previous_key_id",
+	                 previous ? pid : NULL, "previous_needed", prev_needed, "keys", keys,
+	                 "unidentified", legacy ? legacy : json_null());
+	return *out ? 0 : -ERR_INTERNAL;
 }

@@ -15,13 +15,24 @@
  * deleted. Shredding deletes every KEK version, and with them the wrapped
  * data keys: nothing the tenant's jobs wrote can be decrypted again.
  *
+ * Each KEK row names the master key that wraps it (master_key_id, its
+ * crypt_key_id()). During a master-key rotation the server holds two: the
+ * current one, which wraps every new KEK, and the previous one
+ * (keys_master_previous_set), which only unwraps the rows that still name
+ * it. keys_master_rewrap_batch() moves the rows from one to the other in
+ * batches, and keys_master_retire() retires the previous one once no row
+ * names it (docs/storage.md, "Rotating the master key").
+ *
  * Errors: 0, or -ERR_KEYS_UNAVAILABLE (the tenant's keys were shredded:
  * a job of a shredded tenant gets no new key), -ERR_KEY_UNWRAP_FAILED
- * (a wrong master key, or altered rows), -ERR_DB_UNAVAILABLE, -ERR_INTERNAL.
+ * (a wrong master key, or altered rows), -ERR_MASTER_KEY_MISSING (a row
+ * names a master key the server does not hold), -ERR_DB_UNAVAILABLE,
+ * -ERR_INTERNAL.
  */
 #ifndef TY_KEYS_H
 #define TY_KEYS_H
 
+#include <jansson.h>
 #include <libpq-fe.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -64,5 +75,73 @@ int keys_rotate(PGconn *c, const crypt_key *master, const char *tenant_id, int *
 
 /* Destroy the tenant's keys. OUT: *destroyed, the data keys that went with them. */
 int keys_shred(PGconn *c, const char *tenant_id, int64_t *destroyed);
+
+/* ---- the master key and its rotation -------------------------------- */
+
+/*
+ * The previous master key during a rotation (TRAINYARD_MASTER_KEY_PREVIOUS_FILE),
+ * copied; NULL forgets it. Set once at start, before any thread uses this
+ * module: every function here that unwraps a KEK then tries it for the rows
+ * that name it. Nothing new is wrapped with it.
+ */
+void keys_master_previous_set(const crypt_key *previous);
+/* RET: the previous master key, or NULL when none is set. */
+const crypt_key *keys_master_previous(void);
+
+/*
+ * Unwrap KEK version of tenant_id, wrapped (len bytes) by the master key
+ * named master_id: master or previous (may be NULL), whichever has that id.
+ * A NULL or empty master_id (a row from before ids were kept) is tried with
+ * master, then previous. OUT *kek (cleared on failure).
+ * RET 0; -ERR_MASTER_KEY_MISSING when neither key has the id;
+ * -ERR_KEY_UNWRAP_FAILED; -ERR_INTERNAL.
+ */
+int keys_kek_unwrap(const crypt_key *master, const crypt_key *previous, const char *master_id,
+                    const char *tenant_id, int version, const unsigned char *wrapped, size_t len,
+                    crypt_key *kek);
+
+/*
+ * Wrap KEK version of tenant_id again: unwrap it with from, wrap it with to
+ * (a fresh nonce, the same context). OUT out. RET 0; -ERR_KEY_UNWRAP_FAILED
+ * when from does not open it; -ERR_INTERNAL.
+ */
+int keys_kek_rewrap(const crypt_key *from, const crypt_key *to, const char *tenant_id, int version,
+                    const unsigned char *wrapped, size_t len, unsigned char out[CRYPT_WRAPPED_LEN]);
+
+/*
+ * Start (or resume) rotating from the master key from to to: both ids are
+ * recorded in master_keys, to as not retired. RET 0; -ERR_CONFLICT when the
+ * two are one key; -ERR_DB_UNAVAILABLE.
+ */
+int keys_master_rotation_begin(PGconn *c, const crypt_key *from, const crypt_key *to);
+
+/*
+ * One batch of the rotation, in the caller's transaction: at most limit
+ * rows not yet under to (tenant KEKs, then webhook signing secrets) are
+ * locked, unwrapped with from and wrapped with to, and name to afterwards.
+ * Rows another transaction holds are left to a later batch. A crash loses
+ * at most the batch, which is then done again.
+ * OUT *done, rows wrapped again; *left, rows not under to after it.
+ * RET 0; -ERR_MASTER_KEY_MISSING (a row names a third master key);
+ * -ERR_KEY_UNWRAP_FAILED (from does not open a row that names it);
+ * -ERR_CONFLICT (from is to); -ERR_DB_UNAVAILABLE; -ERR_INTERNAL.
+ */
+int keys_master_rewrap_batch(PGconn *c, const crypt_key *from, const crypt_key *to, int limit,
+                             int64_t *done, int64_t *left);
+
+/*
+ * Retire from when no stored row is outside to any more. OUT *retired
+ * (false: rows remain, or from is not recorded). RET 0 or -ERR_DB_UNAVAILABLE.
+ */
+int keys_master_retire(PGconn *c, const crypt_key *from, const crypt_key *to, bool *retired);
+
+/*
+ * What the stored rows need: OUT *out (new reference) {master_key_id,
+ * previous_key_id (null without previous), previous_needed (a row still
+ * names it, or predates ids), keys: [{id, held: current|previous|none,
+ * tenant_keys, webhook_secrets, retired_at?}], unidentified: {tenant_keys,
+ * webhook_secrets} of rows from before ids, or null}. previous may be NULL.
+ */
+int keys_master_status(PGconn *c, const crypt_key *master, const crypt_key *previous, json_t **out);
 
 #endif

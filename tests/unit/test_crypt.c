@@ -17,6 +17,7 @@
 #include "config.h"
 #include "crypt.h"
 #include "error.h"
+#include "keys.h"
 #include "membuf.h"
 #include "unit.h"
 
@@ -308,6 +309,118 @@ START_TEST(master_key_from_environment)
 	ck_assert_msg(strstr(err, "only one") != NULL, "%s", err);
 	ck_assert_ptr_null(getenv("TRAINYARD_MASTER_KEY"));
 	unsetenv("TRAINYARD_MASTER_KEY_FILE");
+}
+END_TEST
+
+/* Vectors from Python's hashlib: sha256(b"trainyard key id v1" + key)[:8].hex() */
+START_TEST(master_key_ids)
+{
+	crypt_key a, b;
+	char id[CRYPT_KEY_ID_LEN + 1];
+	for (int i = 0; i < CRYPT_KEY_LEN; i++) {
+		a.bytes[i] = (unsigned char)i;
+		b.bytes[i] = 0x11;
+	}
+	crypt_key_id(&a, id);
+	ck_assert_str_eq(id, "2058da4b0259167a");
+	crypt_key_id(&b, id);
+	ck_assert_str_eq(id, "0d8e9cc92f6aa04f");
+}
+END_TEST
+
+START_TEST(master_key_previous_from_config)
+{
+	char dir[] = "/tmp/ty-prev-XXXXXX", path[128], err[512];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/previous.key", dir);
+	ty_config cfg;
+	crypt_key k;
+	unsetenv("TRAINYARD_MASTER_KEY_PREVIOUS_FILE");
+	ck_assert_int_eq(config_load(&cfg, err, sizeof(err)), 0);
+	ck_assert_int_eq(crypt_master_previous_from_config(&cfg, &k, err, sizeof(err)), 0);
+
+	write_key_file(path, master_hex, 0600);
+	setenv("TRAINYARD_MASTER_KEY_PREVIOUS_FILE", path, 1);
+	ck_assert_int_eq(config_load(&cfg, err, sizeof(err)), 0);
+	ck_assert_msg(crypt_master_previous_from_config(&cfg, &k, err, sizeof(err)) == 1, "%s",
+	              err);
+	ck_assert_uint_eq(k.bytes[0], 0xa0);
+
+	write_key_file(path, master_hex, 0644); /* the master key file's rules */
+	ck_assert_int_eq(crypt_master_previous_from_config(&cfg, &k, err, sizeof(err)),
+	                 -ERR_MASTER_KEY_INVALID);
+	ck_assert_msg(strstr(err, "previous master key file") != NULL, "%s", err);
+	ck_assert_uint_eq(k.bytes[0], 0);
+	unsetenv("TRAINYARD_MASTER_KEY_PREVIOUS_FILE");
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
+#define TENANT "0b5c8d2e-7f31-4a4b-9e0c-1d2e3f405162"
+
+/* A tenant KEK wrapped by master for version v, as keys.c stores it. */
+static void kek_wrapped(const crypt_key *master, const crypt_key *kek, int v,
+                        unsigned char w[CRYPT_WRAPPED_LEN])
+{
+	char ctx[CRYPT_CONTEXT_MAX + 1];
+	ck_assert_int_eq(crypt_context(ctx, sizeof(ctx), CRYPT_CONTEXT_TENANT_KEK, TENANT, v), 0);
+	ck_assert_int_eq(crypt_wrap(master, ctx, kek, w), 0);
+}
+
+START_TEST(master_rotation_rewrap)
+{
+	crypt_key old_m, new_m, third, kek, got;
+	char old_id[CRYPT_KEY_ID_LEN + 1], new_id[CRYPT_KEY_ID_LEN + 1];
+	unsigned char w[CRYPT_WRAPPED_LEN], rw[CRYPT_WRAPPED_LEN];
+	ck_assert_int_eq(crypt_key_generate(&old_m), 0);
+	ck_assert_int_eq(crypt_key_generate(&new_m), 0);
+	ck_assert_int_eq(crypt_key_generate(&third), 0);
+	ck_assert_int_eq(crypt_key_generate(&kek), 0);
+	crypt_key_id(&old_m, old_id);
+	crypt_key_id(&new_m, new_id);
+	kek_wrapped(&old_m, &kek, 3, w);
+
+	/* during the rotation: a row naming the old key opens with it as the previous key */
+	ck_assert_int_eq(keys_kek_unwrap(&new_m, &old_m, old_id, TENANT, 3, w, sizeof(w), &got), 0);
+	ck_assert_mem_eq(got.bytes, kek.bytes, CRYPT_KEY_LEN);
+	/* without the previous key it names a key the server does not hold */
+	ck_assert_int_eq(keys_kek_unwrap(&new_m, NULL, old_id, TENANT, 3, w, sizeof(w), &got),
+	                 -ERR_MASTER_KEY_MISSING);
+	ck_assert_uint_eq(got.bytes[0] | got.bytes[31], 0);
+	/* a row from before ids: tried with the current key, then the previous one */
+	ck_assert_int_eq(keys_kek_unwrap(&new_m, &old_m, NULL, TENANT, 3, w, sizeof(w), &got), 0);
+	ck_assert_int_eq(keys_kek_unwrap(&old_m, NULL, "", TENANT, 3, w, sizeof(w), &got), 0);
+	ck_assert_int_eq(keys_kek_unwrap(&new_m, NULL, NULL, TENANT, 3, w, sizeof(w), &got),
+	                 -ERR_KEY_UNWRAP_FAILED);
+	/* a row whose bytes the named key does not open */
+	ck_assert_int_eq(keys_kek_unwrap(&new_m, &old_m, new_id, TENANT, 3, w, sizeof(w), &got),
+	                 -ERR_KEY_UNWRAP_FAILED);
+
+	/* the rewrap: same KEK, opens with the new key only, a fresh nonce */
+	ck_assert_int_eq(keys_kek_rewrap(&old_m, &new_m, TENANT, 3, w, sizeof(w), rw), 0);
+	ck_assert_mem_ne(rw + 1, w + 1, CRYPT_NONCE_LEN);
+	ck_assert_int_eq(keys_kek_unwrap(&new_m, NULL, new_id, TENANT, 3, rw, sizeof(rw), &got), 0);
+	ck_assert_mem_eq(got.bytes, kek.bytes, CRYPT_KEY_LEN);
+	ck_assert_int_eq(keys_kek_unwrap(&old_m, NULL, NULL, TENANT, 3, rw, sizeof(rw), &got),
+	                 -ERR_KEY_UNWRAP_FAILED);
+	/* the context is kept: another version or tenant does not open it */
+	ck_assert_int_eq(keys_kek_unwrap(&new_m, NULL, new_id, TENANT, 4, rw, sizeof(rw), &got),
+	                 -ERR_KEY_UNWRAP_FAILED);
+	ck_assert_int_eq(keys_kek_unwrap(&new_m, NULL, new_id,
+	                                 "0b5c8d2e-7f31-4a4b-9e0c-1d2e3f405163", 3, rw, sizeof(rw),
+	                                 &got),
+	                 -ERR_KEY_UNWRAP_FAILED);
+	/* a rewrap from the wrong key changes nothing */
+	ck_assert_int_eq(keys_kek_rewrap(&third, &new_m, TENANT, 3, w, sizeof(w), rw),
+	                 -ERR_KEY_UNWRAP_FAILED);
+
+	/* the process-wide previous key, as the API sets it at start */
+	ck_assert_ptr_null(keys_master_previous());
+	keys_master_previous_set(&old_m);
+	ck_assert_mem_eq(keys_master_previous()->bytes, old_m.bytes, CRYPT_KEY_LEN);
+	keys_master_previous_set(NULL);
+	ck_assert_ptr_null(keys_master_previous());
 }
 END_TEST
 
@@ -639,6 +752,9 @@ static Suite *make_suite(void)
 	tcase_add_test(keys, wrap_round_trip_and_tamper);
 	tcase_add_test(keys, master_key_file_permissions);
 	tcase_add_test(keys, master_key_from_environment);
+	tcase_add_test(keys, master_key_ids);
+	tcase_add_test(keys, master_key_previous_from_config);
+	tcase_add_test(keys, master_rotation_rewrap);
 	suite_add_tcase(s, keys);
 	TCase *obj = tcase_create("objects");
 	tcase_add_checked_fixture(obj, setup, NULL);

@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# tests/integration/key_rotation.sh - the master key rotated on the running
+# stack (docs/storage.md, "Rotating the master key"). A tenant's encrypted
+# checkpoint and log and a dataset's key are stored under the stack's
+# master key, and another tenant's key is made to look older than master
+# key ids. The API is restarted with a new master key and the old one as
+# the previous key: both open what they wrap, and new tenant keys go under
+# the new one. yardctl keys rotate-master then wraps the stored keys again
+# one batch at a time: stopped after one batch (a crash), the API still
+# reads everything; run again, it finishes, audits each batch and retires
+# the old key, and GET /v1/keys/master says the previous key is no longer
+# needed. Restarted with the new key alone, the API still decrypts
+# everything; restarted with the old key alone, it opens nothing. At the
+# end the stack's own key is rotated back in, so the stack is as it was.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=SCRIPTDIR/lib.sh disable=SC1091
+. "$HERE/lib.sh"
+
+case ${BUILD:-build} in
+/*) SEAL=${BUILD}/tests/tool_seal ;;
+*) SEAL=$TY_ROOT/${BUILD:-build}/tests/tool_seal ;;
+esac
+needs TRAINYARD_URL TRAINYARD_DB TRAINYARD_STORAGE_ROOT TRAINYARD_VAR "$SEAL"
+
+# the stack's master key (deploy/stack makes it once) and a new one
+OLD_KEY=${TRAINYARD_MASTER_KEY_FILE:-$TRAINYARD_VAR/master.key}
+NEW_KEY=$TY_TMP/master.new.key
+(umask 077 && openssl rand -hex 32 >"$NEW_KEY")
+key_id() { # key_id FILE: the id crypt_key_id() gives the key in FILE
+	{ printf 'trainyard key id v1'; xxd -r -p "$1"; } | sha256sum | cut -c1-16
+}
+OLD_ID=$(key_id "$OLD_KEY")
+NEW_ID=$(key_id "$NEW_KEY")
+check_match "the stack has a master key" '^[0-9a-f]{16}$' "$OLD_ID"
+
+ADMIN=$(admin_token)
+SFX=$$
+TA=rot-a-$SFX TB=rot-b-$SFX
+TA_ID=$(tenant_new "$TA")
+TB_ID=$(tenant_new "$TB")
+ALICE=$(member_new "$TA" "rot-alice-$SFX" owner)
+JSON=(-H 'Content-Type: application/json')
+jb() { printf '%s' "$BODY" | jq -r "$1" 2>&1; }
+I=/internal/v1/attempts
+
+# ---- what is stored under the old master key -------------------------------
+TOKEN=$ALICE
+check_status "alice registers a dataset" 201 POST "/v1/tenants/$TA/datasets" "${JSON[@]}" \
+	-d '{"name": "notes", "classification": "public"}'
+printf 'line one of the notes\nline two of the notes\n' >"$TY_TMP/notes.txt"
+check_status "and uploads a version of it" 201 POST \
+	"/v1/tenants/$TA/datasets/notes/versions?format=text" -H 'Content-Type: text/plain' \
+	--data-binary "@$TY_TMP/notes.txt"
+DV=$(jb .id)
+check_status "alice submits a job on it" 201 POST "/v1/tenants/$TA/jobs" "${JSON[@]}" \
+	-d "$(tiny_job rot 10 30 | jq '.data = {"dataset": "notes"}')"
+J=$(jb .id)
+TOKEN=$ADMIN
+check_status "the admin starts its attempt" 201 POST "/v1/jobs/$J/attempts"
+A=$(jb .id)
+CRED=$(jb .credential)
+TOKEN=$CRED
+check_status "its runtime fetches the job's data key" 200 POST "$I/$A/key"
+KEY=$(jb .key)
+check_status "and the dataset version's" 200 POST "$I/$A/datasets/$DV/key"
+DKEY=$(jb .key)
+seal() { printf '%s\n' "$KEY" | "$SEAL" "$1" "$TRAINYARD_STORAGE_ROOT" "$TA_ID" "$J" "${@:2}"; }
+check "the attempt writes a sealed log of three lines" seal log 1 1 3 close
+read -r BYTES SHA < <(seal checkpoint 3 100000)
+check_status "and registers an encrypted checkpoint" 201 POST "$I/$A/checkpoints" "${JSON[@]}" \
+	-d "{\"step\": 3, \"world\": 1, \"shards\": [{\"name\": \"shard_00000_of_00001.bin\", \"bytes\": $BYTES, \"sha256\": \"$SHA\"}]}"
+C=$(jb .id)
+# tenant B's key as a key from before master key ids: the rotation names it
+TOKEN=$ADMIN
+check_status "a job of tenant B" 201 POST "/v1/tenants/$TB/jobs" "${JSON[@]}" -d "$(tiny_job rotb 10 30)"
+JB=$(jb .id)
+check_status "its attempt" 201 POST "/v1/jobs/$JB/attempts"
+AB=$(jb .id)
+TOKEN=$(jb .credential)
+check_status "fetches its key" 200 POST "$I/$AB/key"
+KEYB=$(jb .key)
+check_eq "the tenant keys name the stack's master key" "$OLD_ID" \
+	"$(q "SELECT string_agg(DISTINCT master_key_id, ',') FROM tenant_keys WHERE tenant_id IN ('$TA_ID', '$TB_ID')")"
+q "UPDATE tenant_keys SET master_key_id = NULL WHERE tenant_id = '$TB_ID'" >/dev/null
+
+SHARD_Q="/v1/checkpoints/$C/download?file=shard_00000_of_00001.bin"
+EXPECT_LOG=$(printf 'attempt 1 line %d\n' 1 2 3)
+CRED_B=$TOKEN
+# readable WHAT: alice's shard and log decrypt, and the attempts get their keys unchanged
+readable() {
+	local what=$1 sha
+	local code
+	code=$(curl -sS --max-time 30 -H "Authorization: Bearer $ALICE" -o "$TY_TMP/shard" \
+		-w '%{http_code}' "$TRAINYARD_URL$SHARD_Q" 2>"$TY_TMP/get.err")
+	sha=$(sha256sum <"$TY_TMP/shard" | cut -d' ' -f1)
+	check_eq "$what: the checkpoint decrypts to its registered SHA-256" "200 $SHA" "$code $sha"
+	TOKEN=$ALICE
+	api GET "/v1/jobs/$J/logs"
+	check_eq "$what: the log decrypts" "200 $EXPECT_LOG" "$STATUS $BODY"
+	TOKEN=$CRED
+	api POST "$I/$A/key"
+	check_eq "$what: the job's data key unwraps, unchanged" "200 $KEY" "$STATUS $(jb .key)"
+	api POST "$I/$A/datasets/$DV/key"
+	check_eq "$what: the dataset's data key unwraps, unchanged" "200 $DKEY" "$STATUS $(jb .key)"
+	TOKEN=$CRED_B
+	api POST "$I/$AB/key"
+	check_eq "$what: tenant B's key unwraps, unchanged" "200 $KEYB" "$STATUS $(jb .key)"
+}
+readable "before the rotation"
+
+restart() { # restart MASTER [PREVIOUS]
+	TRAINYARD_MASTER_KEY_FILE=$1 TRAINYARD_MASTER_KEY_PREVIOUS_FILE=${2:-} stack api-restart
+}
+status() { TOKEN=$ADMIN api GET /v1/keys/master; }
+
+# ---- the API holds both keys ------------------------------------------------
+check "the API restarts with the new master key and the old one as previous" \
+	restart "$NEW_KEY" "$OLD_KEY"
+status
+check_eq "GET /v1/keys/master names both" "200 $NEW_ID $OLD_ID true" \
+	"$STATUS $(jb '"\(.master_key_id) \(.previous_key_id) \(.previous_needed)"')"
+check_eq "and tenant B's key among those from before ids" 1 \
+	"$(jb '.unidentified.tenant_keys >= 1 | if . then 1 else 0 end')"
+TOKEN=$ALICE
+check_status "an editor may not read it" 403 GET /v1/keys/master
+readable "with both keys, nothing wrapped again yet"
+TC=rot-c-$SFX
+TC_ID=$(tenant_new "$TC")
+TOKEN=$ADMIN
+check_status "a job of a new tenant" 201 POST "/v1/tenants/$TC/jobs" "${JSON[@]}" -d "$(tiny_job rotc 10 30)"
+JC=$(jb .id)
+check_status "its attempt" 201 POST "/v1/jobs/$JC/attempts"
+AC=$(jb .id)
+TOKEN=$(jb .credential)
+check_status "fetches its key" 200 POST "$I/$AC/key"
+check_eq "which the new master key wraps" "$NEW_ID" \
+	"$(q "SELECT master_key_id FROM tenant_keys WHERE tenant_id = '$TC_ID'")"
+
+# ---- the rotation -------------------------------------------------------------
+under_old() { q "SELECT count(*) FROM tenant_keys WHERE master_key_id IS DISTINCT FROM '$NEW_ID'"; }
+BEFORE=$(under_old)
+check "more than one stored key to move" test "$BEFORE" -ge 2
+y "" keys rotate-master --new-key-file "$OLD_KEY" --old-key-file "$OLD_KEY"
+check "one key as both old and new is refused" test "$RC" -ne 0
+check_match "saying so" 'same key' "$ERR"
+(umask 077 && openssl rand -hex 32 >"$TY_TMP/other.key")
+y "" keys rotate-master --new-key-file "$NEW_KEY" --old-key-file "$TY_TMP/other.key"
+check "a wrong old key is refused" test "$RC" -ne 0
+check_eq "and moves nothing" "$BEFORE" "$(under_old)"
+
+y "" -o json keys rotate-master --new-key-file "$NEW_KEY" --old-key-file "$OLD_KEY" \
+	--batch 1 --max-batches 1
+expect_rc "one batch of one key, then a stop (as a crash would)" 0
+check_eq "one key moved, the old key not retired" "1 false" "$(jq_out '"\(.rewrapped) \(.retired)"')"
+check_eq "one fewer key under the old master key" "$((BEFORE - 1))" "$(under_old)"
+status
+check_eq "the previous key is still needed" true "$(jb .previous_needed)"
+readable "half-way through the rotation"
+
+RC=0
+OUT=$(TRAINYARD_MASTER_KEY_FILE=$OLD_KEY "$YARDCTL" -o json keys rotate-master \
+	--new-key-file "$NEW_KEY" --batch 2 2>"$TY_TMP/err") || RC=$?
+check_eq "the rotation run again, the old key from TRAINYARD_MASTER_KEY_FILE" 0 "$RC"
+check_eq "goes on from where it stopped and retires the old key" "true 0" \
+	"$(jq_out '"\(.retired) \(.left)"')"
+check_eq "no stored key is under the old master key" 0 "$(under_old)"
+check_eq "every tenant key names the new one" 0 \
+	"$(q "SELECT count(*) FROM tenant_keys WHERE master_key_id IS DISTINCT FROM '$NEW_ID'")"
+check "each batch is on record" test "$(q "SELECT count(*) FROM audit_log WHERE action = 'key.master_rewrap' AND resource = 'master-key/$NEW_ID'")" -ge 2
+check_eq "and the retirement" 1 \
+	"$(q "SELECT count(*) FROM audit_log WHERE action = 'key.master_retire' AND resource = 'master-key/$OLD_ID'")"
+status
+check_eq "the API says the previous key is no longer needed" "false" "$(jb .previous_needed)"
+check_match "and when it was retired" '^[0-9]{4}-' \
+	"$(jb ".keys[] | select(.id == \"$OLD_ID\") | .retired_at")"
+y "$ADMIN" keys status
+expect_rc "yardctl keys status" 0
+check_match "shows it" "previous still needed +false" "$OUT"
+readable "after the rotation, with both keys"
+
+# ---- the new key alone; the old key alone -------------------------------------
+check "the API restarts with the new master key alone" restart "$NEW_KEY"
+readable "with the new key alone"
+check "the API restarts with the old master key alone" restart "$OLD_KEY"
+TOKEN=$ALICE
+check_status "the checkpoint no longer opens" 503 GET "$SHARD_Q"
+check_json "master_key_missing" master_key_missing .code
+check_status "nor the log" 503 GET "/v1/jobs/$J/logs"
+TOKEN=$CRED
+check_status "nor the job's data key" 503 POST "$I/$A/key"
+# even told to try it, the old key does not open what the new one wraps
+SAVED=$(q "SELECT master_key_id FROM tenant_keys WHERE tenant_id = '$TA_ID'")
+q "UPDATE tenant_keys SET master_key_id = NULL WHERE tenant_id = '$TA_ID'" >/dev/null
+check_status "a row naming no key, tried with the old key: does not unwrap" 500 POST "$I/$A/key"
+check_json "key_unwrap_failed" key_unwrap_failed .code
+q "UPDATE tenant_keys SET master_key_id = '$SAVED' WHERE tenant_id = '$TA_ID'" >/dev/null
+
+# ---- back to the stack's key ----------------------------------------------------
+check "the API restarts with the stack's key as new, the rotated one as previous" \
+	restart "$OLD_KEY" "$NEW_KEY"
+y "" keys rotate-master --new-key-file "$OLD_KEY" --old-key-file "$NEW_KEY"
+expect_rc "rotating back to the retired key" 0
+check_match "retires the other" "master key $NEW_ID is retired" "$OUT"
+check "the API restarts as the stack started it" stack api-restart
+readable "back on the stack's key"
+
+summary
