@@ -528,14 +528,14 @@ int server_start(api_server *s, const ty_config *cfg, db_pool *pool)
 	s->reads = readcache_new(cfg->read_cache_ms, cfg->db, cfg->db_retry_ms);
 	s->auditseq = auditseq_start(cfg, s->has_audit_key ? &s->audit_key : NULL);
 	int tm = telemetry_init(&s->tm);
+	s->authfail = tm == 0 ? authfail_start(pool, cfg->auth_fail_audit_s, s->tm.audit) : NULL;
+	if (!s->authfail)
+		tm = -1;
 	if (s->has_master && !(s->hooks = webhook_sender_start(cfg, &s->master)))
 		tm = -1;
 	s->hub = s->rl && s->followers && s->reports && s->reads && s->auditseq && tm == 0
 	             ? stream_hub_start()
 	             : NULL;
-	s->authfail = tm == 0 ? authfail_start(pool, cfg->auth_fail_audit_s, s->tm.audit) : NULL;
-	if (!s->authfail)
-		tm = -1;
 	if (!s->hub) {
 		parts_free(s);
 		return -1;

@@ -89,4 +89,7 @@ int cmd_whoami(cli_ctx *ctx, const cli_command *self, int argc, char **argv);
 int cmd_plan(cli_ctx *ctx, const cli_command *self, int argc, char **argv);
 int cmd_report(cli_ctx *ctx, const cli_command *self, int argc, char **argv);
 
+/* yardctl token issue: a platform admin's token made on the database directly (cmd_db.c) */
+int cmd_token_issue(cli_ctx *ctx, const cli_command *self, int argc, char **argv);
+
 #endif

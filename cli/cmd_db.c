@@ -1,16 +1,19 @@
 /*
  * cmd_db.c - the commands that work on the database directly rather than
- * through the API: yardctl bootstrap, db migrate, db status.
+ * through the API: yardctl bootstrap, token issue, db migrate, db status.
  *
  * They connect with TRAINYARD_DB (or --db) and use lib/ as the API does,
  * so the first admin and its token are created exactly as the API would.
  */
 #include <jansson.h>
 #include <libpq-fe.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmd.h"
+#include "config.h"
 #include "db.h"
 #include "error.h"
 #include "http.h"
@@ -99,6 +102,66 @@ int cmd_bootstrap(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
 		rc = db_failed("bootstrap failed", rc, NULL);
 	else
 		bootstrap_print(ctx, name, &t);
+	fflush(stdout);
+	explicit_bzero(&t, sizeof(t));
+	db_close(c);
+	return rc;
+}
+
+/* Print an issued token: its secret alone, or as JSON. */
+static void issue_print(const cli_ctx *ctx, const char *name, const store_token *t)
+{
+	if (ctx->format == CLI_FMT_TABLE) {
+		printf("%s\n", t->secret);
+		return;
+	}
+	json_t *j = json_pack("{s:s, s:s, s:s, s:s}", "user", name, "token_id", t->id, "token",
+	                      t->secret, "expires_at", t->expires_at);
+	output_json(stdout, j);
+	cmd_wipe_str(j, "token");
+	json_decref(j);
+}
+
+enum { OPT_USER, OPT_DAYS };
+static const opt_spec issue_opts[] = {
+    {"user", true, true}, {"days", true, false}, {NULL, false, false}};
+
+int cmd_token_issue(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
+{
+	opt_result o;
+	store_token t = {0};
+	ty_config cfg;
+	char err[512] = "", name[64] = "";
+	long long days = ctx->token_ttl_days;
+	int rc = args_parse_cmd(ctx, self, issue_opts, 0, 0, argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	if (o.set[OPT_DAYS] && args_int(o.val[OPT_DAYS], 1, 3650, &days))
+		return args_usage_error(ctx, self,
+		                        "--days needs a whole number of days, 1 to 3650");
+	if (config_load(&cfg, err, sizeof(err))) {
+		fprintf(stderr, "yardctl: %s\n", err);
+		return CLI_USAGE;
+	}
+	const struct passwd *pw = getpwuid(geteuid());
+	char os_user[64];
+	snprintf(os_user, sizeof(os_user), "%s", pw ? pw->pw_name : "");
+	if (!pw)
+		snprintf(os_user, sizeof(os_user), "uid %u", (unsigned)geteuid());
+	PGconn *c = db_open(ctx);
+	if (!c)
+		return CLI_SERVER;
+	if ((rc = migrate_check(c, err, sizeof(err))))
+		rc = db_failed("token issue needs a current schema", rc, err);
+	else if ((rc = store_token_issue(c, o.val[OPT_USER], (int)days, cfg.tokens_per_user,
+	                                 os_user, &t, name)) == -ERR_NOT_PLATFORM_ADMIN)
+		rc = db_failed("token issue refused", rc, "the user is not a platform admin");
+	else if (rc == -ERR_USER_NOT_FOUND)
+		rc = db_failed("token issue refused", rc, "no such user");
+	else if (rc)
+		rc = db_failed("token issue failed", rc, NULL);
+	else
+		issue_print(ctx, name, &t);
 	fflush(stdout);
 	explicit_bzero(&t, sizeof(t));
 	db_close(c);

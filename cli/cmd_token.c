@@ -1,5 +1,6 @@
 /*
- * cmd_token.c - yardctl token create | list | revoke.
+ * cmd_token.c - yardctl token create | list | revoke | issue (the last on the
+ * database directly, in cmd_db.c).
  *
  * The secret of a new token is printed once, alone on stdout, so that
  * `TRAINYARD_TOKEN=$(yardctl token create alice)` works; it is never
@@ -125,5 +126,13 @@ const cli_command token_commands[] = {
      token_create, NULL},
     {"list", "USER", "list a user's tokens (never their secrets)", NULL, token_list, NULL},
     {"revoke", "TOKEN_ID", "revoke a token at once", NULL, token_revoke, NULL},
+    {"issue", "--user USER [--days DAYS]",
+     "as the operator, give a platform admin a new token on the database directly",
+     "For when no working admin token is left: every token made through the API\n"
+     "descends from the bootstrap token and ends with it. Connects with TRAINYARD_DB\n"
+     "(or --db), like bootstrap, and needs no API token. USER (a name or an id) must\n"
+     "be a platform admin. The token has no parent, lives DAYS days (default\n"
+     "TRAINYARD_TOKEN_TTL_DAYS), is shown once, and the act is audited (token.issue).\n",
+     cmd_token_issue, NULL},
     {NULL, NULL, NULL, NULL, NULL, NULL},
 };

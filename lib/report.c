@@ -88,7 +88,7 @@ static const report_section access_review[] = {
 	 " SELECT coalesce(u.name, pr.uid), pr.role, pr.actor_name, " TS("pr.at") ","
 	 " ARRAY[pr.seq] FROM pr LEFT JOIN users u ON u.id::text = pr.uid ORDER BY 2, 1",
 	 true},
-	/* a token's record: its creation, or the bootstrap that made it */
+	/* a token's record: its creation (or an operator's issue), or the bootstrap that made it */
 	{"tokens", "API tokens live at the time", token_cols,
 	 "WITH " TENANT_ROLES
 	 " SELECT u.name, count(DISTINCT k.id),"
@@ -96,7 +96,8 @@ static const report_section access_review[] = {
 	 " " TS("min(k.expires_at)") ", " TS("max(k.last_used_at)") ","
 	 " array_remove(array_agg(DISTINCT l.seq), NULL)"
 	 " FROM api_tokens k JOIN users u ON u.id = k.user_id"
-	 " LEFT JOIN audit_log a ON a.action = 'token.create' AND a.outcome = 'success'"
+	 " LEFT JOIN audit_log a ON a.action IN ('token.create', 'token.issue')"
+	 " AND a.outcome = 'success'"
 	 " AND a.resource = 'token/' || k.id"
 	 " LEFT JOIN audit_log b ON b.action = 'platform.bootstrap'"
 	 " AND b.detail->>'token_id' = k.id::text"

@@ -11,6 +11,7 @@
 #include "db.h"
 #include "error.h"
 #include "hex.h"
+#include "jsonx.h"
 
 int store_user_create(PGconn *c, const char *name, const char *email, role platform,
                       const char *granted_by, char id[UUID_STR_LEN + 1])
@@ -142,5 +143,67 @@ out:
 	PQclear(r);
 	if (rc)
 		db_rollback(c);
+	return rc;
+}
+
+/* The user to issue a token to, by id or by name, its row locked. */
+static const char sql_issue_by_id[] =
+    "SELECT u.id, u.name, b.role = 'admin' AS admin, session_user FROM users u"
+    " LEFT JOIN role_bindings b ON b.user_id = u.id AND b.tenant_id IS NULL"
+    " WHERE u.id = $1::uuid FOR UPDATE OF u";
+static const char sql_issue_by_name[] =
+    "SELECT u.id, u.name, b.role = 'admin' AS admin, session_user FROM users u"
+    " LEFT JOIN role_bindings b ON b.user_id = u.id AND b.tenant_id IS NULL"
+    " WHERE u.name = $1 FOR UPDATE OF u";
+
+int store_token_issue(PGconn *c, const char *user, int ttl_days, int max_live, const char *os_user,
+                      store_token *t, char name[64])
+{
+	PGresult *r = NULL;
+	char id[UUID_STR_LEN + 1], db_role[128];
+	int rc = db_begin(c);
+	if (rc)
+		return rc;
+	const char *p[] = {user};
+	if ((rc = db_query(c, &r, jsonx_is_uuid(user) ? sql_issue_by_id : sql_issue_by_name, 1, p)))
+		goto out;
+	if (PQntuples(r) != 1) {
+		rc = -ERR_USER_NOT_FOUND;
+		goto out;
+	}
+	snprintf(id, sizeof(id), "%s", PQgetvalue(r, 0, 0));
+	snprintf(name, 64, "%s", PQgetvalue(r, 0, 1));
+	snprintf(db_role, sizeof(db_role), "%s", PQgetvalue(r, 0, 3));
+	if (strcmp(PQgetvalue(r, 0, 2), "t") != 0) {
+		rc = -ERR_NOT_PLATFORM_ADMIN;
+		goto out;
+	}
+	if ((rc = store_token_room(c, id, max_live)) ||
+	    (rc = store_token_create(c, id, NULL, "issued by the operator", ttl_days, t)))
+		goto out;
+	char resource[64];
+	snprintf(resource, sizeof(resource), "token/%s", t->id);
+	json_t *d =
+	    json_pack("{s:s, s:s, s:s, s:s, s:s}", "user_id", id, "user", name, "os_user",
+	              os_user ? os_user : "", "db_role", db_role, "expires_at", t->expires_at);
+	audit_record a = {.actor_id = NULL,
+	                  .actor_name = "operator",
+	                  .action = "token.issue",
+	                  .resource = resource,
+	                  .outcome = "success",
+	                  .status = 201,
+	                  .client_addr = "local",
+	                  .detail = d};
+	rc = d ? audit_write(c, &a) : -ERR_INTERNAL;
+	json_decref(d);
+	if (rc)
+		goto out;
+	rc = db_commit(c);
+out:
+	PQclear(r);
+	if (rc) {
+		db_rollback(c);
+		explicit_bzero(t->secret, sizeof(t->secret));
+	}
 	return rc;
 }

@@ -1,6 +1,6 @@
 /*
  * store.h - users and API tokens in the database, shared by the API and
- * `yardctl bootstrap` so both create them the same way.
+ * `yardctl bootstrap` and `token issue`, so all create them the same way.
  *
  * Every function runs inside the caller's transaction (or autocommit) and
  * uses parameterised SQL only.
@@ -54,5 +54,20 @@ int store_token_create(PGconn *c, const char *user_id, const char *parent_id, co
  * (or reuse it), bind it as admin, create a token and audit the act.
  */
 int store_bootstrap_admin(PGconn *c, const char *name, int ttl_days, store_token *t);
+
+/*
+ * The operator's way back in (yardctl token issue): a token with no parent
+ * for an existing platform admin, made on the database directly, for when
+ * every token descending from the bootstrap token has expired or been
+ * revoked. user is a name or an id. In one transaction: the user's row
+ * locked, a user who is not a platform admin refused, the live tokens
+ * counted against max_live (store_token_room), the token made for
+ * ttl_days, and a token.issue record whose actor is the operator (detail:
+ * the user, os_user and the database role). OUT: *t, name (the user's
+ * name). RET 0; -ERR_USER_NOT_FOUND; -ERR_NOT_PLATFORM_ADMIN;
+ * -ERR_TOKEN_LIMIT_REACHED; -ERR_*.
+ */
+int store_token_issue(PGconn *c, const char *user, int ttl_days, int max_live, const char *os_user,
+                      store_token *t, char name[64]);
 
 #endif
