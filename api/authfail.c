@@ -193,9 +193,10 @@ int authfail_write(authfail *af, PGconn *c, const authfail_batch *b)
 		prom_add(af->written, outcome, 1);
 	}
 	if (rc)
-		log_printf(LOG_ERROR,
-		           "could not write the audit record of %ld failed authentications from %s",
-		           b->count, b->addr);
+		log_printf(
+		    LOG_ERROR,
+		    "could not write the audit record of %ld failed authentication%s from %s",
+		    b->count, b->count == 1 ? "" : "s", b->addr);
 	return rc;
 }
 
@@ -207,10 +208,11 @@ static void write_all(authfail *af, const authfail_batch *batches, size_t n)
 	PGconn *c;
 	if (db_acquire(af->pool, &c) < 0) {
 		for (size_t i = 0; i < n; i++)
-			log_printf(LOG_ERROR,
-			           "could not write the audit record of %ld failed authentications "
-			           "from %s: the database is unavailable",
-			           batches[i].count, batches[i].addr);
+			log_printf(
+			    LOG_ERROR,
+			    "could not write the audit record of %ld failed authentication%s "
+			    "from %s: the database is unavailable",
+			    batches[i].count, batches[i].count == 1 ? "" : "s", batches[i].addr);
 		return;
 	}
 	for (size_t i = 0; i < n; i++)
