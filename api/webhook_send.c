@@ -38,6 +38,7 @@
 
 #include "db.h"
 #include "hex.h"
+#include "keys.h"
 #include "log.h"
 #include "webhook_addr.h"
 
@@ -107,7 +108,7 @@ static int secret_text(webhook_sender *s, const char *id, const char *sealed_hex
 	    !hex_decode(sealed_hex, strlen(sealed_hex), sealed, sizeof(sealed)))
 		return -1;
 	if (crypt_context(context, sizeof(context), "webhook-secret", id, 1) < 0 ||
-	    crypt_unwrap(s->master, context, sealed, sizeof(sealed), &k) < 0)
+	    keys_master_secret_unwrap(s->master, context, sealed, sizeof(sealed), &k) < 0)
 		return -1;
 	memcpy(out, "whsec_", 6);
 	hex_encode(k.bytes, CRYPT_KEY_LEN, out + 6);

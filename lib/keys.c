@@ -60,6 +60,15 @@ const crypt_key *keys_master_previous(void)
 	return has_previous_master ? &previous_master : NULL;
 }
 
+int keys_master_secret_unwrap(const crypt_key *master, const char *context,
+                              const unsigned char *wrapped, size_t len, crypt_key *out)
+{
+	int rc = crypt_unwrap(master, context, wrapped, len, out);
+	if (rc && has_previous_master)
+		rc = crypt_unwrap(&previous_master, context, wrapped, len, out);
+	return rc;
+}
+
 int keys_kek_unwrap(const crypt_key *master, const crypt_key *previous, const char *master_id,
                     const char *tenant_id, int version, const unsigned char *wrapped, size_t len,
                     crypt_key *kek)

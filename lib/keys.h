@@ -89,6 +89,14 @@ void keys_master_previous_set(const crypt_key *previous);
 const crypt_key *keys_master_previous(void);
 
 /*
+ * Unwrap a secret the master key seals directly (a webhook's signing
+ * secret, whose row may not name its key): with master, then with the
+ * previous master key when one is set. RET 0 or -ERR_KEY_UNWRAP_FAILED.
+ */
+int keys_master_secret_unwrap(const crypt_key *master, const char *context,
+                              const unsigned char *wrapped, size_t len, crypt_key *out);
+
+/*
  * Unwrap KEK version of tenant_id, wrapped (len bytes) by the master key
  * named master_id: master or previous (may be NULL), whichever has that id.
  * A NULL or empty master_id (a row from before ids were kept) is tried with

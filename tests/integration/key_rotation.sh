@@ -81,13 +81,23 @@ AB=$(jb .id)
 TOKEN=$(jb .credential)
 check_status "fetches its key" 200 POST "$I/$AB/key"
 KEYB=$(jb .key)
+CRED_B=$TOKEN
+TOKEN=$ADMIN
+hook_new() { # hook_new N: a webhook of tenant A (the master key seals its secret); prints its id
+	TOKEN=$ADMIN api POST "/v1/tenants/$TA/webhooks" "${JSON[@]}" \
+		-d "{\"url\": \"http://127.0.0.1:9/rotation/$1\", \"allow_private\": true}"
+	jb .id
+}
+sealed() { q "SELECT encode(secret_sealed, 'hex') || ' ' || coalesce(secret_master_key_id, '-') FROM webhooks WHERE id = '$1'"; }
+W1=$(hook_new 1)
+W1_SEALED=$(sealed "$W1")
+check_match "a webhook's secret sealed under the old key, naming no key" ' -$' "$W1_SEALED"
 check_eq "the tenant keys name the stack's master key" "$OLD_ID" \
 	"$(q "SELECT string_agg(DISTINCT master_key_id, ',') FROM tenant_keys WHERE tenant_id IN ('$TA_ID', '$TB_ID')")"
 q "UPDATE tenant_keys SET master_key_id = NULL WHERE tenant_id = '$TB_ID'" >/dev/null
 
 SHARD_Q="/v1/checkpoints/$C/download?file=shard_00000_of_00001.bin"
 EXPECT_LOG=$(printf 'attempt 1 line %d\n' 1 2 3)
-CRED_B=$TOKEN
 # readable WHAT: alice's shard and log decrypt, and the attempts get their keys unchanged
 readable() {
 	local what=$1 sha
@@ -138,6 +148,10 @@ check_status "fetches its key" 200 POST "$I/$AC/key"
 check_eq "which the new master key wraps" "$NEW_ID" \
 	"$(q "SELECT master_key_id FROM tenant_keys WHERE tenant_id = '$TC_ID'")"
 
+W2=$(hook_new 2)
+W2_SEALED=$(sealed "$W2")
+check_match "a webhook made now: its secret sealed (under the new key), naming no key" ' -$' "$W2_SEALED"
+
 # ---- the rotation -------------------------------------------------------------
 under_old() { q "SELECT count(*) FROM tenant_keys WHERE master_key_id IS DISTINCT FROM '$NEW_ID'"; }
 BEFORE=$(under_old)
@@ -166,6 +180,10 @@ check_eq "the rotation run again, the old key from TRAINYARD_MASTER_KEY_FILE" 0 
 check_eq "goes on from where it stopped and retires the old key" "true 0" \
 	"$(jq_out '"\(.retired) \(.left)"')"
 check_eq "no stored key is under the old master key" 0 "$(under_old)"
+check_eq "the old webhook's secret is sealed again and names the new key" "changed $NEW_ID" \
+	"$( [[ $(sealed "$W1" | cut -d' ' -f1) != "${W1_SEALED% *}" ]] && echo changed) $(sealed "$W1" | cut -d' ' -f2)"
+check_eq "the new webhook's secret keeps its bytes and gets the new key's id" "${W2_SEALED% *} $NEW_ID" \
+	"$(sealed "$W2")"
 check_eq "every tenant key names the new one" 0 \
 	"$(q "SELECT count(*) FROM tenant_keys WHERE master_key_id IS DISTINCT FROM '$NEW_ID'")"
 check "each batch is on record" test "$(q "SELECT count(*) FROM audit_log WHERE action = 'key.master_rewrap' AND resource = 'master-key/$NEW_ID'")" -ge 2

@@ -417,10 +417,21 @@ START_TEST(master_rotation_rewrap)
 
 	/* the process-wide previous key, as the API sets it at start */
 	ck_assert_ptr_null(keys_master_previous());
+	const char *hook = "webhook-secret|6f1d0c52-3b1e-4d8a-9a57-0c4f5e2d1b7a|v1";
+	ck_assert_int_eq(crypt_wrap(&old_m, hook, &kek, w), 0);
+	ck_assert_int_eq(keys_master_secret_unwrap(&new_m, hook, w, sizeof(w), &got),
+	                 -ERR_KEY_UNWRAP_FAILED);
 	keys_master_previous_set(&old_m);
 	ck_assert_mem_eq(keys_master_previous()->bytes, old_m.bytes, CRYPT_KEY_LEN);
+	/* a webhook secret not reached by the rotation yet opens with the previous key */
+	ck_assert_int_eq(keys_master_secret_unwrap(&new_m, hook, w, sizeof(w), &got), 0);
+	ck_assert_mem_eq(got.bytes, kek.bytes, CRYPT_KEY_LEN);
+	ck_assert_int_eq(keys_master_secret_unwrap(&third, hook, rw, sizeof(rw), &got),
+	                 -ERR_KEY_UNWRAP_FAILED);
 	keys_master_previous_set(NULL);
 	ck_assert_ptr_null(keys_master_previous());
+	ck_assert_int_eq(keys_master_secret_unwrap(&new_m, hook, w, sizeof(w), &got),
+	                 -ERR_KEY_UNWRAP_FAILED);
 }
 END_TEST
 
