@@ -203,12 +203,12 @@ static const report_column denial_cols[] = {
 	{"actor", RT_TEXT}, {"tenant", RT_TEXT}, {"route", RT_TEXT}, {"denials", RT_INT},
 	{"failed_authentications", RT_INT}, {"first", RT_TIME}, {"last", RT_TIME}, {NULL, 0},
 };
-static const report_section denials[] = {
 /*
  * A record stands for detail->>'count' failed authentications (1 without
  * it), or, when it counted a window of them (api/authfail.h), for those in
  * detail->'routes', each route's count, from detail->>'first' on.
  */
+static const report_section denials[] = {
 	{"denials", "Denied requests and failed authentications", denial_cols,
 	 "SELECT coalesce(nullif(a.actor_name, ''), '(unauthenticated)'), coalesce(t.name, ''),"
 	 " coalesce(r.route, a.action), sum(r.n), coalesce(sum(r.n) FILTER (WHERE a.status = 401), 0),"
