@@ -20,8 +20,8 @@ struct api_server {
 	struct auditseq *auditseq; /* the audit log's sequencer thread (auditseq.h) */
 	db_pool *pool;
 	ratelimit *rl;
-	const route *routes;
 	struct authfail *authfail; /* failed authentications counted per address (authfail.h) */
+	const route *routes;
 	size_t n_routes;
 	struct MHD_Daemon *daemon;
 	struct stream_hub *hub;       /* streamed answers waiting for data (stream.c) */
