@@ -221,11 +221,12 @@ static void attempt_resource(const api_req *rq, const char *what, char *out, siz
  * size of the attempt's sealed log, when the report carries one
  * (log_bytes >= 0), and what the tenant may still store, which the
  * runtime keeps its log within. OUT *left: max_storage_bytes less
- * tenant_storage_bytes(), 0 when none is left. RET 0 or -ERR_*.
+ * tenant_storage_bytes(), 0 when none is left; -1 for a tenant without a
+ * quota row. RET 0 or -ERR_*.
  */
 static int report_storage(api_req *rq, int64_t log_bytes, int64_t *left)
 {
-	*left = 0;
+	*left = -1;
 	char lb[24];
 	snprintf(lb, sizeof(lb), "%lld", (long long)log_bytes);
 	const char *pa[] = {rq->scope.attempt_id, lb};
@@ -249,12 +250,13 @@ static int report_storage(api_req *rq, int64_t log_bytes, int64_t *left)
 	return rc;
 }
 
-/* A report's answer: the job's state and the storage the tenant has left. */
+/* A report's answer: the job's state, and the storage the tenant has left when known. */
 static int report_reply(api_req *rq, int status, const char *now_state, int64_t left)
 {
-	return api_reply(
-	    rq, status,
-	    json_pack("{s:s, s:I}", "job_state", now_state, "storage_left", (json_int_t)left));
+	json_t *a = json_pack("{s:s}", "job_state", now_state);
+	if (a && left >= 0)
+		json_object_set_new(a, "storage_left", json_integer((json_int_t)left));
+	return api_reply(rq, status, a);
 }
 
 /* The checks of a report's body: they add a row for each problem. */

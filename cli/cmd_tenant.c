@@ -109,6 +109,8 @@ static const out_col usage_fields[] = {
     {"device_s", "device_seconds"},
     {"max_gpus", "quota.max_gpus"},
     {"devices_in_use", "quota.devices_in_use"},
+    {"max_storage_bytes", "quota.max_storage_bytes"},
+    {"storage_bytes_used", "quota.storage_bytes_used"},
     {NULL, NULL},
 };
 

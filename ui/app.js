@@ -218,7 +218,8 @@ async function viewTenant(tenant) {
              [['devices (max_gpus)', q.max_gpus, u.quota ? u.quota.devices_in_use : '–'],
               ['running jobs', q.max_running_jobs, ''],
               ['device-hours a month', q.gpu_hours_per_month, ''],
-              ['storage bytes', q.max_storage_bytes, '']]),
+              ['storage bytes', q.max_storage_bytes,
+               u.quota ? u.quota.storage_bytes_used : '–']]),
        el('h2', {}, 'Usage, last ' + u.days + ' days'),
        el('p', {}, u.jobs + ' jobs, ' + fmtSeconds(u.device_seconds) + ' of device time'),
        goodputBar(u));

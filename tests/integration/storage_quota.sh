@@ -131,6 +131,8 @@ check_json "usage: the quota" $((SEALED + 1000)) .quota.max_storage_bytes
 check_json "usage: datasets, checkpoints and logs" "$SEALED 500 400" \
 	'.quota.storage | "\(.datasets) \(.checkpoints) \(.logs)"'
 check_json "usage: their sum" $((SEALED + 900)) .quota.storage_bytes_used
+y "$ALICE" tenant usage "$TA"
+check_match "yardctl tenant usage shows the storage used" "storage_bytes_used +$((SEALED + 900))" "$OUT"
 check_eq "the metric of storage used" $((SEALED + 900)) "$(sample trainyard_tenant_storage_bytes)"
 check_eq "the metric of the quota" $((SEALED + 1000)) "$(sample trainyard_tenant_storage_quota_bytes)"
 
