@@ -8,7 +8,8 @@
  *
  * A webhook's secret is 32 random bytes shown once as "whsec_" and 64 hex
  * digits; the server keeps them wrapped by the master key (context
- * "webhook-secret|<id>|v1"). webhook_send.c delivers and signs with it.
+ * "webhook-secret|<id>|v1"; the row names the key by its id, for a
+ * master-key rotation). webhook_send.c delivers and signs with it.
  * Its URL must pass lib/webhook_addr.h's rule, which only a platform admin
  * may waive for a webhook (allow_private), say for a receiver inside the
  * cluster's network. A tenant has at most TRAINYARD_WEBHOOKS_PER_TENANT
@@ -141,21 +142,26 @@ int h_webhook_create(api_req *rq)
 	}
 	crypt_key_clear(&secret);
 	char *kinds_text = kinds ? json_dumps(kinds, JSON_COMPACT) : NULL;
+	char master_id[CRYPT_KEY_ID_LEN + 1]; /* names the key for a master-key rotation */
+	crypt_key_id(&rq->srv->master, master_id);
 	const char *p[] = {id,
 	                   rq->scope.tenant_id,
 	                   url,
 	                   sealed_hex,
 	                   kinds_text,
 	                   allow_private ? "t" : "f",
-	                   rq->who.user_id};
+	                   rq->who.user_id,
+	                   master_id};
 	if (rc == 0 && (rc = db_begin(rq->db)) == 0 && (rc = webhook_room(rq)) == 0)
 		rc = api_query_json(
 		    rq,
 		    "WITH w AS (INSERT INTO webhooks (id, tenant_id, url, secret_sealed, kinds,"
-		    " allow_private, created_by) VALUES ($1, $2, $3, $4::bytea,"
-		    " (SELECT array_agg(x) FROM jsonb_array_elements_text($5::jsonb) x), $6, $7)"
+		    " allow_private, created_by, secret_master_key_id)"
+		    " VALUES ($1, $2, $3, $4::bytea,"
+		    " (SELECT array_agg(x) FROM jsonb_array_elements_text($5::jsonb) x), $6, $7,"
+		    " $8)"
 		    " RETURNING *) SELECT row_to_json(x) FROM (SELECT " WEBHOOK_COLS " FROM w) x",
-		    7, p, &out);
+		    8, p, &out);
 	free(kinds_text);
 	char res[160];
 	snprintf(res, sizeof(res), "tenant/%s/webhooks/%s", rq->scope.tenant_name, id);
