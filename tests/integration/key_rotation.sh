@@ -196,6 +196,12 @@ check_eq "every tenant key names the new one" 0 \
 check "each batch is on record" test "$(q "SELECT count(*) FROM audit_log WHERE action = 'key.master_rewrap' AND resource = 'master-key/$NEW_ID'")" -ge 2
 check_eq "and the retirement" 1 \
 	"$(q "SELECT count(*) FROM audit_log WHERE action = 'key.master_retire' AND resource = 'master-key/$OLD_ID'")"
+reported() { # reported ACTION MIN: the platform's key-management report has MIN rows of ACTION
+	TOKEN=$ADMIN api GET "/v1/reports/key-management?format=json"
+	(($(jb "[.sections[] | select(.name == \"keys\") | .rows[] | select(.action == \"$1\")] | length") >= $2))
+}
+check "the platform's key-management report lists the batches" wait_until 30 reported key.master_rewrap 2
+check "and the retirement" wait_until 30 reported key.master_retire 1
 status
 check_eq "the API says the previous key is no longer needed" "false" "$(jb .previous_needed)"
 check_match "and when it was retired" '^[0-9]{4}-' \
