@@ -240,7 +240,7 @@ static const report_section key_management[] = {
 	 " CASE a.action WHEN 'key.release' THEN 'key.release (rotated)' ELSE a.action END,"
 	 " a.outcome, coalesce(a.detail->>'version', a.detail->>'tenant_key_version'),"
 	 " a.detail->>'rewrapped', a.detail->>'data_keys_destroyed', ARRAY[l.seq]" LOGGED
-	 " AND (a.action IN ('key.rotate', 'key.shred')"
+	 " AND (a.action IN ('key.rotate', 'key.shred', 'key.master_rewrap', 'key.master_retire')"
 	 " OR (a.action = 'key.release' AND a.detail->>'rotated' = 'true')) ORDER BY l.seq",
 	 false},
 };
