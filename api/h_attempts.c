@@ -217,7 +217,7 @@ static void attempt_resource(const api_req *rq, const char *what, char *out, siz
 #define LOG_BYTES_MAX ((int64_t)1 << 53)
 
 /*
- * The storage side of a report (migrations/0015_storage_quota.sql): the
+ * The storage side of a report (migrations/0014_storage_quota.sql): the
  * size of the attempt's sealed log, when the report carries one
  * (log_bytes >= 0), and what the tenant may still store, which the
  * runtime keeps its log within. OUT *left: max_storage_bytes less

@@ -16,7 +16,7 @@
  * that is refused or cut off half-way leaves no row and no shard.
  *
  * The version counts against the tenant's max_storage_bytes with its
- * sealed size (tenant_storage_bytes(), migrations/0015_storage_quota.sql):
+ * sealed size (tenant_storage_bytes(), migrations/0014_storage_quota.sql):
  * a tenant without room for the smallest version is refused before a
  * byte of the body is read, an upload is cut off as soon as its sealed
  * shards pass what was left when it began, and the registration checks
@@ -113,7 +113,7 @@ static int upload_feed(api_req *rq, const char *buf, size_t n)
 
 /*
  * What the tenant may still store: max_storage_bytes less
- * tenant_storage_bytes() (migrations/0015_storage_quota.sql). With lock,
+ * tenant_storage_bytes() (migrations/0014_storage_quota.sql). With lock,
  * under a lock on the tenant's quota row, held to the end of the
  * transaction. OUT *left (may be negative). RET 0 or -ERR_*.
  */

@@ -89,7 +89,7 @@ void telemetry_request(api_telemetry *t, const char *route, const char *method, 
 /*
  * One row per tenant and state with jobs, then one per tenant with its
  * oldest queued job's age, devices held and quota, storage used
- * (tenant_storage_bytes(), migrations/0015_storage_quota.sql) and storage
+ * (tenant_storage_bytes(), migrations/0014_storage_quota.sql) and storage
  * quota (state NULL on those).
  */
 #define SCRAPE_SQL                                                                                 \

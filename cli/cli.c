@@ -29,6 +29,8 @@ static const cli_command top_commands[] = {
      dataset_commands},
     {"audit", NULL, "the verifiable audit log: heads, proofs, export, offline verification", NULL,
      NULL, audit_commands},
+    {"keys", NULL, "the master key's rotation and which master keys the stored keys need", NULL,
+     NULL, keys_commands},
     {"report",
      "KIND [--from T] [--to T | --at T] [--tenant TENANT] [--format csv|json|html]\n"
      "      [--out FILE]",
@@ -180,6 +182,7 @@ int cli_ctx_init(cli_ctx *ctx, int *argc, char **argv)
 		return CLI_USAGE;
 	}
 	ctx->url = g.url ? g.url : cfg.url;
+	ctx->ca_file = cfg.ca_file;
 	ctx->db = g.db ? g.db : cfg.db;
 	ctx->token_ttl_days = cfg.token_ttl_days;
 	if (g.output && args_format_parse(g.output, &ctx->format)) {

@@ -25,12 +25,13 @@ typedef enum cli_exit {
 typedef enum cli_format { CLI_FMT_TABLE = 0, CLI_FMT_JSON } cli_format;
 
 typedef struct cli_ctx {
-	const char *url;    /* API base URL (flag, TRAINYARD_URL or default) */
-	char *token;        /* owned copy of the bearer token, or NULL; wiped on release */
-	const char *db;     /* libpq conninfo for bootstrap and db */
-	cli_format format;  /* -o */
-	int token_ttl_days; /* TRAINYARD_TOKEN_TTL_DAYS, for bootstrap */
-	char cmd[64];       /* "yardctl tenant create": the command being run */
+	const char *url;     /* API base URL (flag, TRAINYARD_URL or default) */
+	const char *ca_file; /* TRAINYARD_CA_FILE: the CAs the API's certificate is verified with */
+	char *token;         /* owned copy of the bearer token, or NULL; wiped on release */
+	const char *db;      /* libpq conninfo for bootstrap and db */
+	cli_format format;   /* -o */
+	int token_ttl_days;  /* TRAINYARD_TOKEN_TTL_DAYS, for bootstrap */
+	char cmd[64];        /* "yardctl tenant create": the command being run */
 } cli_ctx;
 
 struct cli_command;
@@ -82,6 +83,7 @@ extern const cli_command checkpoint_commands[];
 extern const cli_command dataset_commands[];
 extern const cli_command db_commands[];
 extern const cli_command audit_commands[];
+extern const cli_command keys_commands[];
 
 /* Leaf commands that stand at the top level. */
 int cmd_bootstrap(cli_ctx *ctx, const cli_command *self, int argc, char **argv);

@@ -17,12 +17,11 @@
  * rule, at submit (jobspec.c) and again wherever files are opened.
  *
  * Opening: datapath_openat() resolves a checked path beneath a directory fd
- * by tenantfs_resolve_at() (tenantfs.h, the one resolver): openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
- * (Linux 5.6), or, where the kernel lacks openat2, by a walk of
- * openat(O_NOFOLLOW) component by component. Either way no symbolic link is
- * followed, not even one that stays inside the root. datapath_match()
- * expands a pattern by reading the directory it opened that way, never by
- * glob(3) on a string.
+ * by tenantfs_resolve_at() (tenantfs.h, the one resolver): openat2(RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS) (Linux 5.6), or, where the kernel lacks openat2, by
+ * a walk of openat(O_NOFOLLOW) component by component. Either way no symbolic link is followed, not
+ * even one that stays inside the root. datapath_match() expands a pattern by reading the directory
+ * it opened that way, never by glob(3) on a string.
  */
 #ifndef TY_DATAPATH_H
 #define TY_DATAPATH_H

@@ -16,7 +16,7 @@
  * asks the driver to stop (the launch checkpoints and exits 16), and the
  * finish then ends the attempt, which the API turns into "cancelled".
  *
- * The tenant's storage quota (migrations/0015_storage_quota.sql):
+ * The tenant's storage quota (migrations/0014_storage_quota.sql):
  * heartbeats and metrics carry the sealed log's size on disk
  * ("log_bytes"), and their answers what the tenant may still store
  * ("storage_left"). The log takes lines up to the size it had when

@@ -416,8 +416,7 @@ START_TEST(token_dies_with_parent)
 {
 	char parent[80], parent_id[40], child[80], child_id[40], grand[80], grand_id[40];
 	char code[64], path[128];
-	mint(fx.token[VIEWER_A], "{\"name\":\"parent\",\"expires_in_days\":30}", parent,
-	     parent_id);
+	mint(fx.token[VIEWER_A], "{\"name\":\"parent\",\"expires_in_days\":30}", parent, parent_id);
 	mint(parent, "{\"name\":\"child\",\"expires_in_days\":3650}", child, child_id);
 	mint(child, "{\"name\":\"grandchild\",\"expires_in_days\":3650}", grand, grand_id);
 	ck_assert_msg(expires_by(child_id, parent_id), "the child outlives its parent");

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/integration/storage_quota.sh - a tenant's max_storage_bytes,
-# enforced on what it stores sealed (migrations/0015_storage_quota.sql):
+# enforced on what it stores sealed (migrations/0014_storage_quota.sql):
 # a dataset upload past the quota refused with storage_quota_exceeded,
 # before its body with a 1-byte quota and half-way through with a little
 # room, leaving no version row and no directory; one that fits stored

@@ -180,7 +180,7 @@ START_TEST(test_ctx_token_from_env)
 	unsetenv("TRAINYARD_URL");
 	ck_assert_int_eq(cli_ctx_init(&ctx, &a.argc, a.argv), CLI_OK);
 	ck_assert_str_eq(ctx.token, "ty_from_env");
-	ck_assert_str_eq(ctx.url, "http://127.0.0.1:8080");
+	ck_assert_str_eq(ctx.url, "https://127.0.0.1:8080");
 	ck_assert_int_eq(ctx.format, CLI_FMT_TABLE);
 	cli_ctx_release(&ctx);
 	targv_free(&a);

@@ -1,4 +1,4 @@
--- 0015_storage_quota.sql - the one definition of the storage a tenant
+-- 0014_storage_quota.sql - the one definition of the storage a tenant
 -- uses, against its quota's max_storage_bytes: the sealed bytes of what is
 -- on disk in its tree, as the platform knows them.
 --   checkpoints  the shard bytes of its jobs' registered checkpoints (a

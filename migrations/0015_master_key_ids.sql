@@ -1,4 +1,4 @@
--- 0016_master_key_ids.sql - which master key wrapped each stored key, so
+-- 0015_master_key_ids.sql - which master key wrapped each stored key, so
 -- that the master key can be rotated online (docs/storage.md, "Rotating
 -- the master key").
 --
