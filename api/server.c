@@ -513,6 +513,11 @@ int server_start(api_server *s, const ty_config *cfg, db_pool *pool)
 		           cfg->listen);
 		return -1;
 	}
+	char terr[512];
+	if (api_tls_load(cfg, &sa, &s->tls, terr, sizeof(terr)) < 0) {
+		log_printf(LOG_ERROR, "%s", terr);
+		return -1;
+	}
 	s->cfg = cfg;
 	s->pool = pool;
 	s->routes = routes_table(&s->n_routes);
@@ -538,25 +543,37 @@ int server_start(api_server *s, const ty_config *cfg, db_pool *pool)
 	             : NULL;
 	if (!s->hub) {
 		parts_free(s);
+		api_tls_release(&s->tls);
 		return -1;
 	}
 	/* suspend/resume: a streamed answer waiting for data holds no thread (stream_hub.h) */
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
-	                 MHD_ALLOW_SUSPEND_RESUME;
+	                 MHD_ALLOW_SUSPEND_RESUME | (s->tls.on ? MHD_USE_TLS : 0);
+	struct MHD_OptionItem tls_options[] = {
+	    {MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls.key},
+	    {MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls.cert},
+	    {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)API_TLS_PRIORITIES},
+	    {MHD_OPTION_END, 0, NULL},
+	};
+	if (!s->tls.on)
+		tls_options[0].option = MHD_OPTION_END;
 	s->daemon = MHD_start_daemon(
 	    flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
 	    (unsigned)cfg->threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 	    MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_CONNECTION_LIMIT, 1024u,
-	    MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
+	    MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_ARRAY, tls_options, MHD_OPTION_END);
 	if (!s->daemon) {
-		log_printf(LOG_ERROR, "could not listen on %s", cfg->listen);
+		log_printf(LOG_ERROR, "could not listen on %s%s", cfg->listen,
+		           s->tls.on ? " with TLS (is the certificate the key's?)" : "");
 		stream_hub_stop(s->hub);
 		parts_free(s);
+		api_tls_release(&s->tls);
 		return -1;
 	}
 	log_event(LOG_INFO, "listening",
-	          json_pack("{s:s, s:i}", "listen", cfg->listen, "threads", cfg->threads));
+	          json_pack("{s:s, s:i, s:s}", "listen", cfg->listen, "threads", cfg->threads,
+	                    "scheme", s->tls.on ? "https" : "http"));
 	return 0;
 }
 
@@ -567,4 +584,5 @@ void server_stop(api_server *s)
 		MHD_stop_daemon(s->daemon);
 	s->daemon = NULL;
 	parts_free(s); /* after the daemon: its streams have given their slots */
+	api_tls_release(&s->tls);
 }

@@ -10,6 +10,7 @@
 #include "crypt.h"
 #include "ratelimit.h"
 #include "telemetry.h"
+#include "tls.h"
 
 struct api_server {
 	const ty_config *cfg;
@@ -24,6 +25,7 @@ struct api_server {
 	const route *routes;
 	size_t n_routes;
 	struct MHD_Daemon *daemon;
+	api_tls tls;                  /* HTTPS, or plain HTTP on loopback (tls.h) */
 	struct stream_hub *hub;       /* streamed answers waiting for data (stream.c) */
 	struct followers *followers;  /* the slots of GET /v1/jobs/{job}/logs?follow=1 (h_logs.c) */
 	struct report_slots *reports; /* slots of streamed reports, exports (report_slots.h) */

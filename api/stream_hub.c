@@ -11,6 +11,7 @@
 #include "stream_hub.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -126,7 +127,10 @@ static bool hub_stopping(stream_hub *h)
 /*
  * Whether the client closed or reset the connection: a suspended
  * connection is not watched by the daemon, so look before suspending.
- * Bytes the client sent (a pipelined request) are left where they are.
+ * POLLRDHUP says the peer shut its side down even when bytes wait before
+ * the end: over TLS a closing client sends its close_notify alert first,
+ * which a peek for the end of the stream would read instead. Bytes the
+ * client sent (a pipelined request) are left where they are.
  */
 static bool client_gone(struct MHD_Connection *conn)
 {
@@ -134,11 +138,12 @@ static bool client_gone(struct MHD_Connection *conn)
 	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	if (!ci)
 		return false;
-	char b;
-	ssize_t k = recv(ci->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-	if (k == 0)
-		return true;
-	return k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+	struct pollfd p = {.fd = ci->connect_fd, .events = POLLRDHUP};
+	int k;
+	do
+		k = poll(&p, 1, 0);
+	while (k < 0 && errno == EINTR);
+	return k > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
 /* Suspend sc's connection until the resumer's next round. */

@@ -52,6 +52,7 @@ static int transport(const cli_ctx *ctx, const http_request *req, FILE *stream_t
 	    .upload_size = req->upload_size,
 	    .content_type = req->content_type,
 	    .agent = "yardctl",
+	    .ca_file = ctx->ca_file,
 	    .connect_timeout_s = HTTP_CONNECT_TIMEOUT_S,
 	    /* a stream lasts as the server sends, an upload as long as the file */
 	    .timeout_s = stream_to || req->upload_from ? 0 : HTTP_TIMEOUT_S,

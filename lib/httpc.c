@@ -206,6 +206,10 @@ int httpc_send(void *curl, const httpc_request *r, httpc_answer *a)
 	curl_easy_setopt(c, CURLOPT_URL, r->url);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+	if (r->ca_file && r->ca_file[0])
+		curl_easy_setopt(c, CURLOPT_CAINFO, r->ca_file);
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, r->connect_timeout_s);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, r->timeout_s);
 	if (r->low_speed_time_s > 0) {

@@ -7,7 +7,8 @@
  * A request body is either JSON in memory (body) or a stream read from a
  * FILE as it is sent (upload_from), so a body of any size never sits in
  * memory whole: with its size known it goes with Content-Length, without
- * it chunked.
+ * it chunked. An https server's certificate and name are always verified,
+ * against ca_file (TRAINYARD_CA_FILE) when given.
  *
  * The caller runs curl_global_init() once before the first request.
  */
@@ -30,12 +31,13 @@ typedef struct httpc_request {
 	long long upload_size;    /* bytes of upload_from sent; -1: unknown, sent chunked */
 	const char *content_type; /* of the body; NULL: application/json */
 	const char *agent;        /* User-Agent */
-	long connect_timeout_s;   /* to connect */
-	long timeout_s;           /* the whole exchange; 0: none (a stream, an upload) */
-	long low_speed_bps;       /* fail when slower than this many bytes/s ... */
-	long low_speed_time_s;    /* ... for this many seconds; 0: no such limit */
-	size_t answer_max;        /* bytes of an answer kept; a longer one fails */
-	FILE *stream_to;          /* a 2xx answer is copied there as it arrives, not kept */
+	const char *ca_file; /* PEM CAs to verify an https server with; NULL or "": the system's */
+	long connect_timeout_s; /* to connect */
+	long timeout_s;         /* the whole exchange; 0: none (a stream, an upload) */
+	long low_speed_bps;     /* fail when slower than this many bytes/s ... */
+	long low_speed_time_s;  /* ... for this many seconds; 0: no such limit */
+	size_t answer_max;      /* bytes of an answer kept; a longer one fails */
+	FILE *stream_to;        /* a 2xx answer is copied there as it arrives, not kept */
 } httpc_request;
 
 /* What came back. */

@@ -99,6 +99,8 @@ int batch_submit(sched *s, dispatch_item *it, char err[SL_ERR_MAX])
 	env_add(env, &k, "LANG", "C.UTF-8");
 	env_add(env, &k, "HOME", home);
 	env_add(env, &k, "TRAINYARD_URL", s->cfg->url);
+	if (s->cfg->ca_file[0])
+		env_add(env, &k, "TRAINYARD_CA_FILE", s->cfg->ca_file);
 	env_add(env, &k, "TRAINYARD_ATTEMPT", it->attempt_id);
 	env_add(env, &k, "TRAINYARD_ATTEMPT_TOKEN_FILE", cred);
 	env_add(env, &k, "TRAINYARD_STORAGE_ROOT", s->storage_root);

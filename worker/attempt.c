@@ -391,7 +391,7 @@ int attempt_run(const char *url, runtime_options *o)
 	if (!url)
 		url = cfg.url;
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	at.client = rt_client_new(url, at.id, token, err, sizeof(err));
+	at.client = rt_client_new(url, cfg.ca_file, at.id, token, err, sizeof(err));
 	OPENSSL_cleanse(token, sizeof(token));
 	int rc = TRAIN_INTERNAL;
 	if (!at.client) {

@@ -14,12 +14,13 @@
 
 struct rt_client {
 	CURL *curl;
-	char *base; /* ".../internal/v1/attempts/<id>" */
+	char *base;    /* ".../internal/v1/attempts/<id>" */
+	char *ca_file; /* TRAINYARD_CA_FILE, or NULL: the system's CAs */
 	char token[RT_CLIENT_TOKEN_MAX + 1];
 };
 
-rt_client *rt_client_new(const char *base_url, const char *attempt_id, const char *token, char *err,
-                         size_t errlen)
+rt_client *rt_client_new(const char *base_url, const char *ca_file, const char *attempt_id,
+                         const char *token, char *err, size_t errlen)
 {
 	if (strncmp(base_url, "http://", 7) != 0 && strncmp(base_url, "https://", 8) != 0) {
 		snprintf(err, errlen, "the API URL must start with http:// or https://");
@@ -42,6 +43,11 @@ rt_client *rt_client_new(const char *base_url, const char *attempt_id, const cha
 	}
 	snprintf(c->base, len, "%.*s/internal/v1/attempts/%s", (int)n, base_url, attempt_id);
 	snprintf(c->token, sizeof(c->token), "%s", token);
+	if (ca_file && ca_file[0] && !(c->ca_file = strdup(ca_file))) {
+		snprintf(err, errlen, "out of memory");
+		rt_client_free(c);
+		return NULL;
+	}
 	return c;
 }
 
@@ -53,6 +59,7 @@ void rt_client_free(rt_client *c)
 	if (c->curl)
 		curl_easy_cleanup(c->curl);
 	free(c->base);
+	free(c->ca_file);
 	free(c);
 }
 
@@ -95,6 +102,7 @@ static int exchange(rt_client *c, const char *what, httpc_request *r, rt_answer 
 	r->url = url;
 	r->bearer = c->token;
 	r->agent = "trainyard-worker";
+	r->ca_file = c->ca_file;
 	r->connect_timeout_s = RT_CLIENT_CONNECT_S;
 	r->answer_max = RT_CLIENT_ANSWER_MAX;
 	httpc_answer h;

@@ -25,12 +25,14 @@
 typedef struct rt_client rt_client;
 
 /*
- * A client for attempt attempt_id at base_url (http or https). token: the
- * attempt credential, copied (the caller wipes its own copy).
+ * A client for attempt attempt_id at base_url (http or https; an https
+ * server verified against ca_file, TRAINYARD_CA_FILE, when not NULL or
+ * empty). token: the attempt credential, copied (the caller wipes its own
+ * copy).
  * RET the client, or NULL with a message in err.
  */
-rt_client *rt_client_new(const char *base_url, const char *attempt_id, const char *token, char *err,
-                         size_t errlen);
+rt_client *rt_client_new(const char *base_url, const char *ca_file, const char *attempt_id,
+                         const char *token, char *err, size_t errlen);
 void rt_client_free(rt_client *c); /* wipes the credential; NULL is fine */
 
 /* What one request came to. */

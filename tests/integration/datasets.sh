@@ -208,14 +208,15 @@ upload "$TA" nothing "format=text" text/plain "$TY_TMP/notes.txt"
 check_eq "a dataset that does not exist: 404" "404 dataset_not_found" "$STATUS $(jb .code)"
 
 # an upload cut off half-way: the connection closes after part of the body
-host=${TRAINYARD_URL#http://}
+host=${TRAINYARD_URL#*://}
 host=${host%%/*}
-exec 7<>"/dev/tcp/${host%:*}/${host##*:}"
-printf 'POST /v1/tenants/%s/datasets/corpus/versions?format=tokens HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n' \
-	"$TA" "$host" "$ALICE" "$(stat -c %s "$TY_TMP/shards.bin")" >&7
-head -c 60000 "$TY_TMP/shards.bin" >&7
-sleep 0.5
-exec 7>&-
+{
+	printf 'POST /v1/tenants/%s/datasets/corpus/versions?format=tokens HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n' \
+		"$TA" "$host" "$ALICE" "$(stat -c %s "$TY_TMP/shards.bin")"
+	head -c 60000 "$TY_TMP/shards.bin"
+	sleep 0.5
+} | timeout 10 openssl s_client -quiet -no_ign_eof -verify_return_error -CAfile "$TRAINYARD_CA_FILE" \
+	-connect "$host" -servername localhost >/dev/null 2>&1
 wait_until 10 bash -c "[[ \$(find '$TRAINYARD_STORAGE_ROOT/tenants/$TA_ID/datasets' -name '*.partial' | wc -l) == 0 ]]"
 check_eq "nothing half-registered: still one version" 1 "$(versions)"
 check_eq "and no partial shard left on disk" 0 "$(leftovers)"

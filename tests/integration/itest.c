@@ -91,6 +91,10 @@ void http_call(const char *method, const char *path, const char *token, const ch
 	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(c, CURLOPT_HEADERDATA, resp);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+	/* the stack's API serves HTTPS under its own CA (deploy/stack) */
+	const char *ca = getenv("TRAINYARD_CA_FILE");
+	if (ca && *ca)
+		curl_easy_setopt(c, CURLOPT_CAINFO, ca);
 	if (body) {
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));

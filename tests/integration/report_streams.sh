@@ -47,8 +47,11 @@ tenant_new "$EXTRA" >/dev/null
 # request (COMPLETE: 1 for a chunked answer of over 1 MB that ended as it
 # should; CODE: a refusal's problem code).
 cat >"$TY_TMP/streams.py" <<'EOF'
-import re, socket, sys, threading, urllib.parse
+import os, re, socket, ssl, sys, threading, urllib.parse
 u = urllib.parse.urlparse(sys.argv[1])
+# https verified against the stack's CA (TRAINYARD_CA_FILE), as every client does
+tls = ssl.create_default_context(cafile=os.environ.get("TRAINYARD_CA_FILE") or None) \
+    if u.scheme == "https" else None
 token, paths = sys.argv[2], sys.argv[3:]
 
 def ask(path):
@@ -57,6 +60,8 @@ def ask(path):
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 262144)
     s.settimeout(60)
     s.connect((u.hostname, u.port))
+    if tls:
+        s = tls.wrap_socket(s, server_hostname=u.hostname)
     s.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"
                "Connection: close\r\n\r\n" % (path, u.netloc, token)).encode())
     data = b""

@@ -344,6 +344,7 @@ static const allowed_open allowed[] = {
      "the directory walks of storage.h: each level O_NOFOLLOW and checked as the owners "
      "rule says; storage_dir_remove(): the worker's own tree, as the tenant's user"},
     {"lib/identity.c", 1, "the host's /etc/login.defs"},
+    {"api/tls.c", 1, "the API's certificate and key, read once at start"},
     {"lib/crypt.c", 1, "key files, read once at start, outside every root (api/main.c)"},
     {"lib/datapath.c", 1, "a second open file of a directory tenantfs already opened"},
     {"lib/dataset.c", 2, "unsealing into the attempt's own tree, as the tenant's user"},
