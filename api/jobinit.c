@@ -33,14 +33,15 @@ int jobinit_resolve(api_req *rq, const jobspec *js, const json_t *spec, job_init
 		return -ERR_INTERNAL;
 	const char *p[] = {js->training.init_from, rq->scope.tenant_id, model};
 	PGresult *r;
-	int rc = db_query(
-	    rq->db, &r,
-	    "SELECT c.job_id, c.step, c.classification, j.state IN ('succeeded', 'failed',"
-	    " 'cancelled'), j.spec->'model' = $3::jsonb, j.tenant_id = $2,"
-	    " (SELECT g.id FROM checkpoint_grants g WHERE g.checkpoint_id = c.id"
-	    " AND g.tenant_id = $2 AND " GRANT_IN_FORCE " ORDER BY g.expires_at DESC LIMIT 1)"
-	    " FROM checkpoints c JOIN jobs j ON j.id = c.job_id WHERE c.id = $1",
-	    3, p);
+	int rc =
+	    db_query(rq->db, &r,
+	             "SELECT c.job_id, c.step, c.classification, j.state IN ('succeeded', 'failed',"
+	             " 'cancelled'), j.spec->'model' = $3::jsonb, j.tenant_id = $2,"
+	             " (SELECT g.id FROM checkpoint_grants g WHERE g.checkpoint_id = c.id"
+	             " AND g.tenant_id = $2 AND " GRANT_IN_FORCE
+	             " ORDER BY g.download DESC, g.expires_at DESC LIMIT 1)"
+	             " FROM checkpoints c JOIN jobs j ON j.id = c.job_id WHERE c.id = $1",
+	             3, p);
 	free(model);
 	if (rc)
 		return rc;
@@ -79,6 +80,9 @@ void jobinit_insert(api_req *rq, const char *job_id, const job_init *in)
 	const char *p[] = {job_id,   in->checkpoint_id, in->source_job_id,
 	                   in->step, in->grant_id,      in->classification};
 	/*
+	 * The grant taken is the one in force that lets the most leave (with
+	 * download first: jobinit_resolve), so held_for does not depend on
+	 * which of two grants the database returns first.
 	 * held_for: the source's own holds, and its owner when this tenant
 	 * takes it through a grant that does not let it leave (restricted, or
 	 * without download): what the job trains inherits both (migration 0013)

@@ -53,7 +53,12 @@ for ((i = 0; i < N; i++)); do
 	api GET /v1/whoami
 	case $STATUS in
 	401) denied=$((denied + 1)) ;;
-	429) limited=$((limited + 1)) ;;
+	429)
+		limited=$((limited + 1))
+		# the last refusal, kept: the bucket refills one a second, so the
+		# last request of the loop may be let through again
+		L_BODY=$BODY L_RETRY=$(header Retry-After)
+		;;
 	*) other=$((other + 1)) ;;
 	esac
 done
@@ -61,11 +66,10 @@ check_eq "every answer is 401 or 429" 0 "$other"
 check "about the burst is let through (20 and what refilled): $denied" \
 	test "$denied" -ge 20 -a "$denied" -le 30
 check_eq "the rest answer 429" $((N - denied)) "$limited"
-check_eq "the last answer is 429" 429 "$STATUS"
-check_json "rate_limited" rate_limited .code
+check_eq "a refusal is rate_limited" rate_limited "$(printf '%s' "${L_BODY:-}" | jq -r .code)"
 check_match "by the client address's limit, says the detail" "per client address" \
-	"$(printf '%s' "$BODY" | jq -r .detail)"
-check_match "with Retry-After" '^[1-9][0-9]*$' "$(header Retry-After)"
+	"$(printf '%s' "${L_BODY:-}" | jq -r .detail)"
+check_match "with Retry-After" '^[1-9][0-9]*$' "${L_RETRY:-}"
 TOKEN=$admin
 check_status "while the address's bucket is empty, a valid token from it waits too" 429 GET /v1/whoami
 
