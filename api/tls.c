@@ -24,8 +24,7 @@
  * user's with no group or other access (as the master key file).
  * RET malloc'd NUL-terminated text, or NULL with err set.
  */
-static char *pem_read(const char *path, const char *what, bool private, char *err,
-                      size_t errlen)
+static char *pem_read(const char *path, const char *what, bool private, char *err, size_t errlen)
 {
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0) {
@@ -92,8 +91,9 @@ int api_tls_load(const ty_config *cfg, const struct sockaddr_in *sa, api_tls *t,
 			err_printf(err, errlen,
 			           "the API serves HTTPS: set TRAINYARD_TLS_CERT_FILE and "
 			           "TRAINYARD_TLS_KEY_FILE%s",
-			           loopback ? " (or TRAINYARD_PLAIN_HTTP=1 for plain HTTP on loopback)"
-			                    : "; plain HTTP is never served beyond loopback");
+			           loopback
+			               ? " (or TRAINYARD_PLAIN_HTTP=1 for plain HTTP on loopback)"
+			               : "; plain HTTP is never served beyond loopback");
 			return -1;
 		}
 		return 0;
