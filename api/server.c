@@ -322,11 +322,16 @@ static void release_db(api_req *rq)
  * too large to drain; otherwise once the body it is already sending has
  * been read.
  */
+static bool refuse_at_once(struct MHD_Connection *conn, const char *content_length)
+{
+	const char *expect = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Expect");
+	return (expect && strcasecmp(expect, "100-continue") == 0) ||
+	       (content_length && strtoull(content_length, NULL, 10) > UPLOAD_DRAIN_MAX);
+}
+
 static enum MHD_Result upload_refused(req_slot *slot, const char *content_length)
 {
-	const char *expect = MHD_lookup_connection_value(slot->rq.conn, MHD_HEADER_KIND, "Expect");
-	if ((expect && strcasecmp(expect, "100-continue") == 0) ||
-	    (content_length && strtoull(content_length, NULL, 10) > UPLOAD_DRAIN_MAX))
+	if (refuse_at_once(slot->rq.conn, content_length))
 		return send_response(slot);
 	slot->upload_failed = true;
 	slot->upload_failed_at = 0;
@@ -412,7 +417,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (is_upload(s, method, url))
 			return upload_begin(slot, cl);
 		if (cl && strtoull(cl, NULL, 10) > (unsigned long long)s->cfg->body_limit) {
-			/* refuse before reading a byte of an announced oversized body */
+			/*
+			 * An announced oversized body: refused before a byte is read when
+			 * the client waits for the answer (or the body is too large to
+			 * drain), else once the body it is already sending is read and
+			 * dropped, so that no reset (over TLS, of the whole answer)
+			 * takes the 413 away, as for uploads
+			 */
+			if (!refuse_at_once(conn, cl)) {
+				rq->body_too_large = true;
+				return MHD_YES;
+			}
 			api_fail(rq, ERR_BODY_TOO_LARGE, "the body exceeds %d bytes",
 			         s->cfg->body_limit);
 			return send_response(slot);
