@@ -539,7 +539,7 @@ START_TEST(long_line_match_across_cut)
 		/* Words of seven letters, the last one ending right before the item. */
 		for (size_t i = 0; i < head; i++)
 			text[i] = (i + 1) % 8 == 0 ? ' ' : 'w';
-		text[head - 1] = ' ';
+		text[head > 0 ? head - 1 : 0] = ' ';
 		memcpy(text + head, across[c].item, il);
 		memcpy(text + head + il, " tail\n", 6);
 		size_t n = head + il + 6;
