@@ -64,8 +64,8 @@ static int bootstrap_refused(void)
 	return CLI_REFUSED;
 }
 
-/* Print the new admin's token: alone, or as JSON. */
-static void bootstrap_print(const cli_ctx *ctx, const char *name, const store_token *t)
+/* Print a token made here (bootstrap, token issue): its secret alone, or as JSON. */
+static void token_print(const cli_ctx *ctx, const char *name, const store_token *t)
 {
 	if (ctx->format == CLI_FMT_TABLE) {
 		printf("%s\n", t->secret);
@@ -101,25 +101,11 @@ int cmd_bootstrap(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
 	else if (rc)
 		rc = db_failed("bootstrap failed", rc, NULL);
 	else
-		bootstrap_print(ctx, name, &t);
+		token_print(ctx, name, &t);
 	fflush(stdout);
 	explicit_bzero(&t, sizeof(t));
 	db_close(c);
 	return rc;
-}
-
-/* Print an issued token: its secret alone, or as JSON. */
-static void issue_print(const cli_ctx *ctx, const char *name, const store_token *t)
-{
-	if (ctx->format == CLI_FMT_TABLE) {
-		printf("%s\n", t->secret);
-		return;
-	}
-	json_t *j = json_pack("{s:s, s:s, s:s, s:s}", "user", name, "token_id", t->id, "token",
-	                      t->secret, "expires_at", t->expires_at);
-	output_json(stdout, j);
-	cmd_wipe_str(j, "token");
-	json_decref(j);
 }
 
 enum { OPT_USER, OPT_DAYS };
@@ -161,7 +147,7 @@ int cmd_token_issue(cli_ctx *ctx, const cli_command *self, int argc, char **argv
 	else if (rc)
 		rc = db_failed("token issue failed", rc, NULL);
 	else
-		issue_print(ctx, name, &t);
+		token_print(ctx, name, &t);
 	fflush(stdout);
 	explicit_bzero(&t, sizeof(t));
 	db_close(c);
