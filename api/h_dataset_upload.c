@@ -365,31 +365,24 @@ static int upload_open(api_req *rq, upload *u)
 	}
 	if (rc == 0)
 		sweep(rq, u);
-	crypt_key k;
+	crypt_object_ctx ring = {0};
 	int kv;
 	if (rc == 0 && (rc = db_begin(rq->db)) == 0 &&
-	    (rc = keys_dataset_key(rq->db, &rq->srv->master, rq->scope.tenant_id, u->dataset_id, &k,
-	                           &kv, &u->key_rotated)) == 0 &&
-	    (rc = db_commit(rq->db)) != 0)
-		crypt_key_clear(&k);
-	if (rc)
-		return rc;
-	crypt_object_ctx ctx;
+	    (rc = keys_dataset_key(rq->db, &rq->srv->master, rq->scope.tenant_id, u->dataset_id,
+	                           &ring, &kv, &u->key_rotated)) == 0)
+		rc = db_commit(rq->db);
 	/* the shards are the tenant's user's, for its attempts to read */
 	tenant_identity id = {0};
-	rc = tenant_dirs_prepare(rq, rq->scope.tenant_id, &id, u->err, sizeof(u->err));
+	if (rc == 0)
+		rc = tenant_dirs_prepare(rq, rq->scope.tenant_id, &id, u->err, sizeof(u->err));
 	storage_owners owners = storage_owners_for(id.uid, id.gid);
 	if (rc == 0)
 		rc = storage_uuid_new(u->version_id);
 	if (rc == 0)
-		rc = crypt_object_ctx_init(&ctx, rq->scope.tenant_id, u->dataset_id, &k);
-	crypt_key_clear(&k);
-	if (rc == 0) {
-		rc = dataset_writer_open(rq->cfg->storage_root, &owners, &ctx, u->version_id,
+		rc = dataset_writer_open(rq->cfg->storage_root, &owners, &ring, u->version_id,
 		                         (size_t)rq->cfg->dataset_shard_tokens, &u->w, u->err,
 		                         sizeof(u->err));
-		crypt_object_ctx_clear(&ctx);
-	}
+	crypt_object_ctx_clear(&ring);
 	return rc;
 }
 

@@ -4,13 +4,12 @@
  * an attempt's read of a dataset version its job was pinned to. Uploading
  * a version is h_dataset_upload.c's.
  */
-#include <openssl/crypto.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "dataset.h"
 #include "handlers.h"
-#include "hex.h"
+#include "jobdata.h"
 #include "keys.h"
 #include "mask.h"
 #include "server.h"
@@ -235,12 +234,12 @@ int h_attempt_dataset_key(api_req *rq)
 	/* another tenant's dataset: only under a grant in force when the attempt asks */
 	if (rc == 0 && strcmp(PQgetvalue(r, 0, 9), "t") != 0)
 		rc = -ERR_GRANT_NOT_IN_FORCE;
-	crypt_key k;
+	crypt_object_ctx ring = {0};
 	int kv = 0;
 	json_t *out = NULL;
 	if (rc == 0) {
 		const char *ds = PQgetvalue(r, 0, 0), *tenant = PQgetvalue(r, 0, 1);
-		rc = keys_dataset_key_existing(rq->db, &rq->srv->master, tenant, ds, &k, &kv);
+		rc = keys_dataset_key_existing(rq->db, &rq->srv->master, tenant, ds, &ring, &kv);
 		char res[160];
 		snprintf(res, sizeof(res), "dataset/%s@%s", PQgetvalue(r, 0, 2),
 		         PQgetvalue(r, 0, 4));
@@ -258,18 +257,20 @@ int h_attempt_dataset_key(api_req *rq)
 		if (rc == 0)
 			rc = db_commit(rq->db);
 		if (rc == 0) {
-			char hex[2 * CRYPT_KEY_LEN + 1];
-			hex_encode(k.bytes, CRYPT_KEY_LEN, hex);
-			out = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:s, s:i}", "key",
-			                hex, "dataset_id", ds, "tenant_id", tenant, "name",
-			                PQgetvalue(r, 0, 2), "version_id", ver, "version",
-			                atoi(PQgetvalue(r, 0, 4)), "shards",
-			                atoi(PQgetvalue(r, 0, 5)), "tokens",
-			                (json_int_t)strtoll(PQgetvalue(r, 0, 6), NULL, 10),
-			                "sha256", PQgetvalue(r, 0, 7), "tenant_key_version", kv);
-			OPENSSL_cleanse(hex, sizeof(hex));
+			out =
+			    json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:s, s:i}", "dataset_id",
+			              ds, "tenant_id", tenant, "name", PQgetvalue(r, 0, 2),
+			              "version_id", ver, "version", atoi(PQgetvalue(r, 0, 4)),
+			              "shards", atoi(PQgetvalue(r, 0, 5)), "tokens",
+			              (json_int_t)strtoll(PQgetvalue(r, 0, 6), NULL, 10), "sha256",
+			              PQgetvalue(r, 0, 7), "tenant_key_version", kv);
+			if (out == NULL || jobdata_keys_set(out, &ring) != 0) {
+				json_decref(out);
+				out = NULL;
+				rc = -ERR_INTERNAL;
+			}
 		}
-		crypt_key_clear(&k);
+		crypt_object_ctx_clear(&ring);
 	}
 	PQclear(r);
 	if (rc == -ERR_DATASET_NOT_FOUND)

@@ -3,6 +3,10 @@
  */
 #include "jobdata.h"
 
+#include <openssl/crypto.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "keys.h"
 #include "server.h"
 
@@ -11,14 +15,24 @@ int jobdata_ctx(const api_server *s, PGconn *c, const char *tenant_id, const cha
 {
 	if (!s->has_master)
 		return -ERR_KEYS_UNAVAILABLE;
-	crypt_key k;
 	int v = 0;
-	int rc = keys_job_data_key_existing(c, &s->master, tenant_id, job_id, &k, &v);
+	int rc = keys_job_data_key_existing(c, &s->master, tenant_id, job_id, ctx, &v);
 	if (version)
 		*version = rc == 0 ? v : 0;
-	if (rc == 0)
-		rc = crypt_object_ctx_init(ctx, tenant_id, job_id, &k);
-	crypt_key_clear(&k);
+	return rc;
+}
+
+int jobdata_keys_set(json_t *answer, const crypt_object_ctx *ring)
+{
+	char *text = crypt_object_ctx_text(ring);
+	int rc = text && json_object_set_new(answer, "keys", json_string(text)) == 0 &&
+	                 json_object_set_new(answer, "key_generation",
+	                                     json_integer(ring->generations)) == 0
+	             ? 0
+	             : -ERR_INTERNAL;
+	if (text)
+		OPENSSL_cleanse(text, strlen(text));
+	free(text);
 	return rc;
 }
 

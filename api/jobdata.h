@@ -1,7 +1,8 @@
 /*
  * jobdata.h - what the read routes need to open a job's encrypted files
  * (h_logs.c, h_download.c): the job's object context, from its existing
- * data key (reading never makes a key), and the answer to a failure.
+ * data key ring (reading never makes a key), and the answer to a failure;
+ * and the one form in which an attempt is handed a key ring.
  */
 #ifndef TY_JOBDATA_H
 #define TY_JOBDATA_H
@@ -13,7 +14,7 @@
 
 /*
  * Fill *ctx (the caller clears it: crypt_object_ctx_clear) with the job's
- * data key, read on connection c; *version, when not NULL, the tenant key
+ * data key ring, read on connection c; *version, when not NULL, the tenant key
  * version that wraps it. RET 0; -ERR_KEYS_UNAVAILABLE (no master
  * key on this server, or the job has no data key); -ERR_KEY_UNWRAP_FAILED;
  * -ERR_DB_UNAVAILABLE; -ERR_INTERNAL.
@@ -29,6 +30,13 @@ int jobdata_ctx(const api_server *s, PGconn *c, const char *tenant_id, const cha
  * -1 answered.
  */
 int jobdata_audit(api_req *rq, const char *resource, json_t *detail, int version);
+
+/*
+ * Put a data key ring into an answer to an attempt: "keys", the ring's
+ * text (crypt_object_ctx_init_text: every generation, oldest first; the
+ * last seals), and "key_generation", the newest. RET 0 or -ERR_INTERNAL.
+ */
+int jobdata_keys_set(json_t *answer, const crypt_object_ctx *ring);
 
 /* Answer a failed jobdata_ctx(). RET 0. */
 int jobdata_fail(api_req *rq, int rc);

@@ -7,7 +7,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +15,7 @@
 
 #include "grants.h"
 #include "handlers.h"
-#include "hex.h"
+#include "jobdata.h"
 #include "keys.h"
 #include "log.h"
 #include "server.h"
@@ -171,12 +170,12 @@ int h_attempt_init_key(api_req *rq)
 		return api_fail(rq, ERR_KEYS_UNAVAILABLE,
 		                "no master key is configured on this server");
 	init_source src;
-	crypt_key k;
+	crypt_object_ctx ring = {0};
 	int kv = 0;
 	int rc = api_db(rq);
 	if (rc == 0 && (rc = db_begin(rq->db)) == 0 && (rc = source_find(rq, NULL, &src)) == 0)
 		rc = keys_job_data_key_existing(rq->db, &rq->srv->master, src.tenant_id, src.job_id,
-		                                &k, &kv);
+		                                &ring, &kv);
 	if (rc)
 		return source_failed(rq, rc);
 	char res[64];
@@ -187,17 +186,17 @@ int h_attempt_init_key(api_req *rq)
 	                                rq->scope.job_id, "source_job_id", src.job_id, "step",
 	                                src.step, "checkpoint_tenant_id", src.tenant_id,
 	                                "checkpoint_tenant", src.tenant_name));
+	json_t *out = rc ? NULL
+	                 : json_pack("{s:s, s:s, s:s, s:i, s:i}", "checkpoint_id",
+	                             src.checkpoint_id, "tenant_id", src.tenant_id, "job_id",
+	                             src.job_id, "step", src.step, "tenant_key_version", kv);
+	if (rc == 0 && (out == NULL || jobdata_keys_set(out, &ring) != 0))
+		rc = -ERR_INTERNAL;
+	crypt_object_ctx_clear(&ring);
 	if (rc) {
-		crypt_key_clear(&k);
+		json_decref(out);
 		return api_fail_db(rq, rc);
 	}
-	char hex[2 * CRYPT_KEY_LEN + 1];
-	hex_encode(k.bytes, CRYPT_KEY_LEN, hex);
-	crypt_key_clear(&k);
-	json_t *out = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i}", "key", hex, "checkpoint_id",
-	                        src.checkpoint_id, "tenant_id", src.tenant_id, "job_id", src.job_id,
-	                        "step", src.step, "tenant_key_version", kv);
-	OPENSSL_cleanse(hex, sizeof(hex));
 	return api_reply(rq, 200, out);
 }
 

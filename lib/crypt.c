@@ -252,22 +252,84 @@ static bool id_ok(const char *id)
 	return id != NULL && id[0] != '\0' && strlen(id) <= CRYPT_ID_MAX;
 }
 
-int crypt_object_ctx_init(crypt_object_ctx *c, const char *tenant_id, const char *job_id,
-                          const crypt_key *data_key)
+int crypt_object_ctx_init_ring(crypt_object_ctx *c, const char *tenant_id, const char *job_id,
+                               const crypt_key *keys, size_t n)
 {
 	memset(c, 0, sizeof(*c));
-	if (!id_ok(tenant_id) || !id_ok(job_id) || data_key == NULL)
+	if (!id_ok(tenant_id) || !id_ok(job_id) || keys == NULL || n == 0 ||
+	    n > CRYPT_GENERATIONS_MAX || (c->keys = malloc(n * sizeof(*keys))) == NULL)
 		return -ERR_INTERNAL;
 	memcpy(c->tenant_id, tenant_id, strlen(tenant_id));
 	memcpy(c->job_id, job_id, strlen(job_id));
-	c->data_key = *data_key;
+	memcpy(c->keys, keys, n * sizeof(*keys));
+	c->generations = (uint32_t)n;
 	return 0;
+}
+
+int crypt_object_ctx_init(crypt_object_ctx *c, const char *tenant_id, const char *job_id,
+                          const crypt_key *data_key)
+{
+	return crypt_object_ctx_init_ring(c, tenant_id, job_id, data_key, 1);
+}
+
+#define RING_TEXT_STEP (2 * CRYPT_KEY_LEN + 1) /* a key's hex digits and its comma */
+
+int crypt_object_ctx_init_text(crypt_object_ctx *c, const char *tenant_id, const char *job_id,
+                               const char *text)
+{
+	memset(c, 0, sizeof(*c));
+	size_t len = text ? strlen(text) : 0;
+	size_t n = (len + 1) / RING_TEXT_STEP;
+	if (len == 0 || n * RING_TEXT_STEP != len + 1 || n > CRYPT_GENERATIONS_MAX)
+		return -ERR_INTERNAL;
+	crypt_key *keys = malloc(n * sizeof(*keys));
+	int rc = keys ? 0 : -ERR_INTERNAL;
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		const char *p = text + i * RING_TEXT_STEP;
+		if ((i + 1 < n && p[2 * CRYPT_KEY_LEN] != ',') ||
+		    !crypt_key_from_hex(p, 2 * CRYPT_KEY_LEN, &keys[i]))
+			rc = -ERR_INTERNAL;
+	}
+	if (rc == 0)
+		rc = crypt_object_ctx_init_ring(c, tenant_id, job_id, keys, n);
+	if (keys)
+		OPENSSL_cleanse(keys, n * sizeof(*keys));
+	free(keys);
+	return rc;
+}
+
+char *crypt_object_ctx_text(const crypt_object_ctx *c)
+{
+	if (c == NULL || c->generations == 0)
+		return NULL;
+	char *t = malloc((size_t)c->generations * RING_TEXT_STEP);
+	for (uint32_t i = 0; t && i < c->generations; i++) {
+		hex_encode(c->keys[i].bytes, CRYPT_KEY_LEN, t + i * RING_TEXT_STEP);
+		t[i * RING_TEXT_STEP + 2 * CRYPT_KEY_LEN] = i + 1 < c->generations ? ',' : '\0';
+	}
+	return t;
+}
+
+const crypt_key *crypt_object_ctx_key(const crypt_object_ctx *c, uint32_t generation)
+{
+	return generation >= 1 && generation <= c->generations ? &c->keys[generation - 1] : NULL;
+}
+
+int crypt_object_ctx_copy(crypt_object_ctx *dst, const crypt_object_ctx *src)
+{
+	return crypt_object_ctx_init_ring(dst, src->tenant_id, src->job_id, src->keys,
+	                                  src->generations);
 }
 
 void crypt_object_ctx_clear(crypt_object_ctx *c)
 {
-	if (c != NULL)
-		OPENSSL_cleanse(c, sizeof(*c));
+	if (c == NULL)
+		return;
+	if (c->keys) {
+		OPENSSL_cleanse(c->keys, (size_t)c->generations * sizeof(*c->keys));
+		free(c->keys);
+	}
+	OPENSSL_cleanse(c, sizeof(*c));
 }
 
 /* ---- file descriptor sink and source -------------------------------- */

@@ -72,7 +72,7 @@
 #define CRYPT_CONTEXT_DATASET_DEK "dataset-dek"
 
 #define CRYPT_MAGIC          "TYEC" /* 4 bytes, no terminator in the file */
-#define CRYPT_FORMAT_VERSION 1
+#define CRYPT_FORMAT_VERSION 2      /* written; 1 is still read (generation 1) */
 #define CRYPT_KIND_OBJECT    1
 #define CRYPT_KIND_LOG       2
 #define CRYPT_SALT_LEN       32
@@ -172,16 +172,45 @@ int crypt_unwrap(const crypt_key *kek, const char *context, const unsigned char 
 
 /* ---- what an object belongs to ------------------------------------- */
 
-/* Tenant, job and the job's data key: what every object's AAD and key derive from. */
+/*
+ * Tenant, job and the job's data key: what every object's AAD and key
+ * derive from. A data key has generations 1..n (a rotation of data keys
+ * adds one, keys.h): keys[g - 1] is generation g, the newest seals what
+ * is written, and each object's header names the generation that sealed
+ * it, so a reader holding the ring opens every object the job ever wrote.
+ * The keys are the context's own (heap): copy with crypt_object_ctx_copy,
+ * never by assignment, and free with crypt_object_ctx_clear.
+ */
+#define CRYPT_GENERATIONS_MAX 1024 /* generations of one data key */
 typedef struct crypt_object_ctx {
 	char tenant_id[CRYPT_ID_MAX + 1];
 	char job_id[CRYPT_ID_MAX + 1];
-	crypt_key data_key;
+	crypt_key *keys;
+	uint32_t generations;
 } crypt_object_ctx;
 
-/* Fill *c (ids of 1..CRYPT_ID_MAX bytes). RET 0 or -ERR_INTERNAL. */
+/* Fill *c (ids of 1..CRYPT_ID_MAX bytes) with a data key of one generation. RET 0 or -ERR_INTERNAL.
+ */
 int crypt_object_ctx_init(crypt_object_ctx *c, const char *tenant_id, const char *job_id,
                           const crypt_key *data_key);
+/* The same with n generations, keys[0] the first (1 <= n <= CRYPT_GENERATIONS_MAX). */
+int crypt_object_ctx_init_ring(crypt_object_ctx *c, const char *tenant_id, const char *job_id,
+                               const crypt_key *keys, size_t n);
+/*
+ * The same from the ring's text, the form in which the API hands a ring
+ * to an attempt and the worker to the trainer: each generation's key as
+ * 64 hex digits, oldest first, separated by commas. RET 0, or
+ * -ERR_INTERNAL for a malformed text (nothing is kept).
+ */
+int crypt_object_ctx_init_text(crypt_object_ctx *c, const char *tenant_id, const char *job_id,
+                               const char *text);
+/* The ring's text (malloc'd; the caller wipes it with OPENSSL_cleanse and frees it), or NULL. */
+char *crypt_object_ctx_text(const crypt_object_ctx *c);
+/* Generation g's key, or NULL when c holds no such generation. */
+const crypt_key *crypt_object_ctx_key(const crypt_object_ctx *c, uint32_t generation);
+/* *dst becomes a copy of *src with keys of its own. RET 0 or -ERR_INTERNAL. */
+int crypt_object_ctx_copy(crypt_object_ctx *dst, const crypt_object_ctx *src);
+/* Wipe and free what c holds; c may be NULL or already cleared. */
 void crypt_object_ctx_clear(crypt_object_ctx *c);
 
 /* ---- streaming objects --------------------------------------------- */

@@ -28,13 +28,21 @@ uint32_t crypt_get_u32(const unsigned char *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-int crypt_header_make(unsigned char h[CRYPT_HEADER_LEN], int kind, uint32_t size)
+int crypt_header_make(unsigned char h[CRYPT_HEADER_LEN], int kind, uint32_t size,
+                      uint32_t generation)
 {
 	memcpy(h, CRYPT_MAGIC, 4);
 	h[4] = CRYPT_FORMAT_VERSION;
 	h[5] = (unsigned char)kind;
 	crypt_put_u32(h + 6, size);
-	return RAND_bytes(h + CRYPT_HEADER_FIXED_LEN, CRYPT_SALT_LEN) == 1 ? 0 : -ERR_INTERNAL;
+	crypt_put_u32(h + CRYPT_HEADER_FIXED_LEN, generation);
+	return RAND_bytes(h + CRYPT_HEADER_FIXED_LEN + 4, CRYPT_SALT_LEN - 4) == 1 ? 0
+	                                                                           : -ERR_INTERNAL;
+}
+
+uint32_t crypt_header_generation(const unsigned char h[CRYPT_HEADER_LEN])
+{
+	return h[4] == 1 ? 1 : crypt_get_u32(h + CRYPT_HEADER_FIXED_LEN);
 }
 
 int crypt_header_check(const unsigned char h[CRYPT_HEADER_LEN], int kind, uint32_t size,
@@ -45,9 +53,10 @@ int crypt_header_check(const unsigned char h[CRYPT_HEADER_LEN], int kind, uint32
 		err_printf(err, errlen, "encrypted %s \"%s\" has no TYEC header", what, name);
 		return -ERR_DATA_AUTH_FAILED;
 	}
-	if (h[4] != CRYPT_FORMAT_VERSION) {
-		err_printf(err, errlen, "encrypted %s \"%s\" has format version %u, expected %u",
-		           what, name, h[4], CRYPT_FORMAT_VERSION);
+	if (h[4] != 1 && h[4] != CRYPT_FORMAT_VERSION) {
+		err_printf(err, errlen,
+		           "encrypted %s \"%s\" has format version %u, expected 1 or %u", what,
+		           name, h[4], CRYPT_FORMAT_VERSION);
 		return -ERR_DATA_AUTH_FAILED;
 	}
 	if (h[5] != kind) {
@@ -116,9 +125,18 @@ int crypt_aead_init(crypt_aead *a, const crypt_object_ctx *ctx, const char *name
 	aad_field(a, name, nn);
 	a->aad_len += 8 + 1; /* index and flag, filled per chunk */
 
+	const crypt_key *data_key = crypt_object_ctx_key(ctx, crypt_header_generation(h));
+	if (data_key == NULL) {
+		/* the generation is part of the salt: a changed one would fail at the first tag */
+		err_printf(
+		    err, errlen,
+		    "encrypted %s \"%s\" names data key generation %u; the key ring holds 1 to %u",
+		    kind == CRYPT_KIND_LOG ? "log" : "object", name, crypt_header_generation(h),
+		    ctx->generations);
+		return -ERR_DATA_AUTH_FAILED;
+	}
 	unsigned char key[CRYPT_KEY_LEN];
-	int rc =
-	    derive_object_key(&ctx->data_key, h + CRYPT_HEADER_FIXED_LEN, kind_info[kind], key);
+	int rc = derive_object_key(data_key, h + CRYPT_HEADER_FIXED_LEN, kind_info[kind], key);
 	a->evp = rc == 0 ? EVP_CIPHER_CTX_new() : NULL;
 	if (a->evp == NULL ||
 	    EVP_CipherInit_ex(a->evp, EVP_aes_256_gcm(), NULL, key, NULL, encrypt ? 1 : 0) != 1) {

@@ -4,10 +4,12 @@
  *
  * Header (CRYPT_HEADER_LEN = 42 bytes):
  *   0  4  magic "TYEC"
- *   4  1  format version (1)
+ *   4  1  format version (2; 1 is still read)
  *   5  1  kind: 1 object, 2 log
  *   6  4  u32 little-endian: object chunk size, or log record maximum
- *   10 32 salt
+ *   10 32 the key salt: in version 2, the u32 little-endian generation of
+ *         the data key that sealed it, then 28 random bytes; in version 1,
+ *         32 random bytes under generation 1
  *
  * AAD of chunk or record i, each length a u32 little-endian:
  *   the first 10 header bytes | len | tenant id | len | job id |
@@ -32,8 +34,13 @@ typedef struct crypt_aead {
 	size_t aad_len; /* including the index and flag */
 } crypt_aead;
 
-/* Write a header of kind with a fresh salt. RET 0 or -ERR_INTERNAL (CSPRNG). */
-int crypt_header_make(unsigned char h[CRYPT_HEADER_LEN], int kind, uint32_t size);
+/* Write a header of kind for the data key's generation, with a fresh salt. RET 0 or -ERR_INTERNAL
+ * (CSPRNG). */
+int crypt_header_make(unsigned char h[CRYPT_HEADER_LEN], int kind, uint32_t size,
+                      uint32_t generation);
+
+/* The generation of the data key that sealed header h (checked by crypt_header_check). */
+uint32_t crypt_header_generation(const unsigned char h[CRYPT_HEADER_LEN]);
 
 /*
  * Check magic, version, kind and the size field (must equal size).
@@ -43,9 +50,11 @@ int crypt_header_check(const unsigned char h[CRYPT_HEADER_LEN], int kind, uint32
                        const char *name, char *err, size_t errlen);
 
 /*
- * Derive the per-object key of header h under ctx's data key, set up the
- * cipher for encrypting (encrypt true) or decrypting, and build the AAD
- * prefix for name. RET 0; -ERR_INTERNAL (bad name or ids, cipher failure).
+ * Derive the per-object key of header h under the generation of ctx's data
+ * key that h names, set up the cipher for encrypting (encrypt true) or
+ * decrypting, and build the AAD prefix for name. RET 0; -ERR_INTERNAL (bad
+ * name or ids, cipher failure); -ERR_DATA_AUTH_FAILED (ctx holds no such
+ * generation).
  */
 int crypt_aead_init(crypt_aead *a, const crypt_object_ctx *ctx, const char *name,
                     const unsigned char h[CRYPT_HEADER_LEN], bool encrypt, char *err,

@@ -229,7 +229,7 @@ int crypt_log_writer_open(int fd, const char *path, const crypt_object_ctx *ctx,
 	if (rc)
 		goto fail;
 	unsigned char h[CRYPT_HEADER_LEN];
-	rc = crypt_header_make(h, CRYPT_KIND_LOG, CRYPT_LOG_RECORD_MAX);
+	rc = crypt_header_make(h, CRYPT_KIND_LOG, CRYPT_LOG_RECORD_MAX, ctx->generations);
 	if (rc == 0)
 		rc = crypt_aead_init(&w->aead, ctx, name, h, true, err, errlen);
 	if (rc)
@@ -333,11 +333,15 @@ int crypt_log_reader_open(int fd, const char *path, const crypt_object_ctx *ctx,
 	}
 	memcpy(r->path, path, strlen(path) + 1);
 	memcpy(r->name, name, strlen(name) + 1);
-	r->ctx = *ctx;
 	r->scan.path = r->path;
 	r->scan.name = r->name;
 	r->scan.ctx = &r->ctx;
 	r->scan.fd = fd;
+	if (crypt_object_ctx_copy(&r->ctx, ctx) != 0) {
+		err_printf(err, errlen, "out of memory");
+		crypt_log_reader_free(r);
+		return -ERR_INTERNAL;
+	}
 	if (r->scan.fd < 0) {
 		errno = EBADF;
 		int rc = log_io_error("open", path, err, errlen);

@@ -82,7 +82,7 @@ int crypt_object_writer_open(const crypt_object_ctx *ctx, const char *name, cryp
 	w->arg = arg;
 	memcpy(w->name, name, strlen(name) + 1);
 	unsigned char h[CRYPT_HEADER_LEN];
-	int rc = crypt_header_make(h, CRYPT_KIND_OBJECT, CRYPT_CHUNK);
+	int rc = crypt_header_make(h, CRYPT_KIND_OBJECT, CRYPT_CHUNK, ctx->generations);
 	if (rc) {
 		err_printf(err, errlen, "could not draw a salt for \"%s\"", name);
 		return w->failed = rc;

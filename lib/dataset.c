@@ -176,7 +176,10 @@ int dataset_writer_open(const char *root, const storage_owners *owners, const cr
 		return -ERR_INTERNAL;
 	*out = w;
 	w->fd = w->dfd = w->pfd = -1;
-	w->ctx = *ctx;
+	if (crypt_object_ctx_copy(&w->ctx, ctx) != 0) {
+		err_printf(err, errlen, "out of memory");
+		return -ERR_INTERNAL;
+	}
 	w->owners = *owners;
 	w->shard_tokens = shard_tokens;
 	snprintf(w->version_id, sizeof(w->version_id), "%s", version_id);

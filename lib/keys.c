@@ -3,6 +3,7 @@
  */
 #include "keys.h"
 
+#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,18 +17,6 @@ static bool wrapped_from_pg(const char *v, unsigned char out[CRYPT_WRAPPED_LEN])
 {
 	return v && strncmp(v, "\\x", 2) == 0 &&
 	       hex_decode(v + 2, strlen(v + 2), out, CRYPT_WRAPPED_LEN);
-}
-
-static int unwrap_row(const crypt_key *kek, const char *kind, const char *id, int version,
-                      const char *pg_wrapped, crypt_key *out)
-{
-	char ctx[CRYPT_CONTEXT_MAX + 1];
-	unsigned char w[CRYPT_WRAPPED_LEN];
-	if (crypt_context(ctx, sizeof(ctx), kind, id, version) < 0)
-		return -ERR_INTERNAL;
-	if (!wrapped_from_pg(pg_wrapped, w))
-		return -ERR_KEY_UNWRAP_FAILED;
-	return crypt_unwrap(kek, ctx, w, sizeof(w), out);
 }
 
 static int wrap_hex(const crypt_key *kek, const char *kind, const char *id, int version,
@@ -147,19 +136,22 @@ static int kek_create(PGconn *c, const crypt_key *master, const char *tenant_id,
 
 /*
  * The tenant's current KEK, locked; made when there is none. OUT: *kek,
- * *version, *wraps. RET -ERR_KEYS_UNAVAILABLE for a shredded tenant.
+ * *version, *wraps, *epoch (the tenant's data-key epoch).
+ * RET -ERR_KEYS_UNAVAILABLE for a shredded tenant.
  */
 static int kek_current(PGconn *c, const crypt_key *master, const char *tenant_id, crypt_key *kek,
-                       int *version, int64_t *wraps)
+                       int *version, int64_t *wraps, int *epoch)
 {
 	const char *p[] = {tenant_id};
 	PGresult *r;
 	/* the tenant row serialises key creation and rotation for the tenant */
 	int rc = db_query(c, &r,
-	                  "SELECT EXISTS (SELECT 1 FROM tenant_key_shreds WHERE tenant_id = $1)"
-	                  " FROM tenants WHERE id = $1 FOR UPDATE",
+	                  "SELECT EXISTS (SELECT 1 FROM tenant_key_shreds WHERE tenant_id = $1),"
+	                  " data_key_epoch FROM tenants WHERE id = $1 FOR UPDATE",
 	                  1, p);
 	bool shredded = rc == 0 && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	if (rc == 0 && PQntuples(r) == 1)
+		*epoch = atoi(PQgetvalue(r, 0, 1));
 	if (rc == 0 && PQntuples(r) != 1)
 		rc = -ERR_TENANT_NOT_FOUND;
 	PQclear(r);
@@ -188,31 +180,34 @@ static int kek_current(PGconn *c, const crypt_key *master, const char *tenant_id
 
 /*
  * What owns a data key: a job or a dataset. Each kind has its table and its
- * wrapping context; everything else about their keys is the same.
+ * wrapping context; everything else about their keys is the same. A data
+ * key is a ring of generations (crypt.h): one row per generation.
  */
 typedef struct key_owner {
 	const char *context; /* CRYPT_CONTEXT_*_DEK */
-	const char *select;  /* $1 owner: key_version, wrapped */
-	const char *insert;  /* $1 owner, $2 tenant, $3 version, $4 wrapped hex */
-	const char *
-	    existing; /* $1 owner, $2 tenant: key_version, wrapped, the KEK's wrapped, its master */
-	const char *all; /* $1 tenant: owner, key_version, wrapped, the KEK's wrapped, its master */
-	const char *update; /* $1 owner, $2 version, $3 wrapped hex */
+	/* $1 owner, $2 tenant: generation, epoch, key_version, wrapped, the KEK's wrapped, its
+	 * master */
+	const char *ring;
+	/* $1 owner, $2 tenant, $3 version, $4 wrapped hex, $5 generation, $6 epoch */
+	const char *insert;
+	/* $1 tenant: owner, generation, key_version, wrapped, the KEK's wrapped, its master */
+	const char *all;
+	const char *update; /* $1 owner, $2 generation, $3 version, $4 wrapped hex */
 } key_owner;
 
 #define OWNER_SQL(table, col)                                                                      \
-	"SELECT key_version, wrapped FROM " table " WHERE " col " = $1",                           \
-	    "INSERT INTO " table " (" col ", tenant_id, key_version, wrapped)"                     \
-	    " VALUES ($1, $2, $3::int, decode($4, 'hex'))",                                        \
-	    "SELECT k.key_version, k.wrapped, t.wrapped, t.master_key_id FROM " table " k"         \
-	    " JOIN tenant_keys t ON t.tenant_id = k.tenant_id AND t.version = k.key_version"       \
-	    " WHERE k." col " = $1 AND k.tenant_id = $2",                                          \
-	    "SELECT k." col ", k.key_version, k.wrapped, t.wrapped, t.master_key_id FROM " table   \
-	    " k"                                                                                   \
+	"SELECT k.generation, k.epoch, k.key_version, k.wrapped, t.wrapped, t.master_key_id"       \
+	" FROM " table " k"                                                                        \
+	" JOIN tenant_keys t ON t.tenant_id = k.tenant_id AND t.version = k.key_version"           \
+	" WHERE k." col " = $1 AND k.tenant_id = $2 ORDER BY k.generation",                        \
+	    "INSERT INTO " table " (" col ", tenant_id, key_version, wrapped, generation, epoch)"  \
+	    " VALUES ($1, $2, $3::int, decode($4, 'hex'), $5::int, $6::int)",                      \
+	    "SELECT k." col ", k.generation, k.key_version, k.wrapped, t.wrapped,"                 \
+	    " t.master_key_id FROM " table " k"                                                    \
 	    " JOIN tenant_keys t ON t.tenant_id = k.tenant_id AND t.version = k.key_version"       \
 	    " WHERE k.tenant_id = $1 FOR UPDATE OF k",                                             \
-	    "UPDATE " table " SET key_version = $2::int, wrapped = decode($3, 'hex')"              \
-	    " WHERE " col " = $1"
+	    "UPDATE " table " SET key_version = $3::int, wrapped = decode($4, 'hex')"              \
+	    " WHERE " col " = $1 AND generation = $2::int"
 
 static const key_owner owners[] = {
     {CRYPT_CONTEXT_JOB_DEK, OWNER_SQL("job_keys", "job_id")},
@@ -221,44 +216,140 @@ static const key_owner owners[] = {
 #define JOB_OWNER     (&owners[0])
 #define DATASET_OWNER (&owners[1])
 
-/* The data key of owner id (made on first use), as keys_job_data_key() describes. */
-static int data_key(PGconn *c, const crypt_key *master, const key_owner *o, const char *tenant_id,
-                    const char *id, crypt_key *key, int *version, bool *rotated)
+/*
+ * The wrapping context of generation g of owner id's data key under KEK
+ * version v: "<kind>|<id>|v<v>" for the first generation (as before
+ * generations), "<kind>|<id>/g<g>|v<v>" for the others.
+ */
+static int dek_context(char ctx[CRYPT_CONTEXT_MAX + 1], const key_owner *o, const char *id, int g,
+                       int v)
 {
+	char gid[CRYPT_CONTEXT_MAX + 1];
+	int k = g == 1 ? snprintf(gid, sizeof(gid), "%s", id)
+	               : snprintf(gid, sizeof(gid), "%s/g%d", id, g);
+	if (g < 1 || k < 0 || (size_t)k >= sizeof(gid))
+		return -ERR_INTERNAL;
+	return crypt_context(ctx, CRYPT_CONTEXT_MAX + 1, o->context, gid, v);
+}
+
+static int dek_unwrap(const crypt_key *kek, const key_owner *o, const char *id, int g, int v,
+                      const char *pg_wrapped, crypt_key *out)
+{
+	char ctx[CRYPT_CONTEXT_MAX + 1];
+	unsigned char w[CRYPT_WRAPPED_LEN];
+	if (dek_context(ctx, o, id, g, v) < 0)
+		return -ERR_INTERNAL;
+	if (!wrapped_from_pg(pg_wrapped, w))
+		return -ERR_KEY_UNWRAP_FAILED;
+	return crypt_unwrap(kek, ctx, w, sizeof(w), out);
+}
+
+static int dek_wrap_hex(const crypt_key *kek, const key_owner *o, const char *id, int g, int v,
+                        const crypt_key *key, char hex[2 * CRYPT_WRAPPED_LEN + 1])
+{
+	char ctx[CRYPT_CONTEXT_MAX + 1];
+	unsigned char w[CRYPT_WRAPPED_LEN];
+	int rc = dek_context(ctx, o, id, g, v);
+	if (rc == 0)
+		rc = crypt_wrap(kek, ctx, key, w);
+	if (rc == 0)
+		hex_encode(w, CRYPT_WRAPPED_LEN, hex);
+	return rc;
+}
+
+/*
+ * Unwrap the generations of owner id that r (o->ring's columns) holds,
+ * with one more slot for a generation the caller may add. Generations must
+ * run 1..n: a gap means altered rows. OUT: *keys (malloc'd, n + 1 slots;
+ * the caller wipes and frees it), *n, *newest_epoch.
+ */
+static int ring_unwrap(const crypt_key *master, const key_owner *o, const char *tenant_id,
+                       const char *id, PGresult *r, crypt_key **keys, int *n, int *newest_epoch)
+{
+	*n = PQntuples(r);
+	*newest_epoch = 0;
+	*keys = calloc((size_t)*n + 1, sizeof(crypt_key));
+	if (*keys == NULL)
+		return -ERR_INTERNAL;
+	int rc = 0;
+	crypt_key kek;
+	int kek_version = 0;
+	for (int i = 0; rc == 0 && i < *n; i++) {
+		int g = atoi(PQgetvalue(r, i, 0)), v = atoi(PQgetvalue(r, i, 2));
+		*newest_epoch = atoi(PQgetvalue(r, i, 1));
+		if (g != i + 1) {
+			rc = -ERR_KEY_UNWRAP_FAILED;
+			break;
+		}
+		if (v != kek_version) {
+			crypt_key_clear(&kek);
+			kek_version = v;
+			rc = kek_unwrap_row(master, pg_text(r, i, 5), tenant_id, v,
+			                    PQgetvalue(r, i, 4), &kek);
+		}
+		if (rc == 0)
+			rc = dek_unwrap(&kek, o, id, g, v, PQgetvalue(r, i, 3), &(*keys)[i]);
+	}
+	if (kek_version)
+		crypt_key_clear(&kek);
+	return rc;
+}
+
+static void ring_free(crypt_key *keys, int slots)
+{
+	if (keys)
+		OPENSSL_cleanse(keys, (size_t)slots * sizeof(*keys));
+	free(keys);
+}
+
+/* The data key ring of owner id for writing, as keys_job_data_key() describes. */
+static int data_key(PGconn *c, const crypt_key *master, const key_owner *o, const char *tenant_id,
+                    const char *id, crypt_object_ctx *ring, int *version, bool *rotated)
+{
+	memset(ring, 0, sizeof(*ring));
 	if (rotated)
 		*rotated = false;
 	crypt_key kek;
 	int64_t wraps = 0;
-	int rc = kek_current(c, master, tenant_id, &kek, version, &wraps);
-	const char *p[] = {id};
+	int epoch = 1, n = 0, newest_epoch = 0;
+	crypt_key *keys = NULL;
+	int rc = kek_current(c, master, tenant_id, &kek, version, &wraps, &epoch);
+	crypt_key_clear(&kek);
+	const char *p[] = {id, tenant_id};
 	PGresult *r = NULL;
 	if (rc == 0)
-		rc = db_query(c, &r, o->select, 1, p);
-	if (rc == 0 && PQntuples(r) == 1) {
-		/* rotation keeps every data key under the current version */
-		int v = atoi(PQgetvalue(r, 0, 0));
-		rc = v == *version ? unwrap_row(&kek, o->context, id, v, PQgetvalue(r, 0, 1), key)
-		                   : -ERR_KEY_UNWRAP_FAILED;
-	} else if (rc == 0) {
-		PQclear(r);
-		r = NULL;
-		if (wraps >= (int64_t)CRYPT_WRAPS_PER_KEY_LIMIT) {
-			int64_t n;
-			crypt_key_clear(&kek);
-			if ((rc = keys_rotate(c, master, tenant_id, version, &n)) ||
-			    (rc = kek_current(c, master, tenant_id, &kek, version, &wraps)))
-				return rc;
-			if (rotated)
+		rc = db_query(c, &r, o->ring, 2, p);
+	if (rc == 0)
+		rc = ring_unwrap(master, o, tenant_id, id, r, &keys, &n, &newest_epoch);
+	/* every generation is wrapped by the current KEK version: rotation moves them all */
+	for (int i = 0; rc == 0 && i < n; i++)
+		if (atoi(PQgetvalue(r, i, 2)) != *version)
+			rc = -ERR_KEY_UNWRAP_FAILED;
+	PQclear(r);
+	if (rc == 0 && (n == 0 || newest_epoch < epoch)) {
+		/* the first generation, or a new one since the tenant's data keys were rotated */
+		if (n >= CRYPT_GENERATIONS_MAX)
+			rc = -ERR_INTERNAL; /* keys_rotate() keeps epochs below it */
+		if (rc == 0 && wraps >= (int64_t)CRYPT_WRAPS_PER_KEY_LIMIT) {
+			int64_t moved;
+			if ((rc = keys_rotate(c, master, tenant_id, false, version, &moved)) == 0 &&
+			    rotated)
 				*rotated = true;
 		}
-		char hex[2 * CRYPT_WRAPPED_LEN + 1], ver[16];
+		if (rc == 0)
+			rc = kek_current(c, master, tenant_id, &kek, version, &wraps, &epoch);
+		char hex[2 * CRYPT_WRAPPED_LEN + 1], ver[16], gen[16], ep[16];
 		snprintf(ver, sizeof(ver), "%d", *version);
-		rc = crypt_key_generate(key) < 0 ? -ERR_INTERNAL : 0;
+		snprintf(gen, sizeof(gen), "%d", n + 1);
+		snprintf(ep, sizeof(ep), "%d", epoch);
 		if (rc == 0)
-			rc = wrap_hex(&kek, o->context, id, *version, key, hex);
-		const char *q[] = {id, tenant_id, ver, hex};
+			rc = crypt_key_generate(&keys[n]) < 0 ? -ERR_INTERNAL : 0;
 		if (rc == 0)
-			rc = db_query(c, NULL, o->insert, 4, q);
+			rc = dek_wrap_hex(&kek, o, id, n + 1, *version, &keys[n], hex);
+		crypt_key_clear(&kek);
+		const char *q[] = {id, tenant_id, ver, hex, gen, ep};
+		if (rc == 0)
+			rc = db_query(c, NULL, o->insert, 6, q);
 		const char *w[] = {tenant_id, ver};
 		if (rc == 0)
 			rc =
@@ -266,62 +357,63 @@ static int data_key(PGconn *c, const crypt_key *master, const key_owner *o, cons
 			             "UPDATE tenant_keys SET wraps = wraps + 1 WHERE tenant_id = $1"
 			             " AND version = $2::int",
 			             2, w);
+		if (rc == 0)
+			n++;
 	}
-	PQclear(r);
-	crypt_key_clear(&kek);
-	if (rc)
-		crypt_key_clear(key);
+	if (rc == 0)
+		rc = crypt_object_ctx_init_ring(ring, tenant_id, id, keys, (size_t)n);
+	ring_free(keys, n + 1);
 	return rc;
 }
 
 static int data_key_existing(PGconn *c, const crypt_key *master, const key_owner *o,
-                             const char *tenant_id, const char *id, crypt_key *key, int *version)
+                             const char *tenant_id, const char *id, crypt_object_ctx *ring,
+                             int *version)
 {
+	memset(ring, 0, sizeof(*ring));
 	const char *p[] = {id, tenant_id};
 	PGresult *r;
-	int rc = db_query(c, &r, o->existing, 2, p);
-	if (rc == 0 && PQntuples(r) != 1)
+	crypt_key *keys = NULL;
+	int n = 0, newest_epoch;
+	int rc = db_query(c, &r, o->ring, 2, p);
+	if (rc == 0 && PQntuples(r) == 0)
 		rc = -ERR_KEYS_UNAVAILABLE;
-	crypt_key kek;
 	if (rc == 0) {
-		*version = atoi(PQgetvalue(r, 0, 0));
-		rc = kek_unwrap_row(master, pg_text(r, 0, 3), tenant_id, *version,
-		                    PQgetvalue(r, 0, 2), &kek);
-		if (rc == 0)
-			rc = unwrap_row(&kek, o->context, id, *version, PQgetvalue(r, 0, 1), key);
-		crypt_key_clear(&kek);
+		*version = atoi(PQgetvalue(r, PQntuples(r) - 1, 2));
+		rc = ring_unwrap(master, o, tenant_id, id, r, &keys, &n, &newest_epoch);
 	}
 	PQclear(r);
-	if (rc)
-		crypt_key_clear(key);
+	if (rc == 0)
+		rc = crypt_object_ctx_init_ring(ring, tenant_id, id, keys, (size_t)n);
+	ring_free(keys, n + 1);
 	return rc;
 }
 
 int keys_job_data_key(PGconn *c, const crypt_key *master, const char *tenant_id, const char *job_id,
-                      crypt_key *key, int *version, bool *rotated)
+                      crypt_object_ctx *ring, int *version, bool *rotated)
 {
-	return data_key(c, master, JOB_OWNER, tenant_id, job_id, key, version, rotated);
+	return data_key(c, master, JOB_OWNER, tenant_id, job_id, ring, version, rotated);
 }
 
 int keys_job_data_key_existing(PGconn *c, const crypt_key *master, const char *tenant_id,
-                               const char *job_id, crypt_key *key, int *version)
+                               const char *job_id, crypt_object_ctx *ring, int *version)
 {
-	return data_key_existing(c, master, JOB_OWNER, tenant_id, job_id, key, version);
+	return data_key_existing(c, master, JOB_OWNER, tenant_id, job_id, ring, version);
 }
 
 int keys_dataset_key(PGconn *c, const crypt_key *master, const char *tenant_id,
-                     const char *dataset_id, crypt_key *key, int *version, bool *rotated)
+                     const char *dataset_id, crypt_object_ctx *ring, int *version, bool *rotated)
 {
-	return data_key(c, master, DATASET_OWNER, tenant_id, dataset_id, key, version, rotated);
+	return data_key(c, master, DATASET_OWNER, tenant_id, dataset_id, ring, version, rotated);
 }
 
 int keys_dataset_key_existing(PGconn *c, const crypt_key *master, const char *tenant_id,
-                              const char *dataset_id, crypt_key *key, int *version)
+                              const char *dataset_id, crypt_object_ctx *ring, int *version)
 {
-	return data_key_existing(c, master, DATASET_OWNER, tenant_id, dataset_id, key, version);
+	return data_key_existing(c, master, DATASET_OWNER, tenant_id, dataset_id, ring, version);
 }
 
-/* Re-wrap every data key of kind o of the tenant under neu (version nv). */
+/* Re-wrap every data key generation of kind o of the tenant under neu (version nv). */
 static int rewrap_owner(PGconn *c, const key_owner *o, const char *tenant_id,
                         const crypt_key *master, int nv, const crypt_key *neu, int64_t *rewrapped)
 {
@@ -331,21 +423,21 @@ static int rewrap_owner(PGconn *c, const key_owner *o, const char *tenant_id,
 	char ver[16];
 	snprintf(ver, sizeof(ver), "%d", nv);
 	for (int i = 0; rc == 0 && i < PQntuples(r); i++) {
-		const char *id = PQgetvalue(r, i, 0);
-		int v = atoi(PQgetvalue(r, i, 1));
+		const char *id = PQgetvalue(r, i, 0), *gen = PQgetvalue(r, i, 1);
+		int g = atoi(gen), v = atoi(PQgetvalue(r, i, 2));
 		crypt_key old_kek, dk;
 		char hex[2 * CRYPT_WRAPPED_LEN + 1];
-		rc = kek_unwrap_row(master, pg_text(r, i, 4), tenant_id, v, PQgetvalue(r, i, 3),
+		rc = kek_unwrap_row(master, pg_text(r, i, 5), tenant_id, v, PQgetvalue(r, i, 4),
 		                    &old_kek);
 		if (rc == 0)
-			rc = unwrap_row(&old_kek, o->context, id, v, PQgetvalue(r, i, 2), &dk);
+			rc = dek_unwrap(&old_kek, o, id, g, v, PQgetvalue(r, i, 3), &dk);
 		if (rc == 0)
-			rc = wrap_hex(neu, o->context, id, nv, &dk, hex);
+			rc = dek_wrap_hex(neu, o, id, g, nv, &dk, hex);
 		crypt_key_clear(&old_kek);
 		crypt_key_clear(&dk);
-		const char *q[] = {id, ver, hex};
+		const char *q[] = {id, gen, ver, hex};
 		if (rc == 0)
-			rc = db_query(c, NULL, o->update, 3, q);
+			rc = db_query(c, NULL, o->update, 4, q);
 		if (rc == 0)
 			(*rewrapped)++;
 	}
@@ -364,16 +456,19 @@ static int rewrap_all(PGconn *c, const char *tenant_id, const crypt_key *master,
 	return rc;
 }
 
-int keys_rotate(PGconn *c, const crypt_key *master, const char *tenant_id, int *version,
-                int64_t *rewrapped)
+int keys_rotate(PGconn *c, const crypt_key *master, const char *tenant_id, bool data_keys,
+                int *version, int64_t *rewrapped)
 {
 	crypt_key cur, neu;
 	int64_t wraps;
-	int v;
-	int rc = kek_current(c, master, tenant_id, &cur, &v, &wraps);
+	int v, epoch = 1;
+	int rc = kek_current(c, master, tenant_id, &cur, &v, &wraps, &epoch);
 	crypt_key_clear(&cur);
 	if (rc)
 		return rc;
+	/* a key's generations never outnumber its tenant's epochs */
+	if (data_keys && epoch >= CRYPT_GENERATIONS_MAX)
+		return -ERR_DATA_KEY_GENERATIONS;
 	*version = v + 1;
 	char ver[16];
 	snprintf(ver, sizeof(ver), "%d", *version);
@@ -393,6 +488,12 @@ int keys_rotate(PGconn *c, const crypt_key *master, const char *tenant_id, int *
 			    "UPDATE tenant_keys SET wraps = $3::bigint WHERE tenant_id = $1"
 			    " AND version = $2::int",
 			    3, q);
+		/* new objects get new data keys: each the next time it is taken to write */
+		if (rc == 0 && data_keys)
+			rc = db_query(c, NULL,
+			              "UPDATE tenants SET data_key_epoch = data_key_epoch + 1"
+			              " WHERE id = $1",
+			              1, p);
 	}
 	crypt_key_clear(&neu);
 	return rc;

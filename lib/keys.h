@@ -40,38 +40,50 @@
 #include "crypt.h"
 
 /*
- * The job's data key, made (and wrapped under the tenant's current KEK,
- * made too when the tenant has none yet) on first use. A KEK that has
- * wrapped CRYPT_WRAPS_PER_KEY_LIMIT keys is rotated first.
- * OUT: *key, *version (the KEK version wrapping it); *rotated (when not
- * NULL), whether the tenant's KEK was rotated for it.
+ * The job's data key ring for writing (crypt.h: generations 1..n, the
+ * newest seals): made, and wrapped under the tenant's current KEK (made
+ * too when the tenant has none yet), on first use; given a new generation
+ * when its newest was made before the tenant's last data-key rotation
+ * (keys_rotate with data_keys). A KEK that has wrapped
+ * CRYPT_WRAPS_PER_KEY_LIMIT keys is rotated first.
+ * OUT: *ring (ids and keys; the caller clears it), *version (the KEK
+ * version wrapping them); *rotated (when not NULL), whether the tenant's
+ * KEK was rotated for it.
  */
 int keys_job_data_key(PGconn *c, const crypt_key *master, const char *tenant_id, const char *job_id,
-                      crypt_key *key, int *version, bool *rotated);
+                      crypt_object_ctx *ring, int *version, bool *rotated);
 
 /*
- * The job's data key when it has one, for reading: nothing is made,
+ * The job's data key ring when it has one, for reading: nothing is made,
  * locked or rotated, and no transaction is needed (one statement reads
- * the data key and its KEK together). RET -ERR_KEYS_UNAVAILABLE when the
- * job has no data key: none was ever fetched, or its tenant's keys were
- * destroyed. OUT: *key, *version (the KEK version wrapping it).
+ * the generations and their KEK together). RET -ERR_KEYS_UNAVAILABLE when
+ * the job has no data key: none was ever fetched, or its tenant's keys
+ * were destroyed. OUT: *ring, *version (the KEK version wrapping it).
  */
 int keys_job_data_key_existing(PGconn *c, const crypt_key *master, const char *tenant_id,
-                               const char *job_id, crypt_key *key, int *version);
+                               const char *job_id, crypt_object_ctx *ring, int *version);
 
 /*
- * A dataset's data key, the same way: made on first use (a dataset's first
- * version), and read back without change by keys_dataset_key_existing().
+ * A dataset's data key ring, the same way: made on first use (a dataset's
+ * first version), a new generation for an upload after a data-key
+ * rotation, and read back without change by keys_dataset_key_existing().
  */
 int keys_dataset_key(PGconn *c, const crypt_key *master, const char *tenant_id,
-                     const char *dataset_id, crypt_key *key, int *version, bool *rotated);
+                     const char *dataset_id, crypt_object_ctx *ring, int *version, bool *rotated);
 int keys_dataset_key_existing(PGconn *c, const crypt_key *master, const char *tenant_id,
-                              const char *dataset_id, crypt_key *key, int *version);
+                              const char *dataset_id, crypt_object_ctx *ring, int *version);
 
-/* OUT: *version, the new KEK version; *rewrapped, the data keys (jobs' and datasets') re-wrapped.
+/*
+ * Rotate the tenant's KEK: a new version re-wraps every generation of the
+ * tenant's data keys. With data_keys, the tenant's data-key epoch advances
+ * too, so that every job and dataset seals what it writes next under a new
+ * generation (nothing already written is touched); RET
+ * -ERR_DATA_KEY_GENERATIONS once CRYPT_GENERATIONS_MAX epochs are used.
+ * OUT: *version, the new KEK version; *rewrapped, the data key
+ * generations (jobs' and datasets') re-wrapped.
  */
-int keys_rotate(PGconn *c, const crypt_key *master, const char *tenant_id, int *version,
-                int64_t *rewrapped);
+int keys_rotate(PGconn *c, const crypt_key *master, const char *tenant_id, bool data_keys,
+                int *version, int64_t *rewrapped);
 
 /* Destroy the tenant's keys. OUT: *destroyed, the data keys that went with them. */
 int keys_shred(PGconn *c, const char *tenant_id, int64_t *destroyed);

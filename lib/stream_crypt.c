@@ -262,10 +262,10 @@ ckpt_store *ckpt_store_encrypted(const char *root, const struct crypt_object_ctx
 	if (cs == NULL)
 		return NULL;
 	cs->base.ops = &crypt_ops;
-	cs->ctx = *ctx;
+	int rc = crypt_object_ctx_copy(&cs->ctx, ctx);
 	cs->inner = ckpt_store_dir(root);
 	cs->root = strdup(root && root[0] ? root : ".");
-	if (cs->inner == NULL || cs->root == NULL) {
+	if (rc || cs->inner == NULL || cs->root == NULL) {
 		crypt_free(&cs->base);
 		return NULL;
 	}

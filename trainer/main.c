@@ -44,7 +44,7 @@ static void usage(FILE *f)
 	        "  --init-ckpt DIR      start from the weights alone of the newest checkpoint in\n"
 	        "                       that store (another run's; step 0, a fresh optimizer)\n"
 	        "  --init-encrypt TENANT_ID:JOB_ID  DIR is sealed for that tenant and job, with\n"
-	        "                       the data key in TRAINYARD_INIT_KEY (64 hex digits)\n"
+	        "                       the data key ring in TRAINYARD_INIT_KEY\n"
 	        "  --export FILE        write the final weights in the llm.c model format\n"
 	        "  --stop-after N       take at most N optimizer steps in this run\n"
 	        "  --peak-flops F       per-rank peak FLOP/s for MFU\n"
@@ -54,8 +54,9 @@ static void usage(FILE *f)
 	        "  --device cpu|cuda    where the model trains (default cpu); cuda: one GPU,\n"
 	        "                       fp32, through the GPU backend (make GPU=1)\n"
 	        "  --encrypt TENANT_ID:JOB_ID  seal checkpoints for that tenant and job with the\n"
-	        "                       data key in TRAINYARD_DATA_KEY (64 hex digits; the\n"
-	        "                       variable is cleared once read)\n"
+	        "                       data key ring in TRAINYARD_DATA_KEY: keys of 64 hex\n"
+	        "                       digits, oldest generation first, separated by commas;\n"
+	        "                       the last seals (the variable is cleared once read)\n"
 	        "\n"
 	        "\n"
 	        "reshard: rewrite the newest valid checkpoint of --from (or --step N) into --to\n"
@@ -96,32 +97,33 @@ static int parse_bytes(const char *text, size_t *out)
 }
 
 /*
- * The sealing context of --OPTION TENANT_ID:JOB_ID, with the data key of
- * the environment variable env, which is then wiped from the environment
- * (a key is never on a command line). RET 0, or -1 after saying why.
+ * The sealing context of --OPTION TENANT_ID:JOB_ID, with the data key ring
+ * of the environment variable env (crypt_object_ctx_init_text: one key or
+ * several generations, the last sealing), which is then wiped from the
+ * environment (a key is never on a command line). RET 0, or -1 after
+ * saying why.
  */
 static int sealing_ctx(const char *option, const char *arg, const char *env, crypt_object_ctx *out)
 {
 	char ids[2 * CRYPT_ID_MAX + 2];
 	snprintf(ids, sizeof(ids), "%s", arg);
 	char *job = strchr(ids, ':');
-	char *hex = getenv(env);
-	crypt_key key;
+	char *text = getenv(env);
 	int rc = -1;
-	if (!job)
+	if (!job) {
 		fprintf(stderr, "trainyard-train: --%s takes TENANT_ID:JOB_ID\n", option);
-	else if (!hex || !crypt_key_from_hex(hex, strlen(hex), &key))
-		fprintf(stderr, "trainyard-train: --%s needs %s, 64 hex digits\n", option, env);
-	else {
+	} else {
 		*job++ = '\0';
-		rc = crypt_object_ctx_init(out, ids, job, &key);
+		rc = crypt_object_ctx_init_text(out, ids, job, text);
 		if (rc < 0)
-			fprintf(stderr, "trainyard-train: --%s: tenant and job must be ids\n",
-			        option);
-		crypt_key_clear(&key);
+			fprintf(
+			    stderr,
+			    "trainyard-train: --%s needs %s, keys of 64 hex digits separated by "
+			    "commas, and a tenant and job id\n",
+			    option, env);
 	}
-	if (hex) {
-		OPENSSL_cleanse(hex, strlen(hex));
+	if (text) {
+		OPENSSL_cleanse(text, strlen(text));
 		unsetenv(env);
 	}
 	return rc < 0 ? -1 : 0;

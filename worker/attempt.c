@@ -40,7 +40,7 @@ typedef struct attempt {
 	int number;
 	char spec_path[4096]; /* the private copy of the spec; "" until made */
 	crypt_object_ctx ctx; /* tenant, job, data key */
-	char *key_env;        /* "TRAINYARD_DATA_KEY=<hex>", for the launcher only */
+	char *key_env;        /* "TRAINYARD_DATA_KEY=<ring>", for the launcher only */
 	char *launch_env[3];  /* {key_env, init key, NULL}: what the driver adds for the launcher */
 	const char *export_env[3]; /* the names of launch_env's variables */
 	char encrypt_for[2 * STORAGE_UUID_LEN + 2];
@@ -140,28 +140,25 @@ out:
 	return rc;
 }
 
-/* POST .../key: the data key into ctx and the launcher's environment. RET 0 or -1. */
+/* POST .../key: the data key ring into ctx and the launcher's environment. RET 0 or -1. */
 static int attempt_key(attempt *at)
 {
 	rt_answer a;
 	if (call_setup(at, "POST", "/key", &a) < 0)
 		return -1;
-	char *hex = (char *)json_string_value(json_object_get(a.body, "key"));
-	crypt_key k;
+	char *text = (char *)json_string_value(json_object_get(a.body, "keys"));
 	int rc = -1;
-	if (!hex || !crypt_key_from_hex(hex, strlen(hex), &k)) {
-		fprintf(stderr, "trainyard-worker: the API's answer holds no data key\n");
+	if (crypt_object_ctx_init_text(&at->ctx, at->tenant_id, at->job_id, text) != 0) {
+		fprintf(stderr, "trainyard-worker: the API's answer holds no data key ring\n");
 	} else {
-		rc = crypt_object_ctx_init(&at->ctx, at->tenant_id, at->job_id, &k);
-		size_t n = strlen(KEY_ENV) + 1 + strlen(hex) + 1;
-		if (rc == 0 && (at->key_env = malloc(n)))
-			snprintf(at->key_env, n, "%s=%s", KEY_ENV, hex);
-		else
-			rc = -1;
-		crypt_key_clear(&k);
+		size_t n = strlen(KEY_ENV) + 1 + strlen(text) + 1;
+		if ((at->key_env = malloc(n))) {
+			snprintf(at->key_env, n, "%s=%s", KEY_ENV, text);
+			rc = 0;
+		}
 	}
-	if (hex)
-		OPENSSL_cleanse(hex, strlen(hex));
+	if (text)
+		OPENSSL_cleanse(text, strlen(text));
 	rt_answer_release(&a);
 	return rc;
 }

@@ -15,7 +15,7 @@
 #include "hex.h"
 #include "storage.h"
 
-/* The key and whereabouts of one version, from the API; the key unseals it into out_dir. */
+/* The key ring and whereabouts of one version, from the API; the ring unseals it into out_dir. */
 static int fetch_one(const char *version_id, const char *out_dir, const datasets_where *w,
                      datasets_call_fn call, void *arg)
 {
@@ -25,34 +25,30 @@ static int fetch_one(const char *version_id, const char *out_dir, const datasets
 	if (call(arg, what, &a) < 0)
 		return -1;
 	const json_t *b = a.body;
-	char *hex = (char *)json_string_value(json_object_get(b, "key"));
+	char *text = (char *)json_string_value(json_object_get(b, "keys"));
 	const char *ds = json_string_value(json_object_get(b, "dataset_id"));
 	const char *tenant = json_string_value(json_object_get(b, "tenant_id"));
 	const char *sha = json_string_value(json_object_get(b, "sha256"));
 	json_int_t shards = json_integer_value(json_object_get(b, "shards"));
 	unsigned char digest[32];
-	crypt_key k;
-	crypt_object_ctx ctx;
+	crypt_object_ctx ctx = {0};
 	int rc = -1;
-	if (!hex || !ds || !tenant || !sha || shards < 1 || shards > 1000000 ||
+	if (!ds || !tenant || !sha || shards < 1 || shards > 1000000 ||
 	    !hex_decode(sha, strlen(sha), digest, sizeof(digest)) ||
-	    !crypt_key_from_hex(hex, strlen(hex), &k)) {
+	    crypt_object_ctx_init_text(&ctx, tenant, ds, text) != 0) {
 		fprintf(stderr,
 		        "trainyard-worker: the API's answer for dataset version %s is "
 		        "incomplete\n",
 		        version_id);
 	} else {
-		rc = crypt_object_ctx_init(&ctx, tenant, ds, &k);
-		crypt_key_clear(&k);
 		uint64_t tokens = 0;
 		/* another tenant's version: the copy the grant put in our own tree */
 		char src[4096];
-		if (rc == 0)
-			rc = strcmp(tenant, w->tenant_id) == 0
-			         ? dataset_version_dir(w->storage_root, tenant, ds, version_id, src,
-			                               sizeof(src))
-			         : dataset_granted_dir(w->storage_root, w->tenant_id, ds,
-			                               version_id, src, sizeof(src));
+		rc = strcmp(tenant, w->tenant_id) == 0
+		         ? dataset_version_dir(w->storage_root, tenant, ds, version_id, src,
+		                               sizeof(src))
+		         : dataset_granted_dir(w->storage_root, w->tenant_id, ds, version_id, src,
+		                               sizeof(src));
 		if (rc == 0)
 			rc = dataset_unseal_dir(src, &ctx, version_id, (int)shards, digest, out_dir,
 			                        &tokens, err, sizeof(err));
@@ -67,8 +63,8 @@ static int fetch_one(const char *version_id, const char *out_dir, const datasets
 			fprintf(stderr, "trainyard-worker: dataset version %s: %s\n", version_id,
 			        err);
 	}
-	if (hex)
-		OPENSSL_cleanse(hex, strlen(hex));
+	if (text)
+		OPENSSL_cleanse(text, strlen(text));
 	rt_answer_release(&a);
 	return rc ? -1 : 0;
 }

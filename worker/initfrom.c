@@ -17,33 +17,33 @@
 
 #define FETCH_TRIES 3
 
-/* The key of the source job, into out->key_env and out->encrypt_for. RET 0 or -1. */
+/* The key ring of the source job, into out->key_env and out->encrypt_for. RET 0 or -1. */
 static int init_key(datasets_call_fn call, void *arg, init_fetched *out)
 {
 	rt_answer a;
 	if (call(arg, "/init/key", &a) < 0)
 		return -1;
-	char *hex = (char *)json_string_value(json_object_get(a.body, "key"));
+	char *text = (char *)json_string_value(json_object_get(a.body, "keys"));
 	const char *tenant = json_string_value(json_object_get(a.body, "tenant_id"));
 	const char *job = json_string_value(json_object_get(a.body, "job_id"));
-	crypt_key k;
+	crypt_object_ctx ring;
 	int rc = -1;
-	if (!hex || !tenant || !job || !storage_uuid_valid(tenant) || !storage_uuid_valid(job) ||
-	    !crypt_key_from_hex(hex, strlen(hex), &k)) {
+	if (!tenant || !job || !storage_uuid_valid(tenant) || !storage_uuid_valid(job) ||
+	    crypt_object_ctx_init_text(&ring, tenant, job, text) != 0) {
 		fprintf(stderr,
 		        "trainyard-worker: the API's answer for the checkpoint to start from "
 		        "is incomplete\n");
 	} else {
-		crypt_key_clear(&k);
+		crypt_object_ctx_clear(&ring);
 		snprintf(out->encrypt_for, sizeof(out->encrypt_for), "%s:%s", tenant, job);
-		size_t n = strlen(INIT_KEY_ENV) + 1 + strlen(hex) + 1;
+		size_t n = strlen(INIT_KEY_ENV) + 1 + strlen(text) + 1;
 		if ((out->key_env = malloc(n))) {
-			snprintf(out->key_env, n, "%s=%s", INIT_KEY_ENV, hex);
+			snprintf(out->key_env, n, "%s=%s", INIT_KEY_ENV, text);
 			rc = 0;
 		}
 	}
-	if (hex)
-		OPENSSL_cleanse(hex, strlen(hex));
+	if (text)
+		OPENSSL_cleanse(text, strlen(text));
 	rt_answer_release(&a);
 	return rc;
 }

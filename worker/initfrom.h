@@ -28,7 +28,7 @@ typedef struct init_fetched {
 	char dir[4300];       /* the store for --init-ckpt; "" when the job starts afresh */
 	char step_dir[4400];  /* its one step directory */
 	char encrypt_for[80]; /* "TENANT_ID:JOB_ID" of the source, for --init-encrypt */
-	char *key_env;        /* "TRAINYARD_INIT_KEY=<hex>", for the launcher only */
+	char *key_env;        /* "TRAINYARD_INIT_KEY=<ring>", for the launcher only */
 } init_fetched;
 
 /*

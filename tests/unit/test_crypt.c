@@ -17,6 +17,7 @@
 #include "config.h"
 #include "crypt.h"
 #include "error.h"
+#include "hex.h"
 #include "keys.h"
 #include "membuf.h"
 #include "unit.h"
@@ -41,6 +42,11 @@ static void setup(void)
 	ck_assert_int_eq(crypt_key_generate(&key_a), 0);
 	ck_assert_int_eq(crypt_key_generate(&key_b), 0);
 	ck_assert_int_eq(crypt_object_ctx_init(&ctx_a, TENANT_A, JOB_A, &key_a), 0);
+}
+
+static void teardown(void)
+{
+	crypt_object_ctx_clear(&ctx_a);
 }
 
 /* Encrypt n pattern bytes as name, written in uneven pieces. */
@@ -452,7 +458,8 @@ START_TEST(object_round_trip)
 		/* header, full chunks, and a short final chunk (empty after a full one) */
 		size_t chunks = n / CRYPT_CHUNK + 1;
 		ck_assert_uint_eq(m.len, CRYPT_HEADER_LEN + n + chunks * CRYPT_TAG_LEN);
-		ck_assert_mem_eq(m.p, "TYEC\x01\x01", 6);
+		ck_assert_mem_eq(m.p, "TYEC\x02\x01", 6);
+		ck_assert_mem_eq(m.p + 10, "\x01\x00\x00\x00", 4); /* generation 1 */
 		ck_assert_int_eq(
 		    verify(&ctx_a, "step_00000001/shard_00000_of_00001.bin", &m, n, (unsigned)i),
 		    0);
@@ -754,11 +761,154 @@ START_TEST(object_sink_failure)
 }
 END_TEST
 
+/* The first generation's key of the version-1 vector below: 0x40, 0x41, ... 0x5f. */
+static void vector_key(crypt_key *k)
+{
+	for (int i = 0; i < CRYPT_KEY_LEN; i++)
+		k->bytes[i] = (unsigned char)(0x40 + i);
+}
+
+/*
+ * "format one", sealed as object "v1" of tenant "t1", job "j1" by the
+ * writer of format version 1 (before data keys had generations).
+ */
+static const char v1_object[] =
+    "5459454301010000010060a5ab43ccbcd3d6b755662cef9062b59f029415a94d3b651e75d6069d62b8"
+    "077772a8b10d3b6d91fa9f95cc61e3061cd535797b07b61080105a";
+
+START_TEST(object_key_generations)
+{
+	crypt_key ring_keys[3] = {key_a, key_b};
+	ck_assert_int_eq(crypt_key_generate(&ring_keys[2]), 0);
+	crypt_object_ctx ring, two, copy;
+	ck_assert_int_eq(crypt_object_ctx_init_ring(&ring, TENANT_A, JOB_A, ring_keys, 3), 0);
+	ck_assert_int_eq(crypt_object_ctx_init_ring(&two, TENANT_A, JOB_A, ring_keys, 2), 0);
+	ck_assert_uint_eq(ring.generations, 3);
+	ck_assert_mem_eq(crypt_object_ctx_key(&ring, 3)->bytes, ring_keys[2].bytes, CRYPT_KEY_LEN);
+	ck_assert_ptr_null(crypt_object_ctx_key(&ring, 0));
+	ck_assert_ptr_null(crypt_object_ctx_key(&ring, 4));
+
+	/* the newest generation seals, and the header says which */
+	size_t n = CRYPT_CHUNK + 10;
+	membuf old = seal(&ctx_a, "obj", n, 3), neu = seal(&ring, "obj", n, 3);
+	ck_assert_mem_eq(neu.p + 10, "\x03\x00\x00\x00", 4);
+	/* the ring opens what every generation sealed */
+	ck_assert_int_eq(verify(&ring, "obj", &old, n, 3), 0);
+	ck_assert_int_eq(verify(&ring, "obj", &neu, n, 3), 0);
+	/* a ring without the generation refuses it, before any byte */
+	ck_assert_int_eq(verify(&two, "obj", &neu, n, 3), -ERR_DATA_AUTH_FAILED);
+	ck_assert_int_eq(verify(&ctx_a, "obj", &neu, n, 3), -ERR_DATA_AUTH_FAILED);
+	char err[512];
+	unsigned char *out;
+	size_t got;
+	ck_assert_int_eq(open_all(&ctx_a, "obj", &neu, 9999, &out, &got, err, sizeof(err)),
+	                 -ERR_DATA_AUTH_FAILED);
+	free(out);
+	ck_assert_msg(strstr(err, "generation 3") != NULL, "%s", err);
+	/* the generation is part of the salt: another one derives another key */
+	for (unsigned char g = 0; g < 6; g++) {
+		if (g == 3)
+			continue;
+		neu.p[10] = g;
+		ck_assert_int_eq(verify(&ring, "obj", &neu, n, 3), -ERR_DATA_AUTH_FAILED);
+	}
+	neu.p[10] = 3;
+
+	/* a copy holds keys of its own */
+	ck_assert_int_eq(crypt_object_ctx_copy(&copy, &ring), 0);
+	crypt_object_ctx_clear(&ring);
+	ck_assert_ptr_null(ring.keys);
+	ck_assert_int_eq(verify(&copy, "obj", &neu, n, 3), 0);
+
+	/* format version 1 is read as generation 1 */
+	membuf v1 = {0};
+	v1.len = strlen(v1_object) / 2;
+	v1.p = malloc(v1.len);
+	ck_assert(hex_decode(v1_object, strlen(v1_object), v1.p, v1.len));
+	crypt_key vk[2];
+	vector_key(&vk[0]);
+	ck_assert_int_eq(crypt_key_generate(&vk[1]), 0);
+	crypt_object_ctx vring;
+	ck_assert_int_eq(crypt_object_ctx_init_ring(&vring, "t1", "j1", vk, 2), 0);
+	ck_assert_int_eq(open_all(&vring, "v1", &v1, 9999, &out, &got, err, sizeof(err)), 0);
+	ck_assert_uint_eq(got, 10);
+	ck_assert_mem_eq(out, "format one", 10);
+	free(out);
+	/* a version this reader does not know */
+	v1.p[4] = 3;
+	ck_assert_int_eq(open_all(&vring, "v1", &v1, 9999, &out, &got, err, sizeof(err)),
+	                 -ERR_DATA_AUTH_FAILED);
+	free(out);
+	free(v1.p);
+	crypt_object_ctx_clear(&vring);
+	crypt_object_ctx_clear(&two);
+	crypt_object_ctx_clear(&copy);
+	free(old.p);
+	free(neu.p);
+}
+END_TEST
+
+START_TEST(object_ring_text)
+{
+	crypt_key k[3] = {key_a, key_b};
+	ck_assert_int_eq(crypt_key_generate(&k[2]), 0);
+	crypt_object_ctx ring, back;
+	ck_assert_int_eq(crypt_object_ctx_init_ring(&ring, TENANT_A, JOB_A, k, 3), 0);
+	char *text = crypt_object_ctx_text(&ring);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_uint_eq(strlen(text), 3 * 64 + 2);
+	ck_assert_int_eq(text[64], ',');
+	ck_assert_int_eq(crypt_object_ctx_init_text(&back, TENANT_A, JOB_A, text), 0);
+	ck_assert_uint_eq(back.generations, 3);
+	ck_assert_mem_eq(back.keys, k, sizeof(k));
+	crypt_object_ctx_clear(&back);
+	/* one key alone is a ring of one: the form of a single data key */
+	text[64] = '\0';
+	ck_assert_int_eq(crypt_object_ctx_init_text(&back, TENANT_A, JOB_A, text), 0);
+	ck_assert_uint_eq(back.generations, 1);
+	ck_assert_mem_eq(back.keys[0].bytes, key_a.bytes, CRYPT_KEY_LEN);
+	crypt_object_ctx_clear(&back);
+	text[64] = ',';
+	/* malformed: nothing is kept */
+	char bad[400];
+	const char *cases[] = {"", ",", "abc"};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ck_assert_int_eq(crypt_object_ctx_init_text(&back, TENANT_A, JOB_A, cases[i]),
+		                 -ERR_INTERNAL);
+		ck_assert_ptr_null(back.keys);
+	}
+	ck_assert_int_eq(crypt_object_ctx_init_text(&back, TENANT_A, JOB_A, NULL), -ERR_INTERNAL);
+	snprintf(bad, sizeof(bad), "%.64s,", text); /* a trailing comma */
+	ck_assert_int_eq(crypt_object_ctx_init_text(&back, TENANT_A, JOB_A, bad), -ERR_INTERNAL);
+	snprintf(bad, sizeof(bad), "%.64s;%.64s", text, text + 65); /* another separator */
+	ck_assert_int_eq(crypt_object_ctx_init_text(&back, TENANT_A, JOB_A, bad), -ERR_INTERNAL);
+	snprintf(bad, sizeof(bad), "%.64s,%.63sg", text, text + 65); /* not hex */
+	ck_assert_int_eq(crypt_object_ctx_init_text(&back, TENANT_A, JOB_A, bad), -ERR_INTERNAL);
+	ck_assert_int_eq(crypt_object_ctx_init_text(&back, "", JOB_A, text), -ERR_INTERNAL);
+	/* more generations than a ring holds */
+	size_t over = (size_t)(CRYPT_GENERATIONS_MAX + 1) * 65;
+	char *big = malloc(over);
+	for (size_t i = 0; i < CRYPT_GENERATIONS_MAX + 1; i++) {
+		memcpy(big + i * 65, text, 64);
+		big[i * 65 + 64] = ',';
+	}
+	big[over - 1] = '\0';
+	ck_assert_int_eq(crypt_object_ctx_init_text(&back, TENANT_A, JOB_A, big), -ERR_INTERNAL);
+	big[over - 1 - 65] = '\0'; /* exactly CRYPT_GENERATIONS_MAX */
+	ck_assert_int_eq(crypt_object_ctx_init_text(&back, TENANT_A, JOB_A, big), 0);
+	ck_assert_uint_eq(back.generations, CRYPT_GENERATIONS_MAX);
+	crypt_object_ctx_clear(&back);
+	free(big);
+	free(text);
+	crypt_object_ctx_clear(&ring);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("crypt");
 	TCase *keys = tcase_create("keys");
-	tcase_add_checked_fixture(keys, setup, NULL);
+	tcase_add_checked_fixture(keys, setup, teardown);
 	tcase_add_test(keys, keys_and_hex);
 	tcase_add_test(keys, wrap_round_trip_and_tamper);
 	tcase_add_test(keys, master_key_file_permissions);
@@ -768,7 +918,7 @@ static Suite *make_suite(void)
 	tcase_add_test(keys, master_rotation_rewrap);
 	suite_add_tcase(s, keys);
 	TCase *obj = tcase_create("objects");
-	tcase_add_checked_fixture(obj, setup, NULL);
+	tcase_add_checked_fixture(obj, setup, teardown);
 	tcase_set_timeout(obj, 60);
 	tcase_add_test(obj, object_round_trip);
 	tcase_add_test(obj, object_bit_flips);
@@ -779,6 +929,8 @@ static Suite *make_suite(void)
 	tcase_add_test(obj, object_lent_sink);
 	tcase_add_test(obj, object_misuse);
 	tcase_add_test(obj, object_sink_failure);
+	tcase_add_test(obj, object_key_generations);
+	tcase_add_test(obj, object_ring_text);
 	suite_add_tcase(s, obj);
 	return s;
 }

@@ -49,6 +49,7 @@ static void setup(void)
 
 static void teardown(void)
 {
+	crypt_object_ctx_clear(&ctx_a);
 	char p[160];
 	const char *names[] = {"a.log", "b.log"};
 	for (int i = 0; i < 2; i++) {
@@ -445,12 +446,45 @@ START_TEST(record_limits)
 }
 END_TEST
 
+/* A writer reopened after a data-key rotation seals its new segment under the newest generation. */
+START_TEST(segments_of_generations)
+{
+	crypt_key ring_keys[2] = {key_a, key_b};
+	crypt_object_ctx ring;
+	ck_assert_int_eq(crypt_object_ctx_init_ring(&ring, TENANT_A, JOB_A, ring_keys, 2), 0);
+	crypt_log_writer *w = open_writer(&ctx_a);
+	append_range(w, 0, 5);
+	crypt_log_writer_free(w); /* not closed: the next attempt goes on with the log */
+	long first = file_size();
+	w = open_writer(&ring);
+	append_range(w, 5, 9);
+	char err[256];
+	ck_assert_int_eq(crypt_log_writer_close(w, err, sizeof(err)), 0);
+	/* the second segment's header names generation 2 */
+	int fd = open(path, O_RDONLY);
+	unsigned char h[CRYPT_HEADER_LEN];
+	ck_assert_int_eq(pread(fd, h, sizeof(h), first), (ssize_t)sizeof(h));
+	close(fd);
+	ck_assert_mem_eq(h, "TYEC\x02\x02", 6);
+	ck_assert_mem_eq(h + 10, "\x02\x00\x00\x00", 4);
+	crypt_log_state st;
+	ck_assert_int_eq(read_log(&ring, LOG_NAME, &st), CRYPT_LOG_END);
+	ck_assert(st.closed);
+	ck_assert_uint_eq(st.records, 9);
+	/* the first generation alone reads its own records, then stops at the next segment */
+	ck_assert_int_eq(read_log(&ctx_a, LOG_NAME, &st), -ERR_DATA_AUTH_FAILED);
+	ck_assert_uint_eq(st.records, 5);
+	crypt_object_ctx_clear(&ring);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("crypt_log");
 	TCase *tc = tcase_create("logs");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, read_while_writing);
+	tcase_add_test(tc, segments_of_generations);
 	tcase_add_test(tc, reopen_continues_index);
 	tcase_add_test(tc, torn_tail_cut_on_reopen);
 	tcase_add_test(tc, one_writer_at_a_time);
