@@ -321,6 +321,7 @@ static int data_key(PGconn *c, const crypt_key *master, const key_owner *o, cons
 		rc = db_query(c, &r, o->ring, 2, p);
 	if (rc == 0)
 		rc = ring_unwrap(master, o, tenant_id, id, r, &keys, &n, &newest_epoch);
+	int slots = n + 1;
 	/* every generation is wrapped by the current KEK version: rotation moves them all */
 	for (int i = 0; rc == 0 && i < n; i++)
 		if (atoi(PQgetvalue(r, i, 2)) != *version)
@@ -362,7 +363,7 @@ static int data_key(PGconn *c, const crypt_key *master, const key_owner *o, cons
 	}
 	if (rc == 0)
 		rc = crypt_object_ctx_init_ring(ring, tenant_id, id, keys, (size_t)n);
-	ring_free(keys, n + 1);
+	ring_free(keys, slots);
 	return rc;
 }
 

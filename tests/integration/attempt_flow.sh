@@ -151,13 +151,13 @@ check_status "an unknown checkpoint id" 404 GET /v1/checkpoints/00000000-0000-40
 # keys: the data key, rotation (data keys re-wrapped, not changed), shredding
 TOKEN=$CRED
 check_status "the attempt fetches its job's data key" 200 POST "$I/$A/key"
-K1=$(printf '%s' "$BODY" | jq -r .key)
+K1=$(printf '%s' "$BODY" | jq -r .keys)
 check_match "a 256-bit key" '^[0-9a-f]{64}$' "$K1"
 check_status "and again" 200 POST "$I/$A/key"
-check_json "the same key" "$K1" .key
+check_json "the same key" "$K1" .keys
 TOKEN=$CRED2
 check_status "the other job gets its own key" 200 POST "$I/$A2/key"
-K2=$(printf '%s' "$BODY" | jq -r .key)
+K2=$(printf '%s' "$BODY" | jq -r .keys)
 check "different jobs have different keys" test "$K1" != "$K2"
 check_status "an attempt cannot fetch another attempt's key" 404 POST "$I/$A/key"
 TOKEN=$ALICE
@@ -175,7 +175,7 @@ check_eq "no key material is stored in the clear" 0 \
 	"$(q "SELECT count(*) FROM job_keys WHERE position(decode('$K1', 'hex') IN wrapped) > 0")"
 TOKEN=$CRED
 check_status "after rotation the job's key" 200 POST "$I/$A/key"
-check_json "is unchanged" "$K1" .key
+check_json "is unchanged" "$K1" .keys
 TOKEN=$ADMIN
 check_status "key operations are audited" 200 GET /v1/whoami
 check_eq "four releases, one rotation" "4 1" \

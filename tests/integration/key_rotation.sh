@@ -63,9 +63,9 @@ A=$(jb .id)
 CRED=$(jb .credential)
 TOKEN=$CRED
 check_status "its runtime fetches the job's data key" 200 POST "$I/$A/key"
-KEY=$(jb .key)
+KEY=$(jb .keys)
 check_status "and the dataset version's" 200 POST "$I/$A/datasets/$DV/key"
-DKEY=$(jb .key)
+DKEY=$(jb .keys)
 seal() { printf '%s\n' "$KEY" | "$SEAL" "$1" "$TRAINYARD_STORAGE_ROOT" "$TA_ID" "$J" "${@:2}"; }
 check "the attempt writes a sealed log of three lines" seal log 1 1 3 close
 read -r BYTES SHA < <(seal checkpoint 3 100000)
@@ -80,7 +80,7 @@ check_status "its attempt" 201 POST "/v1/jobs/$JB/attempts"
 AB=$(jb .id)
 TOKEN=$(jb .credential)
 check_status "fetches its key" 200 POST "$I/$AB/key"
-KEYB=$(jb .key)
+KEYB=$(jb .keys)
 CRED_B=$TOKEN
 TOKEN=$ADMIN
 hook_new() { # hook_new N: a webhook of tenant A (the master key seals its secret); prints its id
@@ -114,12 +114,12 @@ readable() {
 	check_eq "$what: the log decrypts" "200 $EXPECT_LOG" "$STATUS $BODY"
 	TOKEN=$CRED
 	api POST "$I/$A/key"
-	check_eq "$what: the job's data key unwraps, unchanged" "200 $KEY" "$STATUS $(jb .key)"
+	check_eq "$what: the job's data key unwraps, unchanged" "200 $KEY" "$STATUS $(jb .keys)"
 	api POST "$I/$A/datasets/$DV/key"
-	check_eq "$what: the dataset's data key unwraps, unchanged" "200 $DKEY" "$STATUS $(jb .key)"
+	check_eq "$what: the dataset's data key unwraps, unchanged" "200 $DKEY" "$STATUS $(jb .keys)"
 	TOKEN=$CRED_B
 	api POST "$I/$AB/key"
-	check_eq "$what: tenant B's key unwraps, unchanged" "200 $KEYB" "$STATUS $(jb .key)"
+	check_eq "$what: tenant B's key unwraps, unchanged" "200 $KEYB" "$STATUS $(jb .keys)"
 }
 readable "before the rotation"
 

@@ -87,7 +87,7 @@ A=$(printf '%s' "$BODY" | jq -r .id)
 TOKEN=$(printf '%s' "$BODY" | jq -r .credential)
 I=/internal/v1/attempts/$A
 answer "the runtime's data key" 200 POST "$I/key"
-KEY=$(printf '%s' "$BODY" | jq -r .key)
+KEY=$(printf '%s' "$BODY" | jq -r .keys)
 answer "a heartbeat" 200 POST "$I/heartbeat"
 seal() { printf '%s\n' "$KEY" | "$SEAL" "$1" "$TRAINYARD_STORAGE_ROOT" "$TA_ID" "$J" "${@:2}"; }
 check "the attempt writes a sealed log" seal log 1 1 2 close

@@ -64,7 +64,7 @@ check_status "the admin starts attempt 1" 201 POST "/v1/jobs/$J/attempts"
 A1=$(printf '%s' "$BODY" | jq -r .id)
 TOKEN=$(printf '%s' "$BODY" | jq -r .credential)
 check_status "its runtime fetches the job's data key" 200 POST "$I/$A1/key"
-KEY=$(printf '%s' "$BODY" | jq -r .key)
+KEY=$(printf '%s' "$BODY" | jq -r .keys)
 check "attempt 1 writes a sealed log of three lines" seal log 1 1 3 close
 # the scheduler's requeue after a lost attempt (no route does it)
 q "UPDATE job_attempts SET state = 'ended', ended_at = now() WHERE id = '$A1'" >/dev/null

@@ -1,8 +1,9 @@
 /*
  * tool_seal.c - writes a job's encrypted files the way the worker runtime
  * and the trainer do, for the integration tests of the read routes
- * (storage_flow.sh). The job's data key (64 hex digits) is read from
- * stdin, never from the command line.
+ * (storage_flow.sh). The job's data key ring (the "keys" of the API's
+ * answer: 64-hex-digit keys, oldest first, comma-separated; the last
+ * seals) is read from stdin, never from the command line.
  *
  *   tool_seal log ROOT TENANT JOB ATTEMPT FIRST COUNT open|close
  *       append COUNT records "attempt ATTEMPT line I" (I = FIRST...) to the
@@ -15,6 +16,7 @@
  * runtime (identity_become_tenant). Exit status 0, or 1 with the reason on
  * stderr.
  */
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -36,16 +38,13 @@ static int fail(const char *what, const char *err)
 
 static int read_ctx(const char *tenant, const char *job, crypt_object_ctx *ctx)
 {
-	char hex[2 * CRYPT_KEY_LEN + 2];
-	crypt_key k;
-	if (!fgets(hex, sizeof(hex), stdin))
+	static char text[CRYPT_GENERATIONS_MAX * (2 * CRYPT_KEY_LEN + 1) + 2];
+	if (!fgets(text, sizeof(text), stdin))
 		return fail("stdin", "no data key");
-	hex[strcspn(hex, "\n")] = '\0';
-	if (!crypt_key_from_hex(hex, strlen(hex), &k))
-		return fail("stdin", "the data key is not 64 hex digits");
-	int rc = crypt_object_ctx_init(ctx, tenant, job, &k);
-	crypt_key_clear(&k);
-	return rc ? fail("context", "invalid tenant or job id") : 0;
+	text[strcspn(text, "\n")] = '\0';
+	int rc = crypt_object_ctx_init_text(ctx, tenant, job, text);
+	OPENSSL_cleanse(text, sizeof(text));
+	return rc ? fail("stdin", "not a key ring of 64-hex-digit keys, or bad ids") : 0;
 }
 
 static int write_log(char **argv, const crypt_object_ctx *ctx)
@@ -156,7 +155,7 @@ int main(int argc, char **argv)
 		fprintf(stderr,
 		        "usage: tool_seal log ROOT TENANT JOB ATTEMPT FIRST COUNT open|close\n"
 		        "       tool_seal checkpoint ROOT TENANT JOB STEP BYTES\n"
-		        "(the job's data key in hex on stdin)\n");
+		        "(the job's data key ring on stdin)\n");
 		return 2;
 	}
 	crypt_object_ctx ctx;
