@@ -9,10 +9,12 @@
  *                rows it wraps, so that it can be rotated (keys.h)
  *   tenant KEK   one per tenant and version, random, kept wrapped under the
  *                master key (context "tenant-kek|<tenant uuid>|v<n>")
- *   job data key one per job, random, kept wrapped under its
- *                tenant's KEK (context "job-dek|<job uuid>|v<n>")
- *   dataset key  one per dataset, the same way ("dataset-dek|<dataset uuid>|v<n>");
- *                its objects take the dataset's id where a job's take the job's
+ *   job data key one per job and generation, random, kept wrapped under
+ *                its tenant's KEK (context "job-dek|<job uuid>|v<n>", and
+ *                "job-dek|<job uuid>/g<g>|v<n>" for generations g > 1)
+ *   dataset key  one per dataset and generation, the same way
+ *                ("dataset-dek|<dataset uuid>...|v<n>"); its objects take
+ *                the dataset's id where a job's take the job's
  * A data key never encrypts anything itself: every object and every log
  * derives its own key from it and a fresh random salt.
  *
@@ -24,24 +26,28 @@
  * wraps they make under each key and rotate it before
  * CRYPT_WRAPS_PER_KEY_LIMIT (2^24: collision odds below 2^-49).
  *
- * Objects and logs. Per-object key = HKDF-SHA256(ikm = data key, salt = the
- * object's 32 random header bytes, info = "trainyard object v1" or
+ * Objects and logs. Per-object key = HKDF-SHA256(ikm = the generation of
+ * the data key the header names, salt = the header's 32 salt bytes (that
+ * generation and 28 random bytes; 32 random bytes in format version 1,
+ * read as generation 1), info = "trainyard object v1" or
  * "trainyard log v1"). The nonce of chunk or record i is i as a 64-bit
  * big-endian integer followed by 4 zero bytes. Indexes never repeat inside
  * one object, and every object (every rewrite of a file too) draws a new
  * salt and so a new key: no (key, nonce) pair is ever used twice. Two of m
- * objects under one data key share a key only if their 256-bit salts meet,
- * at odds of about m^2 / 2^257. Logs start a new segment, with a new
- * salt, each time a writer reopens them (crypt_log.c). The AAD of each
- * chunk binds the header fields, tenant id, job id, object name, index and
- * final flag, so bit flips, truncation, reordering, and moving a file to
- * another name, job or tenant all fail authentication, as does a wrong key.
+ * objects under one data key generation share a key only if their 224
+ * random salt bits meet, at odds of about m^2 / 2^225. Logs start a new
+ * segment, with a new salt, each time a writer reopens them (crypt_log.c).
+ * The AAD of each chunk binds the header fields, tenant id, job id, object
+ * name, index and final flag, so bit flips, truncation, reordering, and
+ * moving a file to another name, job or tenant all fail authentication, as
+ * does a wrong key.
  * The data key never meets a nonce; the only random nonces are the
  * wrapping nonces, bounded by CRYPT_WRAPS_PER_KEY_LIMIT.
  *
- * Rotation: a new tenant KEK re-wraps the tenant's job data keys; no data
- * is touched. Destroying every wrapped copy of a tenant KEK makes all of
- * the tenant's objects and logs unreadable (crypto-shredding).
+ * Rotation: a new tenant KEK re-wraps the tenant's data keys; no data is
+ * touched. A data-key rotation adds a generation to each data key for what
+ * is written next (keys.h); older objects keep theirs. Destroying every wrapped copy of a tenant
+ * KEK makes all of the tenant's objects and logs unreadable (crypto-shredding).
  *
  * Errors: 0 or a negative err_code (-ERR_X, error.h), with a message in err
  * (errlen bytes; err may be NULL). A sink or source callback's own negative

@@ -10,9 +10,12 @@
  * (crypt_key_clear) and never log it. The audit records of key operations
  * are the caller's (the API writes them in the same transaction).
  *
- * Rotation adds a KEK version and re-wraps every data key of the tenant
- * under it, without touching encrypted data; the older versions are then
- * deleted. Shredding deletes every KEK version, and with them the wrapped
+ * Rotation adds a KEK version and re-wraps every data key generation of
+ * the tenant under it, without touching encrypted data; the older versions
+ * are then deleted. A data key is a ring of generations (crypt.h): with
+ * data_keys, rotation also advances the tenant's data-key epoch, and each
+ * job or dataset gets a new generation the next time it is given its key
+ * to write with. Shredding deletes every KEK version, and with them the wrapped
  * data keys: nothing the tenant's jobs wrote can be decrypted again.
  *
  * Each KEK row names the master key that wraps it (master_key_id, its
