@@ -29,8 +29,9 @@ static const cli_command top_commands[] = {
      dataset_commands},
     {"audit", NULL, "the verifiable audit log: heads, proofs, export, offline verification", NULL,
      NULL, audit_commands},
-    {"keys", NULL, "the master key's rotation and which master keys the stored keys need", NULL,
-     NULL, keys_commands},
+    {"keys", NULL,
+     "rotate a tenant's keys or the master key, and see which master keys the stored keys need",
+     NULL, NULL, keys_commands},
     {"report",
      "KIND [--from T] [--to T | --at T] [--tenant TENANT] [--format csv|json|html]\n"
      "      [--out FILE]",

@@ -9,7 +9,10 @@
  * stored tenant key and webhook secret again under the new key, a batch per
  * transaction, each batch audited with it; run again after a crash, it goes
  * on from the rows left. When no row is left under the old key, the old key
- * is retired. keys status asks the API (GET /v1/keys/master).
+ * is retired. keys status asks the API (GET /v1/keys/master). keys rotate
+ * TENANT [--data-keys] rotates a tenant's KEK, and with --data-keys its
+ * data keys for what is written next (POST /v1/tenants/{tenant}/keys/rotate;
+ * docs/storage.md, "Rotating data keys").
  */
 #include <jansson.h>
 #include <libpq-fe.h>
@@ -271,7 +274,38 @@ static int keys_status(cli_ctx *ctx, const cli_command *self, int argc, char **a
 	return cmd_show(ctx, "GET", URL_FIXED(ROUTE_MASTER_KEY), NULL, status_fields);
 }
 
+static const out_col rotate_fields[] = {
+    {"key version", "version"},
+    {"data keys re-wrapped", "rewrapped"},
+    {"data keys rotated", "data_keys"},
+    {NULL, NULL},
+};
+
+enum { OPT_DATA_KEYS };
+static const opt_spec tenant_rotate_opts[] = {{"data-keys", false, false}, {NULL, false, false}};
+
+static int keys_rotate_tenant(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
+{
+	opt_result o;
+	int rc = args_parse_cmd(ctx, self, tenant_rotate_opts, 1, 1, argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	json_t *body = json_pack("{s:b}", "data_keys", o.set[OPT_DATA_KEYS]);
+	rc =
+	    cmd_show(ctx, "POST", URL_PATH(ROUTE_TENANT_KEY_ROTATE, o.pos[0]), body, rotate_fields);
+	json_decref(body);
+	return rc;
+}
+
 const cli_command keys_commands[] = {
+    {"rotate", "TENANT [--data-keys]",
+     "rotate a tenant's key-encryption key; --data-keys: its data keys too",
+     "Makes a new version of the tenant's key-encryption key and wraps every data\n"
+     "key again under it. With --data-keys, every job and dataset of the tenant also\n"
+     "seals what it writes next under a new generation of its data key; what was\n"
+     "written before keeps its own and stays readable. Tenant owners and platform\n"
+     "admins.\n",
+     keys_rotate_tenant, NULL},
     {"rotate-master", "--new-key-file FILE [--old-key-file FILE] [--batch N] [--max-batches N]",
      "wrap every stored key again under a new master key, and retire the old one",
      "Works on the database directly (TRAINYARD_DB or --db). The old key is\n"

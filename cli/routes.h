@@ -51,5 +51,6 @@
 #define ROUTE_REPORT            "/v1/reports/{}"
 #define ROUTE_TENANT_REPORT     "/v1/tenants/{}/reports/{}"
 #define ROUTE_MASTER_KEY        "/v1/keys/master"
+#define ROUTE_TENANT_KEY_ROTATE "/v1/tenants/{}/keys/rotate"
 
 #endif

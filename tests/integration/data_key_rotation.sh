@@ -102,15 +102,16 @@ check_json "naming the field" /data_keys '.errors[0].field // .errors[0].pointer
 check_status "an unknown field is refused" 422 POST "/v1/tenants/$TA/keys/rotate" \
 	"${JSON[@]}" -d '{"data_key": true}'
 check_status "a body that is not JSON" 400 POST "/v1/tenants/$TA/keys/rotate" "${JSON[@]}" -d '{'
-check_status "a rotation of the KEK alone" 200 POST "/v1/tenants/$TA/keys/rotate"
-check_json "says the data keys stay" "false" .data_keys
+y "$ALICE" -o json keys rotate "$TA"
+expect_rc "yardctl keys rotate: the KEK alone" 0
+check_eq "to version 2, saying the data keys stay" "2 false" "$(jq_out '"\(.version) \(.data_keys)"')"
 TOKEN=$CRED
 check_status "leaves the job's ring as it was" 200 POST "$I/$A/key"
 check_eq "the same single generation" "1 $RING1" "$(jb .key_generation) $(jb .keys)"
 TOKEN=$ALICE
-check_status "the owner rotates the tenant's keys with the data keys" 200 POST \
-	"/v1/tenants/$TA/keys/rotate" "${JSON[@]}" -d '{"data_keys": true}'
-check_json "to KEK version 3, saying so" "3 true" '"\(.version) \(.data_keys)"'
+y "$ALICE" keys rotate "$TA" --data-keys
+expect_rc "yardctl keys rotate --data-keys: the owner rotates the data keys too" 0
+check_match "to KEK version 3, saying so" 'key version +3.*data keys rotated +true' "$(printf '%s' "$OUT" | tr '\n' ' ')"
 check_eq "the tenant's data-key epoch is 2" 2 \
 	"$(q "SELECT data_key_epoch FROM tenants WHERE id = '$TA_ID'")"
 check_eq "no key got a new generation yet: they are made when next written with" "1 1" \

@@ -95,11 +95,17 @@ order() { # the tenant's jobs by the start of their attempt
 check_eq "A's jobs started in submit order" "a1 a2 a3" "$(order "$A_ID")"
 check_eq "B's jobs started in submit order" "b1 b2 b3" "$(order "$B_ID")"
 
-# The scheduler's own GET /metrics tells the same story.
-check "the scheduler serves its metrics" curl -fsS -o "$TY_TMP/sched.prom" \
-	"http://$TRAINYARD_SCHED_METRICS_LISTEN/metrics"
+# The scheduler's own GET /metrics tells the same story. A job is final
+# once its attempt reports; the scheduler counts the attempt's end when it
+# next follows the Slurm job, a moment later: wait for all six.
+sched_prom() { curl -fsS -o "$TY_TMP/sched.prom" "http://$TRAINYARD_SCHED_METRICS_LISTEN/metrics"; }
+six_ended() {
+	sched_prom && [[ $(smp 'trainyard_scheduler_attempts_ended_total\{class="ok"\}') -ge 6 ]] 2>/dev/null
+}
+check "the scheduler serves its metrics" sched_prom
 check "promtool finds no problem in them" promtool check metrics <"$TY_TMP/sched.prom"
 smp() { grep -E "^$1 " "$TY_TMP/sched.prom" | head -n 1 | awk '{print $2}'; }
+check "and counts the six attempts' ends" wait_until 60 six_ended
 check_eq "it leads" 1 "$(smp trainyard_scheduler_leader)"
 attempts() { q "SELECT count(*) FROM job_attempts a JOIN jobs j ON j.id = a.job_id
 	WHERE j.tenant_id = '$1' AND j.name <> 'history'"; }

@@ -47,7 +47,7 @@ check_status "and starts its attempt" 201 POST "/v1/jobs/$J1/attempts"
 A1=$(printf '%s' "$BODY" | jq -r .id)
 TOKEN=$(printf '%s' "$BODY" | jq -r .credential)
 check_status "which fetches the job's data key" 200 POST "$I/$A1/key"
-KEY=$(printf '%s' "$BODY" | jq -r .key)
+KEY=$(printf '%s' "$BODY" | jq -r .keys)
 seal() { printf '%s\n' "$KEY" | "$SEAL" "$1" "$TRAINYARD_STORAGE_ROOT" "$TA_ID" "$J1" "${@:2}"; }
 check "the attempt writes a sealed log" seal log 1 1 2 close
 read -r BYTES SHA < <(seal checkpoint 1 1000)

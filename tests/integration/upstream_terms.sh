@@ -47,7 +47,7 @@ trained() {
 	cred=$(printf '%s' "$BODY" | jq -r .credential)
 	TOKEN=$cred
 	check_status "and fetches the job's data key" 200 POST "$I/$att/key"
-	key=$(printf '%s' "$BODY" | jq -r .key)
+	key=$(printf '%s' "$BODY" | jq -r .keys)
 	read -r bytes sha < <(printf '%s\n' "$key" |
 		"$SEAL" checkpoint "$TRAINYARD_STORAGE_ROOT" "$2" "$job" 1 1000)
 	check_status "it registers a checkpoint" 201 POST "$I/$att/checkpoints" "${JSON[@]}" \
