@@ -3,7 +3,9 @@
 # nothing of them is readable on disk, a resume with the job's key is
 # bit-identical to an uninterrupted run, also across a change of layout,
 # and the wrong key or another job's identity finds no checkpoint it can
-# trust (status 15).
+# trust (status 15). With a key ring of two generations (after a data-key
+# rotation) a run resumes from a checkpoint of the first and seals its own
+# under the second, which the first generation alone does not open.
 set -uo pipefail
 # shellcheck source=SCRIPTDIR/../integration/lib.sh
 . "$(dirname "$0")/../integration/lib.sh"
@@ -33,11 +35,32 @@ cp -a "$TY_TMP/ck" "$TY_TMP/ck-2"
 cp -a "$TY_TMP/ck" "$TY_TMP/ck-init"
 cp -a "$TY_TMP/ck" "$TY_TMP/ck-wrong"
 cp -a "$TY_TMP/ck" "$TY_TMP/ck-other"
+cp -a "$TY_TMP/ck" "$TY_TMP/ck-rot"
 check "resumed with the job's key" env TRAINYARD_DATA_KEY="$KEY" OMP_NUM_THREADS=1 \
 	"$TRAIN_BIN" train --data-root "$DATA" --spec "$S" --encrypt "$TENANT:$JOB" --ckpt-dir "$TY_TMP/ck" \
 	--metrics "$TY_TMP/rest.jsonl"
 check_eq "steps 11-20 are bit-identical to the uninterrupted run" \
 	"$(losses "$TY_TMP/full.jsonl" | tail -n 10)" "$(losses "$TY_TMP/rest.jsonl")"
+
+# after a data-key rotation the job's ring has two generations: the run
+# resumes from the checkpoint of generation 1 and seals under generation 2
+NEW=$(openssl rand -hex 32)
+gen() { xxd -p -s 10 -l 4 "$1"; } # the header's generation, u32 little-endian
+check "resumed with a ring of two generations" env TRAINYARD_DATA_KEY="$KEY,$NEW" \
+	OMP_NUM_THREADS=1 "$TRAIN_BIN" train --data-root "$DATA" --spec "$S" --encrypt "$TENANT:$JOB" \
+	--ckpt-dir "$TY_TMP/ck-rot" --metrics "$TY_TMP/rot.jsonl"
+check_eq "from step 10, bit-identical to the uninterrupted run" \
+	"10 $(losses "$TY_TMP/full.jsonl" | tail -n 10 | xargs)" \
+	"$(jq -r 'select(.event == "resumed") | .step' "$TY_TMP/rot.jsonl") $(losses "$TY_TMP/rot.jsonl" | xargs)"
+LAST=$(find "$TY_TMP/ck-rot" -name 'step_*' -newer "$M" | sort | tail -n 1)
+check_eq "its new checkpoint is sealed under generation 2" "02000000 02000000" \
+	"$(gen "$LAST/manifest.json") $(gen "$LAST/shard_00000_of_00001.bin")"
+check_eq "the one it resumed from keeps generation 1" 01000000 \
+	"$(gen "$TY_TMP/ck-rot/step_00000010/shard_00000_of_00001.bin")"
+check "the first generation alone trusts only the older checkpoint" env TRAINYARD_DATA_KEY="$KEY" \
+	OMP_NUM_THREADS=1 "$TRAIN_BIN" train --data-root "$DATA" --spec "$S" --encrypt "$TENANT:$JOB" \
+	--ckpt-dir "$TY_TMP/ck-rot" --stop-after 1 --metrics "$TY_TMP/rot1.jsonl"
+check_eq "and resumes at step 10" 10 "$(jq -r 'select(.event == "resumed") | .step' "$TY_TMP/rot1.jsonl")"
 
 check "resumed on 2 ranks with ZeRO 1" mpirun --allow-run-as-root --oversubscribe \
 	--bind-to none -np 2 -x OMP_NUM_THREADS=1 -x TRAINYARD_DATA_KEY="$KEY" -x ASAN_OPTIONS \
