@@ -16,12 +16,14 @@
 
 #include "eta.h"
 #include "handlers.h"
+#include "quota.h"
 
 #define ETA_SQL                                                                                    \
 	"WITH j AS (SELECT * FROM jobs WHERE id = $1)"                                             \
 	" SELECT json_build_object('state', j.state, 'now', extract(epoch FROM "                   \
 	"clock_timestamp()),"                                                                      \
 	" 'max_gpus', k.max_gpus, 'max_running_jobs', k.max_running_jobs,"                         \
+	" 'gpu_hours_per_month', k.gpu_hours_per_month, 'month_gpu_hours', u.month_gpu_hours,"     \
 	" 'ratio', (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY x.r) FROM ("                \
 	"   SELECT extract(epoch FROM a.ended_at - a.started_at)"                                  \
 	"     / (60 * (f.spec->'resources'->>'time_limit_minutes')::float8) AS r"                  \
@@ -32,18 +34,19 @@
 	"   extract(epoch FROM coalesce(a.started_at, a.created_at, r.updated_at)),"               \
 	"   coalesce((SELECT max(m.step) FROM job_metrics m WHERE m.attempt_id = a.id), 0),"       \
 	"   (r.spec->'training'->>'steps')::int,"                                                  \
-	"   60 * (r.spec->'resources'->>'time_limit_minutes')::float8, r.devices)), '[]')"         \
-	"   FROM jobs r LEFT JOIN job_attempts a ON a.job_id = r.id AND a.number = r.attempts"     \
-	"   WHERE r.tenant_id = j.tenant_id"                                                       \
-	"   AND job_holds_devices(r.state)),"                                                      \
+	"   60 * (r.spec->'resources'->>'time_limit_minutes')::float8, h.devices)), '[]')"         \
+	"   FROM job_devices_held h JOIN jobs r ON r.id = h.job_id"                                \
+	"   LEFT JOIN job_attempts a ON a.job_id = r.id AND a.number = r.attempts"                 \
+	"   WHERE h.tenant_id = j.tenant_id),"                                                     \
 	" 'queue', (SELECT coalesce(json_agg(json_build_array(q.devices,"                          \
 	"   60 * (q.spec->'resources'->>'time_limit_minutes')::float8,"                            \
-	"   coalesce(extract(epoch FROM q.not_before), 0))"                                        \
+	"   coalesce(extract(epoch FROM q.not_before), 0),"                                        \
+	"   (q.spec->'resources'->>'gpus_per_node')::int > 0)"                                     \
 	"   ORDER BY q.priority DESC, q.created_at, q.id), '[]')"                                  \
 	"   FROM jobs q WHERE q.tenant_id = j.tenant_id AND q.state = 'queued'"                    \
 	"   AND (q.priority > j.priority OR (q.priority = j.priority"                              \
 	"   AND (q.created_at, q.id) <= (j.created_at, j.id)))))"                                  \
-	" FROM j JOIN quotas k ON k.tenant_id = j.tenant_id"
+	" FROM j" QUOTA_SQL_JOIN("j.tenant_id")
 
 static double num(const json_t *v)
 {
@@ -98,13 +101,17 @@ int h_job_eta(api_req *rq)
 	}
 	for (size_t i = 0; i < nq; i++) {
 		const json_t *x = json_array_get(queue, i);
-		q[i] = (eta_queued){(int)num(json_array_get(x, 0)),
-		                    num(json_array_get(x, 1)) * ratio, num(json_array_get(x, 2))};
+		q[i] = (eta_queued){.devices = (int)num(json_array_get(x, 0)),
+		                    .gpu = json_is_true(json_array_get(x, 3)),
+		                    .duration = num(json_array_get(x, 1)) * ratio,
+		                    .not_before = num(json_array_get(x, 2))};
 	}
 	bool queued = state && strcmp(state, "queued") == 0;
 	eta_input in = {.now = now,
-	                .max_devices = (int)num(json_object_get(doc, "max_gpus")),
-	                .max_running = (int)num(json_object_get(doc, "max_running_jobs")),
+	                .limits = {(int64_t)num(json_object_get(doc, "max_gpus")),
+	                           (int64_t)num(json_object_get(doc, "max_running_jobs")),
+	                           (int64_t)num(json_object_get(doc, "gpu_hours_per_month"))},
+	                .month_gpu_hours = num(json_object_get(doc, "month_gpu_hours")),
 	                .running = r,
 	                .n_running = nr,
 	                .queue = q,
@@ -112,9 +119,10 @@ int h_job_eta(api_req *rq)
 	double start = queued ? eta_start(&in) : -1;
 	free(r);
 	free(q);
-	const char *why = !queued     ? "the job is not queued"
-	                  : start < 0 ? "the job can never start within its tenant's quota"
-	                              : NULL;
+	const char *why = !queued ? "the job is not queued"
+	                  : start < 0
+	                      ? "the job cannot start within its tenant's quota as it stands"
+	                      : NULL;
 	json_t *out = json_pack("{s:s, s:s, s:o, s:o, s:i, s:i, s:f, s:s*}", "job_id",
 	                        rq->scope.job_id, "state", state ? state : "", "eta",
 	                        start >= 0 ? timestamp(start) : json_null(), "eta_seconds",

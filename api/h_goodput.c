@@ -17,6 +17,7 @@
 #include "handlers.h"
 #include "jobspec.h"
 #include "plan.h"
+#include "quota.h"
 
 /* Jobs GET /v1/tenants/{tenant}/usage sums at most, the newest first. */
 #define GOODPUT_USAGE_JOBS 1000
@@ -333,14 +334,13 @@ int h_tenant_usage(api_req *rq)
 	const char *q[] = {rq->scope.tenant_id};
 	rc = api_query_json(
 	    rq,
-	    "SELECT json_build_object('max_gpus', k.max_gpus, 'devices_in_use',"
-	    " (SELECT coalesce(sum(r.devices), 0) FROM jobs r WHERE r.tenant_id = k.tenant_id"
-	    "  AND job_holds_devices(r.state)),"
+	    "SELECT json_build_object('max_gpus', k.max_gpus, 'devices_in_use', u.devices,"
+	    " 'running_jobs', u.running_jobs, 'gpu_hours_this_month', u.month_gpu_hours,"
 	    " 'max_running_jobs', k.max_running_jobs, 'gpu_hours_per_month', k.gpu_hours_per_month,"
 	    " 'max_storage_bytes', k.max_storage_bytes, 'storage_bytes_used',"
 	    " tenant_storage_bytes(k.tenant_id), 'storage', json_build_object('checkpoints',"
 	    " s.checkpoints, 'datasets', s.datasets, 'logs', s.logs))"
-	    " FROM quotas k, tenant_storage(k.tenant_id) s WHERE k.tenant_id = $1",
+	    " FROM tenants t" QUOTA_SQL_JOIN("t.id") ", tenant_storage(t.id) s WHERE t.id = $1",
 	    1, q, &quota);
 	if (rc)
 		return api_fail_db(rq, rc);

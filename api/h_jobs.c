@@ -40,38 +40,67 @@ static int job_fetch(api_req *rq, const char *id, json_t **out)
 
 /*
  * What a submission needs to know first, in one statement: the tenant's
- * quota as the spec validator needs it, and whether key (NULL: none) was
- * used before. OUT: *q; job_id, "" (a new key, or none) or the first job
- * of the key. RET 0; -ERR_IDEMPOTENCY_CONFLICT when the key came with
- * another body; -ERR_TENANT_NOT_FOUND; other -ERR_*.
+ * quota as the spec validator needs it, the cluster's nodes as the
+ * scheduler last saw them, and whether key (NULL: none) was used before.
+ * OUT: *q; *nodes, a JSON array of [cpus, gpus] per node (the caller
+ * decrefs it; empty before any scheduler cycle); job_id, "" (a new key, or
+ * none) or the first job of the key. RET 0; -ERR_IDEMPOTENCY_CONFLICT when
+ * the key came with another body; -ERR_TENANT_NOT_FOUND; other -ERR_*.
  */
-static int submit_context(api_req *rq, const char *key, const char *body_hex, jobspec_quota *q,
-                          char job_id[37])
+static int submit_context(api_req *rq, const char *key, const char *body_hex, quota_limits *q,
+                          json_t **nodes, char job_id[37])
 {
 	const char *p[] = {rq->who.user_id, rq->scope.tenant_id, key};
 	PGresult *r;
 	job_id[0] = '\0';
+	*nodes = NULL;
 	int rc = db_query(rq->db, &r,
-	                  "SELECT q.max_gpus, q.max_running_jobs, q.gpu_hours_per_month,"
-	                  " encode(k.body_hash, 'hex'), k.job_id FROM quotas q"
-	                  " LEFT JOIN idempotency_keys k ON k.user_id = $1"
-	                  " AND k.tenant_id = q.tenant_id AND k.key = $3 WHERE q.tenant_id = $2",
+	                  "SELECT " QUOTA_SQL_COLUMNS ", encode(i.body_hash, 'hex'), i.job_id,"
+	                  " (SELECT coalesce(json_agg(json_build_array(c.cpus, c.gpus)), '[]')"
+	                  " FROM scheduler_cluster c) FROM tenants t" QUOTA_SQL_JOIN(
+	                      "t.id") " LEFT JOIN idempotency_keys i ON i.user_id = $1"
+	                              " AND i.tenant_id = t.id AND i.key = $3 WHERE t.id = $2",
 	                  3, p);
 	if (rc == 0 && PQntuples(r) == 1) {
-		q->max_gpus = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-		q->max_running_jobs = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
-		q->gpu_hours_per_month = strtoll(PQgetvalue(r, 0, 2), NULL, 10);
-		if (!PQgetisnull(r, 0, 4)) {
-			if (strcmp(PQgetvalue(r, 0, 3), body_hex) != 0)
+		quota_from_row(r, 0, 0, q, NULL);
+		*nodes = json_loads(PQgetvalue(r, 0, 8), 0, NULL);
+		if (!PQgetisnull(r, 0, 7)) {
+			if (strcmp(PQgetvalue(r, 0, 6), body_hex) != 0)
 				rc = -ERR_IDEMPOTENCY_CONFLICT;
 			else
-				snprintf(job_id, 37, "%s", PQgetvalue(r, 0, 4));
+				snprintf(job_id, 37, "%s", PQgetvalue(r, 0, 7));
 		}
 	} else if (rc == 0) {
 		rc = -ERR_TENANT_NOT_FOUND;
 	}
 	PQclear(r);
 	return rc;
+}
+
+/*
+ * A job the cluster could never hold, even empty, is refused
+ * (cluster_never_fits); nothing is said before a scheduler has seen the
+ * cluster. RET: the problems added to v.
+ */
+static int cluster_check(const json_t *nodes, const jobspec *js, verrs *v)
+{
+	size_t n = json_array_size(nodes);
+	if (n == 0 || n > JOBSPEC_MAX_NODES)
+		return 0;
+	int cpus[JOBSPEC_MAX_NODES], gpus[JOBSPEC_MAX_NODES];
+	for (size_t i = 0; i < n; i++) {
+		const json_t *x = json_array_get(nodes, i);
+		cpus[i] = (int)json_integer_value(json_array_get(x, 0));
+		gpus[i] = (int)json_integer_value(json_array_get(x, 1));
+	}
+	const jobspec_resources *res = &js->resources;
+	if (quota_cluster_could_hold(cpus, gpus, NULL, (int)n, res->nodes, res->ranks_per_node,
+	                             res->gpus_per_node))
+		return 0;
+	verrs_add(v, "/resources/nodes", ERR_F_CLUSTER_NEVER_FITS,
+	          "the cluster's %zu node(s) cannot hold %d node(s) with %d cpus and %d gpus", n,
+	          res->nodes, res->ranks_per_node, res->gpus_per_node);
+	return 1;
 }
 
 /* Memory of one of the job's devices: a GPU, or a CPU rank without GPUs. */
@@ -284,9 +313,14 @@ static int reply_doc(api_req *rq, PGresult *r)
 static int submit_once(api_req *rq, const json_t *in, const char *key, const char *body_hex)
 {
 	char job_id[37];
-	jobspec_quota quota;
+	quota_limits quota;
+	json_t *nodes = NULL;
 	int rc = api_db(rq);
-	if (rc || (rc = submit_context(rq, key, body_hex, &quota, job_id)))
+	if (rc == 0)
+		rc = submit_context(rq, key, body_hex, &quota, &nodes, job_id);
+	if (rc || job_id[0])
+		json_decref(nodes);
+	if (rc)
 		return rc;
 	if (job_id[0]) {
 		json_t *job;
@@ -303,6 +337,9 @@ static int submit_once(api_req *rq, const json_t *in, const char *key, const cha
 	job_init init;
 	memset(&init, 0, sizeof(init));
 	rc = jobspec_parse(in, &quota, &js, &spec, &v);
+	if (rc == 0 && cluster_check(nodes, &js, &v) > 0)
+		rc = -ERR_VALIDATION_FAILED;
+	json_decref(nodes);
 	if (rc == 0 && plan_check_job(&js, job_device_memory(rq->cfg, &js), &v) > 0)
 		rc = -ERR_VALIDATION_FAILED;
 	if (rc == 0 && (rc = datasets_resolve(rq, &js, spec, &ds, &v)) == 0 &&

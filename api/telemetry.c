@@ -99,8 +99,7 @@ void telemetry_request(api_telemetry *t, const char *route, const char *method, 
 	" SELECT t.name, NULL, NULL,"                                                              \
 	"  (SELECT extract(epoch FROM now() - min(q.created_at)) FROM jobs q"                      \
 	"    WHERE q.tenant_id = t.id AND q.state = 'queued'),"                                    \
-	"  (SELECT coalesce(sum(r.devices), 0) FROM jobs r WHERE r.tenant_id = t.id"               \
-	"    AND job_holds_devices(r.state)),"                                                     \
+	"  (SELECT devices FROM tenant_quota_use(t.id)),"                                          \
 	"  q.max_gpus, tenant_storage_bytes(t.id), q.max_storage_bytes"                            \
 	" FROM tenants t LEFT JOIN quotas q ON q.tenant_id = t.id"
 

@@ -18,41 +18,50 @@ static int by_end(const void *a, const void *b)
 
 double eta_start(const eta_input *in)
 {
-	if (in->n_queue == 0 || in->max_running < 1)
+	if (in->n_queue == 0)
 		return -1;
 	size_t cap = in->n_running + in->n_queue;
 	slot *run = malloc(cap * sizeof(*run));
 	if (!run)
 		return -1;
 	size_t n = 0;
-	int used = 0;
+	quota_use use = {.month_gpu_hours = in->month_gpu_hours};
 	for (size_t i = 0; i < in->n_running; i++) {
 		run[n++] = (slot){in->running[i].ends, in->running[i].devices};
-		used += in->running[i].devices;
+		use.devices += in->running[i].devices;
 	}
 	double t = in->now, start = -1;
 	for (size_t k = 0; k < in->n_queue; k++) {
 		const eta_queued *q = &in->queue[k];
-		if (q->devices > in->max_devices)
-			break; /* never fits: it holds everything behind it */
+		quota_ask ask = {.devices = q->devices, .gpu = q->gpu};
+		if (quota_ever_fits(&in->limits, &ask, NULL, 0) != QUOTA_FITS)
+			continue; /* it can never start, and admission lets the jobs behind it pass
+			           */
 		if (q->not_before > t)
 			t = q->not_before;
 		qsort(run, n, sizeof(*run), by_end);
 		/* release what has ended by t, then wait for ends until there is room */
 		size_t done = 0;
-		while (done < n && (run[done].ends <= t || used + q->devices > in->max_devices ||
-		                    (int)(n - done) >= in->max_running)) {
+		quota_verdict v = QUOTA_FITS;
+		for (;;) {
+			use.running_jobs = (int64_t)(n - done);
+			v = quota_fits_now(&in->limits, &use, &ask, NULL, 0);
+			if (done >= n || v == QUOTA_GPU_HOURS ||
+			    (run[done].ends > t && v == QUOTA_FITS))
+				break;
 			if (run[done].ends > t)
 				t = run[done].ends;
-			used -= run[done].devices;
+			use.devices -= run[done].devices;
 			done++;
 		}
+		if (v != QUOTA_FITS)
+			break; /* the month's GPU-hours are spent: no ends make room */
 		for (size_t i = done; i < n; i++)
 			run[i - done] = run[i];
 		n -= done;
 		start = t;
 		run[n++] = (slot){t + q->duration, q->devices};
-		used += q->devices;
+		quota_take(&use, &ask);
 		if (k + 1 == in->n_queue)
 			break;
 		start = -1;

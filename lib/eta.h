@@ -4,19 +4,24 @@
  * ahead of it.
  *
  * Admission takes a tenant's queue in order (priority, then submission):
- * a job starts once the devices and the running-job slots of its tenant's
- * quota have room for it and its back-off (not_before) has passed; a job
- * that does not fit holds the ones behind it. The replay walks time from
+ * a job starts once its tenant's quota has room for it (quota_fits_now,
+ * quota.h: running-job slots, devices, this month's GPU-hours) and its
+ * back-off (not_before) has passed; a job that does not fit holds the
+ * ones behind it, unless it could never fit the quota: admission passes
+ * it (scheduler/admit.h, "Backfill"), and so does the replay. The replay walks time from
  * now through the running jobs' expected ends, starting the queued jobs in
  * order as room appears and adding their own expected ends. What it cannot
  * see: the cluster's free nodes and other tenants' turns in fair share,
  * which can only delay the start, so the estimate is the earliest start
- * the tenant's own jobs allow.
+ * the tenant's own jobs allow. The month's GPU-hours are taken as they
+ * are now: a GPU job of a tenant whose budget is spent has no estimate.
  */
 #ifndef TY_ETA_H
 #define TY_ETA_H
 
 #include <stddef.h>
+
+#include "quota.h"
 
 typedef struct eta_running {
 	double ends; /* expected end, seconds since the epoch */
@@ -25,14 +30,15 @@ typedef struct eta_running {
 
 typedef struct eta_queued {
 	int devices;
+	bool gpu;
 	double duration;   /* expected run time, seconds */
 	double not_before; /* 0: none */
 } eta_queued;
 
 typedef struct eta_input {
 	double now;
-	int max_devices; /* the tenant's max_gpus */
-	int max_running; /* its max_running_jobs */
+	quota_limits limits;    /* the tenant's */
+	double month_gpu_hours; /* its GPU-hours this month (quota_use) */
 	const eta_running *running;
 	size_t n_running;
 	const eta_queued *queue; /* in admission order; the job asked about is the last */
@@ -41,8 +47,8 @@ typedef struct eta_input {
 
 /*
  * RET: the estimated start of queue[n_queue - 1], seconds since the epoch,
- * or -1 when it can never start within the quota (it needs more devices
- * than max_devices, or the quota allows no running job).
+ * or -1 when it cannot start within the quota as it stands (it could never
+ * fit, or a GPU job's month budget is spent).
  */
 double eta_start(const eta_input *in);
 

@@ -457,7 +457,7 @@ static void read_resources(ctx *c, const json_t *root)
 		return;
 	only(c, r, B, resources_fields);
 	jobspec_resources *x = &c->s->resources;
-	mark(c, K_NODES, rd_int(c, r, B, "nodes", true, 1, 4096, 0, &x->nodes));
+	mark(c, K_NODES, rd_int(c, r, B, "nodes", true, 1, JOBSPEC_MAX_NODES, 0, &x->nodes));
 	mark(c, K_GPN, rd_int(c, r, B, "gpus_per_node", false, 0, 64, 0, &x->gpus_per_node));
 	int rc = rd_int(c, r, B, "ranks_per_node", false, 1, 256, 0, &x->ranks_per_node);
 	c->rpn_given = rc > 0;
@@ -675,30 +675,23 @@ static void check_ranks(ctx *c)
 		        r->gpus_per_node);
 }
 
-static void check_quota(ctx *c, const jobspec_quota *q)
+static void quota_problem(void *arg, quota_verdict v, const char *why)
 {
-	static const char *const P = "/resources/nodes";
-	if (q->max_running_jobs <= 0)
-		problem(c, P, ERR_F_QUOTA_NEVER_FITS,
-		        "the tenant's max_running_jobs is %lld, so none of its jobs can run",
-		        (long long)q->max_running_jobs);
-	if (!all_known(c->known, K_NODES | K_GPN | K_RPN))
-		return;
-	int64_t devices = jobspec_devices(c->s);
-	if (devices > q->max_gpus)
-		problem(c, P, ERR_F_QUOTA_NEVER_FITS,
-		        "the job needs %lld devices but the tenant's max_gpus is %lld",
-		        (long long)devices, (long long)q->max_gpus);
-	if (!(c->known & K_TIME))
-		return;
-	int64_t gph = q->gpu_hours_per_month;
-	int64_t device_minutes = devices * c->s->resources.time_limit_minutes;
-	if (gph < 0 || (gph <= INT64_MAX / 60 && device_minutes > gph * 60))
-		problem(
-		    c, P, ERR_F_QUOTA_NEVER_FITS,
-		    "the job may use %.1f GPU-hours (devices x time_limit_minutes / 60) but the "
-		    "tenant's gpu_hours_per_month is %lld",
-		    (double)device_minutes / 60, (long long)gph);
+	(void)v;
+	problem(arg, "/resources/nodes", ERR_F_QUOTA_NEVER_FITS, "%s", why);
+}
+
+/* Each limit of the tenant's quota the job could never fit (quota.h). */
+static void check_quota(ctx *c, const quota_limits *q)
+{
+	quota_ask ask = {0};
+	if (all_known(c->known, K_NODES | K_GPN | K_RPN)) {
+		ask.devices = jobspec_devices(c->s);
+		ask.gpu = c->s->resources.gpus_per_node > 0;
+		if (c->known & K_TIME)
+			ask.limit_minutes = c->s->resources.time_limit_minutes;
+	}
+	quota_never_fits(q, &ask, quota_problem, c);
 }
 
 static const char *or_null(const char *s)
@@ -782,7 +775,7 @@ static json_t *spec_json(const jobspec *s)
 	    s->fault_tolerance.heartbeat_timeout_s, "fallback", fallback_json(s));
 }
 
-int jobspec_parse(const json_t *in, const jobspec_quota *quota, jobspec *out, json_t **normalized,
+int jobspec_parse(const json_t *in, const quota_limits *quota, jobspec *out, json_t **normalized,
                   verrs *v)
 {
 	ctx c = {.s = out, .v = v};

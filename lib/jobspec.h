@@ -21,10 +21,12 @@
 #include "dataset.h"
 #include "jsonx.h"
 #include "layout.h"
+#include "quota.h"
 
 #define JOBSPEC_MAX_FALLBACK  8
 #define JOBSPEC_NAME_CHARS    128  /* name: characters (code points) */
 #define JOBSPEC_PATH_BYTES    4096 /* data.train, data.val: bytes of UTF-8 */
+#define JOBSPEC_MAX_NODES     256  /* resources.nodes: the most nodes the scheduler places */
 #define JOBSPEC_PARTITION_MAX 64   /* partition: ASCII characters */
 #define JOBSPEC_PRESET_MAX    15   /* longest preset name */
 
@@ -128,11 +130,6 @@ typedef struct jobspec {
 	bool fallback_auto; /* "auto": the scheduler derives the ladder; n_fallback is 0 */
 } jobspec;
 
-/* The submitting tenant's limits (the quotas table). */
-typedef struct jobspec_quota {
-	int64_t max_gpus, max_running_jobs, gpu_hours_per_month;
-} jobspec_quota;
-
 /*
  * Validate a job spec and bring it to normal form.
  *
@@ -149,7 +146,7 @@ typedef struct jobspec_quota {
  *      added rows, -ERR_INTERNAL when memory ran out building *normalized.
  *      Never aborts, whatever in holds.
  */
-int jobspec_parse(const json_t *in, const jobspec_quota *quota, jobspec *out, json_t **normalized,
+int jobspec_parse(const json_t *in, const quota_limits *quota, jobspec *out, json_t **normalized,
                   verrs *v);
 
 /*

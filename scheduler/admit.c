@@ -11,25 +11,9 @@ double admit_share_key(const admit_tenant *t)
 	return (t->usage_hours + t->charged) / t->weight;
 }
 
-/* Why job j of tenant t may not start now by its quota, or "" (written to why). */
-static bool quota_allows(const admit_tenant *t, const admit_job *j, char *why, size_t n)
+quota_ask admit_ask(const admit_job *j)
 {
-	if (t->running_jobs >= t->max_running_jobs) {
-		snprintf(why, n, "quota: max_running_jobs (%d running of %d)", t->running_jobs,
-		         t->max_running_jobs);
-		return false;
-	}
-	if (t->running_devices + j->devices > t->max_gpus) {
-		snprintf(why, n, "quota: max_gpus (%d in use + %d asked > %d)", t->running_devices,
-		         j->devices, t->max_gpus);
-		return false;
-	}
-	if (t->month_hours >= t->budget_hours) {
-		snprintf(why, n, "quota: gpu_hours_per_month spent (%.1f of %.0f)", t->month_hours,
-		         t->budget_hours);
-		return false;
-	}
-	return true;
+	return (quota_ask){.devices = j->devices, .gpu = j->gpus_per_node > 0};
 }
 
 bool admit_cluster_take(admit_cluster *c, const admit_job *j)
@@ -45,6 +29,12 @@ bool admit_cluster_take(admit_cluster *c, const admit_job *j)
 		c->free_gpus[pick[k]] -= j->gpus_per_node;
 	}
 	return true;
+}
+
+bool admit_cluster_could_hold(const admit_cluster *c, const admit_job *j)
+{
+	return quota_cluster_could_hold(c->cpus, c->gpus, c->up, c->n_nodes, j->nodes,
+	                                j->cpus_per_node, j->gpus_per_node);
 }
 
 /* The unblocked tenant with work left and the smallest key, or -1. */
@@ -91,22 +81,39 @@ int admit_cycle(admit_tenant *ts, int n, admit_cluster *cluster, admit_job **ord
 	while (admitted < cap && (i = next_tenant(ts, n)) >= 0) {
 		admit_tenant *t = &ts[i];
 		admit_job *j = &t->jobs[t->next];
-		if (!quota_allows(t, j, j->reason, sizeof(j->reason))) {
+		quota_ask ask = admit_ask(j);
+		bool never = false;
+		if (quota_ever_fits(&t->limits, &ask, j->reason, sizeof(j->reason)) != QUOTA_FITS) {
+			never = true; /* the quota was lowered below it since it was queued */
+		} else if (quota_fits_now(&t->limits, &t->use, &ask, j->reason,
+		                          sizeof(j->reason)) != QUOTA_FITS) {
 			t->blocked = true;
 		} else if (!admit_cluster_take(cluster, j)) {
-			snprintf(
-			    j->reason, sizeof(j->reason),
-			    "cluster: %d free node(s) with %d cpus and %d gpus are not there now",
-			    j->nodes, j->cpus_per_node, j->gpus_per_node);
-			t->blocked = true;
+			never = !admit_cluster_could_hold(cluster, j);
+			if (never)
+				snprintf(j->reason, sizeof(j->reason),
+				         "cluster: its up nodes cannot hold %d node(s) with %d "
+				         "cpus and %d "
+				         "gpus, even empty",
+				         j->nodes, j->cpus_per_node, j->gpus_per_node);
+			else
+				snprintf(j->reason, sizeof(j->reason),
+				         "cluster: %d free node(s) with %d cpus and %d gpus are "
+				         "not there "
+				         "now",
+				         j->nodes, j->cpus_per_node, j->gpus_per_node);
+			t->blocked = !never;
 		} else {
 			j->admitted = true;
 			j->reason[0] = '\0';
-			t->running_devices += j->devices;
-			t->running_jobs++;
+			quota_take(&t->use, &ask);
 			t->charged += j->devices * ADMIT_CHARGE_HOURS;
 			t->next++;
 			order[admitted++] = j;
+			continue;
+		}
+		if (never) {
+			t->next++; /* it keeps its reason; the jobs behind it go on (admit.h) */
 			continue;
 		}
 		snprintf(t->reason, sizeof(t->reason), "%s", j->reason);

@@ -5,16 +5,20 @@
  * Pure logic over what the cycle loaded: no database, no Slurm. Tenants
  * take turns by weighted fair share (decayed usage divided by weight,
  * smallest first); within a tenant, jobs go by priority, then submit time.
- * A job is admitted when
- *   - its tenant's running devices plus the job's fit max_gpus,
- *   - its tenant runs fewer than max_running_jobs jobs,
- *   - its tenant's GPU-hours this month are below gpu_hours_per_month,
- *   - the cluster has the job's nodes free (cpus and gpus per node).
+ * A job is admitted when its tenant's quota has room for it now
+ * (quota_fits_now, lib/quota.h: running jobs, devices, GPU-hours) and the
+ * cluster has the job's nodes free (cpus and gpus per node).
  * A tenant held for another reason (hold: it has no Unix user to run as,
  * docs/identity.md) admits nothing, and its first job says why.
- * A tenant whose next job fails one of these admits nothing more this
- * cycle (its order is kept: a small job never passes a big one of the same
- * tenant). Other tenants may still use what is free.
+ *
+ * Backfill. A tenant's queue is taken in order: a job that does not fit now
+ * holds the jobs behind it (a small job never passes a big one of the same
+ * tenant), and its tenant admits nothing more this cycle. Other tenants may
+ * still use what is free. The one exception: a job that cannot fit as
+ * things are, however long it waits - its tenant's quota was lowered below
+ * it (quota_ever_fits), or the cluster's up nodes could not hold it even
+ * all empty - keeps its place and its reason, and the jobs behind it go on.
+ * It holds its tenant's queue again once the quota or the nodes come back.
  *
  * Every admission charges its tenant devices x ADMIT_CHARGE_HOURS of usage
  * up front, so one cycle with free room interleaves tenants instead of
@@ -25,9 +29,12 @@
 
 #include <stdbool.h>
 
+#include "jobspec.h"
+#include "quota.h"
+
 #define ADMIT_REASON_MAX   200
 #define ADMIT_CHARGE_HOURS 1.0
-#define ADMIT_MAX_NODES    256
+#define ADMIT_MAX_NODES    JOBSPEC_MAX_NODES
 
 typedef struct admit_job {
 	char id[37];
@@ -40,11 +47,10 @@ typedef struct admit_job {
 typedef struct admit_tenant {
 	char id[37];
 	char name[64];
-	int max_gpus, max_running_jobs;
-	double budget_hours, month_hours; /* gpu_hours_per_month, and spent this month */
-	double weight, usage_hours;       /* decayed usage */
-	int running_devices, running_jobs;
-	admit_job *jobs; /* the head of its queue, in order */
+	quota_limits limits;
+	quota_use use;              /* grows with each job admitted this cycle */
+	double weight, usage_hours; /* decayed usage */
+	admit_job *jobs;            /* the head of its queue, in order */
 	int n_jobs;
 	char hold[ADMIT_REASON_MAX]; /* why none of its jobs may start now; "" when none */
 	/* out */
@@ -56,12 +62,22 @@ typedef struct admit_tenant {
 	double charged;
 } admit_tenant;
 
-/* Free room on each up node of the cluster. */
+/*
+ * The cluster's nodes: what each holds in all, whether it is up, and what
+ * is free on it (nothing on a node that is not up).
+ */
+#define ADMIT_NODE_NAME 64
 typedef struct admit_cluster {
 	int n_nodes;
+	char name[ADMIT_MAX_NODES][ADMIT_NODE_NAME];
+	bool up[ADMIT_MAX_NODES];
+	int cpus[ADMIT_MAX_NODES], gpus[ADMIT_MAX_NODES];
 	int free_cpus[ADMIT_MAX_NODES];
 	int free_gpus[ADMIT_MAX_NODES];
 } admit_cluster;
+
+/* What job j asks of its tenant's quota. */
+quota_ask admit_ask(const admit_job *j);
 
 /* The fair-share key: usage over weight; smaller goes first. */
 double admit_share_key(const admit_tenant *t);
@@ -73,6 +89,9 @@ double admit_share_key(const admit_tenant *t);
  * RET: whether it fits.
  */
 bool admit_cluster_take(admit_cluster *c, const admit_job *j);
+
+/* Whether j's nodes would fit the up nodes if all of them were empty. */
+bool admit_cluster_could_hold(const admit_cluster *c, const admit_job *j);
 
 /*
  * Decide one cycle. Sets each tenant's rank and reason and each job's

@@ -59,26 +59,15 @@ void sched_crash_point(const sched *s, const char *point)
 	"   WHERE j.tenant_id = t.id AND j.state = 'queued'"                                       \
 	"   AND coalesce(j.not_before, '-infinity') <= now())),"                                   \
 	" u AS (SELECT j.tenant_id, a.devices,"                                                    \
-	"   (j.spec->'resources'->>'gpus_per_node')::int > 0 AS gpu,"                              \
 	"   a.started_at AS s, coalesce(a.ended_at, now()) AS e"                                   \
 	"   FROM job_attempts a JOIN jobs j ON j.id = a.job_id"                                    \
 	"   WHERE a.created_at > now() - 10 * $1::double precision * interval '1 hour'"            \
 	"   AND a.started_at IS NOT NULL AND j.tenant_id IN (SELECT tenant_id FROM q))"            \
-	" SELECT t.id, t.name, k.max_gpus, k.max_running_jobs, k.gpu_hours_per_month, k.weight,"   \
-	" (SELECT count(*) FROM jobs r WHERE r.tenant_id = t.id"                                   \
-	"   AND job_holds_devices(r.state)),"                                                      \
-	" (SELECT coalesce(sum(coalesce(a.devices, r.devices)), 0) FROM jobs r"                    \
-	"   LEFT JOIN job_attempts a ON a.job_id = r.id AND a.number = r.attempts"                 \
-	"   WHERE r.tenant_id = t.id"                                                              \
-	"   AND job_holds_devices(r.state)),"                                                      \
+	" SELECT t.id, t.name, k.weight,"                                                          \
 	" (SELECT coalesce(sum(u.devices * extract(epoch FROM u.e - u.s) / 3600"                   \
 	"   * power(0.5, extract(epoch FROM now() - u.e) / 3600 / $1::double precision)), 0)"      \
-	"   FROM u WHERE u.tenant_id = t.id),"                                                     \
-	" (SELECT coalesce(sum(u.devices * extract(epoch FROM u.e"                                 \
-	"   - greatest(u.s, date_trunc('month', now()))) / 3600), 0)"                              \
-	"   FROM u WHERE u.tenant_id = t.id AND u.gpu AND u.e > date_trunc('month', now()))"       \
-	" FROM q JOIN tenants t ON t.id = q.tenant_id JOIN quotas k ON k.tenant_id = t.id"         \
-	" ORDER BY t.id"
+	"   FROM u WHERE u.tenant_id = t.id), " QUOTA_SQL_COLUMNS                                  \
+	" FROM q JOIN tenants t ON t.id = q.tenant_id" QUOTA_SQL_JOIN("t.id") " ORDER BY t.id"
 
 /* The head of each of those tenants' queues, in admission order. */
 #define HEADS_SQL                                                                                  \
@@ -131,14 +120,9 @@ static int load_tenants(sched *s, cycle_load *l)
 		admit_tenant *t = &l->tenants[i];
 		snprintf(t->id, sizeof(t->id), "%s", PQgetvalue(r, i, 0));
 		snprintf(t->name, sizeof(t->name), "%s", PQgetvalue(r, i, 1));
-		t->max_gpus = atoi(PQgetvalue(r, i, 2));
-		t->max_running_jobs = atoi(PQgetvalue(r, i, 3));
-		t->budget_hours = atof(PQgetvalue(r, i, 4));
-		t->weight = atof(PQgetvalue(r, i, 5));
-		t->running_jobs = atoi(PQgetvalue(r, i, 6));
-		t->running_devices = atoi(PQgetvalue(r, i, 7));
-		t->usage_hours = atof(PQgetvalue(r, i, 8));
-		t->month_hours = atof(PQgetvalue(r, i, 9));
+		t->weight = atof(PQgetvalue(r, i, 2));
+		t->usage_hours = atof(PQgetvalue(r, i, 3));
+		quota_from_row(r, i, 4, &t->limits, &t->use);
 	}
 	l->n_tenants = n;
 	PQclear(r);
@@ -274,20 +258,11 @@ static void count_admission(sched *s, const cycle_load *l)
 	sched_telemetry *tm = &s->tm;
 	prom_reset(tm->rank);
 	prom_reset(tm->usage);
-	prom_reset(tm->devices);
-	prom_reset(tm->quota);
 	for (int i = 0; i < l->n_tenants; i++) {
 		const admit_tenant *t = &l->tenants[i];
 		if (t->rank > 0)
 			sched_gauge(tm->rank, t->name, t->rank);
 		sched_gauge(tm->usage, t->name, t->usage_hours * 3600);
-		sched_gauge(tm->devices, t->name, t->running_devices);
-		sched_gauge(tm->quota, t->name, t->max_gpus);
-		if (t->budget_hours > 0 && t->month_hours >= 0.9 * t->budget_hours)
-			sched_alert_tenant(s, t->id, "quota_nearly_spent",
-			                   json_pack("{s:f, s:f}", "device_hours", t->month_hours,
-			                             "gpu_hours_per_month", t->budget_hours),
-			                   "1 day");
 		for (int k = 0; k < t->n_jobs; k++) {
 			const admit_job *j = &t->jobs[k];
 			if (!j->admitted)
@@ -299,12 +274,72 @@ static void count_admission(sched *s, const cycle_load *l)
 	}
 }
 
+/*
+ * Every tenant's devices in use and device quota into the gauges, and the
+ * alert for a GPU-hour budget nearly spent: each cycle, whether or not the
+ * tenant has work waiting, so that a gauge never outlives its jobs.
+ */
+static int count_quotas(sched *s)
+{
+	sched_telemetry *tm = &s->tm;
+	PGresult *r;
+	if (db_query(s->db, &r,
+	             "SELECT t.id, t.name, " QUOTA_SQL_COLUMNS
+	             " FROM tenants t" QUOTA_SQL_JOIN("t.id"),
+	             0, NULL)) {
+		PQclear(r);
+		return -1;
+	}
+	prom_reset(tm->devices);
+	prom_reset(tm->quota);
+	for (int i = 0; i < PQntuples(r); i++) {
+		const char *name = PQgetvalue(r, i, 1);
+		quota_limits q;
+		quota_use u;
+		quota_from_row(r, i, 2, &q, &u);
+		sched_gauge(tm->devices, name, (double)u.devices);
+		sched_gauge(tm->quota, name, (double)q.max_gpus);
+		if (q.gpu_hours_per_month > 0 && u.month_gpu_hours >= 0.9 * q.gpu_hours_per_month)
+			sched_alert_tenant(s, PQgetvalue(r, i, 0), "quota_nearly_spent",
+			                   json_pack("{s:f, s:I}", "device_hours",
+			                             u.month_gpu_hours, "gpu_hours_per_month",
+			                             (json_int_t)q.gpu_hours_per_month),
+			                   "1 day");
+	}
+	PQclear(r);
+	return 0;
+}
+
+/* The cluster's nodes as Slurm showed them, for the API's check at submission. */
+static int write_cluster(sched *s, const admit_cluster *c)
+{
+	int rc = db_begin(s->db);
+	if (rc == 0)
+		rc = db_query(s->db, NULL, "DELETE FROM scheduler_cluster", 0, NULL);
+	for (int i = 0; rc == 0 && i < c->n_nodes; i++) {
+		char cpus[16], gpus[16];
+		snprintf(cpus, sizeof(cpus), "%d", c->cpus[i]);
+		snprintf(gpus, sizeof(gpus), "%d", c->gpus[i]);
+		const char *p[] = {c->name[i], cpus, gpus, c->up[i] ? "t" : "f"};
+		rc = db_query(s->db, NULL,
+		              "INSERT INTO scheduler_cluster (node, cpus, gpus, up)"
+		              " VALUES ($1, $2::int, $3::int, $4::boolean)",
+		              4, p);
+	}
+	if (rc == 0)
+		rc = db_commit(s->db);
+	if (rc)
+		db_rollback(s->db);
+	return rc ? -1 : 0;
+}
+
 int admit_and_dispatch(sched *s)
 {
 	cycle_load l = {0};
 	admit_cluster cluster;
 	int rc = -1, submitted = 0;
-	if (load_tenants(s, &l) < 0 || load_heads(s, &l) < 0)
+	if (count_quotas(s) < 0 || cluster_load(s, &cluster) < 0 ||
+	    write_cluster(s, &cluster) < 0 || load_tenants(s, &l) < 0 || load_heads(s, &l) < 0)
 		goto out;
 	if (l.n_tenants == 0) {
 		rc = db_query(s->db, NULL, "DELETE FROM scheduler_tenants", 0, NULL) ? -1 : 0;
@@ -316,8 +351,6 @@ int admit_and_dispatch(sched *s)
 		if (sched_tenant_ready(s, t->id, t->name, t->hold, sizeof(t->hold)) < 0)
 			goto out;
 	}
-	if (cluster_load(s, &cluster) < 0)
-		goto out;
 	admit_job **order = calloc((size_t)s->max_admit, sizeof(*order));
 	char(*ids)[37] = calloc((size_t)s->max_admit, sizeof(*ids));
 	if (!order || !ids) {

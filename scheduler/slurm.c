@@ -392,15 +392,19 @@ int sl_cluster_room(admit_cluster *c, char err[SL_ERR_MAX])
 	for (uint32_t i = 0; i < msg->record_count && c->n_nodes < ADMIT_MAX_NODES; i++) {
 		node_info_t *nd = &msg->node_array[i];
 		uint32_t base = nd->node_state & NODE_STATE_BASE;
-		if (!nd->name || base == NODE_STATE_DOWN || base == NODE_STATE_FUTURE ||
-		    (nd->node_state & (NODE_STATE_DRAIN | NODE_STATE_NO_RESPOND)))
+		if (!nd->name || base == NODE_STATE_FUTURE)
 			continue;
+		int k = c->n_nodes++;
+		snprintf(c->name[k], sizeof(c->name[k]), "%s", nd->name);
+		c->cpus[k] = nd->cpus;
+		c->gpus[k] = gpus_in(nd->gres);
+		c->up[k] = base != NODE_STATE_DOWN &&
+		           !(nd->node_state & (NODE_STATE_DRAIN | NODE_STATE_NO_RESPOND));
 		uint16_t alloc = 0;
 		slurm_get_select_nodeinfo(nd->select_nodeinfo, SELECT_NODEDATA_SUBCNT,
 		                          NODE_STATE_ALLOCATED, &alloc);
-		int k = c->n_nodes++;
-		c->free_cpus[k] = nd->cpus - alloc;
-		c->free_gpus[k] = gpus_in(nd->gres) - gpus_in(nd->gres_used);
+		c->free_cpus[k] = c->up[k] ? nd->cpus - alloc : 0;
+		c->free_gpus[k] = c->up[k] ? c->gpus[k] - gpus_in(nd->gres_used) : 0;
 	}
 	slurm_free_node_info_msg(msg);
 	return 0;

@@ -99,8 +99,10 @@ int sl_job_from_accounting(uint32_t id, const char *job_id, int attempt, sl_job 
 int sl_cancel(uint32_t id, char err[SL_ERR_MAX]);
 
 /*
- * The room of each node that is up: its cpus and gpus less what its
- * running jobs hold. RET 0, or -1 with the reason in err.
+ * Every node Slurm knows (but those planned for later): its name, cpus and
+ * gpus, whether it is up (not down, drained or silent), and, when it is,
+ * its room: its cpus and gpus less what its running jobs hold.
+ * RET 0, or -1 with the reason in err.
  */
 int sl_cluster_room(admit_cluster *c, char err[SL_ERR_MAX]);
 

@@ -64,6 +64,6 @@ check_status "a quota of no running job" 200 PUT "/v1/tenants/$T/quota" \
 	"${JSON[@]}" -d '{"max_gpus": 1, "max_running_jobs": 0, "gpu_hours_per_month": 1000,
 	"max_storage_bytes": 1000000000, "weight": 1}'
 check_status "then" 200 GET "/v1/jobs/$Q1/eta"
-check_json "no estimate, and why" "null the job can never start within its tenant's quota" \
+check_json "no estimate, and why" "null the job cannot start within its tenant's quota as it stands" \
 	'"\(.eta) \(.reason)"'
 summary

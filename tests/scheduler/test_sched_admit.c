@@ -24,9 +24,7 @@ static void tenant_init(admit_tenant *t, const char *name, admit_job *jobs, int 
 	memset(t, 0, sizeof(*t));
 	snprintf(t->id, sizeof(t->id), "id-%s", name);
 	snprintf(t->name, sizeof(t->name), "%s", name);
-	t->max_gpus = NO_LIMIT;
-	t->max_running_jobs = NO_LIMIT;
-	t->budget_hours = NO_LIMIT;
+	t->limits = (quota_limits){NO_LIMIT, NO_LIMIT, NO_LIMIT};
 	t->weight = 1.0;
 	t->jobs = jobs;
 	t->n_jobs = n_jobs;
@@ -54,8 +52,9 @@ static void cluster_init(admit_cluster *c, int n_nodes, int cpus, int gpus)
 	memset(c, 0, sizeof(*c));
 	c->n_nodes = n_nodes;
 	for (int i = 0; i < n_nodes; i++) {
-		c->free_cpus[i] = cpus;
-		c->free_gpus[i] = gpus;
+		c->up[i] = true;
+		c->cpus[i] = c->free_cpus[i] = cpus;
+		c->gpus[i] = c->free_gpus[i] = gpus;
 	}
 }
 
@@ -128,8 +127,8 @@ START_TEST(weight_divides_usage)
 	job_small(&jb, "b1");
 	t[0].weight = 1;
 	t[1].weight = 4;
-	t[0].running_jobs = t[1].running_jobs = 0;
-	t[0].running_devices = t[1].running_devices = 0;
+	t[0].use.running_jobs = t[1].use.running_jobs = 0;
+	t[0].use.devices = t[1].use.devices = 0;
 	cluster_init(&c, 1, 64, 8);
 	n = admit_cycle(t, 2, &c, order, 4);
 	static const char *const swapped[] = {"b1", "a1"};
@@ -189,9 +188,9 @@ START_TEST(max_gpus_blocks_with_reason)
 	job_small(&j[1], "a2");
 	admit_tenant t;
 	tenant_init(&t, "a", j, 2);
-	t.max_gpus = 8;
-	t.running_devices = 4;
-	t.running_jobs = 1;
+	t.limits.max_gpus = 8;
+	t.use.devices = 4;
+	t.use.running_jobs = 1;
 	admit_cluster c;
 	cluster_init(&c, 2, 64, 8);
 	admit_job *order[4];
@@ -206,14 +205,14 @@ START_TEST(max_gpus_blocks_with_reason)
 }
 END_TEST
 
-/* A quota alone blocks, with the cluster empty: one job asking 9 of max 8. */
+/* A quota alone keeps a job out, with the cluster empty: one job asking 9 of max 8. */
 START_TEST(max_gpus_blocks_a_single_job)
 {
 	admit_job j;
 	job_init(&j, "a1", 9, 2, 4, 8);
 	admit_tenant t;
 	tenant_init(&t, "a", &j, 1);
-	t.max_gpus = 8;
+	t.limits.max_gpus = 8;
 	admit_cluster c;
 	cluster_init(&c, 4, 64, 8);
 	admit_job *order[2];
@@ -237,9 +236,9 @@ START_TEST(max_running_jobs_blocks_with_reason)
 	job_small(&j[1], "a2");
 	admit_tenant t;
 	tenant_init(&t, "a", j, 2);
-	t.max_running_jobs = 2;
-	t.running_jobs = 1;
-	t.running_devices = 1;
+	t.limits.max_running_jobs = 2;
+	t.use.running_jobs = 1;
+	t.use.devices = 1;
 	admit_cluster c;
 	cluster_init(&c, 1, 64, 8);
 	admit_job *order[4];
@@ -259,8 +258,8 @@ START_TEST(month_budget_spent_blocks_with_reason)
 	job_small(&j, "a1");
 	admit_tenant t;
 	tenant_init(&t, "a", &j, 1);
-	t.budget_hours = 100;
-	t.month_hours = 100;
+	t.limits.gpu_hours_per_month = 100;
+	t.use.month_gpu_hours = 100;
 	admit_cluster c;
 	cluster_init(&c, 1, 64, 8);
 	admit_job *order[2];
@@ -272,7 +271,7 @@ START_TEST(month_budget_spent_blocks_with_reason)
 
 	/* just below the budget it starts */
 	job_small(&j, "a1");
-	t.month_hours = 99.9;
+	t.use.month_gpu_hours = 99.9;
 	ck_assert_int_eq(admit_cycle(&t, 1, &c, order, 2), 1);
 	ck_assert(j.admitted);
 	ck_assert_str_eq(t.reason, "");
@@ -280,10 +279,10 @@ START_TEST(month_budget_spent_blocks_with_reason)
 END_TEST
 
 /*
- * Strict order within a tenant. a (key 0) has a 16-GPU job over its
- * max_gpus 8, then a 1-GPU job; b (key 5) has a 1-GPU job. a's head job
- * waits and a admits nothing more, the small a2 is not reached; b still
- * takes free room: order [b1].
+ * Strict order within a tenant. a (key 0) has a 16-GPU job that its
+ * max_gpus 20 cannot take while 8 are in use, then a 1-GPU job; b (key 5)
+ * has a 1-GPU job. a's head job waits and a admits nothing more, the small
+ * a2 is not reached; b still takes free room: order [b1].
  */
 START_TEST(blocked_head_keeps_tenant_order)
 {
@@ -294,7 +293,9 @@ START_TEST(blocked_head_keeps_tenant_order)
 	admit_tenant t[2];
 	tenant_init(&t[0], "a", ja, 2);
 	tenant_init(&t[1], "b", &jb, 1);
-	t[0].max_gpus = 8;
+	t[0].limits.max_gpus = 20;
+	t[0].use.devices = 8;
+	t[0].use.running_jobs = 1;
 	t[1].usage_hours = 5;
 	admit_cluster c;
 	cluster_init(&c, 4, 64, 8);
@@ -343,8 +344,8 @@ END_TEST
 
 /*
  * The same when the head job waits for room: a's head needs 2 nodes of 8
- * GPUs on a cluster of 2 nodes with 4 free each; its small a2 would fit but
- * is not reached, and b's 1-GPU job (key 5 after a's 0) is admitted.
+ * GPUs on a cluster of 2 nodes of 8 with 4 free each; its small a2 would
+ * fit but is not reached, and b's 1-GPU job (key 5 after a's 0) is admitted.
  */
 START_TEST(blocked_by_room_keeps_tenant_order)
 {
@@ -357,7 +358,8 @@ START_TEST(blocked_by_room_keeps_tenant_order)
 	tenant_init(&t[1], "b", &jb, 1);
 	t[1].usage_hours = 5;
 	admit_cluster c;
-	cluster_init(&c, 2, 64, 4);
+	cluster_init(&c, 2, 64, 8);
+	c.free_gpus[0] = c.free_gpus[1] = 4; /* the other half is taken */
 	admit_job *order[4];
 	int n = admit_cycle(t, 2, &c, order, 4);
 	static const char *const want[] = {"b1"};
@@ -398,8 +400,9 @@ START_TEST(first_fit_multi_node)
 	c.n_nodes = 4;
 	const int cpus[] = {8, 64, 64, 64}, gpus[] = {2, 8, 4, 8};
 	for (int i = 0; i < 4; i++) {
-		c.free_cpus[i] = cpus[i];
-		c.free_gpus[i] = gpus[i];
+		c.up[i] = true;
+		c.cpus[i] = c.free_cpus[i] = cpus[i];
+		c.gpus[i] = c.free_gpus[i] = gpus[i];
 	}
 	admit_job *order[4];
 	int n = admit_cycle(t, 3, &c, order, 4);
@@ -520,12 +523,88 @@ START_TEST(cap_limits_admissions)
 	for (int i = 0; i < 3; i++) {
 		ja[i].admitted = jb[i].admitted = false;
 	}
-	t[0].running_jobs = t[1].running_jobs = 0;
-	t[0].running_devices = t[1].running_devices = 0;
+	t[0].use.running_jobs = t[1].use.running_jobs = 0;
+	t[0].use.devices = t[1].use.devices = 0;
 	cluster_init(&c, 1, 64, 8);
 	ck_assert_int_eq(admit_cycle(t, 2, &c, order, 0), 0);
 	ck_assert(!ja[0].admitted && !jb[0].admitted);
 	ck_assert_int_eq(c.free_gpus[0], 8);
+}
+END_TEST
+
+/*
+ * The GPU-hour budget is charged to GPU jobs only: with a's month spent,
+ * its GPU job waits and says so, its CPU job behind it still waits (strict
+ * order); a CPU job at the head starts.
+ */
+START_TEST(month_budget_spares_cpu_jobs)
+{
+	admit_job j[2];
+	job_init(&j[0], "cpu", 4, 1, 4, 0);
+	job_small(&j[1], "gpu");
+	admit_tenant t;
+	tenant_init(&t, "a", j, 2);
+	t.limits.gpu_hours_per_month = 10;
+	t.use.month_gpu_hours = 12;
+	admit_cluster c;
+	cluster_init(&c, 2, 64, 8);
+	admit_job *order[2];
+	ck_assert_int_eq(admit_cycle(&t, 1, &c, order, 2), 1);
+	ck_assert_str_eq(order[0]->id, "cpu");
+	ck_assert(!j[1].admitted);
+	ck_assert_msg(strstr(j[1].reason, "gpu_hours_per_month"), "reason \"%s\"", j[1].reason);
+}
+END_TEST
+
+/*
+ * Backfill (admit.h): a head job the cluster's up nodes could never hold,
+ * even empty (3 nodes asked of 2 up), keeps its reason and lets the job
+ * behind it start; one that could fit an empty cluster but not the room
+ * there is now holds the queue.
+ */
+START_TEST(never_fitting_head_is_passed)
+{
+	admit_job j[2];
+	job_init(&j[0], "big", 24, 3, 4, 8);
+	job_small(&j[1], "small");
+	admit_tenant t;
+	tenant_init(&t, "a", j, 2);
+	admit_cluster c;
+	cluster_init(&c, 3, 64, 8);
+	c.up[2] = false; /* down: no room, and it counts for nothing */
+	c.free_cpus[2] = c.free_gpus[2] = 0;
+	admit_job *order[2];
+	ck_assert_int_eq(admit_cycle(&t, 1, &c, order, 2), 1);
+	ck_assert_str_eq(order[0]->id, "small");
+	ck_assert(!j[0].admitted);
+	ck_assert_msg(strstr(j[0].reason, "cannot hold"), "reason \"%s\"", j[0].reason);
+
+	/* with the node back up but busy, the big job could fit later: it holds the queue */
+	job_init(&j[0], "big", 24, 3, 4, 8);
+	job_small(&j[1], "small");
+	cluster_init(&c, 3, 64, 8);
+	c.free_gpus[0] = 0;
+	ck_assert_int_eq(admit_cycle(&t, 1, &c, order, 2), 0);
+	ck_assert_msg(strstr(j[0].reason, "not there now"), "reason \"%s\"", j[0].reason);
+	ck_assert_str_eq(j[1].reason, "");
+}
+END_TEST
+
+/* A quota lowered below a queued job: it keeps its reason, the jobs behind it go on. */
+START_TEST(quota_lowered_below_head_is_passed)
+{
+	admit_job j[2];
+	job_init(&j[0], "a1", 16, 2, 4, 8);
+	job_small(&j[1], "a2");
+	admit_tenant t;
+	tenant_init(&t, "a", j, 2);
+	t.limits.max_gpus = 8;
+	admit_cluster c;
+	cluster_init(&c, 4, 64, 8);
+	admit_job *order[2];
+	ck_assert_int_eq(admit_cycle(&t, 1, &c, order, 2), 1);
+	ck_assert_str_eq(order[0]->id, "a2");
+	ck_assert_msg(strstr(j[0].reason, "max_gpus"), "reason \"%s\"", j[0].reason);
 }
 END_TEST
 
@@ -545,6 +624,9 @@ static Suite *make_suite(void)
 	tcase_add_test(q, blocked_head_keeps_tenant_order);
 	tcase_add_test(q, held_tenant_admits_nothing);
 	tcase_add_test(q, blocked_by_room_keeps_tenant_order);
+	tcase_add_test(q, month_budget_spares_cpu_jobs);
+	tcase_add_test(q, never_fitting_head_is_passed);
+	tcase_add_test(q, quota_lowered_below_head_is_passed);
 	suite_add_tcase(s, q);
 	TCase *r = tcase_create("room");
 	tcase_add_test(r, first_fit_multi_node);

@@ -2,7 +2,8 @@
  * test_eta.c - a queued job's estimated start (lib/eta.h) on queues worked
  * out by hand: room now, room at a running job's end, the jobs ahead
  * taking it first, the running-jobs slot limit, a back-off, a job that can
- * never fit; and a running job's expected end from its pace.
+ * never fit (passed, as admission passes it), a spent GPU-hour budget; and
+ * a running job's expected end from its pace.
  */
 #include <check.h>
 
@@ -12,8 +13,8 @@
 START_TEST(queue_replays)
 {
 	/* quota 8 devices, 4 running jobs; nothing runs */
-	eta_queued q[] = {{4, 100, 0}, {4, 100, 0}, {4, 10, 0}};
-	eta_input in = {.now = 1000, .max_devices = 8, .max_running = 4, .queue = q, .n_queue = 1};
+	eta_queued q[] = {{4, true, 100, 0}, {4, true, 100, 0}, {4, true, 10, 0}};
+	eta_input in = {.now = 1000, .limits = {8, 4, 1000}, .queue = q, .n_queue = 1};
 	ck_assert_double_eq(eta_start(&in), 1000); /* room now */
 	in.n_queue = 3;
 	ck_assert_double_eq(eta_start(&in), 1100); /* after the first of the two ahead */
@@ -28,23 +29,33 @@ START_TEST(queue_replays)
 	ck_assert_double_eq(eta_start(&in), 1150);
 
 	/* one running job at a time: 1050, then 1150, then 1250 */
-	in.max_running = 1;
+	in.limits.max_running_jobs = 1;
 	ck_assert_double_eq(eta_start(&in), 1250);
 
 	/* the job asked about is backing off until 2000 */
-	eta_queued late[] = {{1, 10, 2000}};
-	eta_input b = {
-	    .now = 1000, .max_devices = 8, .max_running = 4, .queue = late, .n_queue = 1};
+	eta_queued late[] = {{1, true, 10, 2000}};
+	eta_input b = {.now = 1000, .limits = {8, 4, 1000}, .queue = late, .n_queue = 1};
 	ck_assert_double_eq(eta_start(&b), 2000);
 
-	/* a job ahead that never fits holds the queue: no estimate */
-	eta_queued big[] = {{16, 10, 0}, {1, 10, 0}};
-	eta_input c = {.now = 0, .max_devices = 8, .max_running = 4, .queue = big, .n_queue = 2};
+	/* a job ahead that could never fit is passed, as admission passes it */
+	eta_queued big[] = {{16, true, 10, 0}, {1, true, 10, 0}};
+	eta_input c = {.now = 0, .limits = {8, 4, 1000}, .queue = big, .n_queue = 2};
+	ck_assert_double_eq(eta_start(&c), 0);
+	c.n_queue = 1; /* and has no estimate itself */
 	ck_assert_double_eq(eta_start(&c), -1);
-	c.max_devices = 16; /* it fits now and takes every device until 10 */
+	c.n_queue = 2;
+	c.limits.max_gpus = 16; /* it fits now and takes every device until 10 */
 	ck_assert_double_eq(eta_start(&c), 10);
-	c.max_running = 0;
+	c.limits.max_running_jobs = 0;
 	ck_assert_double_eq(eta_start(&c), -1);
+
+	/* the month's GPU-hours spent: a GPU job has no estimate, a CPU job starts */
+	eta_queued cpu[] = {{2, false, 10, 0}};
+	eta_input d = {
+	    .now = 5, .limits = {8, 4, 10}, .month_gpu_hours = 10, .queue = late, .n_queue = 1};
+	ck_assert_double_eq(eta_start(&d), -1);
+	d.queue = cpu;
+	ck_assert_double_eq(eta_start(&d), 5);
 }
 END_TEST
 

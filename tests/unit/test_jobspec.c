@@ -59,13 +59,14 @@
 
 static const jsonx_limits limits = {16, 256};
 
-static const jobspec_quota q_roomy = {1024, 10, 1000000};
-static const jobspec_quota q_exact = {64, 1, 64}; /* FOUNDING: 64 GPUs x 60 minutes */
-static const jobspec_quota q_few_gpus = {63, 10, 1000000};
-static const jobspec_quota q_no_jobs = {1024, 0, 1000000};
-static const jobspec_quota q_few_hours = {1024, 10, 63};
-static const jobspec_quota q_nothing = {63, 0, 63};
-static const jobspec_quota q_three_devices = {3, 10, 1000};
+static const quota_limits q_roomy = {1024, 10, 1000000};
+static const quota_limits q_exact = {64, 1, 64}; /* FOUNDING: 64 GPUs x 60 minutes */
+static const quota_limits q_few_gpus = {63, 10, 1000000};
+static const quota_limits q_no_jobs = {1024, 0, 1000000};
+static const quota_limits q_few_hours = {1024, 10, 63};
+static const quota_limits q_nothing = {63, 0, 63};
+static const quota_limits q_three_devices = {3, 10, 1000};
+static const quota_limits q_no_hours = {1024, 10, 0};
 
 typedef struct expect {
 	const char *pointer, *code;
@@ -75,7 +76,7 @@ typedef struct spec_case {
 	const char *name;
 	const char *base; /* NULL: json is the whole document */
 	const char *json;
-	const jobspec_quota *quota;
+	const quota_limits *quota;
 	int rc;
 	expect want[10]; /* exactly these rows, in any order */
 } spec_case;
@@ -945,6 +946,18 @@ static const spec_case cases[] = {
      &q_three_devices,
      BAD,
      {{"/resources/nodes", "quota_never_fits"}}},
+    {"quota: a CPU job is never charged GPU-hours",
+     TINY,
+     "{'resources': {'time_limit_minutes': 600}}",
+     &q_no_hours,
+     OK0,
+     {{0}}},
+    {"resources: more nodes than the scheduler places",
+     TINY,
+     "{'resources': {'nodes': 300}}",
+     NULL,
+     BAD,
+     {{"/resources/nodes", "out_of_range"}}},
     {"quota: all three limits at once",
      FOUNDING,
      "{}",
