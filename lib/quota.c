@@ -25,14 +25,17 @@ quota_verdict quota_fits_now(const quota_limits *l, const quota_use *u, const qu
                              char *why, size_t n)
 {
 	if (u->running_jobs >= l->max_running_jobs)
-		return say(QUOTA_RUNNING_JOBS, why, n, "quota: max_running_jobs (%lld running of %lld)",
+		return say(QUOTA_RUNNING_JOBS, why, n,
+		           "quota: max_running_jobs (%lld running of %lld)",
 		           (long long)u->running_jobs, (long long)l->max_running_jobs);
 	if (u->devices + a->devices > l->max_gpus)
-		return say(QUOTA_DEVICES, why, n, "quota: max_gpus (%lld in use + %lld asked > %lld)",
+		return say(QUOTA_DEVICES, why, n,
+		           "quota: max_gpus (%lld in use + %lld asked > %lld)",
 		           (long long)u->devices, (long long)a->devices, (long long)l->max_gpus);
 	if (a->gpu && u->month_gpu_hours >= (double)l->gpu_hours_per_month)
-		return say(QUOTA_GPU_HOURS, why, n, "quota: gpu_hours_per_month spent (%.1f of %lld)",
-		           u->month_gpu_hours, (long long)l->gpu_hours_per_month);
+		return say(QUOTA_GPU_HOURS, why, n,
+		           "quota: gpu_hours_per_month spent (%.1f of %lld)", u->month_gpu_hours,
+		           (long long)l->gpu_hours_per_month);
 	if (why && n)
 		why[0] = '\0';
 	return QUOTA_FITS;
@@ -51,7 +54,8 @@ int quota_never_fits(const quota_limits *l, const quota_ask *a, quota_report_fn 
 			report(arg, QUOTA_RUNNING_JOBS, why);
 	}
 	if (a->devices > l->max_gpus) {
-		snprintf(why, sizeof(why), "the job needs %lld devices but the tenant's max_gpus is %lld",
+		snprintf(why, sizeof(why),
+		         "the job needs %lld devices but the tenant's max_gpus is %lld",
 		         (long long)a->devices, (long long)l->max_gpus);
 		n++;
 		if (report)
@@ -60,10 +64,11 @@ int quota_never_fits(const quota_limits *l, const quota_ask *a, quota_report_fn 
 	int64_t gph = l->gpu_hours_per_month;
 	int64_t device_minutes = a->devices * a->limit_minutes;
 	if (a->gpu && (gph < 0 || (gph <= INT64_MAX / 60 && device_minutes > gph * 60))) {
-		snprintf(why, sizeof(why),
-		         "the job may use %.1f GPU-hours (devices x time_limit_minutes / 60) but the "
-		         "tenant's gpu_hours_per_month is %lld",
-		         (double)device_minutes / 60, (long long)gph);
+		snprintf(
+		    why, sizeof(why),
+		    "the job may use %.1f GPU-hours (devices x time_limit_minutes / 60) but the "
+		    "tenant's gpu_hours_per_month is %lld",
+		    (double)device_minutes / 60, (long long)gph);
 		n++;
 		if (report)
 			report(arg, QUOTA_GPU_HOURS, why);

@@ -45,7 +45,7 @@ typedef struct quota_use {
 
 typedef struct quota_ask {
 	int64_t devices;
-	bool gpu;           /* a GPU job: charged GPU-hours */
+	bool gpu;              /* a GPU job: charged GPU-hours */
 	int64_t limit_minutes; /* its time limit, for the never-fits check; 0: unknown */
 } quota_ask;
 
