@@ -283,15 +283,6 @@ int comm_isend(comm *c, const void *buf, size_t bytes, int peer, int tag, comm_r
 	return comm_timed(c, t0, c->ops->isend(c, buf, bytes, peer, tag, req));
 }
 
-int comm_irecv(comm *c, void *buf, size_t bytes, int peer, int tag, comm_request *req)
-{
-	int rc = comm_check_p2p(c, peer, tag, req, "receive");
-	if (rc)
-		return rc;
-	double t0 = clock_mono_s();
-	return comm_timed(c, t0, c->ops->irecv(c, buf, bytes, peer, tag, req));
-}
-
 int comm_split(comm *c, int color, int key, comm **out)
 {
 	assert(c && c->magic == COMM_MAGIC);
@@ -413,12 +404,6 @@ static int self_isend(comm *c, const void *buf, size_t bytes, int peer, int tag,
 	return self_send(c, buf, bytes, peer, tag);
 }
 
-static int self_irecv(comm *c, void *buf, size_t bytes, int peer, int tag, comm_request *req)
-{
-	(void)req;
-	return self_recv(c, buf, bytes, peer, tag);
-}
-
 static int self_split(comm *c, int color, int key, comm **out)
 {
 	(void)color;
@@ -441,7 +426,6 @@ static const comm_ops self_ops = {
     .ireduce_scatter_sum = self_icopy,
     .iallgather = self_icopy,
     .isend = self_isend,
-    .irecv = self_irecv,
     .split = self_split,
     .wait = self_wait,
     .test = self_test,

@@ -133,7 +133,6 @@ int comm_ireduce_scatter_sum(comm *c, const float *send, float *recv, size_t blo
                              comm_request *req);
 int comm_iallgather(comm *c, const float *send, float *recv, size_t block, comm_request *req);
 int comm_isend(comm *c, const void *buf, size_t bytes, int peer, int tag, comm_request *req);
-int comm_irecv(comm *c, void *buf, size_t bytes, int peer, int tag, comm_request *req);
 /* Wait for req to complete; it is idle afterwards (also on error). */
 int comm_wait(comm_request *req);
 /* OUT: *done 1 when req completed (it is then idle), else 0. Drives progress. */
@@ -159,7 +158,6 @@ typedef struct comm_ops {
 	                           comm_request *req);
 	int (*iallgather)(comm *c, const float *send, float *recv, size_t block, comm_request *req);
 	int (*isend)(comm *c, const void *buf, size_t bytes, int peer, int tag, comm_request *req);
-	int (*irecv)(comm *c, void *buf, size_t bytes, int peer, int tag, comm_request *req);
 	int (*split)(comm *c, int color, int key, comm **out);
 	int (*wait)(comm *c, comm_request *req);
 	int (*test)(comm *c, comm_request *req, int *done);

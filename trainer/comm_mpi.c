@@ -188,17 +188,6 @@ static int mpi_isend(comm *c, const void *buf, size_t bytes, int peer, int tag, 
 	return 0;
 }
 
-static int mpi_irecv(comm *c, void *buf, size_t bytes, int peer, int tag, comm_request *req)
-{
-	int rc = mpi_check_bytes(c, bytes, "receive");
-	if (rc)
-		return rc;
-	MPI_CHECK(c, "start a receive",
-	          MPI_Irecv(buf, (int)bytes, MPI_BYTE, peer, tag, mpi_world(c), mpi_req(req)));
-	req->c = c;
-	return 0;
-}
-
 static const comm_ops mpi_ops;
 
 static int mpi_split(comm *c, int color, int key, comm **out)
@@ -271,7 +260,6 @@ static const comm_ops mpi_ops = {
     .ireduce_scatter_sum = mpi_ireduce_scatter_sum,
     .iallgather = mpi_iallgather,
     .isend = mpi_isend,
-    .irecv = mpi_irecv,
     .split = mpi_split,
     .wait = mpi_wait,
     .test = mpi_test,

@@ -179,12 +179,6 @@ static int op_isend(comm *c, const void *buf, size_t bytes, int peer, int tag, c
 	return nc_send(c, buf, bytes, peer, req);
 }
 
-static int op_irecv(comm *c, void *buf, size_t bytes, int peer, int tag, comm_request *req)
-{
-	(void)tag;
-	return nc_recv(c, buf, bytes, peer, req);
-}
-
 static cudaEvent_t req_event(const comm_request *req)
 {
 	cudaEvent_t ev;
@@ -243,7 +237,6 @@ static const comm_ops nccl_ops = {
     .ireduce_scatter_sum = op_ireduce_scatter_sum,
     .iallgather = op_iallgather,
     .isend = op_isend,
-    .irecv = op_irecv,
     .split = op_split,
     .wait = op_wait,
     .test = op_test,
