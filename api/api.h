@@ -146,6 +146,13 @@ typedef struct api_req {
 int api_reply(api_req *rq, int status, json_t *body);
 
 /*
+ * The end of a list route: rc, the list query's code (a failure answers
+ * as api_fail_db() does), else 200 with {"items": items, "next_cursor":
+ * next} (next NULL: null, the last page). Takes items and next. RET 0.
+ */
+int api_reply_items(api_req *rq, int rc, json_t *items, json_t *next);
+
+/*
  * Answer with the problem for e (negative or positive err_code), detail
  * formatted. RET 0 for the handler to return.
  */

@@ -159,7 +159,7 @@ int h_checkpoint_grant_list(api_req *rq)
 	                        1, p, &items);
 	if (rc)
 		return grant_failed(rq, rc);
-	return api_reply(rq, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
+	return api_reply_items(rq, 0, items, NULL);
 }
 
 static const grant_sql checkpoint_grant_sql = {
@@ -212,7 +212,5 @@ int h_shared_checkpoints(api_req *rq)
 	                                "= $1 AND " GRANT_IN_FORCE
 	                                " GROUP BY c.id, ot.name, j.name) x",
 	    1, p, &items);
-	if (rc)
-		return api_fail_db(rq, rc);
-	return api_reply(rq, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
+	return api_reply_items(rq, rc, items, NULL);
 }

@@ -132,7 +132,7 @@ int h_dataset_grant_list(api_req *rq)
 		                    1, p, &items);
 	if (rc)
 		return grant_failed(rq, rc);
-	return api_reply(rq, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
+	return api_reply_items(rq, 0, items, NULL);
 }
 
 static const grant_sql dataset_grant_sql = {
@@ -186,7 +186,5 @@ int h_shared_datasets(api_req *rq)
 	                                               " AND g.expires_at > clock_timestamp() "
 	                                               "GROUP BY ot.name, d.id) x",
 	                   1, p, &items);
-	if (rc)
-		return api_fail_db(rq, rc);
-	return api_reply(rq, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
+	return api_reply_items(rq, rc, items, NULL);
 }

@@ -135,9 +135,7 @@ int h_dataset_list(api_req *rq)
 	                   "SELECT coalesce(json_agg(x ORDER BY x.name), '[]') FROM"
 	                   " (SELECT " DATASET_COLS " FROM datasets d WHERE d.tenant_id = $1) x",
 	                   1, p, &items);
-	if (rc)
-		return api_fail_db(rq, rc);
-	return api_reply(rq, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
+	return api_reply_items(rq, rc, items, NULL);
 }
 
 int h_dataset_get(api_req *rq)
@@ -348,5 +346,5 @@ int h_dataset_derived(api_req *rq)
 		return api_fail(rq, ERR_DATASET_NOT_FOUND, "no dataset \"%s\" in this tenant",
 		                p[1]);
 	}
-	return api_reply(rq, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
+	return api_reply_items(rq, 0, items, NULL);
 }

@@ -466,7 +466,7 @@ int h_job_list(api_req *rq)
 		json_object_del(it, "ord");
 		json_object_del(it, "cursor_ts");
 	}
-	return api_reply(rq, 200, json_pack("{s:o, s:o}", "items", items, "next_cursor", next));
+	return api_reply_items(rq, 0, items, next);
 }
 
 int h_job_get(api_req *rq)
@@ -524,7 +524,5 @@ int h_job_events(api_req *rq)
 	                       "at") " AS at, from_state, to_state, reason, actor_id, detail"
 	                             " FROM job_events WHERE job_id = $1) x",
 	                   1, p, &items);
-	if (rc)
-		return api_fail_db(rq, rc);
-	return api_reply(rq, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
+	return api_reply_items(rq, rc, items, NULL);
 }

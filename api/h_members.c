@@ -24,9 +24,7 @@ int h_member_list(api_req *rq)
 	int rc = api_query_json(
 	    rq, "SELECT coalesce(json_agg(x ORDER BY x.user), '[]') FROM (" MEMBER_SQL ") x", 1, p,
 	    &items);
-	if (rc)
-		return api_fail_db(rq, rc);
-	return api_reply(rq, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
+	return api_reply_items(rq, rc, items, NULL);
 }
 
 /*

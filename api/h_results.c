@@ -43,9 +43,7 @@ int h_job_checkpoints(api_req *rq)
 	    "SELECT coalesce(json_agg(x ORDER BY x.step), '[]') FROM (SELECT " CHECKPOINT_COLS
 	    " FROM checkpoints c WHERE c.job_id = $1) x",
 	    1, p, &items);
-	if (rc)
-		return api_fail_db(rq, rc);
-	return api_reply(rq, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
+	return api_reply_items(rq, rc, items, NULL);
 }
 
 int h_checkpoint_get(api_req *rq)

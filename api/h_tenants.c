@@ -110,9 +110,7 @@ int h_tenant_list(api_req *rq)
 		                        " WHERE b.user_id = $1) x",
 		    1, p, &items);
 	}
-	if (rc)
-		return api_fail_db(rq, rc);
-	return api_reply(rq, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
+	return api_reply_items(rq, rc, items, NULL);
 }
 
 int h_tenant_get(api_req *rq)

@@ -88,9 +88,7 @@ int h_user_list(api_req *rq)
 	int rc = api_query_json(
 	    rq, "SELECT coalesce(json_agg(x ORDER BY x.name), '[]') FROM (" USER_SQL ") x", 0, NULL,
 	    &items);
-	if (rc)
-		return api_fail_db(rq, rc);
-	return api_reply(rq, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
+	return api_reply_items(rq, rc, items, NULL);
 }
 
 int h_token_create(api_req *rq)
@@ -159,9 +157,7 @@ int h_token_list(api_req *rq)
 	    "SELECT coalesce(json_agg(x ORDER BY x.created_at DESC), '[]') FROM (" TOKEN_SQL
 	    " WHERE user_id = $1) x",
 	    1, p, &items);
-	if (rc)
-		return api_fail_db(rq, rc);
-	return api_reply(rq, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
+	return api_reply_items(rq, rc, items, NULL);
 }
 
 int h_token_revoke(api_req *rq)

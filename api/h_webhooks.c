@@ -193,9 +193,7 @@ int h_webhook_list(api_req *rq)
 	                        " (SELECT " WEBHOOK_COLS " FROM webhooks w WHERE w.tenant_id = $1"
 	                        " AND w.deleted_at IS NULL) x",
 	                        1, p, &items);
-	if (rc)
-		return api_fail_db(rq, rc);
-	return api_reply(rq, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
+	return api_reply_items(rq, rc, items, NULL);
 }
 
 /* The webhook of the route's {webhook} param in the tenant, as an id ("" when none). */
@@ -255,7 +253,7 @@ int h_webhook_deliveries(api_req *rq)
 		return api_fail_db(rq, rc);
 	if (!items)
 		return api_fail(rq, ERR_WEBHOOK_NOT_FOUND, "no such webhook of this tenant");
-	return api_reply(rq, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
+	return api_reply_items(rq, 0, items, NULL);
 }
 
 int h_alert_list(api_req *rq)
@@ -274,7 +272,5 @@ int h_alert_list(api_req *rq)
 	                        "$2::uuid)"
 	                        " ORDER BY a.created_at DESC LIMIT 200) x",
 	    2, p, &items);
-	if (rc)
-		return api_fail_db(rq, rc);
-	return api_reply(rq, 200, json_pack("{s:o, s:n}", "items", items, "next_cursor"));
+	return api_reply_items(rq, rc, items, NULL);
 }

@@ -24,6 +24,18 @@ int api_reply(api_req *rq, int status, json_t *body)
 	return 0;
 }
 
+int api_reply_items(api_req *rq, int rc, json_t *items, json_t *next)
+{
+	if (rc) {
+		json_decref(items);
+		json_decref(next);
+		return api_fail_db(rq, rc);
+	}
+	return api_reply(
+	    rq, 200,
+	    json_pack("{s:o, s:o}", "items", items, "next_cursor", next ? next : json_null()));
+}
+
 int api_fail(api_req *rq, int e, const char *fmt, ...)
 {
 	if (e < 0)
