@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "attemptstate.h"
+#include "failure.h"
 #include "handlers.h"
 #include "hex.h"
 #include "jobspec.h"
@@ -716,34 +717,46 @@ int h_attempt_event(api_req *rq)
 }
 
 /*
- * The end of an attempt: {"outcome": "succeeded" | "failed", "reason": "..."}.
- * The attempt ends (its credential stops working) and the job moves to
- * the outcome; a job being cancelled becomes cancelled instead. An attempt
- * the scheduler follows keeps its failure on the attempt (failure_class)
- * and leaves the job where it is: the scheduler decides on a retry when
- * the attempt's Slurm job ends.
+ * The end of an attempt: {"outcome": "succeeded" | "failed", "reason": "...",
+ * "failure_class": "..."}. The attempt ends (its credential stops working)
+ * and the job moves to the outcome; a job being cancelled becomes
+ * cancelled instead. An attempt the scheduler follows keeps its failure on
+ * the attempt (failure_class) and leaves the job where it is: the
+ * scheduler decides on a retry when the attempt's Slurm job ends.
+ * failure_class, only with outcome failed, is a class of lib/failure.def;
+ * any other is refused.
  */
 static void finish_check(const json_t *in, verrs *v)
 {
 	static const char *const outcomes[] = {"succeeded", "failed", NULL};
-	static const char *const fields[] = {"outcome", "reason", "log_bytes", NULL};
+	static const char *const fields[] = {"outcome", "reason", "failure_class", "log_bytes",
+	                                     NULL};
 	jsonx_only_fields(in, "", fields, v);
 	int64_t log_bytes = 0;
 	jsonx_get_int(in, "", "log_bytes", false, 0, LOG_BYTES_MAX, &log_bytes, v);
-	const char *outcome = NULL, *reason = NULL;
+	const char *outcome = NULL, *reason = NULL, *cls = NULL;
 	if (jsonx_get_str(in, "", "outcome", true, 16, &outcome, v) > 0 &&
 	    jsonx_enum_index(outcome, outcomes) < 0)
 		verrs_add(v, "/outcome", ERR_F_INVALID_VALUE, "outcome is succeeded or failed");
 	jsonx_get_str(in, "", "reason", false, 200, &reason, v);
+	if (jsonx_get_str(in, "", "failure_class", false, 40, &cls, v) <= 0)
+		return;
+	if (failure_by_name(cls) == FAILURE_NONE)
+		verrs_add(v, "/failure_class", ERR_F_INVALID_VALUE,
+		          "failure_class is not a failure class (scheduler/README.md lists them)");
+	else if (outcome && strcmp(outcome, "failed") != 0)
+		verrs_add(v, "/failure_class", ERR_F_INVALID_VALUE,
+		          "failure_class is given only with outcome failed");
 }
 
-/* A followed attempt's failure class: the reason when it is [a-z_]{1,40}, else "failed". */
-static const char *failure_class(const char *reason)
+/*
+ * A followed attempt's failure class: the body's failure_class, else the
+ * class its reason names, else failed (failure_of_reason).
+ */
+static const char *finish_class(const json_t *in, const char *reason)
 {
-	size_t n = strlen(reason);
-	if (n >= 1 && n <= 40 && strspn(reason, "abcdefghijklmnopqrstuvwxyz_") == n)
-		return reason;
-	return "failed";
+	failure_class f = failure_by_name(json_string_value(json_object_get(in, "failure_class")));
+	return failure_name(f != FAILURE_NONE ? f : failure_of_reason(reason));
 }
 
 /*
@@ -769,6 +782,7 @@ int h_attempt_finish(api_req *rq)
 	char oc[16], why[256];
 	snprintf(oc, sizeof(oc), "%s", outcome);
 	snprintf(why, sizeof(why), "%s", reason);
+	const char *fc = finish_class(in, why); /* failure.def's, not the body's */
 	int64_t log_bytes = body_log_bytes(in), left;
 	json_decref(in);
 	char now_state[16] = "";
@@ -780,7 +794,7 @@ int h_attempt_finish(api_req *rq)
 	if (rc == 0)
 		rc = report_storage(rq, log_bytes, &left);
 	if (rc == 0)
-		rc = attempt_end(rq, oc, failure_class(why), &followed);
+		rc = attempt_end(rq, oc, fc, &followed);
 	/* a followed attempt's failure is the scheduler's to act on */
 	bool keep = followed && failed && !cancelling;
 	if (rc == 0 && !keep)

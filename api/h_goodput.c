@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "failure.h"
 #include "goodput.h"
 #include "handlers.h"
 #include "jobspec.h"
@@ -99,10 +100,10 @@
 	                                                              "'[]') FROM job_attempts a " \
 	                                                              "WHERE a.job_id = j.id))"
 
-/* Classes that end an attempt without a failure. */
+/* Whether an attempt ended in a failure: its class (lib/failure.def) says so; "" is none. */
 static bool attempt_failed(const char *cls)
 {
-	return cls && *cls && strcmp(cls, "ok") != 0 && strcmp(cls, "cancelled") != 0;
+	return failure_is_failure(failure_by_name(cls));
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -7,6 +7,7 @@
 
 typedef struct row {
 	const char *name;
+	bool failure;
 	int status; /* -1: none */
 	failure_class exits_as;
 	bool fallback;
@@ -15,8 +16,8 @@ typedef struct row {
 } row;
 
 static const row rows[FAILURE__COUNT] = {
-#define EXIT(e, n, st, fb, rt, d)  [FAILURE_##e] = {n, st, FAILURE_##e, fb, rt, d},
-#define CLASS(e, n, as, fb, rt, d) [FAILURE_##e] = {n, -1, FAILURE_##as, fb, rt, d},
+#define EXIT(e, n, f, st, fb, rt, d)  [FAILURE_##e] = {n, f, st, FAILURE_##e, fb, rt, d},
+#define CLASS(e, n, f, as, fb, rt, d) [FAILURE_##e] = {n, f, -1, FAILURE_##as, fb, rt, d},
 #include "failure.def"
 #undef EXIT
 #undef CLASS
@@ -45,6 +46,18 @@ failure_class failure_by_name(const char *name)
 		if (strcmp(rows[i].name, name) == 0)
 			return (failure_class)i;
 	return FAILURE_NONE;
+}
+
+failure_class failure_of_reason(const char *reason)
+{
+	failure_class f = failure_by_name(reason);
+	return f == FAILURE_NONE ? FAILURE_FAILED : f;
+}
+
+bool failure_is_failure(failure_class f)
+{
+	const row *r = row_of(f);
+	return r && r->failure;
 }
 
 int failure_status(failure_class f)

@@ -19,8 +19,8 @@ typedef enum failure_retry {
 
 typedef enum failure_class {
 	FAILURE_NONE = -1,
-#define EXIT(e, name, status, fallback, retry, doc)    FAILURE_##e,
-#define CLASS(e, name, exits_as, fallback, retry, doc) FAILURE_##e,
+#define EXIT(e, name, failure, status, fallback, retry, doc)    FAILURE_##e,
+#define CLASS(e, name, failure, exits_as, fallback, retry, doc) FAILURE_##e,
 #include "failure.def"
 #undef EXIT
 #undef CLASS
@@ -29,8 +29,8 @@ typedef enum failure_class {
 
 /* trainyard-train's exit statuses (and trainyard-worker's), one per EXIT row. */
 typedef enum train_exit {
-#define EXIT(e, name, status, fallback, retry, doc) TRAIN_##e = status,
-#define CLASS(e, name, exits_as, fallback, retry, doc)
+#define EXIT(e, name, failure, status, fallback, retry, doc) TRAIN_##e = status,
+#define CLASS(e, name, failure, exits_as, fallback, retry, doc)
 #include "failure.def"
 #undef EXIT
 #undef CLASS
@@ -40,8 +40,16 @@ typedef enum train_exit {
 const char *failure_name(failure_class f);
 /* RET: when it happens (failure.def's text), or "". */
 const char *failure_doc(failure_class f);
-/* RET: the class named name, or FAILURE_NONE. */
+/* RET: the class named name (exactly, failure.def's name), or FAILURE_NONE. */
 failure_class failure_by_name(const char *name);
+/*
+ * RET: the class of an attempt that failed with the free-text reason:
+ * the class it names (failure_by_name), else FAILURE_FAILED; never
+ * FAILURE_NONE, so what is stored is always a class of failure.def.
+ */
+failure_class failure_of_reason(const char *reason);
+/* RET: whether an attempt ending in it failed (not ok, not cancelled); FAILURE_NONE: false. */
+bool failure_is_failure(failure_class f);
 /* RET: the exit status that stands for it (an EXIT row's own, a CLASS row's exits_as), or -1. */
 int failure_status(failure_class f);
 /* RET: whether it is an EXIT row: a program exits with its own status. */

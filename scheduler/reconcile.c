@@ -210,7 +210,7 @@ static int queue_retry(sched *s, const followed *f, const retry_decision *d)
 static int job_after(sched *s, const followed *f, const char *c, json_t *story)
 {
 	job_state now = f->job;
-	sched_count(s->tm.ended, c[0] ? c : "ok", 1);
+	sched_count(s->tm.ended, c[0] ? c : failure_name(FAILURE_OK), 1);
 	if (job_state_final(now))
 		return 0; /* the worker's finish report ended it already */
 	char why[RETRY_WHY_MAX + 160];

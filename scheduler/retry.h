@@ -12,8 +12,11 @@
  *
  * A job retries at most max_restarts times; the k-th retry waits
  * base x 2^(k-1) seconds, at most RETRY_BACKOFF_MAX_S (after a lost node,
- * at least node_grace_s). Class names not in the table retry in the same
- * configuration, like failed; an empty class is never retried.
+ * at least node_grace_s). An empty class is never retried. No other name
+ * reaches it: the API refuses a class not in the table and maps a reason
+ * that names none to failed, and the database's CHECK constraint
+ * (migrations/0017_failure_class_check.sql) holds no other; one would
+ * retry in the same configuration, like failed.
  */
 #ifndef TY_SCHED_RETRY_H
 #define TY_SCHED_RETRY_H

@@ -215,10 +215,13 @@ static int credential_take(char *out, size_t n)
 	return 0;
 }
 
-/* The attempt's end when it fails before the driver runs. */
-static void finish_early(attempt *at, const char *reason)
+/* The attempt's end in class c when it fails before the driver runs; the reason is "c: why". */
+static void finish_early(attempt *at, failure_class c, const char *why)
 {
-	json_t *body = json_pack("{s:s, s:s}", "outcome", "failed", "reason", reason);
+	char reason[200];
+	snprintf(reason, sizeof(reason), "%s: %s", failure_name(c), why);
+	json_t *body = json_pack("{s:s, s:s, s:s}", "outcome", "failed", "reason", reason,
+	                         "failure_class", failure_name(c));
 	rt_answer a;
 	if (body && rt_client_call(at->client, "POST", "/finish", body, &a) < 0)
 		fprintf(stderr, "trainyard-worker: the attempt's end was not reported: %s\n",
@@ -260,16 +263,16 @@ static int setup_refused(attempt *at, const char *what, const char *doing)
 {
 	static const char *const for_good[] = {"grant_not_in_force", "checkpoint_not_found",
 	                                       "keys_unavailable"};
-	char reason[200];
+	char why[180];
 	for (size_t i = 0; i < sizeof(for_good) / sizeof(for_good[0]); i++)
 		if (strcmp(at->refused, for_good[i]) == 0) {
-			snprintf(reason, sizeof(reason),
-			         "data_error: %s cannot be read any more (%s)", what, at->refused);
-			finish_early(at, reason);
+			snprintf(why, sizeof(why), "%s cannot be read any more (%s)", what,
+			         at->refused);
+			finish_early(at, FAILURE_DATA, why);
 			return TRAIN_DATA;
 		}
-	snprintf(reason, sizeof(reason), "internal: the worker could not %s", doing);
-	finish_early(at, reason);
+	snprintf(why, sizeof(why), "the worker could not %s", doing);
+	finish_early(at, FAILURE_INTERNAL, why);
 	return -1;
 }
 
@@ -294,7 +297,8 @@ static int attempt_train(attempt *at, const ty_config *cfg, runtime_options *o)
 	/* never as root: as the tenant's Unix user (docs/identity.md) */
 	if (identity_become_tenant(cfg->storage_root, at->tenant_id, err, sizeof(err)) < 0) {
 		fprintf(stderr, "trainyard-worker: %s\n", err);
-		finish_early(at, "internal: the worker could not run as the tenant's Unix user");
+		finish_early(at, FAILURE_INTERNAL,
+		             "the worker could not run as the tenant's Unix user");
 		return -1;
 	}
 	if (storage_job_prepare(cfg->storage_root, at->tenant_id, at->job_id, err, sizeof(err)) <
@@ -304,13 +308,15 @@ static int attempt_train(attempt *at, const ty_config *cfg, runtime_options *o)
 	    storage_log_name(at->number, log_name, sizeof(log_name)) < 0 ||
 	    storage_object_rel(at->job_id, STORAGE_LOGS, log_name, log_rel, sizeof(log_rel)) < 0) {
 		fprintf(stderr, "trainyard-worker: the job's storage: %s\n", err);
-		finish_early(at, "internal: the worker could not prepare the job's storage");
+		finish_early(at, FAILURE_INTERNAL,
+		             "the worker could not prepare the job's storage");
 		return -1;
 	}
 	if (datapath_tenant_prepare(cfg->data_root, at->tenant_id, err, sizeof(err)) < 0 ||
 	    datapath_tenant_dir(cfg->data_root, at->tenant_id, data_dir, sizeof(data_dir)) < 0) {
 		fprintf(stderr, "trainyard-worker: the tenant's data root: %s\n", err);
-		finish_early(at, "internal: the worker could not open the tenant's data root");
+		finish_early(at, FAILURE_INTERNAL,
+		             "the worker could not open the tenant's data root");
 		return -1;
 	}
 	datasets_where where = {cfg->storage_root, cfg->data_root, at->tenant_id, at->id};
@@ -321,7 +327,7 @@ static int attempt_train(attempt *at, const ty_config *cfg, runtime_options *o)
 		return setup_refused(at, "the checkpoint to start from",
 		                     "fetch the checkpoint to start from");
 	if (spec_write(at, at->spec) < 0) {
-		finish_early(at, "internal: the worker could not write the job's spec");
+		finish_early(at, FAILURE_INTERNAL, "the worker could not write the job's spec");
 		return -1;
 	}
 	int log_fd = log_open(cfg, at, log_rel, err, sizeof(err));
@@ -331,7 +337,8 @@ static int attempt_train(attempt *at, const ty_config *cfg, runtime_options *o)
 	                                        cfg->heartbeat_s, err, sizeof(err));
 	if (!sink) {
 		fprintf(stderr, "trainyard-worker: %s\n", err);
-		finish_early(at, "internal: the worker could not open the job's sealed log");
+		finish_early(at, FAILURE_INTERNAL,
+		             "the worker could not open the job's sealed log");
 		return -1;
 	}
 	at->client = NULL; /* the sink's now */
@@ -397,7 +404,7 @@ int attempt_run(const char *url, runtime_options *o)
 	} else if (attempt_read(&at) < 0) {
 		/* nothing to report to: the attempt could not even be read */
 	} else if (attempt_key(&at) < 0) {
-		finish_early(&at, "internal: the worker could not get the job's data key");
+		finish_early(&at, FAILURE_INTERNAL, "the worker could not get the job's data key");
 	} else {
 		int run = attempt_train(&at, &cfg, o);
 		if (run >= 0)

@@ -24,7 +24,8 @@
  * full and the lines after it are dropped (counted, and said when room
  * comes back). A checkpoint the API refuses with storage_quota_exceeded
  * has its files removed, the training is stopped, and the attempt ends
- * failed with that reason.
+ * failed in the class storage_quota_exceeded (lib/failure.def), which the
+ * scheduler does not retry.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -39,6 +40,7 @@
 #include "clock.h"
 #include "crypt.h"
 #include "driver.h"
+#include "failure.h"
 #include "sink.h"
 #include "stream.h"
 
@@ -76,7 +78,8 @@ typedef struct api_sink {
 	bool quota_refused;  /* a checkpoint was refused for the quota */
 } api_sink;
 
-#define QUOTA_REASON "storage_quota_exceeded"
+/* The API's code for a checkpoint refused for the quota (lib/errors.def). */
+#define QUOTA_CODE "storage_quota_exceeded"
 
 /* The sealed log's bytes on disk, or -1. */
 static long long log_size(const api_sink *s)
@@ -185,7 +188,7 @@ static int send_report(api_sink *s, const char *what, json_t *body, double now)
 		s->next_try = now + s->backoff;
 		note(s, "report %s not taken, again in %.1f s: %s", what, s->backoff, a.message);
 		out = RETRY;
-	} else if (strcmp(what, "/checkpoints") == 0 && strcmp(a.code, QUOTA_REASON) == 0) {
+	} else if (strcmp(what, "/checkpoints") == 0 && strcmp(a.code, QUOTA_CODE) == 0) {
 		checkpoint_refused(s, body, &a);
 		out = DROPPED;
 	} else {
@@ -373,13 +376,14 @@ static int as_finish(runtime_sink *base, const runtime_outcome *o)
 		s->log = NULL;
 	}
 	bool ok = strcmp(o->result, "succeeded") == 0 && !s->quota_refused;
-	const char *reason = ok                 ? ""
-	                     : s->quota_refused ? QUOTA_REASON
-	                     : o->failure       ? o->failure
-	                     : s->cancelling    ? "cancelled"
-	                                        : "stopped";
-	json_t *body = json_pack("{s:s, s:s}", "outcome", ok ? "succeeded" : "failed", "reason",
-	                         ok ? "all steps done" : reason);
+	failure_class c = s->quota_refused ? FAILURE_STORAGE_QUOTA
+	                  : o->failure     ? failure_of_reason(o->failure)
+	                  : s->cancelling  ? FAILURE_CANCELLED
+	                                   : FAILURE_STOPPED;
+	json_t *body =
+	    ok ? json_pack("{s:s, s:s}", "outcome", "succeeded", "reason", "all steps done")
+	       : json_pack("{s:s, s:s, s:s}", "outcome", "failed", "reason", failure_name(c),
+	                   "failure_class", failure_name(c));
 	long long closed = log_size(s); /* the sealed log's size, closed */
 	if (body && closed >= 0)
 		json_object_set_new(body, "log_bytes", json_integer(closed));

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # tests/integration/attempt_followed.sh - the finish report of an attempt
 # the scheduler follows (job_attempts.followed). A failure is kept on the
-# attempt as its failure class (the reason when it is [a-z_]{1,40}, else
-# "failed") and leaves the job's state alone; success makes the job
-# succeeded; a failure while the job is being cancelled makes it
-# cancelled. An attempt that is not followed fails its job as before and
-# keeps no failure class.
+# attempt as its failure class (the body's failure_class, else the reason
+# when it names a class of lib/failure.def, else "failed") and leaves the
+# job's state alone; success makes the job succeeded; a failure while the
+# job is being cancelled makes it cancelled. An attempt that is not
+# followed fails its job as before and keeps no failure class. A
+# failure_class that is not a class is refused with 422, and the
+# database refuses to hold one (migration 0017's CHECK constraint).
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -78,18 +80,43 @@ check_json "free text: the job is running (the finish was its first report)" run
 check_eq "free text: and when read" running "$(job_state "$J2")"
 check_eq "free text: the failure class is failed" "ended|failed|failed|t" "$(attempt_row "$A2")"
 
-# 3. 41 letters are one too many for a failure class
+# 3. a word that names no class of lib/failure.def is failed, never kept
 start "long reason" true
 A3=$ATT
 finish failed "$(printf 'a%.0s' {1..41})"
 check_json "long reason: the job's state is unchanged" running .job_state
 check_eq "long reason: the failure class is failed" failed \
 	"$(q "SELECT failure_class FROM job_attempts WHERE id = '$A3'")"
-start "40 letters" true
+start "unknown word" true
 A4=$ATT
 finish failed "$(printf 'b%.0s' {1..40})"
-check_eq "40 letters: are a failure class" "$(printf 'b%.0s' {1..40})" \
+check_eq "unknown word: 40 letters that name no class are failed" failed \
 	"$(q "SELECT failure_class FROM job_attempts WHERE id = '$A4'")"
+
+# 3b. failure_class, typed: a class of lib/failure.def or refused
+start "typed class" true
+A8=$ATT
+TOKEN=$CRED
+check_status "unknown class: refused" 422 POST "$I/$A8/finish" -H 'Content-Type: application/json' \
+	-d '{"outcome": "failed", "reason": "bogus_class", "failure_class": "bogus_class"}'
+check_json "unknown class: the field error" "/failure_class=invalid_value" \
+	'[.errors[] | "\(.pointer)=\(.code)"] | join(" ")'
+check_status "a class with outcome succeeded: refused" 422 POST "$I/$A8/finish" \
+	-H 'Content-Type: application/json' \
+	-d '{"outcome": "succeeded", "failure_class": "rank_lost"}'
+check_json "succeeded: the field error" "/failure_class=invalid_value" \
+	'[.errors[] | "\(.pointer)=\(.code)"] | join(" ")'
+check_eq "refused: the attempt has not ended" "t||" \
+	"$(q "SELECT state <> 'ended', outcome, failure_class FROM job_attempts WHERE id = '$A8'")"
+check_status "a known class is taken, whatever the reason" 200 POST "$I/$A8/finish" \
+	-H 'Content-Type: application/json' \
+	-d '{"outcome": "failed", "reason": "a checkpoint was refused", "failure_class": "storage_quota_exceeded"}'
+check_eq "typed class: recorded" "ended|failed|storage_quota_exceeded|t" "$(attempt_row "$A8")"
+ERR=$(q "UPDATE job_attempts SET failure_class = 'bogus_class' WHERE id = '$A8'" 2>&1)
+check_match "the database refuses a class lib/failure.def lacks" \
+	'violates check constraint "job_attempts_failure_class_check"' "$ERR"
+check_eq "and keeps the class" storage_quota_exceeded \
+	"$(q "SELECT failure_class FROM job_attempts WHERE id = '$A8'")"
 
 # 4. a followed attempt that succeeds: the job succeeded
 start "success" true
