@@ -76,8 +76,7 @@ int h_attempt_create(api_req *rq)
 	                              rq->who.user_id, NULL, NULL)) ||
 	    (rc = jobstate_transition(rq->db, rq->scope.job_id, JOB_SCHEDULED, "attempt started",
 	                              rq->who.user_id, NULL, NULL)) ||
-	    (rc = db_query(rq->db, NULL, "UPDATE jobs SET attempts = attempts + 1 WHERE id = $1", 1,
-	                   q)) ||
+	    (rc = jobstate_attempts_add(rq->db, rq->scope.job_id, 1)) ||
 	    (rc = api_query_json(
 	         rq,
 	         "WITH a AS (INSERT INTO job_attempts (job_id, number, credential, expires_at)"

@@ -164,3 +164,24 @@ int jobstate_record_created(PGconn *c, const char *job_id, const char *actor_id)
 	                " VALUES ($1, NULL, 'queued', 'submitted', $2)",
 	                2, p);
 }
+
+int jobstate_note(PGconn *c, const char *job_id, const char *reason, int in)
+{
+	const char *p[] = {job_id, reason ? reason : "",
+	                   in == JOB_STATE_ANY ? NULL : job_state_name((job_state)in)};
+	return db_query(c, NULL,
+	                "UPDATE jobs SET state_reason = $2 WHERE id = $1 AND state_reason <> $2"
+	                " AND ($3::text IS NULL OR state = $3)",
+	                3, p);
+}
+
+int jobstate_attempts_add(PGconn *c, const char *job_id, int delta)
+{
+	char d[16];
+	snprintf(d, sizeof(d), "%d", delta);
+	const char *p[] = {job_id, d};
+	return db_query(c, NULL,
+	                "UPDATE jobs SET attempts = attempts + $2::int, updated_at = now()"
+	                " WHERE id = $1",
+	                2, p);
+}

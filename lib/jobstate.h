@@ -63,6 +63,24 @@ int jobstate_transition_many(PGconn *c, const char *const *ids, const char *cons
                              job_state from, job_state to, const char *lease_owner, int lease_s,
                              bool *moved);
 
+/*
+ * Say why job_id is where it is without moving it (state_reason): why a
+ * queued job waits, a followed job's story in Slurm. Written only when it
+ * changed and, when in is not JOB_STATE_ANY, only while the job is in state
+ * in. Together with the transitions above, the only writer of state_reason.
+ * RET 0 or -ERR_*.
+ */
+#define JOB_STATE_ANY (-1)
+int jobstate_note(PGconn *c, const char *job_id, const char *reason, int in);
+
+/*
+ * Count an attempt of job_id made outside a dispatch (delta 1: one started
+ * by hand), or take back one that never reached Slurm (delta -1). With
+ * jobstate_transition_many's move to dispatching, the only writer of
+ * jobs.attempts. RET 0 or -ERR_*.
+ */
+int jobstate_attempts_add(PGconn *c, const char *job_id, int delta);
+
 /* Record the creation event (no previous state -> queued) of a new job. */
 int jobstate_record_created(PGconn *c, const char *job_id, const char *actor_id);
 

@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "db.h"
 #include "dispatch.h"
+#include "jobstate.h"
 #include "log.h"
 #include "scheduler.h"
 
@@ -29,9 +30,7 @@ void sched_job_trouble(sched *s, const char *job_id, const char *fmt, ...)
 	if (sched_db_lost(s))
 		return;
 	snprintf(why, sizeof(why), "scheduler: %s; trying again", what);
-	const char *p[] = {job_id, why};
-	db_query(s->db, NULL,
-	         "UPDATE jobs SET state_reason = $2 WHERE id = $1 AND state_reason <> $2", 2, p);
+	jobstate_note(s->db, job_id, why, JOB_STATE_ANY);
 }
 
 bool sched_db_lost(const sched *s)
@@ -240,10 +239,7 @@ static int write_picture(sched *s, const cycle_load *l)
 		const admit_job *j = &l->jobs[i];
 		if (j->admitted || !j->reason[0] || strcmp(j->reason, l->job_reason[i]) == 0)
 			continue;
-		const char *p[] = {j->id, j->reason};
-		rc = db_query(
-		    s->db, NULL,
-		    "UPDATE jobs SET state_reason = $2 WHERE id = $1 AND state = 'queued'", 2, p);
+		rc = jobstate_note(s->db, j->id, j->reason, JOB_QUEUED);
 	}
 	if (rc == 0)
 		rc = db_commit(s->db);

@@ -279,11 +279,13 @@ static int record_one(sched *s, dispatch_item *it, bool cancelling)
 		const char *q[] = {it->job_id, it->attempt_id, backoff};
 		rc = db_query(s->db, NULL, "DELETE FROM job_attempts WHERE id = $2", 2, q);
 		if (rc == 0)
-			rc =
-			    db_query(s->db, NULL,
-			             "UPDATE jobs SET attempts = attempts - 1, not_before = now() +"
-			             " $3::int * interval '1 second' WHERE id = $1",
-			             3, q);
+			rc = jobstate_attempts_add(s->db, it->job_id, -1);
+		if (rc == 0)
+			rc = db_query(
+			    s->db, NULL,
+			    "UPDATE jobs SET not_before = now() + $3::int * interval '1 second'"
+			    " WHERE id = $1",
+			    3, q);
 		if (rc == 0)
 			rc = dispatch_undone(s, it, JOB_QUEUED, msg);
 		credential_remove(s, it);

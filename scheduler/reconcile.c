@@ -78,9 +78,7 @@ static void set_reason(sched *s, const followed *f, const char *why)
 {
 	if (strcmp(f->reason, why) == 0)
 		return;
-	const char *p[] = {f->job_id, why};
-	db_query(s->db, NULL,
-	         "UPDATE jobs SET state_reason = $2 WHERE id = $1 AND state_reason <> $2", 2, p);
+	jobstate_note(s->db, f->job_id, why, JOB_STATE_ANY);
 }
 
 static void on_pending(sched *s, const followed *f, const sl_job *j)
