@@ -15,14 +15,7 @@
 #include "tenantfs.h"
 #include "migrate.h"
 #include "server.h"
-
-static volatile sig_atomic_t stopping;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stopping = 1;
-}
+#include "stopsig.h"
 
 /* Apply or verify migrations once at start. RET 0, or -1 (logged). */
 static int schema_ready(const ty_config *cfg)
@@ -120,12 +113,8 @@ int main(int argc, char **argv)
 		db_pool_free(pool);
 		return 1;
 	}
-	struct sigaction sa = {0};
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	while (!stopping)
+	stopsig_install();
+	while (stopsig_count() == 0)
 		pause();
 	log_printf(LOG_INFO, "shutting down");
 	server_stop(&srv);

@@ -2,6 +2,7 @@
  * leader.c - leadership through a session-level advisory lock.
  */
 #include "leader.h"
+#include "stopsig.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -24,11 +25,11 @@ static int try_lock(sched *s)
 	return rc ? -1 : got;
 }
 
-int leader_wait(sched *s, int poll_ms, volatile int *stop)
+int leader_wait(sched *s, int poll_ms)
 {
 	char err[512];
 	bool said = false;
-	while (!*stop) {
+	while (stopsig_count() == 0) {
 		if (!s->db) {
 			s->db = db_connect(s->cfg->db, err, sizeof(err));
 			if (!s->db) {

@@ -23,7 +23,7 @@
  * *stop becomes true. RET 0 leading, 1 stopped, -1 when the database
  * cannot be reached (after logging; the caller retries).
  */
-int leader_wait(sched *s, int poll_ms, volatile int *stop);
+int leader_wait(sched *s, int poll_ms);
 
 /* RET: whether s->db is alive and holds the lock. */
 bool leader_holds(sched *s);

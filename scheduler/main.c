@@ -4,7 +4,6 @@
  * goes back to waiting.
  */
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,14 +17,7 @@
 #include "log.h"
 #include "migrate.h"
 #include "scheduler.h"
-
-static volatile int stopping;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stopping = 1;
-}
+#include "stopsig.h"
 
 static void usage(FILE *f)
 {
@@ -55,14 +47,14 @@ static int lead(sched *s, bool once)
 		int rc = sched_cycle(s);
 		if (once)
 			return rc < 0 ? -1 : 0;
-		if (stopping)
+		if (stopsig_count())
 			return 0;
 		if (!leader_holds(s)) {
 			log_printf(LOG_WARN, "lost the database connection, and with it the lead");
 			return 1;
 		}
 		sched_sleep_ms(s->cfg->sched_interval_ms);
-		if (stopping)
+		if (stopsig_count())
 			return 0;
 	}
 }
@@ -87,18 +79,14 @@ int main(int argc, char **argv)
 	static sched s;
 	if (sched_setup(&s, &cfg) < 0)
 		return 1;
-	struct sigaction sa = {0};
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	stopsig_install();
 	sl_init();
 	if (sched_telemetry_start(&s.tm, cfg.sched_metrics_listen) < 0)
 		return 2;
 	log_printf(LOG_INFO, "scheduler %s: worker %s, spool %s", s.owner, s.worker_bin, s.spool);
 	int rc = 0;
-	while (!stopping) {
-		int w = leader_wait(&s, cfg.sched_interval_ms, &stopping);
+	while (stopsig_count() == 0) {
+		int w = leader_wait(&s, cfg.sched_interval_ms);
 		if (w > 0)
 			break;
 		if (w < 0) {

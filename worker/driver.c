@@ -18,6 +18,7 @@
 #include "ladder.h"
 #include "launch.h"
 #include "relay.h"
+#include "stopsig.h"
 
 /* After the launcher ended, how long its pipes may stay open before the driver moves on. */
 #define DRAIN_SECONDS 2.0
@@ -26,20 +27,9 @@
 /* The same, once the pipes are closed and only the launcher's exit is awaited (ms). */
 #define REAP_POLL_MS 20
 
-/* SIGTERM and SIGINT received; the pump escalates on each. */
-static volatile sig_atomic_t stop_requests;
-
-static void on_stop_signal(int sig)
-{
-	(void)sig;
-	if (stop_requests < 100)
-		stop_requests++;
-}
-
 void runtime_request_stop(void)
 {
-	if (stop_requests == 0)
-		stop_requests = 1;
+	stopsig_request();
 }
 
 typedef struct driver {
@@ -147,12 +137,12 @@ static void pump_read(driver *d, int *fd, runtime_stream from)
 static void pump_stop(driver *d, pump *p, double t)
 {
 	int grace = d->o->stop_grace_s > 0 ? d->o->stop_grace_s : RUNTIME_STOP_GRACE_S;
-	if (stop_requests == 0 || p->ended)
+	if (stopsig_count() == 0 || p->ended)
 		return;
 	if (p->stop == STOP_NONE) {
 		say(d, "stop requested: asking the launch to checkpoint and stop (SIGUSR1)");
 		launch_signal(&p->l, SIGUSR1, false);
-	} else if (p->stop == STOP_ASKED && (stop_requests > 1 || t - p->stop_since >= grace)) {
+	} else if (p->stop == STOP_ASKED && (stopsig_count() > 1 || t - p->stop_since >= grace)) {
 		say(d, "the launch has not stopped: terminating it (SIGTERM)");
 		launch_signal(&p->l, SIGTERM, false);
 	} else if (p->stop == STOP_TERMINATED && t - p->stop_since >= RUNTIME_KILL_GRACE_S) {
@@ -377,7 +367,7 @@ static int drive(driver *d)
 		              d->healthy);
 	for (;;) {
 		sink_tick(d->sink, clock_mono_s());
-		if (stop_requests)
+		if (stopsig_count())
 			return finish(d, FAILURE_STOPPED, "stopped before launch %d",
 			              d->launches + 1);
 		launch_end e;
@@ -390,7 +380,7 @@ static int drive(driver *d)
 		               d->rl.last_checkpoint));
 		if (c == FAILURE_OK)
 			return finish(d, c, "%s", "");
-		if (stop_requests || c == FAILURE_STOPPED)
+		if (stopsig_count() || c == FAILURE_STOPPED)
 			return finish(d, FAILURE_STOPPED,
 			              "launch %d ended as %s after the stop request", d->launches,
 			              failure_name(c));
@@ -403,17 +393,6 @@ static int drive(driver *d)
 			return finish(d, c, "%s", why);
 		cur = next;
 	}
-}
-
-static void install_signals(void)
-{
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_stop_signal; /* no SA_RESTART: poll() returns at once */
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sa.sa_handler = SIG_IGN;
-	sigaction(SIGPIPE, &sa, NULL);
 }
 
 int runtime_run(const runtime_options *o, runtime_sink *sink)
@@ -429,7 +408,7 @@ int runtime_run(const runtime_options *o, runtime_sink *sink)
 	d->slurm = getenv("SLURM_JOB_ID") != NULL;
 	const char *nn = getenv("SLURM_JOB_NUM_NODES");
 	d->slurm_nodes = d->slurm && nn ? atoi(nn) : 0;
-	install_signals();
+	stopsig_install();
 	char err[4096];
 	int rc;
 	if (jobspec_load(o->spec_path, o->overrides, o->n_overrides, &d->spec, NULL, err,
