@@ -13,12 +13,29 @@ WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototyp
            -Wwrite-strings -Wformat=2 -Wno-format-nonliteral
 CFLAGS  ?= -O2 -g
 CFLAGS  += -DSOURCE_DIR=\"$(CURDIR)\" -std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE $(WARN) -pthread -MMD -MP \
-           -Ilib -Iauthz -I$(BUILD)/gen $(PKG_CFLAGS)
+           $(INC) -I$(BUILD)/gen $(PKG_CFLAGS)
 LDLIBS  += $(PKG_LIBS) -pthread -lm
 ifneq ($(SANITIZE),)
 CFLAGS  += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS += -fsanitize=$(SANITIZE)
 endif
+
+# lib/ is laid out in layers, each a folder, lowest first (lib/README.md).
+# A layer's objects are compiled with the include paths of itself and the
+# layers below it only, so an include of a higher layer fails to build.
+# authz/ (roles and permissions, no dependencies) sits below users.
+LIB_LAYERS := base crypt db audit users ckpt data job
+layer_inc = $(foreach l,$(wordlist 1,$(1),$(LIB_LAYERS)),-Ilib/$(l))
+INC := $(call layer_inc,8) -Iauthz
+$(BUILD)/obj/lib/base/%.o:  INC = $(call layer_inc,1)
+$(BUILD)/obj/lib/crypt/%.o: INC = $(call layer_inc,2)
+$(BUILD)/obj/lib/db/%.o:    INC = $(call layer_inc,3)
+$(BUILD)/obj/lib/audit/%.o: INC = $(call layer_inc,4)
+$(BUILD)/obj/lib/users/%.o: INC = $(call layer_inc,5) -Iauthz
+$(BUILD)/obj/lib/ckpt/%.o:  INC = $(call layer_inc,6) -Iauthz
+$(BUILD)/obj/lib/data/%.o:  INC = $(call layer_inc,7) -Iauthz
+$(BUILD)/obj/lib/job/%.o:   INC = $(call layer_inc,8) -Iauthz
+$(BUILD)/obj/authz/%.o:     INC = -Iauthz
 
 # Each program's folder sees lib/ and authz/ and itself, never another
 # program's folder; the tests of a program see it and tests/unit's helpers.
@@ -35,7 +52,7 @@ TRAIN_CFLAGS := $(shell PKG_CONFIG_PATH=$(OPENBLAS_DIR)/pkgconfig pkg-config --c
 TRAIN_LIBS   := $(shell PKG_CONFIG_PATH=$(OPENBLAS_DIR)/pkgconfig pkg-config --libs $(TRAIN_PKGS) \
                   2>/dev/null) -Wl,-rpath,$(OPENBLAS_DIR) -fopenmp
 
-LIB_SRC  := $(wildcard lib/*.c) $(wildcard authz/*.c)
+LIB_SRC  := $(wildcard $(LIB_LAYERS:%=lib/%/*.c)) $(wildcard authz/*.c)
 API_SRC  := $(filter-out api/main.c,$(wildcard api/*.c))
 CLI_SRC  := $(filter-out cli/main.c,$(wildcard cli/*.c))
 TRAIN_SRC := $(filter-out trainer/main.c,$(wildcard trainer/*.c))
@@ -91,7 +108,7 @@ help:
 	@echo "make demo         bring up the local stack and submit a job"
 	@echo "make deps         install the Debian packages when missing (GPU=1: and the CUDA toolkit)"
 	@echo "make GPU=1 gpu    the GPU backend and its device checks (tests/gpu/run runs them)"
-	@echo "make docs         regenerate docs/errors.md from lib/errors.def"
+	@echo "make docs         regenerate docs/errors.md from lib/base/errors.def"
 	@echo "make format       clang-format every C file; format-check only checks"
 
 $(EMBED): tools/embed.c
@@ -239,7 +256,7 @@ NCCL_H     := $(firstword $(wildcard $(CUDA_INC)/nccl.h $(NCCL_HOME)/include/ncc
 NCCL_INC   := $(filter-out /usr/include/,$(dir $(NCCL_H)))
 NVCC_FLAGS := -O2 -std=c++17 -arch=$(NVCC_ARCH) $(if $(NVCC_CCBIN),-ccbin $(NVCC_CCBIN)) \
               -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror,-fPIC -MMD -MP \
-              -Itrainer -Ilib
+              -Itrainer $(INC)
 GPU_SRC    := $(wildcard trainer/gpu/*.cu)
 GPU_OBJ    := $(patsubst %.cu,$(BUILD)/obj/%.o,$(GPU_SRC))
 GPU_A      := $(BUILD)/lib/libtygpu.a

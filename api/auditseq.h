@@ -1,7 +1,7 @@
 /*
  * auditseq.h - the API's sequencer of the audit log: a thread that, with a
  * connection of its own, brings queued audit records into the Merkle tree
- * and signs tree heads when they are due (lib/auditlog.h). Every API
+ * and signs tree heads when they are due (lib/audit/auditlog.h). Every API
  * process runs one; the log's advisory lock lets one step run at a time.
  */
 #ifndef TY_AUDITSEQ_H

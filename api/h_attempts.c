@@ -722,7 +722,7 @@ int h_attempt_event(api_req *rq)
  * cancelled instead. An attempt the scheduler follows keeps its failure on
  * the attempt (failure_class) and leaves the job where it is: the
  * scheduler decides on a retry when the attempt's Slurm job ends.
- * failure_class, only with outcome failed, is a class of lib/failure.def;
+ * failure_class, only with outcome failed, is a class of lib/job/failure.def;
  * any other is refused.
  */
 static void finish_check(const json_t *in, verrs *v)

@@ -1,5 +1,5 @@
 /*
- * h_audit.c - the verifiable audit log over HTTP (lib/auditlog.h,
+ * h_audit.c - the verifiable audit log over HTTP (lib/audit/auditlog.h,
  * docs/audit.md): the signing key, tree heads (the newest, and one on
  * demand), inclusion and consistency proofs, and the export an auditor
  * verifies offline with `yardctl audit verify`.

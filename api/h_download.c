@@ -5,7 +5,7 @@
  * NAME is "manifest.json" (the default) or one of the shard names the
  * checkpoint row lists; the file is "step_%08d/NAME" in the job's
  * checkpoint area, the name the encrypted checkpoint store binds into
- * each chunk's AAD (lib/stream.h, ckpt.h's layout). Only authenticated
+ * each chunk's AAD (lib/ckpt/ckpt_store.h, ckpt.h's layout). Only authenticated
  * bytes go out: the first chunk is verified before the answer starts, so
  * a file that fails at once answers 500 data_auth_failed; a later chunk
  * that fails closes the connection mid-answer (sent chunked, the client

@@ -1,6 +1,6 @@
 /*
  * h_eta.c - GET /v1/jobs/{job}/eta: when a queued job should start
- * (lib/eta.h), from its tenant's quota, the running jobs' expected ends
+ * (lib/job/eta.h), from its tenant's quota, the running jobs' expected ends
  * and the jobs queued ahead of it.
  *
  * A running job's end is its pace so far carried to its last step, within

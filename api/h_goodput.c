@@ -1,6 +1,6 @@
 /*
  * h_goodput.c - GET /v1/jobs/{job}/goodput and GET /v1/tenants/{tenant}/usage:
- * where jobs' wall time went (lib/goodput.h), their throughput, and how
+ * where jobs' wall time went (lib/job/goodput.h), their throughput, and how
  * the throughput compares with the planner's estimate for the layout.
  *
  * One query gives each job's timeline as a JSON document (TIMELINE: its
@@ -100,7 +100,7 @@
 	                                                              "'[]') FROM job_attempts a " \
 	                                                              "WHERE a.job_id = j.id))"
 
-/* Whether an attempt ended in a failure: its class (lib/failure.def) says so; "" is none. */
+/* Whether an attempt ended in a failure: its class (lib/job/failure.def) says so; "" is none. */
 static bool attempt_failed(const char *cls)
 {
 	return failure_is_failure(failure_by_name(cls));

@@ -5,7 +5,7 @@
  * normalised spec, records the creation event and the audit record, and
  * honours Idempotency-Key (same key and body: the first job again; same key
  * and another body: 409), all in one transaction. A job whose layout needs
- * more memory per device than its devices have is refused (lib/plan.h).
+ * more memory per device than its devices have is refused (lib/job/plan.h).
  * After the token check a submission is two round trips: the quota and the
  * key in one statement, then every write and the answer in one pipeline.
  */

@@ -1,5 +1,5 @@
 /*
- * h_plan.c - POST /v1/plan: the capacity planner (lib/plan.h) over HTTP.
+ * h_plan.c - POST /v1/plan: the capacity planner (lib/job/plan.h) over HTTP.
  *
  * The request is read strictly: unknown fields are refused and every bad
  * field is reported at once; the rules between fields run once every

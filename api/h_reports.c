@@ -1,5 +1,5 @@
 /*
- * h_reports.c - evidence reports from the audit log (lib/report.h,
+ * h_reports.c - evidence reports from the audit log (lib/audit/report.h,
  * docs/audit.md): GET /v1/reports/{kind} for the platform (all tenants,
  * or ?tenant=) and GET /v1/tenants/{tenant}/reports/{kind} for one
  * tenant's owners and auditors. A report is computed from a tree head

@@ -10,7 +10,7 @@
 
 #include "handlers.h"
 #include "server.h"
-#include "store.h"
+#include "users.h"
 
 #define USER_SQL                                                                                   \
 	"SELECT u.id, u.name, u.email, b.role AS platform_role, " TS(                              \

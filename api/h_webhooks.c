@@ -10,7 +10,7 @@
  * digits; the server keeps them wrapped by the master key (context
  * "webhook-secret|<id>|v1"; the row names the key by its id, for a
  * master-key rotation). webhook_send.c delivers and signs with it.
- * Its URL must pass lib/webhook_addr.h's rule, which only a platform admin
+ * Its URL must pass api/webhook_addr.h's rule, which only a platform admin
  * may waive for a webhook (allow_private), say for a receiver inside the
  * cluster's network. A tenant has at most TRAINYARD_WEBHOOKS_PER_TENANT
  * webhooks (deleted ones not counted); one more answers 409

@@ -119,7 +119,7 @@ int h_audit_export(api_req *rq);
  */
 int api_audit_head_now(api_req *rq, auditlog_head *h);
 
-/* h_reports.c: evidence reports from the audit log (lib/report.h) */
+/* h_reports.c: evidence reports from the audit log (lib/audit/report.h) */
 int h_report(api_req *rq);
 int h_tenant_report(api_req *rq);
 int h_checkpoint_download(api_req *rq);

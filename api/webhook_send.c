@@ -20,7 +20,7 @@
  *   X-Trainyard-Event: <kind>       X-Trainyard-Delivery: <delivery id>
  *   X-Trainyard-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256>
  * the HMAC keyed with the webhook's secret as shown ("whsec_..."), over
- * "<t>.<body>". The address is checked again (lib/webhook_addr.h) and the
+ * "<t>.<body>". The address is checked again (api/webhook_addr.h) and the
  * connection made to exactly the address checked.
  */
 #include "webhook_send.h"

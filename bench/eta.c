@@ -1,6 +1,6 @@
 /*
  * bench/eta.c - the error of the queue's estimated start times
- * (lib/eta.h, GET /v1/jobs/{job}/eta) on a replayed trace (`make bench`).
+ * (lib/job/eta.h, GET /v1/jobs/{job}/eta) on a replayed trace (`make bench`).
  *
  * The trace: one tenant's jobs (a quota of 16 devices and 4 running jobs)
  * arriving at random, 47 minutes apart on average (the quota about 80%
@@ -8,7 +8,7 @@
  * hours, and actually running 10% to 100% of it. Replay: admission as the scheduler does it within
  * a quota (the queue in order, a job holding the ones behind it), event by event, with the true run
  * times; that gives each job's true start. At each job's submission, both estimates are taken from
- * what is known then: eta     lib/eta.h as the API runs it: running jobs end at their pace so far
+ * what is known then: eta     lib/job/eta.h as the API runs it: running jobs end at their pace so far
  * (their progress is known, their speed steady), queued ones run their limit times the median share
  * of it among the jobs already finished; anchor  the same replay with every job running its whole
  * limit (what a scheduler that knows only time limits would say). Reported: the mean and median

@@ -47,7 +47,7 @@ typedef struct cli_command {
 } cli_command;
 
 /*
- * Fill ctx from the environment (lib/config.def) and take the global flags
+ * Fill ctx from the environment (lib/base/config.def) and take the global flags
  * (--url, --token, -o, --db) out of argv wherever they stand; *argc shrinks.
  * A --token value is copied and then overwritten in argv so that `ps`
  * shows it for as short a time as possible.

@@ -18,7 +18,7 @@
 #include "error.h"
 #include "http.h"
 #include "migrate.h"
-#include "store.h"
+#include "users.h"
 
 static void notice_ignore(void *arg, const char *message)
 {

@@ -1,5 +1,5 @@
 /*
- * http.c - yardctl's requests (lib/httpc.h) and the mapping of their
+ * http.c - yardctl's requests (lib/base/httpc.h) and the mapping of their
  * outcome to exit statuses.
  */
 #include "http.h"

@@ -1,8 +1,8 @@
 -- 0001_init.sql - tenants, users, tokens, roles, quotas, jobs, events,
 -- idempotency keys and the audit log.
 --
--- Applied by lib/migrate.c inside one transaction under an advisory lock.
--- Job states here must match enum job_state in lib/jobstate.h
+-- Applied by lib/db/migrate.c inside one transaction under an advisory lock.
+-- Job states here must match enum job_state in lib/job/jobstate.h
 -- (tests/integration checks the CHECK constraint against the C table).
 
 CREATE TABLE tenants (
@@ -77,7 +77,7 @@ CREATE TABLE jobs (
 CREATE INDEX jobs_by_tenant ON jobs (tenant_id, created_at DESC, id DESC);
 CREATE INDEX jobs_by_state ON jobs (state) WHERE state NOT IN ('succeeded', 'failed', 'cancelled');
 
--- Every state change of a job, written by jobstate_transition() in lib/jobstate.c.
+-- Every state change of a job, written by jobstate_transition() in lib/job/jobstate.c.
 CREATE TABLE job_events (
     id         bigserial PRIMARY KEY,
     job_id     uuid NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,

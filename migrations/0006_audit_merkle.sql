@@ -4,7 +4,7 @@
 --
 -- A change still writes its record into audit_log in its own transaction;
 -- a trigger queues the record in audit_pending, in the same transaction.
--- The sequencer (lib/auditlog.c, run by the API) then gives queued records
+-- The sequencer (lib/audit/auditlog.c, run by the API) then gives queued records
 -- gap-free sequence numbers in one order, one batch per transaction under
 -- an advisory lock: each becomes a leaf (audit_leaves: its canonical
 -- encoding and leaf hash), and each subtree it completes a node

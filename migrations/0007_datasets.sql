@@ -10,7 +10,7 @@ CREATE TABLE datasets (
     description    text NOT NULL DEFAULT '' CHECK (length(description) <= 1000),
     classification text NOT NULL
         CHECK (classification IN ('public', 'internal', 'confidential', 'restricted')),
-    -- the patterns masked in raw text besides the built-in ones (lib/mask.h)
+    -- the patterns masked in raw text besides the built-in ones (lib/data/mask.h)
     mask_patterns  jsonb NOT NULL DEFAULT '[]',
     created_by     uuid REFERENCES users(id) ON DELETE SET NULL,
     created_at     timestamptz NOT NULL DEFAULT clock_timestamp(),

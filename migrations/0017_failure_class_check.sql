@@ -1,5 +1,5 @@
 -- 0017_failure_class_check.sql - an attempt's failure class is one of
--- lib/failure.def's classes, or '' (none: it runs, it succeeded, or it was
+-- lib/job/failure.def's classes, or '' (none: it runs, it succeeded, or it was
 -- not followed). failure.def is the one list; tests/unit/test_failure.c
 -- fails when the names below and its rows differ either way, so a class
 -- added there comes with a migration that recreates this constraint.

@@ -1,5 +1,5 @@
 -- 0018_quota_use.sql - the one definition of what a tenant uses of its
--- quota (lib/quota.h), and the shape of the cluster the scheduler last saw.
+-- quota (lib/job/quota.h), and the shape of the cluster the scheduler last saw.
 --
 -- job_devices_held: every job in a state that holds devices
 -- (job_holds_devices, 0011) with the devices it holds: those of its current

@@ -6,7 +6,7 @@
  * take turns by weighted fair share (decayed usage divided by weight,
  * smallest first); within a tenant, jobs go by priority, then submit time.
  * A job is admitted when its tenant's quota has room for it now
- * (quota_fits_now, lib/quota.h: running jobs, devices, GPU-hours) and the
+ * (quota_fits_now, lib/job/quota.h: running jobs, devices, GPU-hours) and the
  * cluster has the job's nodes free (cpus and gpus per node).
  * A tenant held for another reason (hold: it has no Unix user to run as,
  * docs/identity.md) admits nothing, and its first job says why.

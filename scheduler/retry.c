@@ -1,5 +1,5 @@
 /*
- * retry.c - the retry policy (retry.h; each class's rule is lib/failure.def's).
+ * retry.c - the retry policy (retry.h; each class's rule is lib/job/failure.def's).
  */
 #include "retry.h"
 

@@ -3,7 +3,7 @@
  * configuration, after how long) or the end of the job.
  *
  * Failure classes and the next attempt each leads to are the rows of
- * lib/failure.def (its retry column; scheduler/README.md lists them): they
+ * lib/job/failure.def (its retry column; scheduler/README.md lists them): they
  * come from the worker runtime's report (the trainer's classes, rank_lost,
  * launch_failed), from Slurm's end state (node_failure, timeout,
  * out_of_memory, preempted, failed, cancelled) and from the scheduler

@@ -3,7 +3,7 @@
  *
  * usage: embed FILE... > embedded.c
  * Each row holds the file's path as given, its bytes (NUL-terminated, so
- * text can be used as a C string) and its length. See lib/embedded.h.
+ * text can be used as a C string) and its length. See lib/db/embedded.h.
  */
 #include <stdio.h>
 

@@ -5,7 +5,7 @@
  * Shards are llm.c's format (byte by byte in worker/README.md): a header of
  * 256 little-endian int32 (magic 20240520, version 1, token count, then
  * zeros) followed by count little-endian uint16 tokens. The shards a data
- * path names beneath the data root (lib/datapath.h: relative, no "..", a
+ * path names beneath the data root (lib/data/datapath.h: relative, no "..", a
  * pattern only in the last component, no symbolic link followed), sorted
  * by name (strcmp), form one token stream. A path that is not allowed or
  * leads out of the root is the data error.
@@ -49,7 +49,7 @@ enum {
 	DATA_ERR_NOMEM = -13, /* out of memory */
 };
 
-/* The shard format is lib/tokshard.h's. */
+/* The shard format is lib/data/tokshard.h's. */
 #define DATA_SHARD_MAGIC        TOKSHARD_MAGIC
 #define DATA_SHARD_VERSION      TOKSHARD_VERSION
 #define DATA_SHARD_HEADER_INTS  TOKSHARD_HEADER_INTS

@@ -1,7 +1,7 @@
 /*
  * main.c - trainyard-train: `train` runs a job spec, `tokenize` turns text
  * files into token shards, `reshard` rewrites a checkpoint for another
- * parallel layout. Exit statuses: lib/failure.def.
+ * parallel layout. Exit statuses: lib/job/failure.def.
  */
 #include <errno.h>
 #include <getopt.h>

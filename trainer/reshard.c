@@ -11,7 +11,7 @@
 #include "ckpt.h"
 #include "failure.h"
 #include "mp.h"
-#include "stream.h"
+#include "ckpt_store.h"
 #include "train_ckpt.h"
 
 typedef struct reshard {

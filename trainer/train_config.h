@@ -1,6 +1,6 @@
 /*
  * train_config.h - a training run's configuration: the job spec JSON the
- * API accepts (read and validated by lib/jobspec.c, the same code), with
+ * API accepts (read and validated by lib/job/jobspec.c, the same code), with
  * command-line overrides applied before validation, so a run can never
  * use a configuration the platform would refuse; and the layout it runs.
  */

@@ -41,7 +41,7 @@
 #include "numerics.h"
 #include "optim.h"
 #include "pipeline.h"
-#include "stream.h"
+#include "ckpt_store.h"
 #include "train_ckpt.h"
 #include "train_gpu.h"
 #include "zero.h"

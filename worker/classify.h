@@ -1,6 +1,6 @@
 /*
  * classify.h - what the end of one launch means, as a class of
- * lib/failure.def: success, a failure the driver retries in a smaller
+ * lib/job/failure.def: success, a failure the driver retries in a smaller
  * layout (the class's fallback column), or a failure that ends the run.
  *
  *   launcher's end                          class

@@ -1,6 +1,6 @@
 /*
  * client.c - the runtime's client for its attempt's routes (client.h), over
- * the one request helper of lib/httpc.h.
+ * the one request helper of lib/base/httpc.h.
  */
 #include "client.h"
 

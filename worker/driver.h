@@ -54,7 +54,7 @@ typedef struct runtime_options {
  * Run the job to its outcome; every output goes to sink, the last call
  * being finish(). Installs handlers for SIGTERM and SIGINT.
  * RET: trainyard-worker's exit status: 0 succeeded, 16 stopped, else the
- * failure class's exit status (lib/failure.def; classify.h).
+ * failure class's exit status (lib/job/failure.def; classify.h).
  */
 int runtime_run(const runtime_options *o, runtime_sink *sink);
 

@@ -24,7 +24,7 @@
  * full and the lines after it are dropped (counted, and said when room
  * comes back). A checkpoint the API refuses with storage_quota_exceeded
  * has its files removed, the training is stopped, and the attempt ends
- * failed in the class storage_quota_exceeded (lib/failure.def), which the
+ * failed in the class storage_quota_exceeded (lib/job/failure.def), which the
  * scheduler does not retry.
  */
 #include <stdarg.h>
@@ -42,7 +42,7 @@
 #include "driver.h"
 #include "failure.h"
 #include "sink.h"
-#include "stream.h"
+#include "ckpt_store.h"
 
 #define RETRY_FIRST_S  0.5
 #define RETRY_MAX_S    30.0
@@ -78,7 +78,7 @@ typedef struct api_sink {
 	bool quota_refused;  /* a checkpoint was refused for the quota */
 } api_sink;
 
-/* The API's code for a checkpoint refused for the quota (lib/errors.def). */
+/* The API's code for a checkpoint refused for the quota (lib/base/errors.def). */
 #define QUOTA_CODE "storage_quota_exceeded"
 
 /* The sealed log's bytes on disk, or -1. */

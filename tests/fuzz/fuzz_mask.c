@@ -1,5 +1,5 @@
 /*
- * fuzz_mask.c - libFuzzer target for the masker (lib/mask.h) with the
+ * fuzz_mask.c - libFuzzer target for the masker (lib/data/mask.h) with the
  * built-in patterns and one custom pattern. The input is fed whole and
  * again cut in two where its first byte says; invariants: both ways give
  * the same output and counts, or fail alike; the output holds no '@' of an

@@ -2,7 +2,7 @@
 # tests/integration/attempt_followed.sh - the finish report of an attempt
 # the scheduler follows (job_attempts.followed). A failure is kept on the
 # attempt as its failure class (the body's failure_class, else the reason
-# when it names a class of lib/failure.def, else "failed") and leaves the
+# when it names a class of lib/job/failure.def, else "failed") and leaves the
 # job's state alone; success makes the job succeeded; a failure while the
 # job is being cancelled makes it cancelled. An attempt that is not
 # followed fails its job as before and keeps no failure class. A
@@ -80,7 +80,7 @@ check_json "free text: the job is running (the finish was its first report)" run
 check_eq "free text: and when read" running "$(job_state "$J2")"
 check_eq "free text: the failure class is failed" "ended|failed|failed|t" "$(attempt_row "$A2")"
 
-# 3. a word that names no class of lib/failure.def is failed, never kept
+# 3. a word that names no class of lib/job/failure.def is failed, never kept
 start "long reason" true
 A3=$ATT
 finish failed "$(printf 'a%.0s' {1..41})"
@@ -93,7 +93,7 @@ finish failed "$(printf 'b%.0s' {1..40})"
 check_eq "unknown word: 40 letters that name no class are failed" failed \
 	"$(q "SELECT failure_class FROM job_attempts WHERE id = '$A4'")"
 
-# 3b. failure_class, typed: a class of lib/failure.def or refused
+# 3b. failure_class, typed: a class of lib/job/failure.def or refused
 start "typed class" true
 A8=$ATT
 TOKEN=$CRED
@@ -113,7 +113,7 @@ check_status "a known class is taken, whatever the reason" 200 POST "$I/$A8/fini
 	-d '{"outcome": "failed", "reason": "a checkpoint was refused", "failure_class": "storage_quota_exceeded"}'
 check_eq "typed class: recorded" "ended|failed|storage_quota_exceeded|t" "$(attempt_row "$A8")"
 ERR=$(q "UPDATE job_attempts SET failure_class = 'bogus_class' WHERE id = '$A8'" 2>&1)
-check_match "the database refuses a class lib/failure.def lacks" \
+check_match "the database refuses a class lib/job/failure.def lacks" \
 	'violates check constraint "job_attempts_failure_class_check"' "$ERR"
 check_eq "and keeps the class" storage_quota_exceeded \
 	"$(q "SELECT failure_class FROM job_attempts WHERE id = '$A8'")"

@@ -4,7 +4,7 @@
 # attempt routes: the queue before the attempt, steps of known length and
 # data wait, a checkpoint, a fallback between two steps; the pieces add up
 # to the wall time, each lands in its category, a running job counts up
-# to now, another tenant sees nothing. (lib/goodput.c's cases with lost
+# to now, another tenant sees nothing. (lib/job/goodput.c's cases with lost
 # steps and recovery after a failure are tests/unit/test_goodput.c's;
 # worker_flow.sh reads a real trainer's.)
 set -uo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/integration/sched_quota.sh - the quota rule, once (lib/quota.h),
+# tests/integration/sched_quota.sh - the quota rule, once (lib/job/quota.h),
 # seen from outside:
 # - devices in use: a job retried on fewer nodes holds its current
 #   attempt's devices, in the usage route, the API's metric and the

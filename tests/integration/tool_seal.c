@@ -26,7 +26,7 @@
 #include "crypt.h"
 #include "identity.h"
 #include "storage.h"
-#include "stream.h"
+#include "ckpt_store.h"
 
 #define SHARD_NAME "shard_00000_of_00001.bin"
 

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "ckpt.h"
-#include "stream.h"
+#include "ckpt_store.h"
 #include "unit.h"
 
 static char tmpdir[256];

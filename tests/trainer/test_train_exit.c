@@ -1,6 +1,6 @@
 /*
  * test_train_exit.c - trainyard-train's exit statuses: distinct, named, and
- * documented in trainer/README.md exactly as lib/failure.def declares them
+ * documented in trainer/README.md exactly as lib/job/failure.def declares them
  * (their distinctness: tests/unit/test_failure.c).
  */
 #include <check.h>

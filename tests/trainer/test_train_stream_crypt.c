@@ -16,7 +16,7 @@
 #include "ckpt.h"
 #include "crypt.h"
 #include "storage.h"
-#include "stream.h"
+#include "ckpt_store.h"
 #include "unit.h"
 
 #define TENANT "7f1c2a10-0000-4000-8000-00000000000a"

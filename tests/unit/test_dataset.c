@@ -1,5 +1,5 @@
 /*
- * test_dataset.c - datasets on disk (lib/dataset.h): names and references;
+ * test_dataset.c - datasets on disk (lib/data/dataset.h): names and references;
  * a version written as text and as token shards fed in pieces of every
  * size, unsealed back to the same tokens with the right headers; shard
  * uploads that are not shards or are cut short; a version that is never

@@ -18,7 +18,7 @@ static char *render_docs(void)
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 	fprintf(f, "# Error codes\n\n"
-	           "Generated from lib/errors.def by `make docs`; a unit test fails when this file "
+	           "Generated from lib/base/errors.def by `make docs`; a unit test fails when this file "
 	           "and the table differ.\n\n"
 	           "Every error answer is `application/problem+json` with a stable `code`. "
 	           "Validation errors (`validation_failed`) list one row per offending field in "

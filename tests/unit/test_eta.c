@@ -1,5 +1,5 @@
 /*
- * test_eta.c - a queued job's estimated start (lib/eta.h) on queues worked
+ * test_eta.c - a queued job's estimated start (lib/job/eta.h) on queues worked
  * out by hand: room now, room at a running job's end, the jobs ahead
  * taking it first, the running-jobs slot limit, a back-off, a job that can
  * never fit (passed, as admission passes it), a spent GPU-hour budget; and

@@ -1,5 +1,5 @@
 /*
- * test_failure.c - the one table of failure classes (lib/failure.def):
+ * test_failure.c - the one table of failure classes (lib/job/failure.def):
  * names and exit statuses distinct, the lookups agree with the rows,
  * scheduler/README.md's table of classes says exactly what the rows say,
  * and the other places that list the classes list exactly its names: the
@@ -100,12 +100,12 @@ static void names_are_the_classes(const char *const *names, int n, const char *w
 	int seen[FAILURE__COUNT] = {0};
 	for (int i = 0; i < n; i++) {
 		failure_class f = failure_by_name(names[i]);
-		ck_assert_msg(f != FAILURE_NONE, "%s names \"%s\", which lib/failure.def lacks",
+		ck_assert_msg(f != FAILURE_NONE, "%s names \"%s\", which lib/job/failure.def lacks",
 		              where, names[i]);
 		ck_assert_msg(seen[f]++ == 0, "%s names \"%s\" twice", where, names[i]);
 	}
 	for (int i = 0; i < FAILURE__COUNT; i++)
-		ck_assert_msg(seen[i], "%s lacks lib/failure.def's class \"%s\"", where,
+		ck_assert_msg(seen[i], "%s lacks lib/job/failure.def's class \"%s\"", where,
 		              failure_name((failure_class)i));
 }
 
@@ -129,7 +129,7 @@ static int sql_list(char *p, const char **names, int max, bool *empty)
 		else if (n < max)
 			names[n++] = q + 1;
 		else
-			ck_abort_msg("a list of 0017 is twice as long as lib/failure.def");
+			ck_abort_msg("a list of 0017 is twice as long as lib/job/failure.def");
 		q = close;
 	}
 	return n;

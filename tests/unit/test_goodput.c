@@ -1,6 +1,6 @@
 /*
  * test_goodput.c - a job's wall time cut into goodput and badput
- * (lib/goodput.h) on timelines worked out by hand: a failure and a resume
+ * (lib/job/goodput.h) on timelines worked out by hand: a failure and a resume
  * from the checkpoint before it, a fallback between steps, a job that
  * failed for good, a job still queued, and reports whose clocks overlap.
  * Every case also checks that the pieces add up to the whole.

@@ -1,6 +1,6 @@
 /*
  * test_job_fields.c - one writer of a job's state_reason and attempts:
- * lib/jobstate.c (its transitions, jobstate_note() and
+ * lib/job/jobstate.c (its transitions, jobstate_note() and
  * jobstate_attempts_add()). This reads the SQL in the string literals of
  * lib/, api/, scheduler/ and worker/ and fails on any other assignment of
  * either column, unless the table below says why it is not a job's.
@@ -17,7 +17,7 @@ static const struct {
 	const char *file;
 	int count;
 } allowed[] = {
-    {"lib/jobstate.c", -1},     /* the writer */
+    {"lib/job/jobstate.c", -1},     /* the writer */
     {"api/webhook_send.c", 1}, /* webhook_deliveries.attempts: a delivery's, not a job's */
 };
 
@@ -81,7 +81,7 @@ END_TEST
 
 START_TEST(one_writer_of_job_fields)
 {
-	static const char *const dirs[] = {"lib", "api", "scheduler", "worker"};
+	static const char *const dirs[] = {"lib/*", "api", "scheduler", "worker"};
 	char failures[4096] = "";
 	for (size_t d = 0; d < sizeof(dirs) / sizeof(dirs[0]); d++) {
 		char cmd[512];
@@ -109,7 +109,7 @@ START_TEST(one_writer_of_job_fields)
 		pclose(ls);
 	}
 	ck_assert_msg(failures[0] == '\0',
-	              "write a job's state_reason and attempts through lib/jobstate.h: %s",
+	              "write a job's state_reason and attempts through lib/job/jobstate.h: %s",
 	              failures);
 }
 END_TEST

@@ -6,7 +6,7 @@
  * and another refused, every object refuses unknown fields as the code
  * does; the plan request's layout limits are the job spec's, and its own
  * the planner's constants; docs/jobspec.md gives the layout's ranges of
- * lib/layout.h.
+ * lib/job/layout.h.
  */
 #include <check.h>
 #include <jansson.h>

@@ -1,5 +1,5 @@
 /*
- * test_prom.c - the Prometheus text format writer (lib/prom.h): the exact
+ * test_prom.c - the Prometheus text format writer (lib/base/prom.h): the exact
  * text of a small registry (help and type lines, label escaping, a
  * histogram's cumulative buckets, +Inf, sum and count), the refusal of bad
  * names and labels, counters that only go up, gauges reset for a scrape,

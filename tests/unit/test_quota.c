@@ -1,5 +1,5 @@
 /*
- * test_quota.c - the quota rule (lib/quota.h): each limit now and ever,
+ * test_quota.c - the quota rule (lib/job/quota.h): each limit now and ever,
  * GPU-hours charged to GPU jobs only, every limit reported at once, and
  * whether a cluster's nodes could hold a job.
  */

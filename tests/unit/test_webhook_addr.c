@@ -1,6 +1,6 @@
 /*
  * test_webhook_addr.c - the rule against webhooks to internal addresses
- * (lib/webhook_addr.h): every internal range, IPv4 and IPv6 (mapped
+ * (api/webhook_addr.h): every internal range, IPv4 and IPv6 (mapped
  * addresses included), against public ones; URLs that are not webhook
  * URLs; numeric hosts checked without a lookup, and allowed when a
  * platform admin said so.

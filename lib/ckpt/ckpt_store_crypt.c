@@ -1,6 +1,6 @@
 /*
  * stream_crypt.c - the encrypted checkpoint store: the plain-file store
- * underneath, every file an encrypted object (lib/crypt.h).
+ * underneath, every file an encrypted object (lib/crypt/crypt.h).
  *
  * A write stream is an object writer whose sink is the plain store's write
  * stream: the header goes out at open, full chunks as they fill, the final
@@ -12,7 +12,7 @@
  */
 #include "crypt.h"
 #include "error.h"
-#include "stream.h"
+#include "ckpt_store.h"
 
 #include <fcntl.h>
 #include <stdio.h>

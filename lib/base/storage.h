@@ -25,7 +25,7 @@
  * Ids are canonical lower-case UUIDs (8-4-4-4-12 hex digits). Names are one
  * or more components of [A-Za-z0-9._-] joined by '/', none empty, "." or
  * "..", at most STORAGE_NAME_MAX bytes. This is the one rule for object
- * names: the checkpoint store (lib/stream.h), the worker
+ * names: the checkpoint store (lib/ckpt/ckpt_store.h), the worker
  * runtime and the API all check names with storage_name_valid(), and a
  * checkpoint's shard names with storage_shard_name_valid(). Paths are built
  * only from checked ids and names, so no input reaches the file system

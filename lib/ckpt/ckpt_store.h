@@ -17,7 +17,7 @@
  *
  * Names: one or more components joined by '/', each made of [A-Za-z0-9._-],
  * none empty, "." or "..", at most CKPT_NAME_MAX bytes in all: the storage
- * layout's one rule, storage_name_valid() in lib/storage.h. Absolute
+ * layout's one rule, storage_name_valid() in lib/base/storage.h. Absolute
  * names are refused. The empty name "" means the store's root and is only
  * accepted by ckpt_store_list() and ckpt_store_mkdir().
  *

@@ -37,7 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "stream.h"
+#include "ckpt_store.h"
 
 enum {
 	CKPT_ERR_CORRUPT = -30,  /* hash mismatch, truncated, bad magic or structure */

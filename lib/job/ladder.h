@@ -17,7 +17,7 @@
 
 /*
  * The "auto" fallbacks of a job: the capacity planner's ladder
- * (lib/plan.h plan_fallback_ladder, the rule the API checks at submit),
+ * (lib/job/plan.h plan_fallback_ladder, the rule the API checks at submit),
  * by shape alone: data_parallel shrinks first, by its smallest prime
  * factor so the global batch stays whole, then pipeline_parallel, then
  * tensor_parallel; micro_batch and zero_stage are kept and grad_accum

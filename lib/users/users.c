@@ -1,7 +1,7 @@
 /*
  * store.c - creation of users and API tokens.
  */
-#include "store.h"
+#include "users.h"
 
 #include <stdio.h>
 #include <stdlib.h>
