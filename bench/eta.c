@@ -8,12 +8,12 @@
  * hours, and actually running 10% to 100% of it. Replay: admission as the scheduler does it within
  * a quota (the queue in order, a job holding the ones behind it), event by event, with the true run
  * times; that gives each job's true start. At each job's submission, both estimates are taken from
- * what is known then: eta     lib/job/eta.h as the API runs it: running jobs end at their pace so far
- * (their progress is known, their speed steady), queued ones run their limit times the median share
- * of it among the jobs already finished; anchor  the same replay with every job running its whole
- * limit (what a scheduler that knows only time limits would say). Reported: the mean and median
- * absolute error of each, in minutes, over the jobs that had to wait, and eta's error as a fraction
- * of the anchor's. Deterministic (a fixed seed): the same figures every run.
+ * what is known then: eta     lib/job/eta.h as the API runs it: running jobs end at their pace so
+ * far (their progress is known, their speed steady), queued ones run their limit times the median
+ * share of it among the jobs already finished; anchor  the same replay with every job running its
+ * whole limit (what a scheduler that knows only time limits would say). Reported: the mean and
+ * median absolute error of each, in minutes, over the jobs that had to wait, and eta's error as a
+ * fraction of the anchor's. Deterministic (a fixed seed): the same figures every run.
  *
  *   build/bench/eta [JOBS] [SEED]
  */
@@ -110,10 +110,18 @@ static void estimate(job *jobs, int k)
 	                       : 1.0;
 	for (int i = 0; i <= k; i++)
 		if (jobs[i].start > now || i == k) {
-			q[nqueue] = (eta_queued){jobs[i].devices, jobs[i].limit * ratio, 0};
-			nq[nqueue++] = (eta_queued){jobs[i].devices, jobs[i].limit, 0};
+			q[nqueue] = (eta_queued){.devices = jobs[i].devices,
+			                         .gpu = true,
+			                         .duration = jobs[i].limit * ratio};
+			nq[nqueue++] = (eta_queued){
+			    .devices = jobs[i].devices, .gpu = true, .duration = jobs[i].limit};
 		}
-	eta_input in = {now, MAX_DEVICES, MAX_RUNNING, run, nr, q, nqueue};
+	eta_input in = {.now = now,
+	                .limits = {MAX_DEVICES, MAX_RUNNING, INT32_MAX},
+	                .running = run,
+	                .n_running = nr,
+	                .queue = q,
+	                .n_queue = nqueue};
 	jobs[k].eta = eta_start(&in);
 	in.running = naive_run;
 	in.queue = nq;

@@ -1,8 +1,8 @@
 /*
  * stream.c - the checkpoint store interface and its plain-file backend.
  *
- * The generic half validates names (by lib/base/storage.h's one rule) and dispatches through the vtable.
- * The plain-file half maps a name to "<root>/<name>", writes to
+ * The generic half validates names (by lib/base/storage.h's one rule) and dispatches through the
+ * vtable. The plain-file half maps a name to "<root>/<name>", writes to
  * "<root>/<name>.tmp.<pid>" and renames at commit, with fsync of the file
  * before and of its directory after the rename.
  */

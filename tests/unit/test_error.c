@@ -17,13 +17,15 @@ static char *render_docs(void)
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
-	fprintf(f, "# Error codes\n\n"
-	           "Generated from lib/base/errors.def by `make docs`; a unit test fails when this file "
-	           "and the table differ.\n\n"
-	           "Every error answer is `application/problem+json` with a stable `code`. "
-	           "Validation errors (`validation_failed`) list one row per offending field in "
-	           "`errors[]`, each with a JSON pointer and one of the field codes below.\n\n"
-	           "## Request errors\n\n| code | HTTP status | meaning |\n|---|---|---|\n");
+	fprintf(
+	    f,
+	    "# Error codes\n\n"
+	    "Generated from lib/base/errors.def by `make docs`; a unit test fails when this file "
+	    "and the table differ.\n\n"
+	    "Every error answer is `application/problem+json` with a stable `code`. "
+	    "Validation errors (`validation_failed`) list one row per offending field in "
+	    "`errors[]`, each with a JSON pointer and one of the field codes below.\n\n"
+	    "## Request errors\n\n| code | HTTP status | meaning |\n|---|---|---|\n");
 	for (int i = 1; i < ERR__COUNT; i++)
 		if (err_info((err_code)i)->kind == ERR_KIND_REQ)
 			fprintf(f, "| `%s` | %d | %s |\n", err_info((err_code)i)->code,
