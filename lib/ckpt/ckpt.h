@@ -1,5 +1,5 @@
 /*
- * ckpt.h - sharded training checkpoints over a ckpt_store (stream.h).
+ * ckpt.h - sharded training checkpoints over a ckpt_store (ckpt_store.h).
  *
  * Layout inside the store (the formats byte by byte: worker/README.md):
  *   step_00000020/shard_00000_of_00002.bin   one per rank, written by it
@@ -27,7 +27,7 @@
  * and refuses it (CKPT_ERR_CORRUPT) before any section can be read.
  *
  * Errors: 0 or a negative code, CKPT_ERR_* below or CKPT_STORE_ERR_*
- * (stream.h) passed through from the store, with a message in err.
+ * (ckpt_store.h) passed through from the store, with a message in err.
  */
 #ifndef TY_CKPT_H
 #define TY_CKPT_H

@@ -1,5 +1,5 @@
 /*
- * stream.h - the storage interface that every checkpoint byte goes through.
+ * ckpt_store.h - the storage interface that every checkpoint byte goes through.
  *
  * A ckpt_store is a namespace of files and directories addressed by
  * relative names ("step_00000020/manifest.json"). The trainer and ckpt.c
@@ -102,7 +102,7 @@ ckpt_store *ckpt_store_dir(const char *root);
 void ckpt_store_free(ckpt_store *s);
 
 /*
- * The encrypted store (stream_crypt.c): the plain-file store over root, with
+ * The encrypted store (ckpt_store_crypt.c): the plain-file store over root, with
  * every file an encrypted object of ctx (crypt.h) whose AAD name is its
  * relative name, so a file moved to another name, job or tenant, altered
  * or truncated fails to read (CKPT_STORE_ERR_IO, naming the file). Commit

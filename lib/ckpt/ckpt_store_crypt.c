@@ -1,5 +1,5 @@
 /*
- * stream_crypt.c - the encrypted checkpoint store: the plain-file store
+ * ckpt_store_crypt.c - the encrypted checkpoint store: the plain-file store
  * underneath, every file an encrypted object (lib/crypt/crypt.h).
  *
  * A write stream is an object writer whose sink is the plain store's write

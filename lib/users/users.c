@@ -1,5 +1,5 @@
 /*
- * store.c - creation of users and API tokens.
+ * users.c - creation of users and API tokens.
  */
 #include "users.h"
 

@@ -1,5 +1,5 @@
 /*
- * store.h - users and API tokens in the database, shared by the API and
+ * users.h - users and API tokens in the database, shared by the API and
  * `yardctl bootstrap` and `token issue`, so all create them the same way.
  *
  * Every function runs inside the caller's transaction (or autocommit) and
