@@ -37,8 +37,6 @@ static const char *const body_fields[] = {"model",
                                           "parallel",
                                           "max_configs",
                                           NULL};
-static const char *const parallel_fields[] = {"data_parallel", "tensor_parallel",
-                                              "pipeline_parallel", "zero_stage", NULL};
 
 /* An int member into *dst (which holds the default). RET as jsonx_get_int. */
 static int get_int(const json_t *obj, const char *base, const char *key, bool required, int64_t min,
@@ -92,6 +90,7 @@ static const char *recompute_name(int i)
 	return jobspec_recompute_name((jobspec_recompute)i);
 }
 
+/* parallel: a layout's shape (LAYOUT_F_SHAPE), each field optional. */
 static void read_parallel(const json_t *in, plan_request *r, verrs *v)
 {
 	const json_t *p = NULL;
@@ -99,15 +98,7 @@ static void read_parallel(const json_t *in, plan_request *r, verrs *v)
 	if (jsonx_get_obj(in, "", "parallel", false, &p, v) <= 0)
 		return;
 	r->fixed = true;
-	jsonx_only_fields(p, "/parallel", parallel_fields, v);
-	layout *l = &r->layout;
-	get_int(p, "/parallel", "data_parallel", false, 1, LAYOUT_DATA_PARALLEL_MAX,
-	        &l->data_parallel, v);
-	get_int(p, "/parallel", "tensor_parallel", false, 1, LAYOUT_DEGREE_MAX, &l->tensor_parallel,
-	        v);
-	get_int(p, "/parallel", "pipeline_parallel", false, 1, LAYOUT_DEGREE_MAX,
-	        &l->pipeline_parallel, v);
-	get_int(p, "/parallel", "zero_stage", false, 0, LAYOUT_ZERO_STAGE_MAX, &l->zero_stage, v);
+	layout_from_json(p, "/parallel", LAYOUT_F_SHAPE, 0, NULL, &r->layout, NULL, v);
 }
 
 /* Every field of the body. RET: the rows added. */
@@ -178,21 +169,24 @@ static json_int_t bytes(double b)
 	return (json_int_t)(b < PLAN_BYTES_MAX ? b : PLAN_BYTES_MAX);
 }
 
+/* A configuration: its layout's fields, then what the planner says of it. */
 static json_t *config_json(const plan_config *c)
 {
-	const layout *l = &c->layout;
 	const plan_memory *m = &c->memory;
-	return json_pack(
-	    "{s:i, s:i, s:i, s:i, s:i, s:i, s:{s:I, s:I, s:I, s:I, s:I}, s:f,"
-	    " s:{s:I, s:I, s:I}, s:f, s:f, s:f, s:b, s:s?}",
-	    "data_parallel", l->data_parallel, "tensor_parallel", l->tensor_parallel,
-	    "pipeline_parallel", l->pipeline_parallel, "zero_stage", l->zero_stage, "micro_batch",
-	    l->micro_batch, "grad_accum", l->grad_accum, "memory", "params", bytes(m->params),
-	    "grads", bytes(m->grads), "optimizer", bytes(m->optimizer), "activations",
-	    bytes(m->activations), "total", bytes(m->total), "flops_per_step", c->flops_per_step,
-	    "comm_bytes_per_step", "dp", bytes(c->comm.dp), "tp", bytes(c->comm.tp), "pp",
-	    bytes(c->comm.pp), "bubble", c->bubble, "step_seconds", c->step_seconds, "tokens_per_s",
-	    c->tokens_per_s, "fits", c->fits, "reason", c->fits ? NULL : c->reason);
+	json_t *o = layout_to_json(&c->layout, LAYOUT_F_ALL);
+	json_t *said = json_pack(
+	    "{s:{s:I, s:I, s:I, s:I, s:I}, s:f, s:{s:I, s:I, s:I}, s:f, s:f, s:f, s:b, s:s?}",
+	    "memory", "params", bytes(m->params), "grads", bytes(m->grads), "optimizer",
+	    bytes(m->optimizer), "activations", bytes(m->activations), "total", bytes(m->total),
+	    "flops_per_step", c->flops_per_step, "comm_bytes_per_step", "dp", bytes(c->comm.dp),
+	    "tp", bytes(c->comm.tp), "pp", bytes(c->comm.pp), "bubble", c->bubble, "step_seconds",
+	    c->step_seconds, "tokens_per_s", c->tokens_per_s, "fits", c->fits, "reason",
+	    c->fits ? NULL : c->reason);
+	if (json_object_update_new(o, said) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 /* Append n configurations to a new array. RET: it, or NULL when out of memory. */

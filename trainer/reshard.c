@@ -75,10 +75,7 @@ static int read_source(reshard *r)
 		return say(r, TRAIN_CKPT_CORRUPT, "cannot read the checkpoint");
 	}
 	const layout *p = &r->tc->run;
-	json_object_set_new(r->state, "grid",
-	                    json_pack("{s:i, s:i, s:i, s:i}", "dp", p->data_parallel, "tp",
-	                              p->tensor_parallel, "pp", p->pipeline_parallel, "zero_stage",
-	                              p->zero_stage));
+	json_object_set_new(r->state, "grid", layout_to_json(p, LAYOUT_F_SHAPE));
 	return TRAIN_OK;
 }
 

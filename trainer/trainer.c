@@ -103,12 +103,15 @@ static int comm_status(int rc)
 static json_t *state_json(const run *r)
 {
 	data_position p = data_tell(r->data);
-	return json_pack("{s:i, s:i, s:i, s:f, s:i, s:{s:I, s:I, s:I}, s:{s:i, s:i, s:i, s:i}}",
-	                 "step", r->step, "opt_step", dp_opt_step(r->dp), "skipped", r->skipped,
-	                 "loss_scale", (double)r->scaler.scale, "good_steps", r->scaler.good_steps,
-	                 "data", "epoch", (json_int_t)p.epoch, "cursor", (json_int_t)p.cursor,
-	                 "sequences", (json_int_t)p.sequences, "grid", "dp", r->grid.dp, "tp",
-	                 r->grid.tp, "pp", r->grid.pp, "zero_stage", dp_stage(r->dp));
+	layout grid = {.data_parallel = r->grid.dp,
+	               .tensor_parallel = r->grid.tp,
+	               .pipeline_parallel = r->grid.pp,
+	               .zero_stage = dp_stage(r->dp)};
+	return json_pack("{s:i, s:i, s:i, s:f, s:i, s:{s:I, s:I, s:I}, s:o}", "step", r->step,
+	                 "opt_step", dp_opt_step(r->dp), "skipped", r->skipped, "loss_scale",
+	                 (double)r->scaler.scale, "good_steps", r->scaler.good_steps, "data",
+	                 "epoch", (json_int_t)p.epoch, "cursor", (json_int_t)p.cursor, "sequences",
+	                 (json_int_t)p.sequences, "grid", layout_to_json(&grid, LAYOUT_F_SHAPE));
 }
 
 static int write_shard(run *r, ckpt_shard_info *info)
@@ -287,6 +290,31 @@ static int take_shard(run *r, const ckpt_manifest *m, int k, restore_plan *p, js
 	return rc;
 }
 
+/*
+ * The layout a checkpoint's state says it was written under, by the
+ * layout's names (layout.h); a checkpoint written before them named the
+ * degrees dp, tp and pp. RET: a new object, or NULL when the state has no
+ * grid (or memory ran out).
+ */
+static json_t *state_grid(const json_t *state)
+{
+	static const char *const old_names[][2] = {
+	    {"dp", "data_parallel"}, {"tp", "tensor_parallel"}, {"pp", "pipeline_parallel"}};
+	const json_t *g = json_object_get(state, "grid");
+	if (!json_is_object(g))
+		return NULL;
+	json_t *named = json_object();
+	const char *k;
+	json_t *x;
+	json_object_foreach ((json_t *)g, k, x) {
+		for (size_t i = 0; i < sizeof(old_names) / sizeof(old_names[0]); i++)
+			if (strcmp(k, old_names[i][0]) == 0)
+				k = old_names[i][1];
+		json_object_set(named, k, x);
+	}
+	return named;
+}
+
 /* Apply the state JSON of a checkpoint. RET 0 or an error. OUT: *opt_step. */
 static int apply_state(run *r, const ckpt_manifest *m, json_t *state, int *opt_step)
 {
@@ -301,7 +329,7 @@ static int apply_state(run *r, const ckpt_manifest *m, json_t *state, int *opt_s
 	*opt_step = (int)json_integer_value(json_object_get(state, "opt_step"));
 	r->scaler.scale = (float)json_real_value(json_object_get(state, "loss_scale"));
 	r->scaler.good_steps = (int)json_integer_value(json_object_get(state, "good_steps"));
-	r->from_grid = json_incref(json_object_get(state, "grid"));
+	r->from_grid = state_grid(state);
 	if (r->step != m->step) {
 		snprintf(r->err, sizeof(r->err), "checkpoint state says step %d, manifest %d",
 		         r->step, m->step);

@@ -63,12 +63,15 @@ static void say(driver *d, const char *fmt, ...)
 	relay_worker_line(&d->rl, msg);
 }
 
+/* A rung in events: the layout's fields and its ranks. RET: NULL when out of memory. */
 static json_t *layout_json(const layout *p)
 {
-	return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:I}", "dp", p->data_parallel, "tp",
-	                 p->tensor_parallel, "pp", p->pipeline_parallel, "zero", p->zero_stage,
-	                 "micro_batch", p->micro_batch, "grad_accum", p->grad_accum, "ranks",
-	                 (json_int_t)layout_ranks(p));
+	json_t *o = layout_to_json(p, LAYOUT_F_ALL);
+	if (o && json_object_set_new(o, "ranks", json_integer((json_int_t)layout_ranks(p))) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 static void emit(driver *d, const char *kind, json_t *detail)

@@ -16,24 +16,22 @@
 
 #define PTR_MAX 256
 
-/* Usable values (ctx.known). The layout bits also describe each fallback. */
+/*
+ * Usable values (ctx.known): the layout's fields by their bits in layout.h
+ * (LAYOUT_F_*, which also describe each fallback), then these.
+ */
 enum {
-	K_DP = 1u << 0,
-	K_TP = 1u << 1,
-	K_PP = 1u << 2,
-	K_ZERO = 1u << 3,
-	K_MB = 1u << 4,
-	K_GB = 1u << 5,
-	K_LAYERS = 1u << 6,
-	K_DMODEL = 1u << 7,
-	K_HEADS = 1u << 8,
-	K_NODES = 1u << 9,
-	K_GPN = 1u << 10,
-	K_RPN = 1u << 11,
-	K_TIME = 1u << 12,
-	K_STEPS = 1u << 13,
+	K_GB = 1u << 8,
+	K_LAYERS = 1u << 9,
+	K_DMODEL = 1u << 10,
+	K_HEADS = 1u << 11,
+	K_NODES = 1u << 12,
+	K_GPN = 1u << 13,
+	K_RPN = 1u << 14,
+	K_TIME = 1u << 15,
+	K_STEPS = 1u << 16,
 };
-#define K_RANKS (K_DP | K_TP | K_PP)
+_Static_assert(LAYOUT_F_ALL < K_GB, "the layout's bits come first");
 
 typedef struct ctx {
 	jobspec *s;
@@ -71,16 +69,8 @@ static const char *const model_fields[] = {"preset",     "layers",  "d_model", "
                                            "vocab_size", "seq_len", NULL};
 static const char *const data_fields[] = {"train",       "val",     "dataset",
                                           "val_dataset", "shuffle", NULL};
-static const char *const parallel_fields[] = {
-    "data_parallel", "tensor_parallel", "pipeline_parallel", "zero_stage",
-    "micro_batch",   "global_batch",    "grad_accum",        NULL};
-static const char *const fallback_fields[] = {"data_parallel",
-                                              "tensor_parallel",
-                                              "pipeline_parallel",
-                                              "zero_stage",
-                                              "micro_batch",
-                                              "grad_accum",
-                                              NULL};
+/* parallel holds a layout's fields (layout.h) and these */
+static const char *const parallel_others[] = {"global_batch", NULL};
 static const char *const resources_fields[] = {
     "nodes", "gpus_per_node", "ranks_per_node", "time_limit_minutes", "partition", NULL};
 static const char *const training_fields[] = {
@@ -405,35 +395,34 @@ static void read_data(ctx *c, const json_t *root)
 }
 
 /*
- * One layout's fields: the job's (job == NULL: data, tensor and pipeline
- * default to 1, micro_batch is required) or a fallback's (data, tensor and
- * pipeline required; zero_stage and micro_batch default to the job's).
+ * One layout's fields (layout.h), and no other member but the others:
+ * the job's (job == NULL: data, tensor and pipeline default to 1,
+ * micro_batch is required) or a fallback's (data, tensor and pipeline
+ * required; zero_stage and micro_batch default to the job's).
  * OUT: *p, *ga (grad_accum as given, 0 when absent). RET: usable K_ bits.
  */
 static unsigned read_layout(ctx *c, const json_t *obj, const char *base, const layout *job,
-                            layout *p, int *ga)
+                            const char *const *others, layout *p, int *ga)
 {
 	bool fb = job != NULL;
-	unsigned k = 0;
-	if (rd_int(c, obj, base, "data_parallel", fb, 1, LAYOUT_DATA_PARALLEL_MAX, 1,
-	           &p->data_parallel) >= 0)
-		k |= K_DP;
-	if (rd_int(c, obj, base, "tensor_parallel", fb, 1, LAYOUT_DEGREE_MAX, 1,
-	           &p->tensor_parallel) >= 0)
-		k |= K_TP;
-	if (rd_int(c, obj, base, "pipeline_parallel", fb, 1, LAYOUT_DEGREE_MAX, 1,
-	           &p->pipeline_parallel) >= 0)
-		k |= K_PP;
-	int rc = rd_int(c, obj, base, "zero_stage", false, 0, LAYOUT_ZERO_STAGE_MAX,
-	                fb ? job->zero_stage : 0, &p->zero_stage);
-	if (rc > 0 || (rc == 0 && (!fb || (c->known & K_ZERO))))
-		k |= K_ZERO;
-	rc = rd_int(c, obj, base, "micro_batch", !fb, 1, LAYOUT_MICRO_BATCH_MAX,
-	            fb ? job->micro_batch : 0, &p->micro_batch);
-	if (rc > 0 || (rc == 0 && fb && (c->known & K_MB)))
-		k |= K_MB;
-	*ga = 0;
-	rd_int(c, obj, base, "grad_accum", false, 1, LAYOUT_BATCH_MAX, 0, ga);
+	*p = (layout){.data_parallel = 1,
+	              .tensor_parallel = 1,
+	              .pipeline_parallel = 1,
+	              .zero_stage = fb ? job->zero_stage : 0,
+	              .micro_batch = fb ? job->micro_batch : 0};
+	layout_read r;
+	c->problems +=
+	    layout_from_json(obj, base, LAYOUT_F_ALL, fb ? LAYOUT_F_RANKS : LAYOUT_F_MICRO_BATCH,
+	                     others, p, &r, c->v);
+	unsigned k = LAYOUT_F_RANKS & ~r.bad;
+	if ((r.given & LAYOUT_F_ZERO_STAGE) ||
+	    (!(r.bad & LAYOUT_F_ZERO_STAGE) && (!fb || (c->known & LAYOUT_F_ZERO_STAGE))))
+		k |= LAYOUT_F_ZERO_STAGE;
+	if ((r.given & LAYOUT_F_MICRO_BATCH) ||
+	    (!(r.bad & LAYOUT_F_MICRO_BATCH) && fb && (c->known & LAYOUT_F_MICRO_BATCH)))
+		k |= LAYOUT_F_MICRO_BATCH;
+	*ga = (r.given & LAYOUT_F_GRAD_ACCUM) ? p->grad_accum : 0;
+	p->grad_accum = 0; /* derived by check_layout() */
 	return k;
 }
 
@@ -442,8 +431,8 @@ static void read_parallel(ctx *c, const json_t *root)
 	const json_t *p;
 	if (rd_obj(c, root, "parallel", true, &p) <= 0)
 		return;
-	only(c, p, "/parallel", parallel_fields);
-	c->known |= read_layout(c, p, "/parallel", NULL, &c->s->parallel, &c->grad_accum_given);
+	c->known |= read_layout(c, p, "/parallel", NULL, parallel_others, &c->s->parallel,
+	                        &c->grad_accum_given);
 	mark(c, K_GB,
 	     rd_int(c, p, "/parallel", "global_batch", true, 1, LAYOUT_BATCH_MAX, 0,
 	            &c->s->global_batch));
@@ -557,10 +546,10 @@ static void check_layout(ctx *c, layout *p, unsigned k, int ga_given, const char
 {
 	const jobspec_model *m = &c->s->model;
 	layout known = *p;
-	known.data_parallel = (k & K_DP) ? p->data_parallel : 0;
-	known.tensor_parallel = (k & K_TP) ? p->tensor_parallel : 0;
-	known.pipeline_parallel = (k & K_PP) ? p->pipeline_parallel : 0;
-	known.micro_batch = (k & K_MB) ? p->micro_batch : 0;
+	known.data_parallel = (k & LAYOUT_F_DATA_PARALLEL) ? p->data_parallel : 0;
+	known.tensor_parallel = (k & LAYOUT_F_TENSOR_PARALLEL) ? p->tensor_parallel : 0;
+	known.pipeline_parallel = (k & LAYOUT_F_PIPELINE_PARALLEL) ? p->pipeline_parallel : 0;
+	known.micro_batch = (k & LAYOUT_F_MICRO_BATCH) ? p->micro_batch : 0;
 	layout_fit fit = {
 	    .heads = (c->known & K_HEADS) ? m->heads : 0,
 	    .layers = (c->known & K_LAYERS) ? m->layers : 0,
@@ -586,15 +575,14 @@ static int64_t read_fallback_entry(ctx *c, const json_t *e, size_t i, int64_t pr
 		problem(c, base, ERR_F_WRONG_TYPE, "a fallback entry must be an object");
 		return -1;
 	}
-	only(c, e, base, fallback_fields);
-	layout p = {0};
+	layout p;
 	int ga;
-	unsigned k = read_layout(c, e, base, &c->s->parallel, &p, &ga);
+	unsigned k = read_layout(c, e, base, &c->s->parallel, NULL, &p, &ga);
 	jsonx_pointer(batch_ptr, sizeof(batch_ptr), base, "data_parallel");
 	check_layout(c, &p, k, ga, base, batch_ptr);
 	if (i < JOBSPEC_MAX_FALLBACK)
 		c->s->fallback[c->s->n_fallback++] = p;
-	if (!all_known(k, K_RANKS))
+	if (!all_known(k, LAYOUT_F_RANKS))
 		return -1;
 	int64_t ranks = layout_ranks(&p);
 	if (prev >= 0 && ranks >= prev)
@@ -628,7 +616,7 @@ static void read_fallback(ctx *c, const json_t *ft)
 		problem(c, P, ERR_F_OUT_OF_RANGE,
 		        "fallback lists %zu layouts; at most %d are allowed", json_array_size(f),
 		        JOBSPEC_MAX_FALLBACK);
-	int64_t prev = all_known(c->known, K_RANKS) ? layout_ranks(&c->s->parallel) : -1;
+	int64_t prev = all_known(c->known, LAYOUT_F_RANKS) ? layout_ranks(&c->s->parallel) : -1;
 	size_t i;
 	const json_t *e;
 	json_array_foreach (f, i, e)
@@ -663,7 +651,7 @@ static void check_ranks(ctx *c)
 {
 	const jobspec *s = c->s;
 	const jobspec_resources *r = &s->resources;
-	if (all_known(c->known, K_RANKS | K_NODES | K_RPN)) {
+	if (all_known(c->known, LAYOUT_F_RANKS | K_NODES | K_RPN)) {
 		layout_fit fit = {.ranks = jobspec_ranks(s),
 		                  .ranks_said = "nodes x ranks_per_node is %lld"};
 		layout_problems(c, &s->parallel, &fit, "/parallel", "/parallel/global_batch");
@@ -699,21 +687,13 @@ static const char *or_null(const char *s)
 	return s[0] ? s : NULL;
 }
 
-static json_t *layout_json(const layout *p)
-{
-	return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i}", "data_parallel", p->data_parallel,
-	                 "tensor_parallel", p->tensor_parallel, "pipeline_parallel",
-	                 p->pipeline_parallel, "zero_stage", p->zero_stage, "micro_batch",
-	                 p->micro_batch, "grad_accum", p->grad_accum);
-}
-
 static json_t *fallback_json(const jobspec *s)
 {
 	if (s->fallback_auto)
 		return json_string("auto");
 	json_t *a = json_array();
 	for (int i = 0; a && i < s->n_fallback; i++)
-		if (json_array_append_new(a, layout_json(&s->fallback[i])) < 0) {
+		if (json_array_append_new(a, layout_to_json(&s->fallback[i], LAYOUT_F_ALL)) < 0) {
 			json_decref(a);
 			return NULL;
 		}
@@ -727,12 +707,15 @@ static json_t *model_json(const jobspec_model *m)
 	                 m->vocab_size, "seq_len", m->seq_len);
 }
 
+/* The layout's fields and global_batch. RET: NULL when out of memory. */
 static json_t *parallel_json(const layout *p, int global_batch)
 {
-	return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i}", "data_parallel", p->data_parallel,
-	                 "tensor_parallel", p->tensor_parallel, "pipeline_parallel",
-	                 p->pipeline_parallel, "zero_stage", p->zero_stage, "micro_batch",
-	                 p->micro_batch, "global_batch", global_batch, "grad_accum", p->grad_accum);
+	json_t *o = layout_to_json(p, LAYOUT_F_ALL);
+	if (o && json_object_set_new(o, "global_batch", json_integer(global_batch)) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 static json_t *resources_json(const jobspec_resources *r)

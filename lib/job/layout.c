@@ -80,19 +80,29 @@ int layout_check_msg(const layout *l, const layout_fit *fit, char *err, size_t e
 	return n ? -1 : 0;
 }
 
-/* The fields of the text form, in the order layout_format() writes them. */
+/*
+ * The fields, in the order of the struct: their names, ranges and bits.
+ * The text form holds them all but grad_accum, which it derives.
+ */
 static const struct {
 	const char *name;
 	size_t offset;
 	int min, max;
+	unsigned bit;
 } fields[] = {
-    {"data_parallel", offsetof(layout, data_parallel), 1, LAYOUT_DATA_PARALLEL_MAX},
-    {"tensor_parallel", offsetof(layout, tensor_parallel), 1, LAYOUT_DEGREE_MAX},
-    {"pipeline_parallel", offsetof(layout, pipeline_parallel), 1, LAYOUT_DEGREE_MAX},
-    {"zero_stage", offsetof(layout, zero_stage), 0, LAYOUT_ZERO_STAGE_MAX},
-    {"micro_batch", offsetof(layout, micro_batch), 1, LAYOUT_MICRO_BATCH_MAX},
+    {"data_parallel", offsetof(layout, data_parallel), 1, LAYOUT_DATA_PARALLEL_MAX,
+     LAYOUT_F_DATA_PARALLEL},
+    {"tensor_parallel", offsetof(layout, tensor_parallel), 1, LAYOUT_DEGREE_MAX,
+     LAYOUT_F_TENSOR_PARALLEL},
+    {"pipeline_parallel", offsetof(layout, pipeline_parallel), 1, LAYOUT_DEGREE_MAX,
+     LAYOUT_F_PIPELINE_PARALLEL},
+    {"zero_stage", offsetof(layout, zero_stage), 0, LAYOUT_ZERO_STAGE_MAX, LAYOUT_F_ZERO_STAGE},
+    {"micro_batch", offsetof(layout, micro_batch), 1, LAYOUT_MICRO_BATCH_MAX, LAYOUT_F_MICRO_BATCH},
+    {"grad_accum", offsetof(layout, grad_accum), 1, LAYOUT_BATCH_MAX, LAYOUT_F_GRAD_ACCUM},
 };
-#define N_FIELDS (sizeof(fields) / sizeof(fields[0]))
+#define N_FIELDS    (sizeof(fields) / sizeof(fields[0]))
+#define TEXT_FIELDS (LAYOUT_F_ALL & ~LAYOUT_F_GRAD_ACCUM)
+#define OTHERS_MAX  8
 
 static int *field_of(layout *l, size_t i)
 {
@@ -104,8 +114,10 @@ int layout_format(const layout *l, char *buf, size_t n)
 	layout copy = *l;
 	size_t used = 0;
 	for (size_t i = 0; i < N_FIELDS; i++) {
+		if (!(fields[i].bit & TEXT_FIELDS))
+			continue;
 		int w = snprintf(buf + (used < n ? used : n), used < n ? n - used : 0, "%s%s=%d",
-		                 i ? "," : "", fields[i].name, *field_of(&copy, i));
+		                 used ? "," : "", fields[i].name, *field_of(&copy, i));
 		used += (size_t)w;
 	}
 	return (int)used;
@@ -121,7 +133,8 @@ int layout_parse(const char *text, layout *out, char *err, size_t errlen)
 		const char *eq = memchr(p, '=', (size_t)(end - p));
 		size_t i = 0;
 		while (eq && i < N_FIELDS &&
-		       (strlen(fields[i].name) != (size_t)(eq - p) ||
+		       (!(fields[i].bit & TEXT_FIELDS) ||
+		        strlen(fields[i].name) != (size_t)(eq - p) ||
 		        strncmp(fields[i].name, p, (size_t)(eq - p)) != 0))
 			i++;
 		if (!eq || i == N_FIELDS) {
@@ -148,7 +161,7 @@ int layout_parse(const char *text, layout *out, char *err, size_t errlen)
 		p = *end ? end + 1 : end;
 	}
 	for (size_t i = 0; i < N_FIELDS; i++) {
-		if (!seen[i]) {
+		if ((fields[i].bit & TEXT_FIELDS) && !seen[i]) {
 			err_printf(err, errlen, "layout \"%s\": %s is missing", text,
 			           fields[i].name);
 			return -1;
@@ -156,4 +169,50 @@ int layout_parse(const char *text, layout *out, char *err, size_t errlen)
 	}
 	*out = l;
 	return 0;
+}
+
+json_t *layout_to_json(const layout *l, unsigned want)
+{
+	layout copy = *l;
+	json_t *o = json_object();
+	for (size_t i = 0; o && i < N_FIELDS; i++) {
+		if ((fields[i].bit & want) &&
+		    json_object_set_new(o, fields[i].name, json_integer(*field_of(&copy, i))) < 0) {
+			json_decref(o);
+			o = NULL;
+		}
+	}
+	return o;
+}
+
+int layout_from_json(const json_t *obj, const char *base, unsigned want, unsigned required,
+                     const char *const *others, layout *l, layout_read *r, verrs *v)
+{
+	const char *allowed[N_FIELDS + OTHERS_MAX + 1];
+	size_t n = 0;
+	for (size_t i = 0; i < N_FIELDS; i++)
+		if (fields[i].bit & want)
+			allowed[n++] = fields[i].name;
+	for (size_t i = 0; others && others[i] && i < OTHERS_MAX; i++)
+		allowed[n++] = others[i];
+	allowed[n] = NULL;
+	int problems = json_is_object(obj) ? jsonx_only_fields(obj, base, allowed, v) : 0;
+	layout_read got = {0};
+	for (size_t i = 0; i < N_FIELDS; i++) {
+		if (!(fields[i].bit & want))
+			continue;
+		int64_t x = 0;
+		int rc = jsonx_get_int(obj, base, fields[i].name, (fields[i].bit & required) != 0,
+		                       fields[i].min, fields[i].max, &x, v);
+		if (rc > 0) {
+			*field_of(l, i) = (int)x;
+			got.given |= fields[i].bit;
+		} else if (rc < 0) {
+			got.bad |= fields[i].bit;
+			problems++;
+		}
+	}
+	if (r)
+		*r = got;
+	return problems;
 }

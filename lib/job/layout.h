@@ -3,16 +3,18 @@
  * parallel, the ZeRO stage and the batch split. One type for the job
  * spec's layout and each of its fallbacks, the capacity planner's
  * candidates, the worker runtime's ladder and the layout the trainer runs;
- * the ranges of its fields and the rules between a layout, its model and
- * its batch are written here once.
+ * the names and ranges of its fields, its text and JSON forms and the
+ * rules between a layout, its model and its batch are written here once.
  */
 #ifndef TY_LAYOUT_H
 #define TY_LAYOUT_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "error.h"
+#include "jsonx.h"
 
 /* The ranges of the fields (the job spec, the plan request, the OpenAPI document). */
 #define LAYOUT_DATA_PARALLEL_MAX 65536
@@ -83,5 +85,58 @@ int layout_format(const layout *l, char *buf, size_t n);
  * within its range. RET 0, or -1 with why in err.
  */
 int layout_parse(const char *text, layout *out, char *err, size_t errlen);
+
+/*
+ * The fields of a layout as bits, for its JSON form: which fields an
+ * object holds, must hold, or held. Its members are named as the struct's
+ * fields are ("data_parallel", ...): the job spec's parallel section and
+ * fallbacks, the plan request and answer, the runtime's events and a
+ * checkpoint's grid all use these names and no others.
+ */
+enum {
+	LAYOUT_F_DATA_PARALLEL = 1u << 0,
+	LAYOUT_F_TENSOR_PARALLEL = 1u << 1,
+	LAYOUT_F_PIPELINE_PARALLEL = 1u << 2,
+	LAYOUT_F_ZERO_STAGE = 1u << 3,
+	LAYOUT_F_MICRO_BATCH = 1u << 4,
+	LAYOUT_F_GRAD_ACCUM = 1u << 5,
+};
+#define LAYOUT_F_RANKS                                                                             \
+	(LAYOUT_F_DATA_PARALLEL | LAYOUT_F_TENSOR_PARALLEL | LAYOUT_F_PIPELINE_PARALLEL)
+/* the shape without the batch split: the plan request's parallel, a checkpoint's grid */
+#define LAYOUT_F_SHAPE (LAYOUT_F_RANKS | LAYOUT_F_ZERO_STAGE)
+#define LAYOUT_F_ALL   (LAYOUT_F_SHAPE | LAYOUT_F_MICRO_BATCH | LAYOUT_F_GRAD_ACCUM)
+
+/*
+ * RET: a new object with the fields of l named in fields (LAYOUT_F_*), in
+ * the order of the struct, the caller's to json_decref(); NULL when out of
+ * memory.
+ */
+json_t *layout_to_json(const layout *l, unsigned fields);
+
+/* What layout_from_json() found. */
+typedef struct layout_read {
+	unsigned given; /* LAYOUT_F_*: present and valid, now in the layout */
+	unsigned bad;   /* LAYOUT_F_*: a wrong type, out of range, or required and absent */
+} layout_read;
+
+/*
+ * Read the layout fields of the JSON object obj, whose pointer is base
+ * ("" for a whole document), into *l, which holds the defaults: a field
+ * absent (or null) or bad keeps its value there.
+ *
+ * IN:  fields (LAYOUT_F_*): the fields obj may hold; required: those it
+ *      must hold; others: the other members its caller reads itself
+ *      (NULL-terminated, at most 8), or NULL.
+ * OUT: *l; *r (may be NULL); v: a row for each problem, at base/<member>,
+ *      as jsonx.h's readers and jsonx_only_fields() write them:
+ *      unknown_field (a member neither in fields nor in others),
+ *      required, wrong_type ("data_parallel must be an integer"),
+ *      out_of_range ("data_parallel must be between 1 and 65536").
+ * RET: the problems found, 0 when there were none; counted here, not
+ *      from v.
+ */
+int layout_from_json(const json_t *obj, const char *base, unsigned fields, unsigned required,
+                     const char *const *others, layout *l, layout_read *r, verrs *v);
 
 #endif

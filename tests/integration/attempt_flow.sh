@@ -128,6 +128,29 @@ check_eq "and their sum recorded" 9007199254740992 \
 	"$(q "SELECT bytes FROM checkpoints WHERE job_id = '$J' AND step = 3")"
 check_status "a fallback event" 201 POST "$I/$A/events" -H 'Content-Type: application/json' \
 	-d '{"kind": "fallback", "reason": "out_of_memory", "detail": {"from": {"data_parallel": 2}, "to": {"data_parallel": 1}, "steps_lost": 3}}'
+# one as a worker wrote it before the layout's names were one vocabulary:
+# migration 0019 rewrites it (run here again, on the migrated database),
+# and running it once more changes nothing
+check_status "a fallback event in the old names" 201 POST "$I/$A/events" \
+	-H 'Content-Type: application/json' -d '{"kind": "fallback", "reason": "rank_lost", "detail":
+	{"from": {"dp": 2, "tp": 4, "pp": 2, "zero": 1, "micro_batch": 4, "grad_accum": 8, "ranks": 16},
+	 "to": {"dp": 1, "tp": 4, "pp": 2, "zero": 1, "micro_batch": 4, "grad_accum": 16, "ranks": 8},
+	 "steps_lost": 2}}'
+old_event="SELECT detail->'from', detail->'to' FROM job_events
+	WHERE job_id = '$J' AND reason = 'fallback: rank_lost'"
+migrate_0019() {
+	psql "$TRAINYARD_DB" -X -tA -v ON_ERROR_STOP=1 -f "$HERE/../../migrations/0019_layout_vocabulary.sql"
+}
+check_match "stored as it came" '^\{"dp": 2, "pp": 2, "tp": 4, "zero": 1, ' "$(q "$old_event")"
+check_eq "migration 0019 rewrites one event" "UPDATE 1" "$(migrate_0019)"
+check_eq "to the layout's names, the rest kept" \
+	'{"ranks": 16, "grad_accum": 8, "zero_stage": 1, "micro_batch": 4, "data_parallel": 2, "tensor_parallel": 4, "pipeline_parallel": 2}|{"ranks": 8, "grad_accum": 16, "zero_stage": 1, "micro_batch": 4, "data_parallel": 1, "tensor_parallel": 4, "pipeline_parallel": 2}' \
+	"$(q "$old_event")"
+check_eq "run again, it rewrites nothing" "UPDATE 0" "$(migrate_0019)"
+check_eq "and no stored fallback event names a layout's field the old way" 0 \
+	"$(q "SELECT count(*) FROM job_events WHERE detail->>'kind' = 'fallback'
+		AND (detail->'from' ?| ARRAY['dp', 'tp', 'pp', 'zero']
+			OR detail->'to' ?| ARRAY['dp', 'tp', 'pp', 'zero'])")"
 
 TOKEN=$ALICE
 check_status "alice reads the metrics" 200 GET "/v1/jobs/$J/metrics"

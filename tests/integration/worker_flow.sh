@@ -155,6 +155,9 @@ echo "# the fallback attempt took $((SECONDS - start)) s"
 check_match "a fallback event: rank_lost, 2 ranks -> 1, steps lost" \
 	'^"fallback: rank_lost" 2 1 [0-9]+$' \
 	"$(printf '%s' "$FB" | jq -r '"\(.reason | tojson) \(.detail.from.ranks) \(.detail.to.ranks) \(.detail.steps_lost)"')"
+check_eq "its layouts by the layout's names: dp2 -> dp1, micro_batch 4" "2 1 1 0 4 | 1 1 1 0 4" \
+	"$(printf '%s' "$FB" | jq -r '[.detail.from, .detail.to] | map("\(.data_parallel) \(.tensor_parallel)
+		\(.pipeline_parallel) \(.zero_stage) \(.micro_batch)") | join(" | ")' | xargs)"
 check_status "the metrics" 200 GET "/v1/jobs/$J_FB/metrics?limit=100"
 check_eq "every step of 20, once" "$(seq 1 20 | xargs)" \
 	"$(printf '%s' "$BODY" | jq -r '.items[].step' | xargs)"

@@ -73,6 +73,9 @@ resume() {
 
 # shellcheck disable=SC2046
 resume dp1 1 $(grid 1 1 1)
+check_eq "dp1: it says the layout it resumed from, by the layout's names" \
+	'{"data_parallel":2,"tensor_parallel":2,"pipeline_parallel":1,"zero_stage":1}' \
+	"$(jq -c 'select(.event == "resumed") | .from_grid' "$TY_TMP/dp1.jsonl")"
 # shellcheck disable=SC2046
 resume pp2 2 $(grid 1 1 2)
 # shellcheck disable=SC2046
@@ -100,6 +103,9 @@ check "resume pp2 from the offline reshard" trainN 2 "${base[@]}" $(grid 1 1 2) 
 	--ckpt-dir "$TY_TMP/ck-off" --metrics "$TY_TMP/off.jsonl"
 check_eq "it continues bit-identically to the online reshard" \
 	"$(losses "$TY_TMP/pp2.jsonl")" "$(losses "$TY_TMP/off.jsonl")"
+check_eq "and says the layout the reshard wrote" \
+	'{"data_parallel":1,"tensor_parallel":1,"pipeline_parallel":2,"zero_stage":0}' \
+	"$(jq -c 'select(.event == "resumed") | .from_grid' "$TY_TMP/off.jsonl")"
 check_fails "reshard onto its own directory is refused (usage, 2)" 2 "$TRAIN_BIN" reshard \
 	"${base[@]}" --from "$TY_TMP/ck" --to "$TY_TMP/ck"
 check_fails "reshard of another model is refused (10)" 10 "$TRAIN_BIN" reshard \

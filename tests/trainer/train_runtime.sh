@@ -90,8 +90,13 @@ else
 		"$(events oom 'select(.kind == "launch_end" and .launch == 1) | "\(.exit) \(.class)"')"
 	check_eq "a fallback event: out_of_memory, dp2 mb 8 -> dp1 mb 1 (grad_accum 16), no step lost" \
 		"out_of_memory 2 8 1 1 16 0" \
-		"$(events oom 'select(.kind == "fallback") | "\(.reason) \(.from.dp) \(.from.micro_batch)
-			\(.to.dp) \(.to.micro_batch) \(.to.grad_accum) \(.steps_lost)"' | xargs)"
+		"$(events oom 'select(.kind == "fallback") | "\(.reason) \(.from.data_parallel)
+			\(.from.micro_batch) \(.to.data_parallel) \(.to.micro_batch) \(.to.grad_accum)
+			\(.steps_lost)"' | xargs)"
+	check_eq "its layouts by the layout's names (lib/layout.h), with their ranks" \
+		"data_parallel tensor_parallel pipeline_parallel zero_stage micro_batch grad_accum ranks" \
+		"$(events oom 'select(.kind == "fallback") | .from, .to | keys_unsorted | join(" ")' |
+			sort -u)"
 	check_eq "launch 2 resumed from the checkpoint of step 2" 2 \
 		"$(events oom 'select(.kind == "trainer" and .event == "resumed") | .step')"
 	launch_losses oom 2 "$TY_TMP/oom-2.jsonl"

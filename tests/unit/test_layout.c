@@ -1,9 +1,14 @@
 /*
  * test_layout.c - the one layout type: its rules against a model, a batch
  * and the ranks there are, each with its code and field; what is unknown
- * waits; the text form the runtime hands the trainer, both ways.
+ * waits; the text form the runtime hands the trainer, both ways; the JSON
+ * form both ways, with the long names only, each problem as a row and
+ * which fields were given.
  */
 #include <check.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "layout.h"
@@ -121,6 +126,138 @@ START_TEST(text_form_refusals)
 }
 END_TEST
 
+START_TEST(json_form_both_ways)
+{
+	layout l = grid(8, 4, 2, 4);
+	l.zero_stage = 3;
+	l.grad_accum = 16;
+	json_t *o = layout_to_json(&l, LAYOUT_F_ALL);
+	char *text = json_dumps(o, JSON_COMPACT);
+	ck_assert_str_eq(text, "{\"data_parallel\":8,\"tensor_parallel\":4,\"pipeline_parallel\":2,"
+	                       "\"zero_stage\":3,\"micro_batch\":4,\"grad_accum\":16}");
+	free(text);
+	layout back = {0};
+	layout_read r;
+	verrs v;
+	verrs_init(&v);
+	ck_assert_int_eq(layout_from_json(o, "", LAYOUT_F_ALL, LAYOUT_F_ALL, NULL, &back, &r, &v),
+	                 0);
+	ck_assert_uint_eq(verrs_count(&v), 0);
+	ck_assert_uint_eq(r.given, LAYOUT_F_ALL);
+	ck_assert_uint_eq(r.bad, 0);
+	ck_assert_mem_eq(&back, &l, sizeof(l));
+	json_decref(o);
+
+	o = layout_to_json(&l, LAYOUT_F_SHAPE);
+	text = json_dumps(o, JSON_COMPACT);
+	ck_assert_str_eq(text, "{\"data_parallel\":8,\"tensor_parallel\":4,\"pipeline_parallel\":2,"
+	                       "\"zero_stage\":3}");
+	free(text);
+	/* what is absent keeps the caller's default, and is not given */
+	layout d = grid(1, 1, 1, 7);
+	ck_assert_int_eq(layout_from_json(o, "/p", LAYOUT_F_ALL, 0, NULL, &d, &r, &v), 0);
+	ck_assert_uint_eq(r.given, LAYOUT_F_SHAPE);
+	ck_assert_int_eq(d.data_parallel, 8);
+	ck_assert_int_eq(d.zero_stage, 3);
+	ck_assert_int_eq(d.micro_batch, 7);
+	json_decref(o);
+	verrs_release(&v);
+}
+END_TEST
+
+/* Read text as JSON with these rules; RET the rows as "pointer code message;...". */
+static char *read_rows(const char *text, unsigned fields, unsigned required,
+                       const char *const *others, layout *l, layout_read *r, int *problems)
+{
+	json_error_t je;
+	json_t *o = json_loads(text, 0, &je);
+	ck_assert_msg(o != NULL, "%s: %s", text, je.text);
+	verrs v;
+	verrs_init(&v);
+	*problems = layout_from_json(o, "/parallel", fields, required, others, l, r, &v);
+	char rows[2048] = "";
+	for (size_t i = 0; i < verrs_count(&v); i++) {
+		json_t *row = json_array_get(v.list, i);
+		size_t n = strlen(rows);
+		snprintf(rows + n, sizeof(rows) - n, "%s%s %s %s", i ? ";" : "",
+		         json_string_value(json_object_get(row, "pointer")),
+		         json_string_value(json_object_get(row, "code")),
+		         json_string_value(json_object_get(row, "message")));
+	}
+	verrs_release(&v);
+	json_decref(o);
+	return strdup(rows);
+}
+
+START_TEST(json_form_problems)
+{
+	static const char *const others[] = {"global_batch", NULL};
+	layout l = grid(1, 1, 1, 0);
+	layout_read r;
+	int n;
+	char *rows = read_rows("{\"data_parallel\": 0, \"tensor_parallel\": \"4\","
+	                       " \"zero_stage\": 4, \"micro_batch\": null, \"grad_accum\": 2,"
+	                       " \"global_batch\": 8, \"dp\": 2}",
+	                       LAYOUT_F_ALL, LAYOUT_F_MICRO_BATCH, others, &l, &r, &n);
+	ck_assert_str_eq(rows,
+	                 "/parallel/dp unknown_field unknown field \"dp\";"
+	                 "/parallel/data_parallel out_of_range data_parallel must be between 1 and "
+	                 "65536;"
+	                 "/parallel/tensor_parallel wrong_type tensor_parallel must be an integer;"
+	                 "/parallel/zero_stage out_of_range zero_stage must be between 0 and 3;"
+	                 "/parallel/micro_batch required micro_batch is required");
+	free(rows);
+	ck_assert_int_eq(n, 5);
+	ck_assert_uint_eq(r.given, LAYOUT_F_GRAD_ACCUM);
+	ck_assert_uint_eq(r.bad, LAYOUT_F_DATA_PARALLEL | LAYOUT_F_TENSOR_PARALLEL |
+	                             LAYOUT_F_ZERO_STAGE | LAYOUT_F_MICRO_BATCH);
+	/* a bad field keeps its default; pipeline_parallel is absent and optional */
+	ck_assert_int_eq(l.data_parallel, 1);
+	ck_assert_int_eq(l.tensor_parallel, 1);
+	ck_assert_int_eq(l.grad_accum, 2);
+
+	/* fields outside the set asked for are unknown, even a layout's */
+	l = grid(1, 1, 1, 0);
+	rows = read_rows("{\"data_parallel\": 2, \"grad_accum\": 1, \"pp\": 1}", LAYOUT_F_SHAPE,
+	                 LAYOUT_F_RANKS, NULL, &l, &r, &n);
+	ck_assert_str_eq(rows,
+	                 "/parallel/grad_accum unknown_field unknown field \"grad_accum\";"
+	                 "/parallel/pp unknown_field unknown field \"pp\";"
+	                 "/parallel/tensor_parallel required tensor_parallel is required;"
+	                 "/parallel/pipeline_parallel required pipeline_parallel is required");
+	free(rows);
+	ck_assert_int_eq(n, 4);
+	ck_assert_uint_eq(r.given, LAYOUT_F_DATA_PARALLEL);
+	ck_assert_uint_eq(r.bad, LAYOUT_F_TENSOR_PARALLEL | LAYOUT_F_PIPELINE_PARALLEL);
+	ck_assert_int_eq(l.data_parallel, 2);
+
+	/* the range of each field, from the one table: the largest are taken, one more is not */
+	l = grid(1, 1, 1, 0);
+	rows = read_rows("{\"data_parallel\": 65536, \"tensor_parallel\": 1024,"
+	                 " \"pipeline_parallel\": 1024, \"zero_stage\": 3,"
+	                 " \"micro_batch\": 65536, \"grad_accum\": 16777216}",
+	                 LAYOUT_F_ALL, LAYOUT_F_ALL, NULL, &l, &r, &n);
+	ck_assert_str_eq(rows, "");
+	free(rows);
+	ck_assert_int_eq(n, 0);
+	rows = read_rows("{\"data_parallel\": 65537, \"tensor_parallel\": 1025,"
+	                 " \"pipeline_parallel\": 1025, \"zero_stage\": -1,"
+	                 " \"micro_batch\": 65537, \"grad_accum\": 16777217}",
+	                 LAYOUT_F_ALL, 0, NULL, &l, &r, &n);
+	ck_assert_int_eq(n, 6);
+	ck_assert_uint_eq(r.bad, LAYOUT_F_ALL);
+	ck_assert_msg(strstr(rows, "grad_accum must be between 1 and 16777216") != NULL, "%s",
+	              rows);
+	free(rows);
+
+	/* not an object: every required field is missing */
+	rows = read_rows("[1]", LAYOUT_F_ALL, LAYOUT_F_MICRO_BATCH, NULL, &l, &r, &n);
+	ck_assert_str_eq(rows, "/parallel/micro_batch required micro_batch is required");
+	free(rows);
+	ck_assert_int_eq(n, 1);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("layout");
@@ -130,6 +267,8 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, what_is_unknown_waits);
 	tcase_add_test(tc, text_form_both_ways);
 	tcase_add_test(tc, text_form_refusals);
+	tcase_add_test(tc, json_form_both_ways);
+	tcase_add_test(tc, json_form_problems);
 	suite_add_tcase(s, tc);
 	return s;
 }
