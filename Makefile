@@ -207,6 +207,9 @@ $(TRAIN_UNIT_BINS): $(BUILD)/tests/%: $(call obj,tests/trainer/%.c) $(TRAIN_A) $
 	@echo "  LINK    $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(TRAIN_LIBS) $(LDLIBS)
 
+# test_train_errors fails each allocation of the library in turn.
+$(BUILD)/tests/test_train_errors: LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
+
 $(RUNTIME_UNIT_BINS): $(BUILD)/tests/%: $(call obj,tests/worker/%.c) $(RUNTIME_A) $(LIB_A)
 	@mkdir -p $(@D)
 	@echo "  LINK    $@"

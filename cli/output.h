@@ -23,9 +23,9 @@ typedef struct table {
 	char **cells; /* nrows * ncols, row-major */
 } table;
 
-/* RET 0 or -1. headers: ncols names, the first row, or NULL for none. */
+/* RET 0, or -1 when out of memory. headers: ncols names, the first row, or NULL for none. */
 int table_init(table *t, size_t ncols, const char *const *headers);
-/* Add a row of ncols cells (NULL prints as "-"). RET 0 or -1 (out of memory). */
+/* Add a row of ncols cells (NULL prints as "-"). RET 0, or -1 when out of memory. */
 int table_add(table *t, const char *const *cells);
 void table_print(const table *t, FILE *f);
 void table_release(table *t);
@@ -42,7 +42,10 @@ const json_t *out_lookup(const json_t *obj, const char *key);
 /* RET: v as a table cell, "-" for null, missing or "" (caller frees; NULL when out of memory). */
 char *out_cell(const json_t *v);
 
-/* Add one row per object of items, with the columns cols (ended by a NULL header). RET 0 or -1. */
+/*
+ * Add one row per object of items, with the columns cols (ended by a NULL
+ * header). RET 0, or -1 when out of memory.
+ */
 int table_add_items(table *t, const json_t *items, const out_col *cols);
 
 /* Print j indented by 2 and a newline. */

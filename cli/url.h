@@ -35,7 +35,10 @@ char *url_path(const char *tmpl, const char *const *segs, size_t nseg);
 /* A path without segments, as a malloc'd copy like url_path()'s. */
 #define URL_FIXED(tmpl) url_path((tmpl), NULL, 0)
 
-/* Append "?key=value" or "&key=value", both escaped; a NULL value adds nothing. RET 0 or -1. */
+/*
+ * Append "?key=value" or "&key=value", both escaped; a NULL value adds
+ * nothing. RET 0, or -1 when url would pass its cap or memory runs out (sbuf_add).
+ */
 int url_query_add(sbuf *url, const char *key, const char *value);
 
 /* RET: base (trailing slashes dropped) followed by path, or NULL. */

@@ -1,5 +1,5 @@
 -- 0019_layout_vocabulary.sql - one vocabulary for a parallel layout: the
--- names of lib/layout.h (data_parallel, tensor_parallel, pipeline_parallel,
+-- names of lib/job/layout.h (data_parallel, tensor_parallel, pipeline_parallel,
 -- zero_stage, micro_batch, grad_accum), as the job spec has them.
 --
 -- The worker runtime's fallback events (worker/driver.c, stored by

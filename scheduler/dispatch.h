@@ -52,7 +52,10 @@ typedef struct dispatch_item {
  */
 int dispatch_jobs(sched *s, char (*ids)[37], int n);
 
-/* Finish dispatches whose lease ran out (see above). RET the number, or -1. */
+/*
+ * Finish dispatches whose lease ran out (see above). RET the number, or -1
+ * when the database failed or Slurm's job list could not be had (logged).
+ */
 int dispatch_recover(sched *s);
 
 #endif

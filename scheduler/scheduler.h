@@ -92,7 +92,11 @@ int sched_tenant_ready(sched *s, const char *tenant_id, const char *name, char *
  * RET 0, or -1 when the database connection is lost.
  */
 int reconcile(sched *s);
-/* End a followed attempt whose Slurm job is gone as lost (retry rules apply). RET 0 or -1. */
+/*
+ * End a followed attempt whose Slurm job is gone as lost (retry rules
+ * apply). RET 0, or -1 when the database failed: the attempt could not be
+ * read, or its end not recorded (then noted on the job).
+ */
 int reconcile_attempt_lost(sched *s, const char *attempt_id);
 /* Admission and dispatch. RET the jobs submitted, or -1. */
 int admit_and_dispatch(sched *s);

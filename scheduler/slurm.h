@@ -90,12 +90,15 @@ const sl_job *sl_find(const sl_job *jobs, int n, uint32_t id, const char *job_id
  * has forgotten: among the records with that id (sacct --duplicates),
  * the one whose comment names job_id and attempt (deploy/slurm stores
  * comments: AccountingStoreFlags=job_comment). RET 0 with *out filled, 1
- * when accounting knows no such job, -1 on failure.
+ * when accounting knows no such job, -1 with why in err when sacct fails.
  */
 int sl_job_from_accounting(uint32_t id, const char *job_id, int attempt, sl_job *out,
                            char err[SL_ERR_MAX]);
 
-/* End a job (the TERM, KillWait, KILL sequence of scancel). RET 0 or -1. */
+/*
+ * End a job (the TERM, KillWait, KILL sequence of scancel). RET 0, also when
+ * Slurm has no such job or it is done; -1 with why in err.
+ */
 int sl_cancel(uint32_t id, char err[SL_ERR_MAX]);
 
 /*

@@ -156,7 +156,7 @@ static int read_failed(const shard *s, char *err, size_t errlen)
 		err_printf(err, errlen, "could not read data file \"%s\": it ended early", s->path);
 	else
 		err_printf(err, errlen, "could not read data file \"%s\": %m", s->path);
-	return DATA_ERR_IO;
+	return -ERR_STORAGE_IO;
 }
 
 static int bad_token(const data_loader *d, const shard *s, unsigned tok, uint64_t index, char *err,
@@ -166,7 +166,7 @@ static int bad_token(const data_loader *d, const shard *s, unsigned tok, uint64_
 	    err, errlen,
 	    "data file \"%s\" holds token %u at index %llu, not below the vocabulary size %d",
 	    s->path, tok, (unsigned long long)index, d->vocab);
-	return DATA_ERR_DATA;
+	return -ERR_TRAINING_DATA_INVALID;
 }
 
 /* The last shard whose first token is at or before off. */
@@ -195,7 +195,7 @@ static int read_sequence(data_loader *d, uint64_t k, int32_t *in, int32_t *tg, c
 			err_printf(err, errlen,
 			           "could not read sequence %llu: past the end of the data",
 			           (unsigned long long)k);
-			return DATA_ERR_IO;
+			return -ERR_STORAGE_IO;
 		}
 		const shard *s = &d->shards[si];
 		uint64_t at = off + done - s->first;
@@ -286,11 +286,11 @@ static int open_shard(shard *s, char *err, size_t errlen)
 	struct stat st;
 	if (fstat(s->fd, &st) != 0) {
 		err_printf(err, errlen, "could not stat data file \"%s\": %m", s->path);
-		return DATA_ERR_IO;
+		return -ERR_STORAGE_IO;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		err_printf(err, errlen, "data file \"%s\" is not a regular file", s->path);
-		return DATA_ERR_DATA;
+		return -ERR_TRAINING_DATA_INVALID;
 	}
 	unsigned char h[DATA_SHARD_HEADER_BYTES];
 	if (st.st_size < DATA_SHARD_HEADER_BYTES) {
@@ -298,7 +298,7 @@ static int open_shard(shard *s, char *err, size_t errlen)
 		           "data file \"%s\" is not a token shard: %lld bytes is too short for the "
 		           "%d-byte header",
 		           s->path, (long long)st.st_size, DATA_SHARD_HEADER_BYTES);
-		return DATA_ERR_DATA;
+		return -ERR_TRAINING_DATA_INVALID;
 	}
 	if (read_exactly(s->fd, h, sizeof(h), 0) != 0)
 		return read_failed(s, err, errlen);
@@ -307,12 +307,12 @@ static int open_shard(shard *s, char *err, size_t errlen)
 		err_printf(err, errlen,
 		           "data file \"%s\" is not a token shard: magic %d, expected %d", s->path,
 		           magic, DATA_SHARD_MAGIC);
-		return DATA_ERR_DATA;
+		return -ERR_TRAINING_DATA_INVALID;
 	}
 	if (version != DATA_SHARD_VERSION) {
 		err_printf(err, errlen, "data file \"%s\" has shard version %d, expected %d",
 		           s->path, version, DATA_SHARD_VERSION);
-		return DATA_ERR_DATA;
+		return -ERR_TRAINING_DATA_INVALID;
 	}
 	long long want = (long long)DATA_SHARD_HEADER_BYTES + 2 * (long long)count;
 	if (count < 0 || (long long)st.st_size != want) {
@@ -321,7 +321,7 @@ static int open_shard(shard *s, char *err, size_t errlen)
 		    "data file \"%s\" has %lld bytes, but its header declares %d tokens (%lld "
 		    "bytes)",
 		    s->path, (long long)st.st_size, count, want);
-		return DATA_ERR_DATA;
+		return -ERR_TRAINING_DATA_INVALID;
 	}
 	s->count = (uint64_t)count;
 	return 0;
@@ -361,7 +361,7 @@ static int check_config(const data_config *c, char *err, size_t errlen)
 	if (why == NULL)
 		return 0;
 	err_printf(err, errlen, "could not open training data: %s", why);
-	return DATA_ERR_ARG;
+	return -ERR_INVALID_ARGUMENT;
 }
 
 /* Match the shards beneath the data root and take over their fds. */
@@ -371,24 +371,22 @@ static int match_shards(data_loader *d, const data_config *cfg, char *err, size_
 	int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0) {
 		err_printf(err, errlen, "could not open the data root \"%s\": %m", root);
-		return DATA_ERR_IO;
+		return -ERR_STORAGE_IO;
 	}
 	datapath_matches m;
 	int rc = datapath_match(rootfd, cfg->pattern, cfg->resolve, &m, err, errlen);
 	close(rootfd);
-	if (rc == -ERR_INTERNAL)
-		rc = DATA_ERR_NOMEM;
-	else if (rc == -ERR_STORAGE_IO)
-		rc = DATA_ERR_IO;
-	else if (rc < 0)
-		rc = DATA_ERR_DATA; /* not allowed, or a way out of the root */
-	else if (m.n == 0) {
+	if (rc < 0) {
+		/* out of memory and I/O stand; the rest: not allowed, or a way out of the root */
+		if (rc != -ERR_INTERNAL && rc != -ERR_STORAGE_IO)
+			rc = -ERR_TRAINING_DATA_INVALID;
+	} else if (m.n == 0) {
 		err_printf(err, errlen, "no data files match \"%s\" in the data root \"%s\"",
 		           cfg->pattern, root);
-		rc = DATA_ERR_DATA;
+		rc = -ERR_TRAINING_DATA_INVALID;
 	} else if (!(d->shards = calloc(m.n, sizeof(*d->shards)))) {
 		err_printf(err, errlen, "out of memory");
-		rc = DATA_ERR_NOMEM;
+		rc = -ERR_INTERNAL;
 	}
 	for (size_t i = 0; rc == 0 && i < m.n; i++) {
 		shard *s = &d->shards[d->nshards++];
@@ -413,7 +411,7 @@ int data_open(const data_config *cfg, data_loader **out, char *err, size_t errle
 	data_loader *d = calloc(1, sizeof(*d));
 	if (d == NULL) {
 		err_printf(err, errlen, "out of memory");
-		return DATA_ERR_NOMEM;
+		return -ERR_INTERNAL;
 	}
 	d->B = cfg->B;
 	d->T = cfg->T;
@@ -435,13 +433,13 @@ int data_open(const data_config *cfg, data_loader **out, char *err, size_t errle
 		    "one optimizer step needs %llu",
 		    cfg->pattern, (unsigned long long)d->tokens, (unsigned long long)d->sequences,
 		    d->T, (unsigned long long)step);
-		rc = DATA_ERR_DATA;
+		rc = -ERR_TRAINING_DATA_INVALID;
 		goto fail;
 	}
 	if (d->sequences > UINT32_MAX) {
 		err_printf(err, errlen, "too much data in \"%s\": %llu sequences, at most %u",
 		           cfg->pattern, (unsigned long long)d->sequences, (unsigned)UINT32_MAX);
-		rc = DATA_ERR_DATA;
+		rc = -ERR_TRAINING_DATA_INVALID;
 		goto fail;
 	}
 	size_t bt = (size_t)d->B * (size_t)d->T;
@@ -451,7 +449,7 @@ int data_open(const data_config *cfg, data_loader **out, char *err, size_t errle
 		d->perm = malloc((size_t)d->sequences * sizeof(*d->perm));
 	if (d->raw == NULL || (d->shuffle && d->perm == NULL)) {
 		err_printf(err, errlen, "out of memory");
-		rc = DATA_ERR_NOMEM;
+		rc = -ERR_INTERNAL;
 		goto fail;
 	}
 	for (size_t i = 0; !cfg->skip_scan && i < d->nshards; i++) {
@@ -465,7 +463,7 @@ int data_open(const data_config *cfg, data_loader **out, char *err, size_t errle
 		d->slot_tg = malloc(bt * sizeof(int32_t));
 		if (d->slot_in == NULL || d->slot_tg == NULL) {
 			err_printf(err, errlen, "out of memory");
-			rc = DATA_ERR_NOMEM;
+			rc = -ERR_INTERNAL;
 			goto fail;
 		}
 		pthread_mutex_init(&d->mu, NULL);
@@ -477,7 +475,7 @@ int data_open(const data_config *cfg, data_loader **out, char *err, size_t errle
 		if (prc != 0) {
 			err_printf(err, errlen, "could not start the data prefetch thread: %s",
 			           strerror(prc));
-			rc = DATA_ERR_NOMEM;
+			rc = -ERR_INTERNAL;
 			goto fail;
 		}
 		d->started = true;
@@ -583,7 +581,7 @@ int data_seek(data_loader *d, data_position p)
 		           "could not resume the data position: it was taken over %llu sequences, "
 		           "the data now has %llu (did the data files or T change?)",
 		           (unsigned long long)p.sequences, (unsigned long long)d->sequences);
-		return DATA_ERR_DATA;
+		return -ERR_TRAINING_DATA_INVALID;
 	}
 	data_position n = normalize(d, p);
 	if (!d->prefetch) {
@@ -658,7 +656,7 @@ int data_shard_create(const char *path, data_shard_writer **out, char *err, size
 		}
 		data_shard_discard(w);
 		err_printf(err, errlen, "out of memory");
-		return DATA_ERR_NOMEM;
+		return -ERR_INTERNAL;
 	}
 	snprintf(w->tmp, n, "%s.tmp.%ld", path, (long)getpid());
 	w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -667,14 +665,14 @@ int data_shard_create(const char *path, data_shard_writer **out, char *err, size
 		free(w->tmp);
 		w->tmp = NULL; /* nothing to remove */
 		data_shard_discard(w);
-		return DATA_ERR_IO;
+		return -ERR_STORAGE_IO;
 	}
 	unsigned char h[DATA_SHARD_HEADER_BYTES];
 	data_shard_header(h, 0);
 	if (fileio_pwrite_all(w->fd, h, sizeof(h), 0) != 0) {
 		err_printf(err, errlen, "could not write data file \"%s\": %m", w->tmp);
 		data_shard_discard(w);
-		return DATA_ERR_IO;
+		return -ERR_STORAGE_IO;
 	}
 	*out = w;
 	return 0;
@@ -691,7 +689,7 @@ int data_shard_append(data_shard_writer *w, const uint16_t *tokens, size_t n, ch
 	if (n > DATA_SHARD_MAX_TOKENS - w->tokens) {
 		err_printf(err, errlen, "could not write data file \"%s\": more than %zu tokens",
 		           w->path, DATA_SHARD_MAX_TOKENS);
-		return DATA_ERR_ARG;
+		return -ERR_INVALID_ARGUMENT;
 	}
 	unsigned char buf[8192];
 	const size_t per = sizeof(buf) / 2;
@@ -704,7 +702,7 @@ int data_shard_append(data_shard_writer *w, const uint16_t *tokens, size_t n, ch
 		off_t where = (off_t)(DATA_SHARD_HEADER_BYTES + 2 * (w->tokens + done));
 		if (fileio_pwrite_all(w->fd, buf, 2 * k, where) != 0) {
 			err_printf(err, errlen, "could not write data file \"%s\": %m", w->tmp);
-			return DATA_ERR_IO;
+			return -ERR_STORAGE_IO;
 		}
 		done += k;
 	}
@@ -718,7 +716,7 @@ static int sync_dir_of(const char *path, char *err, size_t errlen)
 	char *dir = strdup(path);
 	if (dir == NULL) {
 		err_printf(err, errlen, "out of memory");
-		return DATA_ERR_NOMEM;
+		return -ERR_INTERNAL;
 	}
 	char *slash = strrchr(dir, '/');
 	const char *name = dir;
@@ -731,7 +729,7 @@ static int sync_dir_of(const char *path, char *err, size_t errlen)
 	int rc = 0, fd = open(name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || fsync(fd) != 0) {
 		err_printf(err, errlen, "could not sync directory \"%s\": %m", name);
-		rc = DATA_ERR_IO;
+		rc = -ERR_STORAGE_IO;
 	}
 	if (fd >= 0)
 		close(fd);
@@ -746,20 +744,20 @@ int data_shard_finish(data_shard_writer *w, char *err, size_t errlen)
 	data_shard_header(h, (uint32_t)w->tokens);
 	if (fileio_pwrite_all(w->fd, h, sizeof(h), 0) != 0 || fsync(w->fd) != 0) {
 		err_printf(err, errlen, "could not write data file \"%s\": %m", w->tmp);
-		rc = DATA_ERR_IO;
+		rc = -ERR_STORAGE_IO;
 		goto out;
 	}
 	int fd = w->fd;
 	w->fd = -1;
 	if (close(fd) != 0) {
 		err_printf(err, errlen, "could not close data file \"%s\": %m", w->tmp);
-		rc = DATA_ERR_IO;
+		rc = -ERR_STORAGE_IO;
 		goto out;
 	}
 	if (rename(w->tmp, w->path) != 0) {
 		err_printf(err, errlen, "could not rename data file \"%s\" to \"%s\": %m", w->tmp,
 		           w->path);
-		rc = DATA_ERR_IO;
+		rc = -ERR_STORAGE_IO;
 		goto out;
 	}
 	free(w->tmp);

@@ -24,9 +24,12 @@
  * runs with the same dp_size*B*accum_steps see the same sequences in every
  * optimizer step: 1 rank with accumulation 2a equals 2 ranks with a.
  *
- * Errors: functions return 0 or a negative DATA_ERR_*. DATA_ERR_DATA is the
- * "data error" (the input is malformed or does not fit the run), which the
- * trainer turns into its own exit code.
+ * Errors: functions return 0 or a negative err_code (lib/base/error.h):
+ *   -ERR_TRAINING_DATA_INVALID the "data error": the input is malformed or does
+ *                              not fit the run (the trainer's data_error exit)
+ *   -ERR_STORAGE_IO            a data file could not be opened or read
+ *   -ERR_INVALID_ARGUMENT      a bad argument
+ *   -ERR_INTERNAL              out of memory
  *
  * Threads: a loader is used by one thread; with prefetch it runs one
  * background thread of its own that reads the next batch while the caller
@@ -40,14 +43,8 @@
 #include <stdint.h>
 
 #include "datapath.h"
+#include "error.h"
 #include "tokshard.h"
-
-enum {
-	DATA_ERR_IO = -10,    /* a data file could not be opened or read */
-	DATA_ERR_DATA = -11,  /* the data is malformed or too small: the data error */
-	DATA_ERR_ARG = -12,   /* a bad argument */
-	DATA_ERR_NOMEM = -13, /* out of memory */
-};
 
 /* The shard format is lib/data/tokshard.h's. */
 #define DATA_SHARD_MAGIC        TOKSHARD_MAGIC
@@ -90,10 +87,10 @@ typedef struct data_loader data_loader;
  * Match the shards beneath the root, validate every header and size (and,
  * unless skip_scan, every token), and start the prefetch thread. The data
  * must hold at least one optimizer step (dp_size*B*accum_steps sequences).
- * RET: 0; DATA_ERR_DATA for no match, a path that is not allowed, a
- * symbolic link or a way out of the root, a bad magic, version or size, a
- * token >= vocab_size, or too little data; DATA_ERR_IO, DATA_ERR_ARG,
- * DATA_ERR_NOMEM. err names the file.
+ * RET: 0; -ERR_TRAINING_DATA_INVALID for no match, a path that is not
+ * allowed, a symbolic link or a way out of the root, a bad magic, version or
+ * size, a token >= vocab_size, or too little data; -ERR_STORAGE_IO,
+ * -ERR_INVALID_ARGUMENT, -ERR_INTERNAL. err names the file.
  * OUT *out: the loader at epoch 0, cursor 0; caller frees with data_close.
  */
 int data_open(const data_config *cfg, data_loader **out, char *err, size_t errlen);
@@ -104,9 +101,9 @@ int data_open_eval(const char *root, const char *pattern, int vocab_size, int B,
 
 /*
  * Fill inputs[B*T] and targets[B*T] (row-major [B, T]) with this rank's
- * part of the next micro-step, and advance. On failure (DATA_ERR_IO or
- * DATA_ERR_DATA for a bad token) data_error() says why and the position
- * does not move.
+ * part of the next micro-step, and advance. On failure (-ERR_STORAGE_IO,
+ * or -ERR_TRAINING_DATA_INVALID for a bad token) data_error() says why and
+ * the position does not move.
  */
 int data_next(data_loader *d, int32_t *inputs, int32_t *targets);
 
@@ -118,7 +115,8 @@ data_position data_tell(const data_loader *d);
 
 /*
  * Continue from p (from data_tell, possibly of a run with another dp_size).
- * RET: 0; DATA_ERR_DATA when p.sequences is set and differs from this data.
+ * RET: 0; -ERR_TRAINING_DATA_INVALID when p.sequences is set and differs
+ * from this data.
  */
 int data_seek(data_loader *d, data_position p);
 

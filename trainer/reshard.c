@@ -40,7 +40,7 @@ static int find_source(reshard *r)
 	} else {
 		rc = ckpt_find_valid(r->src, NULL, &r->m, r->err, sizeof(r->err));
 	}
-	if (rc == CKPT_ERR_NOTFOUND)
+	if (rc == -ERR_CHECKPOINT_NOT_FOUND)
 		return say(r, TRAIN_CKPT_CORRUPT, "no checkpoint to reshard");
 	if (rc < 0)
 		return say(r, TRAIN_CKPT_CORRUPT, "the checkpoint cannot be read");
@@ -65,7 +65,7 @@ static int read_source(reshard *r)
 		int rc = train_shard_read(&r->shards[k], r->src, &r->m, k, nparams, k == 0, r->err,
 		                          sizeof(r->err));
 		if (rc < 0)
-			return say(r, rc == CKPT_ERR_NOMEM ? TRAIN_OOM : TRAIN_CKPT_CORRUPT,
+			return say(r, rc == -ERR_INTERNAL ? TRAIN_OOM : TRAIN_CKPT_CORRUPT,
 			           "cannot read the checkpoint");
 	}
 	json_error_t je;
@@ -91,7 +91,7 @@ static int write_rank(reshard *r, const mp_grid *g, const char *state, ckpt_shar
 	                              sizeof(r->err));
 	mp_layout_free(lay);
 	if (rc < 0)
-		return say(r, rc == CKPT_ERR_NOMEM ? TRAIN_OOM : TRAIN_CKPT_CORRUPT,
+		return say(r, rc == -ERR_INTERNAL ? TRAIN_OOM : TRAIN_CKPT_CORRUPT,
 		           "cannot collect a shard");
 	rc = train_shard_write(&out, state, r->dst, r->m.step, g->rank, g->world, info, r->err,
 	                       sizeof(r->err));

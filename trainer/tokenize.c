@@ -78,7 +78,7 @@ static int tokenize_one(tokenizer *t, const char *path)
 	int rc = 0, fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		err_printf(t->err, t->errlen, "could not open input file \"%s\": %m", path);
-		return DATA_ERR_IO;
+		return -ERR_STORAGE_IO;
 	}
 	for (;;) {
 		ssize_t k = read(fd, buf, sizeof(buf));
@@ -86,7 +86,7 @@ static int tokenize_one(tokenizer *t, const char *path)
 			continue;
 		if (k < 0) {
 			err_printf(t->err, t->errlen, "could not read input file \"%s\": %m", path);
-			rc = DATA_ERR_IO;
+			rc = -ERR_STORAGE_IO;
 			break;
 		}
 		if (k == 0)
@@ -121,7 +121,7 @@ static int remove_stale(tokenizer *t)
 			return 0;
 		err_printf(t->err, t->errlen, "could not remove stale data file \"%s\": %m",
 		           t->path);
-		return DATA_ERR_IO;
+		return -ERR_STORAGE_IO;
 	}
 	return 0;
 }
@@ -140,17 +140,17 @@ int tokenize_files(char *const *paths, int n, const char *out_prefix, size_t sha
 		*total = 0;
 	if (paths == NULL || n < 1 || out_prefix == NULL || out_prefix[0] == '\0') {
 		err_printf(err, errlen, "could not tokenize: no input files or no output prefix");
-		return DATA_ERR_ARG;
+		return -ERR_INVALID_ARGUMENT;
 	}
 	if (shard_tokens == 0 || shard_tokens > DATA_SHARD_MAX_TOKENS) {
 		err_printf(err, errlen, "could not tokenize: shard size %zu is not in 1..%zu",
 		           shard_tokens, DATA_SHARD_MAX_TOKENS);
-		return DATA_ERR_ARG;
+		return -ERR_INVALID_ARGUMENT;
 	}
 	if (strlen(out_prefix) + 32 > sizeof(t.path)) {
 		err_printf(err, errlen, "could not tokenize: output prefix \"%s\" is too long",
 		           out_prefix);
-		return DATA_ERR_ARG;
+		return -ERR_INVALID_ARGUMENT;
 	}
 	for (int i = 0; rc == 0 && i < n; i++)
 		rc = tokenize_one(&t, paths[i]);
@@ -158,7 +158,7 @@ int tokenize_files(char *const *paths, int n, const char *out_prefix, size_t sha
 		rc = finish_current(&t);
 	if (rc == 0 && t.total == 0) {
 		err_printf(err, errlen, "could not tokenize: the input files are empty");
-		rc = DATA_ERR_DATA;
+		rc = -ERR_TRAINING_DATA_INVALID;
 	}
 	if (rc == 0)
 		rc = remove_stale(&t);

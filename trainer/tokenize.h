@@ -21,9 +21,10 @@
  * written (left by an earlier, longer run) are removed, so the glob
  * "<out_prefix>_*.bin" matches exactly this run's output.
  * After a failure, the shards this run wrote are removed again.
- * RET: 0; DATA_ERR_ARG for no files, shard_tokens 0 or above
- * DATA_SHARD_MAX_TOKENS, or a prefix too long; DATA_ERR_IO when a file
- * cannot be read or written; DATA_ERR_DATA when the input is empty.
+ * RET: 0; -ERR_INVALID_ARGUMENT for no files, shard_tokens 0 or above
+ * DATA_SHARD_MAX_TOKENS, or a prefix too long; -ERR_STORAGE_IO when a file
+ * cannot be read or written; -ERR_TRAINING_DATA_INVALID when the input is
+ * empty.
  * OUT *total (may be NULL): the number of tokens written.
  */
 int tokenize_files(char *const *paths, int n, const char *out_prefix, size_t shard_tokens,

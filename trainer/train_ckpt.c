@@ -30,7 +30,7 @@ static int shard_alloc(train_shard *s, size_t nruns, size_t n)
 		ok = (s->sec[k] = malloc((n ? n : 1) * sizeof(float))) && ok;
 	if (!ok) {
 		train_shard_release(s);
-		return CKPT_ERR_NOMEM;
+		return -ERR_INTERNAL;
 	}
 	s->nruns = nruns;
 	s->n = n;
@@ -63,12 +63,12 @@ static int shard_collect(train_shard *s, const mp_layout *lay, const unit_range 
 	mp_run **runs = calloc((size_t)lay->nunits, sizeof(*runs));
 	size_t *count = calloc((size_t)lay->nunits, sizeof(*count));
 	size_t total_runs = 0, total = 0;
-	int rc = runs && count ? 0 : CKPT_ERR_NOMEM;
+	int rc = runs && count ? 0 : -ERR_INTERNAL;
 	for (int u = 0; rc == 0 && u < lay->nunits; u++) {
 		count[u] = owned_runs(lay, ranges[u].begin, ranges[u].end, &runs[u]);
 		if (count[u] == (size_t)-1) {
 			count[u] = 0;
-			rc = CKPT_ERR_NOMEM;
+			rc = -ERR_INTERNAL;
 		}
 		total_runs += count[u];
 		for (size_t i = 0; i < count[u]; i++)
@@ -116,7 +116,7 @@ int train_shard_from_dp(train_shard *s, const mp_layout *lay, const dp_runtime *
 {
 	unit_range *ranges = calloc((size_t)lay->nunits, sizeof(*ranges));
 	if (!ranges)
-		return CKPT_ERR_NOMEM;
+		return -ERR_INTERNAL;
 	for (int u = 0; u < lay->nunits; u++) {
 		dp_range g = dp_owned_range(dp, u);
 		ranges[u] = (unit_range){g.begin, g.end};
@@ -152,7 +152,7 @@ int train_shard_for_rank(train_shard *s, const mp_layout *lay, int dp_size, int 
 {
 	unit_range *ranges = calloc((size_t)lay->nunits, sizeof(*ranges));
 	if (!ranges)
-		return CKPT_ERR_NOMEM;
+		return -ERR_INTERNAL;
 	for (int u = 0; u < lay->nunits; u++) {
 		dp_range g = dp_partition(lay->units[u].numel, dp_size, dp_rank);
 		ranges[u] =
@@ -164,7 +164,7 @@ int train_shard_for_rank(train_shard *s, const mp_layout *lay, int dp_size, int 
 	if (rc == 0 && f.missing) {
 		snprintf(err, errlen, "the checkpoint lacks %zu elements of the model", f.missing);
 		train_shard_release(s);
-		return CKPT_ERR_CORRUPT;
+		return -ERR_CHECKPOINT_CORRUPT;
 	}
 	return rc;
 }
@@ -188,11 +188,11 @@ static int read_state(train_shard *s, ckpt_reader *rd, char *err, size_t errlen)
 	uint64_t n = 0;
 	if (ckpt_get_size(rd, "state", &n) < 0 || n > (1u << 20)) {
 		snprintf(err, errlen, "checkpoint shard has no state section");
-		return CKPT_ERR_CORRUPT;
+		return -ERR_CHECKPOINT_CORRUPT;
 	}
 	s->state = calloc(n + 1, 1);
 	if (!s->state)
-		return CKPT_ERR_NOMEM;
+		return -ERR_INTERNAL;
 	return ckpt_get(rd, "state", s->state, n, err, errlen);
 }
 
@@ -210,7 +210,7 @@ static int index_runs(train_shard *s, size_t nparams, char *err, size_t errlen)
 			         "checkpoint run %zu [%llu, %llu) is out of order or "
 			         "outside the model",
 			         i, (unsigned long long)b, (unsigned long long)e);
-			return CKPT_ERR_CORRUPT;
+			return -ERR_CHECKPOINT_CORRUPT;
 		}
 		s->ranges[2 * k] = b;
 		s->ranges[2 * k + 1] = e;
@@ -221,7 +221,7 @@ static int index_runs(train_shard *s, size_t nparams, char *err, size_t errlen)
 	s->nruns = k;
 	if (at != s->n) {
 		snprintf(err, errlen, "checkpoint sections disagree with their ranges");
-		return CKPT_ERR_CORRUPT;
+		return -ERR_CHECKPOINT_CORRUPT;
 	}
 	return 0;
 }
@@ -239,7 +239,7 @@ int train_shard_read(train_shard *s, ckpt_store *st, const ckpt_manifest *m, int
 	ckpt_get_size(rd, "params", &pbytes);
 	if (rbytes % 16 != 0 || pbytes % sizeof(float) != 0) {
 		snprintf(err, errlen, "checkpoint shard %d has malformed sections", k);
-		rc = CKPT_ERR_CORRUPT;
+		rc = -ERR_CHECKPOINT_CORRUPT;
 		goto out;
 	}
 	if ((rc = shard_alloc(s, rbytes / 16, pbytes / sizeof(float))) < 0)
@@ -307,7 +307,7 @@ int train_ckpt_params(ckpt_store *st, const json_t *model, size_t nparams, float
 	if (!json_equal(json_object_get(m->config, "model"), model)) {
 		snprintf(err, errlen,
 		         "the checkpoint of step %d is of another model than the job's", m->step);
-		return CKPT_ERR_ARG;
+		return -ERR_INVALID_ARGUMENT;
 	}
 	size_t filled = 0;
 	for (int k = 0; rc == 0 && k < m->world; k++) {
@@ -327,7 +327,7 @@ int train_ckpt_params(ckpt_store *st, const json_t *model, size_t nparams, float
 		snprintf(err, errlen,
 		         "the checkpoint of step %d holds %zu of the model's %zu weights", m->step,
 		         filled, nparams);
-		rc = CKPT_ERR_CORRUPT;
+		rc = -ERR_CHECKPOINT_CORRUPT;
 	}
 	return rc;
 }

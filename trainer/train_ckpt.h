@@ -37,15 +37,16 @@ typedef struct train_shard {
 
 /*
  * Collect what one rank of a live run owns: for every local unit k, the
- * owned elements of dp_owned_range(dp, k). RET 0 or CKPT_ERR_NOMEM.
+ * owned elements of dp_owned_range(dp, k). RET 0 or -ERR_INTERNAL (out of
+ * memory).
  */
 int train_shard_from_dp(train_shard *s, const mp_layout *lay, const dp_runtime *dp);
 
 /*
  * Collect for a rank that does not run (offline resharding): the owned
  * elements of its ZeRO ranges (dp_partition over dp_size, dp_rank), taken
- * from srcs[0..nsrc). RET 0, CKPT_ERR_NOMEM, or CKPT_ERR_CORRUPT when the
- * sources do not hold all of them.
+ * from srcs[0..nsrc). RET 0, -ERR_INTERNAL (out of memory), or
+ * -ERR_CHECKPOINT_CORRUPT when the sources do not hold all of them.
  */
 int train_shard_for_rank(train_shard *s, const mp_layout *lay, int dp_size, int dp_rank,
                          const train_shard *srcs, int nsrc, char *err, size_t errlen);
@@ -57,7 +58,7 @@ int train_shard_write(const train_shard *s, const char *state, ckpt_store *st, i
 /*
  * Read shard k of manifest m, checking its runs lie inside a model of
  * nparams floats and agree with the sections. with_state: read "state" too.
- * RET 0 or a CKPT_ERR_*.
+ * RET 0 or a checkpoint store code (ckpt.h).
  */
 int train_shard_read(train_shard *s, ckpt_store *st, const ckpt_manifest *m, int k, size_t nparams,
                      bool with_state, char *err, size_t errlen);
@@ -77,7 +78,8 @@ size_t train_shard_fill(const train_shard *s, const mp_run *want, size_t nwant, 
  * the whole model's flat vector, checked to cover it exactly. model: the
  * job's normalized "model", which the checkpoint's must equal.
  * OUT *m: the manifest read (ckpt_manifest_release it, also on failure).
- * RET 0 or a CKPT_ERR_*: CKPT_ERR_ARG when the model differs.
+ * RET 0 or a checkpoint store code (ckpt.h): -ERR_INVALID_ARGUMENT when the
+ * model differs.
  */
 int train_ckpt_params(ckpt_store *st, const json_t *model, size_t nparams, float *out,
                       ckpt_manifest *m, char *err, size_t errlen);

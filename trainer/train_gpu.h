@@ -48,7 +48,7 @@ int train_gpu_upload(train_gpu *g, const dp_runtime *dp, char *err, size_t errle
 /* Copy the device's state into dp (dp_load_shard, dp_load_done). RET a train_exit. */
 int train_gpu_download(train_gpu *g, dp_runtime *dp, char *err, size_t errlen);
 
-/* Where a step's micro-batches come from: RET 0, or < 0 (a DATA_ERR_*). */
+/* Where a step's micro-batches come from: RET 0, or < 0 (data_next's -ERR_X). */
 typedef int (*train_gpu_batch_fn)(void *ctx, int32_t *inputs, int32_t *targets);
 
 /*

@@ -81,6 +81,7 @@ typedef struct run {
 	int bad_in_a_row;  /* consecutive non-finite steps */
 	json_t *from_grid; /* the grid of the checkpoint resumed from, or NULL */
 	train_gpu gpu;     /* --device cuda: the model there, gpu.on */
+	bool data_failed;  /* next_batch failed: the step's failure is the data error */
 	char err[1024];
 } run;
 
@@ -90,6 +91,11 @@ static int fail(run *r, int status, const char *what)
 	fprintf(stderr, "trainyard-train[%d]: %s: %s\n", r->rank, what, r->err);
 	return status;
 }
+
+/* comm_status() and restore() tell these codes from err_codes (error.h) */
+_Static_assert(-COMM_ERR_ARG > ERR__COUNT && -COMM_ERR_FAILED > ERR__COUNT &&
+                   -DP_ERR_ARG > ERR__COUNT && -DP_ERR_CONTRACT > ERR__COUNT,
+               "COMM_ERR_* and DP_ERR_* must lie outside the err_code space");
 
 static int comm_status(int rc)
 {
@@ -261,7 +267,7 @@ static int plan_init(run *r, restore_plan *p)
 		for (int k = 0; k < TS_SECTIONS; k++)
 			ok = ok && (p->dst[k][u] = calloc(g.end - g.begin + 1, sizeof(float)));
 	}
-	return ok ? 0 : CKPT_ERR_NOMEM;
+	return ok ? 0 : -ERR_INTERNAL;
 }
 
 /* Take from shard k of m what this rank restores. OUT: *state from shard 0. */
@@ -283,7 +289,7 @@ static int take_shard(run *r, const ckpt_manifest *m, int k, restore_plan *p, js
 		if (!*state) {
 			snprintf(r->err, sizeof(r->err), "checkpoint state is not JSON: %s",
 			         je.text);
-			rc = CKPT_ERR_CORRUPT;
+			rc = -ERR_CHECKPOINT_CORRUPT;
 		}
 	}
 	train_shard_release(&sh);
@@ -333,11 +339,11 @@ static int apply_state(run *r, const ckpt_manifest *m, json_t *state, int *opt_s
 	if (r->step != m->step) {
 		snprintf(r->err, sizeof(r->err), "checkpoint state says step %d, manifest %d",
 		         r->step, m->step);
-		return CKPT_ERR_CORRUPT;
+		return -ERR_CHECKPOINT_CORRUPT;
 	}
 	if (data_seek(r->data, p) < 0) {
 		snprintf(r->err, sizeof(r->err), "%s", data_error(r->data));
-		return CKPT_ERR_CORRUPT;
+		return -ERR_CHECKPOINT_CORRUPT;
 	}
 	return 0;
 }
@@ -358,7 +364,7 @@ static int restore(run *r, const ckpt_manifest *m)
 			    "the checkpoint of step %d holds %zu of the %zu elements this rank "
 			    "needs of unit %d",
 			    m->step, p.filled[u], need, r->lay->units[u].id);
-			rc = CKPT_ERR_CORRUPT;
+			rc = -ERR_CHECKPOINT_CORRUPT;
 			break;
 		}
 		rc = dp_load_shard(r->dp, u, p.dst[0][u], p.dst[1][u], p.dst[2][u]);
@@ -371,7 +377,7 @@ static int restore(run *r, const ckpt_manifest *m)
 	if (rc == 0 && crc == 0 && bad == 0.0f)
 		rc = dp_load_done(r->dp, opt_step);
 	else if (rc == 0)
-		rc = crc ? crc : CKPT_ERR_CORRUPT;
+		rc = crc ? crc : -ERR_CHECKPOINT_CORRUPT;
 	json_decref(state);
 	plan_release(&p);
 	return rc;
@@ -390,7 +396,7 @@ static int resume(run *r)
 	ckpt_manifest m;
 	memset(&m, 0, sizeof(m));
 	int rc = ckpt_find_valid(r->store, &fo, &m, r->err, sizeof(r->err));
-	if (rc == CKPT_ERR_NOTFOUND) {
+	if (rc == -ERR_CHECKPOINT_NOT_FOUND) {
 		ckpt_manifest_release(&m);
 		return TRAIN_OK; /* nothing to resume: a fresh start */
 	}
@@ -409,7 +415,7 @@ static int resume(run *r)
 	int step = m.step, world = m.world;
 	ckpt_manifest_release(&m);
 	if (rc < 0)
-		return fail(r, rc == CKPT_ERR_NOMEM ? TRAIN_OOM : TRAIN_CKPT_CORRUPT,
+		return fail(r, rc == -ERR_INTERNAL ? TRAIN_OOM : TRAIN_CKPT_CORRUPT,
 		            "could not restore the checkpoint");
 	metrics_emit(&r->met, "event",
 	             json_pack("{s:s, s:i, s:i, s:O*}", "event", "resumed", "step", step,
@@ -445,8 +451,10 @@ static int next_batch(void *ctx, int32_t *inputs, int32_t *targets)
 {
 	run *r = ctx;
 	int rc = data_next(r->data, inputs, targets);
-	if (rc < 0)
+	if (rc < 0) {
+		r->data_failed = true;
 		snprintf(r->err, sizeof(r->err), "%s", data_error(r->data));
+	}
 	return rc;
 }
 
@@ -483,7 +491,7 @@ static int train_step(run *r, int s, step_result *out)
 	float dloss = r->scaler.scale / (float)(tc->run.grad_accum * r->grid.dp);
 	double loss_sum = 0;
 	if ((rc = pipe_step(&r->pipe, tc->run.grad_accum, dloss, &loss_sum)) < 0) {
-		if (rc >= DATA_ERR_NOMEM && rc <= DATA_ERR_IO)
+		if (r->data_failed) /* pipe_step passed on next_batch's code */
 			return fail(r, TRAIN_DATA, "could not read training data");
 		snprintf(r->err, sizeof(r->err), "%s", "a pipeline transfer failed");
 		return fail(r, comm_status(rc), "the step failed");
@@ -735,7 +743,7 @@ static int initial_params(run *r, float **init)
 	ckpt_manifest m;
 	int rc = st ? train_ckpt_params(st, json_object_get(tc->normalized, "model"), n, *init, &m,
 	                                r->err, sizeof(r->err))
-	            : CKPT_ERR_NOMEM;
+	            : -ERR_INTERNAL;
 	if (!st)
 		memset(&m, 0, sizeof(m));
 	int step = m.step, world = m.world;
@@ -746,9 +754,9 @@ static int initial_params(run *r, float **init)
 		free(*init);
 		*init = NULL;
 		return fail(r,
-		            rc == CKPT_ERR_NOMEM ? TRAIN_OOM
-		            : rc == CKPT_ERR_ARG ? TRAIN_INVALID_CONFIG
-		                                 : TRAIN_CKPT_CORRUPT,
+		            rc == -ERR_INTERNAL           ? TRAIN_OOM
+		            : rc == -ERR_INVALID_ARGUMENT ? TRAIN_INVALID_CONFIG
+		                                          : TRAIN_CKPT_CORRUPT,
 		            "could not take the initial weights from the checkpoint");
 	}
 	metrics_emit(&r->met, "event",
@@ -804,8 +812,7 @@ static int setup(run *r)
 	                  .prefetch = true};
 	rc = data_open(&dc, &r->data, r->err, sizeof(r->err));
 	if (rc < 0)
-		return fail(r, rc == DATA_ERR_NOMEM ? TRAIN_OOM : TRAIN_DATA,
-		            "could not open data");
+		return fail(r, rc == -ERR_INTERNAL ? TRAIN_OOM : TRAIN_DATA, "could not open data");
 	r->sched = (lr_schedule){
 	    .max_lr = (float)spec->training.lr,
 	    .min_lr = (float)(spec->training.lr * spec->training.min_lr_fraction),

@@ -95,7 +95,10 @@ typedef struct launch {
  */
 int launch_start(launch *l, char *const *argv, char *const *envp, char *err, size_t errlen);
 
-/* Send sig to the launcher, or to its whole process group. RET 0 or -1. */
+/*
+ * Send sig to the launcher, or to its whole process group. RET 0, or -1:
+ * kill() failed (errno says why), or no launcher was started (errno as it was).
+ */
 int launch_signal(const launch *l, int sig, bool group);
 
 /*

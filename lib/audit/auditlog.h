@@ -86,7 +86,10 @@ int auditlog_step(PGconn *c, const audit_signer *signer, const auditlog_policy *
 /* The newest head. OUT: *found. RET 0 or -ERR_*. */
 int auditlog_head_latest(PGconn *c, auditlog_head *h, bool *found);
 
-/* The bytes h's signature covers (auditsign_head_message()). RET their length, or -1. */
+/*
+ * The bytes h's signature covers (auditsign_head_message()). RET their
+ * length, or -1 when n bytes cannot hold them.
+ */
 int auditlog_head_message(const auditlog_head *h, char *buf, size_t n);
 
 /* The log's size, leaves sequenced so far. RET 0 or -ERR_*. */

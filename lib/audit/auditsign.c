@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "crypt.h"
+#include "error.h"
 #include "hex.h"
 
 int auditsign_keygen(unsigned char priv[AUDIT_KEY_LEN], unsigned char pub[AUDIT_KEY_LEN])
@@ -54,7 +55,7 @@ int auditsign_load(audit_signer *s, const char *path, char *err, size_t errlen)
 	    crypt_key_file_read(path, "audit signing key file", priv, sizeof(priv), err, errlen);
 	if (rc == 0 && auditsign_from_private(s, priv) < 0) {
 		snprintf(err, errlen, "audit signing key file \"%s\" holds no Ed25519 key", path);
-		rc = -1;
+		rc = -ERR_MASTER_KEY_INVALID;
 	}
 	OPENSSL_cleanse(priv, sizeof(priv));
 	return rc;

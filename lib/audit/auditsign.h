@@ -29,23 +29,29 @@ typedef struct audit_signer {
 	char key_id[AUDIT_KEY_ID_LEN + 1];
 } audit_signer;
 
-/* A new key pair. RET 0 or -1. */
+/* A new key pair. RET 0, or -1 when the random source or OpenSSL fails (no message). */
 int auditsign_keygen(unsigned char priv[AUDIT_KEY_LEN], unsigned char pub[AUDIT_KEY_LEN]);
 
-/* The signer of the key file at path. RET 0; -ERR_* with why in err. */
+/*
+ * The signer of the key file at path. RET 0, or -ERR_MASTER_KEY_INVALID with
+ * why in err: the file is not a private key file (crypt_key_file_read), or
+ * OpenSSL makes no Ed25519 key of it.
+ */
 int auditsign_load(audit_signer *s, const char *path, char *err, size_t errlen);
-/* The signer of a private key held in memory. RET 0 or -1. */
+/* The signer of a private key held in memory. RET 0, or -1 when OpenSSL makes no key of it (no
+ * message). */
 int auditsign_from_private(audit_signer *s, const unsigned char priv[AUDIT_KEY_LEN]);
 void auditsign_release(audit_signer *s);
 
 /* OUT: id, the key id of pub. */
 void auditsign_key_id(const unsigned char pub[AUDIT_KEY_LEN], char id[AUDIT_KEY_ID_LEN + 1]);
 
-/* The bytes a head's signature covers, into buf. RET their length, or -1. */
+/* The bytes a head's signature covers, into buf. RET their length, or -1 when n bytes cannot hold
+ * them. */
 int auditsign_head_message(int64_t size, const unsigned char root[32], const char *time, char *buf,
                            size_t n);
 
-/* RET 0 with sig filled, or -1. */
+/* RET 0 with sig filled, or -1 when OpenSSL fails (no message). */
 int auditsign_sign(const audit_signer *s, const void *msg, size_t len,
                    unsigned char sig[AUDIT_SIG_LEN]);
 

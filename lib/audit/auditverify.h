@@ -47,7 +47,7 @@ void auditverify_init(auditverify *v, const unsigned char pub[AUDIT_KEY_LEN],
 /* Check one line (without its newline). RET 0, or -1 once it fails (v->problem says why). */
 int auditverify_line(auditverify *v, const char *line, size_t len);
 
-/* The checks of the end. RET 0 when the export holds, -1 (v->problem). */
+/* The checks of the end. RET 0 when the export holds, or -1 with why in v->problem. */
 int auditverify_end(auditverify *v);
 
 /*

@@ -72,7 +72,7 @@ const char *report_format_type(report_format f); /* its Content-Type */
 /*
  * An RFC 3339 time (2026-12-04T08:00:00Z, with fractions of a second or an
  * offset) or a date (2026-12-04, midnight UTC). OUT: *t, seconds since the
- * epoch. RET 0 or -1.
+ * epoch. RET 0, or -1 when s is neither (no message).
  */
 int report_time_parse(const char *s, double *t);
 /* OUT: out, t as RFC 3339 UTC with milliseconds. */
@@ -115,8 +115,8 @@ typedef struct report_run {
 
 /*
  * Begin a report on connection c (taken over: report_run_release closes
- * it): its transaction, and the document's head into o. RET 0 or -1
- * (r->problem).
+ * it): its transaction, and the document's head into o. RET 0, or -1 with
+ * why in r->problem.
  */
 int report_run_begin(report_run *r, PGconn *c, const report_params *p, report_out *o);
 
@@ -124,7 +124,7 @@ int report_run_begin(report_run *r, PGconn *c, const report_params *p, report_ou
  * Add the next part of the report to o: rows of the current section until
  * o holds at least want bytes, a section's end, or the document's end.
  * RET 1 while more is to come, 0 once the document is complete, -1 on a
- * failure (r->problem; the output is cut short).
+ * failure with why in r->problem (the output is cut short).
  */
 int report_run_step(report_run *r, report_out *o, size_t want);
 

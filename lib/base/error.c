@@ -10,6 +10,7 @@
 
 #define REQ   ERR_KIND_REQ
 #define FIELD ERR_KIND_FIELD
+#define RUN   ERR_KIND_RUN
 static const err_info_t err_table[ERR__COUNT] = {
 #define ERR(e, code, status, kind, doc) [ERR_##e] = {code, status, kind, doc},
 #include "errors.def"
@@ -17,6 +18,7 @@ static const err_info_t err_table[ERR__COUNT] = {
 };
 #undef REQ
 #undef FIELD
+#undef RUN
 
 const err_info_t *err_info(err_code e)
 {

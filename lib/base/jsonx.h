@@ -55,7 +55,8 @@ int jsonx_only_fields(const json_t *obj, const char *base, const char *const *al
  * Field readers. Each looks up key in obj (base is obj's pointer). A missing
  * field leaves *out at the caller's default and, when required, adds a
  * "required" row. A wrong type or a value outside [min, max] adds a row.
- * RET: 1 when the field was present and valid, 0 when absent, -1 on error.
+ * RET: 1 when the field was present and valid, 0 when absent (and not
+ * required), -1 when a row was added to v (not an err_code: v says why).
  */
 int jsonx_get_int(const json_t *obj, const char *base, const char *key, bool required, int64_t min,
                   int64_t max, int64_t *out, verrs *v);

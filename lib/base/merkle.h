@@ -31,22 +31,27 @@ void merkle_empty_root(merkle_hash out);
 
 /*
  * The hash of the aligned complete subtree (level, idx) into out.
- * RET 0, or -1 when it cannot be had (the operation then fails).
+ * RET 0, or -1 when it cannot be had: the operation then fails and passes
+ * the value on. No function here returns an err_code or says why; the
+ * caller of get keeps the reason (auditlog_subtree logs it).
  */
 typedef int (*merkle_get_fn)(void *ctx, int level, uint64_t idx, merkle_hash out);
 
-/* The root of leaves [0, n). RET 0 or -1. */
+/* The root of leaves [0, n). RET 0, or get's failure (-1). */
 int merkle_root(merkle_get_fn get, void *ctx, uint64_t n, merkle_hash out);
 
 /*
  * The audit path of leaf m in the tree of n leaves (m < n), leaf end
- * first. OUT: path[0 .. *len). RET 0, or -1 (a bad m or n, or a hash
- * that could not be had).
+ * first. OUT: path[0 .. *len). RET 0, or -1 (a bad m or n, or get's
+ * failure).
  */
 int merkle_inclusion_proof(merkle_get_fn get, void *ctx, uint64_t m, uint64_t n,
                            merkle_hash path[MERKLE_DEPTH_MAX], int *len);
 
-/* The proof that the tree of m leaves is a prefix of the tree of n (0 < m <= n). RET 0 or -1. */
+/*
+ * The proof that the tree of m leaves is a prefix of the tree of n
+ * (0 < m <= n). RET 0, or -1 (a bad m or n, or get's failure).
+ */
 int merkle_consistency_proof(merkle_get_fn get, void *ctx, uint64_t m, uint64_t n,
                              merkle_hash path[2 * MERKLE_DEPTH_MAX], int *len);
 
@@ -72,7 +77,8 @@ typedef struct merkle_frontier {
 
 typedef void (*merkle_emit_fn)(void *ctx, int level, uint64_t idx, const merkle_hash hash);
 
-/* The frontier of the tree of n leaves, its subtrees read with get. RET 0 or -1. */
+/* The frontier of the tree of n leaves, its subtrees read with get. RET 0, or get's failure (-1).
+ */
 int merkle_frontier_load(merkle_frontier *f, merkle_get_fn get, void *ctx, uint64_t n);
 /* Append the leaf whose hash is leaf; emit each subtree it completes, level 1 and up. */
 void merkle_frontier_append(merkle_frontier *f, const merkle_hash leaf, merkle_emit_fn emit,

@@ -92,7 +92,7 @@ static int check_ids(int step, int rank, int world, char *err, size_t errlen)
 		    "invalid checkpoint shard: step %d, rank %d of world %d (need 0 <= step <= "
 		    "%d and 0 <= rank < world <= %d)",
 		    step, rank, world, CKPT_STEP_MAX, CKPT_WORLD_MAX);
-		return CKPT_ERR_ARG;
+		return -ERR_INVALID_ARGUMENT;
 	}
 	return 0;
 }
@@ -119,7 +119,7 @@ static int writer_emit(ckpt_writer *w, const void *buf, size_t n)
 	if (EVP_DigestUpdate(w->md, buf, n) != 1) {
 		err_printf(w->err, sizeof(w->err), "could not hash checkpoint shard \"%s\"",
 		           w->path);
-		return w->rc = CKPT_ERR_NOMEM;
+		return w->rc = -ERR_INTERNAL;
 	}
 	int rc = ckpt_stream_write(w->out, buf, n, w->err, sizeof(w->err));
 	if (rc)
@@ -146,7 +146,7 @@ int ckpt_shard_begin(ckpt_store *s, int step, int rank, int world, ckpt_writer *
 	ckpt_writer *w = calloc(1, sizeof(*w));
 	if (w == NULL) {
 		err_printf(err, errlen, "out of memory");
-		return CKPT_ERR_NOMEM;
+		return -ERR_INTERNAL;
 	}
 	w->store = s;
 	w->rank = rank;
@@ -159,7 +159,7 @@ int ckpt_shard_begin(ckpt_store *s, int step, int rank, int world, ckpt_writer *
 	w->md = EVP_MD_CTX_new();
 	if (w->md == NULL || EVP_DigestInit_ex(w->md, EVP_sha256(), NULL) != 1) {
 		err_printf(err, errlen, "could not start hashing checkpoint shard \"%s\"", w->path);
-		rc = CKPT_ERR_NOMEM;
+		rc = -ERR_INTERNAL;
 		goto fail;
 	}
 	rc = ckpt_store_mkdir(s, dir, err, errlen);
@@ -168,7 +168,7 @@ int ckpt_shard_begin(ckpt_store *s, int step, int rank, int world, ckpt_writer *
 	if (rank == 0) {
 		/* an earlier attempt at this step must not look complete */
 		rc = ckpt_store_remove(s, manifest, err, errlen);
-		if (rc == CKPT_STORE_ERR_NOTFOUND)
+		if (rc == -ERR_STORAGE_FILE_NOT_FOUND)
 			rc = 0;
 		if (rc)
 			goto fail;
@@ -205,7 +205,7 @@ int ckpt_put(ckpt_writer *w, const char *name, const void *data, size_t n)
 		    "invalid section name \"%s\" for checkpoint shard \"%s\": expected 1 to %d "
 		    "characters of [A-Za-z0-9._/-]",
 		    name ? name : "(null)", w->path, CKPT_SECTION_MAX);
-		return w->rc = CKPT_ERR_ARG;
+		return w->rc = -ERR_INVALID_ARGUMENT;
 	}
 	for (size_t i = 0; i < w->nsections; i++)
 		if (strcmp(w->names[i], name) == 0) {
@@ -213,14 +213,14 @@ int ckpt_put(ckpt_writer *w, const char *name, const void *data, size_t n)
 			           "could not add section \"%s\" to checkpoint shard \"%s\": it is "
 			           "already there",
 			           name, w->path);
-			return w->rc = CKPT_ERR_ARG;
+			return w->rc = -ERR_INVALID_ARGUMENT;
 		}
 	if (w->nsections == w->cap) {
 		size_t ncap = w->cap ? 2 * w->cap : 16;
 		void *nn = realloc(w->names, ncap * sizeof(*w->names));
 		if (nn == NULL) {
 			err_printf(w->err, sizeof(w->err), "out of memory");
-			return w->rc = CKPT_ERR_NOMEM;
+			return w->rc = -ERR_INTERNAL;
 		}
 		w->names = nn;
 		w->cap = ncap;
@@ -249,7 +249,7 @@ int ckpt_shard_commit(ckpt_writer *w, ckpt_shard_info *info, char *err, size_t e
 	if (rc == 0 && (EVP_DigestFinal_ex(w->md, digest, &dlen) != 1 || dlen != 32)) {
 		err_printf(w->err, sizeof(w->err), "could not hash checkpoint shard \"%s\"",
 		           w->path);
-		rc = CKPT_ERR_NOMEM;
+		rc = -ERR_INTERNAL;
 	}
 	if (rc) {
 		err_printf(err, errlen, "%s", w->err);
@@ -308,7 +308,7 @@ static int truncated(const scan *sc, const char *what)
 	err_printf(sc->err, sc->errlen,
 	           "checkpoint shard \"%s\" is corrupt: it ends after %llu bytes, inside %s",
 	           sc->r->path, (unsigned long long)sc->pos, what);
-	return CKPT_ERR_CORRUPT;
+	return -ERR_CHECKPOINT_CORRUPT;
 }
 
 /* Read exactly n bytes (or fewer at EOF: *got says). */
@@ -320,7 +320,7 @@ static int scan_read(scan *sc, void *buf, size_t n, size_t *got)
 	if (*got > 0 && EVP_DigestUpdate(sc->md, buf, *got) != 1) {
 		err_printf(sc->err, sc->errlen, "could not hash checkpoint shard \"%s\"",
 		           sc->r->path);
-		return CKPT_ERR_NOMEM;
+		return -ERR_INTERNAL;
 	}
 	sc->pos += *got;
 	return 0;
@@ -345,14 +345,14 @@ static int scan_header(scan *sc, int step, int rank, int world)
 		err_printf(sc->err, sc->errlen,
 		           "checkpoint shard \"%s\" is corrupt: it does not start with \"%s\"",
 		           sc->r->path, CKPT_SHARD_MAGIC);
-		return CKPT_ERR_CORRUPT;
+		return -ERR_CHECKPOINT_CORRUPT;
 	}
 	uint32_t version = get_u32(h + 8);
 	if (version != CKPT_SHARD_VERSION) {
 		err_printf(sc->err, sc->errlen,
 		           "checkpoint shard \"%s\" has format version %u, this build reads %d",
 		           sc->r->path, version, CKPT_SHARD_VERSION);
-		return CKPT_ERR_VERSION;
+		return -ERR_CHECKPOINT_VERSION;
 	}
 	uint32_t hbytes = get_u32(h + 12), hrank = get_u32(h + 16), hworld = get_u32(h + 20);
 	uint64_t hstep = get_u64(h + 24);
@@ -364,7 +364,7 @@ static int scan_header(scan *sc, int step, int rank, int world)
 		    "%u (header size %u), expected step %d, rank %d of %d",
 		    sc->r->path, (unsigned long long)hstep, hrank, hworld, hbytes, step, rank,
 		    world);
-		return CKPT_ERR_CORRUPT;
+		return -ERR_CHECKPOINT_CORRUPT;
 	}
 	return 0;
 }
@@ -378,14 +378,14 @@ static int reader_add(scan *sc, const char *name, uint64_t size)
 			    sc->err, sc->errlen,
 			    "checkpoint shard \"%s\" is corrupt: section \"%s\" appears twice",
 			    r->path, name);
-			return CKPT_ERR_CORRUPT;
+			return -ERR_CHECKPOINT_CORRUPT;
 		}
 	if (r->n == r->cap) {
 		size_t ncap = r->cap ? 2 * r->cap : 16;
 		section *ns = realloc(r->sections, ncap * sizeof(*ns));
 		if (ns == NULL) {
 			err_printf(sc->err, sc->errlen, "out of memory");
-			return CKPT_ERR_NOMEM;
+			return -ERR_INTERNAL;
 		}
 		r->sections = ns;
 		r->cap = ncap;
@@ -405,7 +405,7 @@ static int scan_trailer(scan *sc, uint64_t count, unsigned char *chunk)
 		           "checkpoint shard \"%s\" is corrupt: its trailer counts %llu sections, "
 		           "the file has %zu",
 		           sc->r->path, (unsigned long long)count, sc->r->n);
-		return CKPT_ERR_CORRUPT;
+		return -ERR_CHECKPOINT_CORRUPT;
 	}
 	size_t got;
 	int rc = scan_read(sc, chunk, 1, &got);
@@ -415,7 +415,7 @@ static int scan_trailer(scan *sc, uint64_t count, unsigned char *chunk)
 		err_printf(sc->err, sc->errlen,
 		           "checkpoint shard \"%s\" is corrupt: bytes follow its trailer",
 		           sc->r->path);
-		return CKPT_ERR_CORRUPT;
+		return -ERR_CHECKPOINT_CORRUPT;
 	}
 	return 0;
 }
@@ -437,7 +437,7 @@ static int scan_sections(scan *sc, unsigned char *chunk)
 			    sc->err, sc->errlen,
 			    "checkpoint shard \"%s\" is corrupt: bad section name at byte %llu",
 			    sc->r->path, (unsigned long long)(sc->pos - RECORD_BYTES));
-			return CKPT_ERR_CORRUPT;
+			return -ERR_CHECKPOINT_CORRUPT;
 		}
 		if (name[0] == '\0')
 			return scan_trailer(sc, len, chunk);
@@ -461,7 +461,7 @@ static int scan_sections(scan *sc, unsigned char *chunk)
  */
 static int scan_finish(scan *sc, int rc, unsigned char *chunk, const char *expected)
 {
-	if (rc != 0 && (rc != CKPT_ERR_CORRUPT || expected == NULL))
+	if (rc != 0 && (rc != -ERR_CHECKPOINT_CORRUPT || expected == NULL))
 		return rc;
 	size_t got;
 	while (rc != 0 && ckpt_stream_read(sc->in, chunk, SCAN_CHUNK, &got, NULL, 0) == 0 &&
@@ -474,7 +474,7 @@ static int scan_finish(scan *sc, int rc, unsigned char *chunk, const char *expec
 			return rc;
 		err_printf(sc->err, sc->errlen, "could not hash checkpoint shard \"%s\"",
 		           sc->r->path);
-		return CKPT_ERR_NOMEM;
+		return -ERR_INTERNAL;
 	}
 	char hex[65];
 	hex_encode(digest, 32, hex);
@@ -483,7 +483,7 @@ static int scan_finish(scan *sc, int rc, unsigned char *chunk, const char *expec
 		           "checkpoint shard \"%s\" is corrupt: its SHA-256 is %s, the manifest "
 		           "records %s",
 		           sc->r->path, hex, expected);
-		return CKPT_ERR_CORRUPT;
+		return -ERR_CHECKPOINT_CORRUPT;
 	}
 	return rc;
 }
@@ -508,7 +508,7 @@ int ckpt_shard_open(ckpt_store *s, int step, int rank, int world, const char *ex
 		err_printf(err, errlen,
 		           "invalid expected SHA-256 \"%s\": need 64 lower-case hex digits",
 		           expected_sha256);
-		return CKPT_ERR_ARG;
+		return -ERR_INVALID_ARGUMENT;
 	}
 	scan sc = {.err = err, .errlen = errlen};
 	unsigned char *chunk = malloc(SCAN_CHUNK);
@@ -517,7 +517,7 @@ int ckpt_shard_open(ckpt_store *s, int step, int rank, int world, const char *ex
 	if (chunk == NULL || r == NULL || sc.md == NULL ||
 	    EVP_DigestInit_ex(sc.md, EVP_sha256(), NULL) != 1) {
 		err_printf(err, errlen, "out of memory");
-		rc = CKPT_ERR_NOMEM;
+		rc = -ERR_INTERNAL;
 		goto fail;
 	}
 	sc.r = r;
@@ -560,7 +560,7 @@ int ckpt_get_size(const ckpt_reader *r, const char *name, uint64_t *n)
 {
 	const section *s = find_section(r, name);
 	*n = s ? s->size : 0;
-	return s ? 0 : CKPT_ERR_NOTFOUND;
+	return s ? 0 : -ERR_CHECKPOINT_NOT_FOUND;
 }
 
 int ckpt_section_count(const ckpt_reader *r)
@@ -579,14 +579,14 @@ int ckpt_get(ckpt_reader *r, const char *name, void *buf, size_t n, char *err, s
 	if (s == NULL) {
 		err_printf(err, errlen, "checkpoint shard \"%s\" has no section \"%s\"", r->path,
 		           name);
-		return CKPT_ERR_NOTFOUND;
+		return -ERR_CHECKPOINT_NOT_FOUND;
 	}
 	if (s->size != (uint64_t)n) {
 		err_printf(err, errlen,
 		           "could not read section \"%s\" of checkpoint shard \"%s\": it has %llu "
 		           "bytes, the caller expects %zu",
 		           name, r->path, (unsigned long long)s->size, n);
-		return CKPT_ERR_ARG;
+		return -ERR_INVALID_ARGUMENT;
 	}
 	int rc;
 	size_t got;
@@ -619,7 +619,7 @@ changed:
 	err_printf(err, errlen,
 	           "checkpoint shard \"%s\" is corrupt: it became shorter after it was verified",
 	           r->path);
-	rc = CKPT_ERR_CORRUPT;
+	rc = -ERR_CHECKPOINT_CORRUPT;
 fail:
 	ckpt_stream_close(r->in);
 	r->in = NULL;
@@ -679,7 +679,7 @@ int ckpt_manifest_write(ckpt_store *s, int step, int world, const json_t *config
 	if (config != NULL && !json_is_object(config)) {
 		err_printf(err, errlen,
 		           "could not write checkpoint manifest: config is not an object");
-		return CKPT_ERR_ARG;
+		return -ERR_INVALID_ARGUMENT;
 	}
 	if (n != world) {
 		err_printf(
@@ -687,12 +687,12 @@ int ckpt_manifest_write(ckpt_store *s, int step, int world, const json_t *config
 		    "could not write checkpoint manifest for step %d: %d shards for a world of "
 		    "%d",
 		    step, n, world);
-		return CKPT_ERR_ARG;
+		return -ERR_INVALID_ARGUMENT;
 	}
 	byrank = calloc((size_t)world, sizeof(*byrank));
 	if (byrank == NULL) {
 		err_printf(err, errlen, "out of memory");
-		return CKPT_ERR_NOMEM;
+		return -ERR_INTERNAL;
 	}
 	for (int i = 0; i < n; i++) {
 		int r = shards[i].rank;
@@ -706,7 +706,7 @@ int ckpt_manifest_write(ckpt_store *s, int step, int world, const json_t *config
 			    "could not write checkpoint manifest for step %d: shard entry %d "
 			    "(rank %d, \"%.63s\") is invalid or repeated",
 			    step, i, r, shards[i].name);
-			rc = CKPT_ERR_ARG;
+			rc = -ERR_INVALID_ARGUMENT;
 			goto out;
 		}
 		byrank[r] = shards[i];
@@ -715,7 +715,7 @@ int ckpt_manifest_write(ckpt_store *s, int step, int world, const json_t *config
 	text = doc ? json_dumps(doc, JSON_INDENT(2)) : NULL;
 	if (text == NULL) {
 		err_printf(err, errlen, "out of memory");
-		rc = CKPT_ERR_NOMEM;
+		rc = -ERR_INTERNAL;
 		goto out;
 	}
 	char path[128];
@@ -740,7 +740,7 @@ out:
 static int manifest_bad(char *err, size_t errlen, const char *path, const char *why)
 {
 	err_printf(err, errlen, "checkpoint manifest \"%s\" is invalid: %s", path, why);
-	return CKPT_ERR_CORRUPT;
+	return -ERR_CHECKPOINT_CORRUPT;
 }
 
 /* Read the whole file name (at most max bytes) into a NUL-terminated buffer. */
@@ -753,21 +753,21 @@ static int read_all(ckpt_store *s, const char *name, size_t max, char **out, siz
 	*out = NULL;
 	int rc = ckpt_store_open_read(s, name, &in, err, errlen);
 	if (rc)
-		return rc == CKPT_STORE_ERR_NOTFOUND ? CKPT_ERR_NOTFOUND : rc;
+		return rc == -ERR_STORAGE_FILE_NOT_FOUND ? -ERR_CHECKPOINT_NOT_FOUND : rc;
 	for (;;) {
 		if (n == cap) {
 			if (cap > max) {
 				err_printf(err, errlen,
 				           "checkpoint file \"%s\" is larger than %zu bytes", name,
 				           max);
-				rc = CKPT_ERR_CORRUPT;
+				rc = -ERR_CHECKPOINT_CORRUPT;
 				goto out;
 			}
 			size_t ncap = cap ? 2 * cap : 4096;
 			char *nb = realloc(buf, ncap + 1);
 			if (nb == NULL) {
 				err_printf(err, errlen, "out of memory");
-				rc = CKPT_ERR_NOMEM;
+				rc = -ERR_INTERNAL;
 				goto out;
 			}
 			buf = nb;
@@ -784,7 +784,7 @@ static int read_all(ckpt_store *s, const char *name, size_t max, char **out, siz
 	if (n > max) {
 		err_printf(err, errlen, "checkpoint file \"%s\" is larger than %zu bytes", name,
 		           max);
-		rc = CKPT_ERR_CORRUPT;
+		rc = -ERR_CHECKPOINT_CORRUPT;
 		goto out;
 	}
 	buf[n] = '\0';
@@ -805,7 +805,7 @@ static int manifest_shards(const json_t *arr, ckpt_manifest *m, const char *path
 	m->shards = calloc((size_t)m->world, sizeof(*m->shards));
 	if (m->shards == NULL) {
 		err_printf(err, errlen, "out of memory");
-		return CKPT_ERR_NOMEM;
+		return -ERR_INTERNAL;
 	}
 	size_t i;
 	const json_t *e;
@@ -844,7 +844,7 @@ int ckpt_manifest_read(ckpt_store *s, int step, ckpt_manifest *out, char *err, s
 		return rc;
 	step_file(step, CKPT_MANIFEST_NAME, path);
 	rc = read_all(s, path, CKPT_MANIFEST_MAX, &text, &len, err, errlen);
-	if (rc == CKPT_ERR_NOTFOUND)
+	if (rc == -ERR_CHECKPOINT_NOT_FOUND)
 		err_printf(err, errlen, "checkpoint manifest \"%s\" does not exist", path);
 	if (rc)
 		return rc;
@@ -853,7 +853,7 @@ int ckpt_manifest_read(ckpt_store *s, int step, ckpt_manifest *out, char *err, s
 	if (doc == NULL) {
 		err_printf(err, errlen, "checkpoint manifest \"%s\" is invalid: line %d: %s", path,
 		           jerr.line, jerr.text);
-		rc = CKPT_ERR_CORRUPT;
+		rc = -ERR_CHECKPOINT_CORRUPT;
 		goto out;
 	}
 	const char *magic = NULL, *created = NULL;
@@ -873,7 +873,7 @@ int ckpt_manifest_read(ckpt_store *s, int step, ckpt_manifest *out, char *err, s
 		err_printf(err, errlen,
 		           "checkpoint manifest \"%s\" has version %lld, this build reads %d", path,
 		           (long long)version, CKPT_MANIFEST_VERSION);
-		rc = CKPT_ERR_VERSION;
+		rc = -ERR_CHECKPOINT_VERSION;
 		goto out;
 	}
 	if (mstep != step || world < 1 || world > CKPT_WORLD_MAX || !json_is_object(config) ||
@@ -925,7 +925,7 @@ int ckpt_list(ckpt_store *s, ckpt_entry **out, int *n, char *err, size_t errlen)
 	*n = 0;
 	ckpt_names names;
 	int rc = ckpt_store_list(s, "", &names, err, errlen);
-	if (rc == CKPT_STORE_ERR_NOTFOUND)
+	if (rc == -ERR_STORAGE_FILE_NOT_FOUND)
 		return 0; /* no root yet: no checkpoints */
 	if (rc)
 		return rc;
@@ -933,7 +933,7 @@ int ckpt_list(ckpt_store *s, ckpt_entry **out, int *n, char *err, size_t errlen)
 	if (e == NULL) {
 		ckpt_names_release(&names);
 		err_printf(err, errlen, "out of memory");
-		return CKPT_ERR_NOMEM;
+		return -ERR_INTERNAL;
 	}
 	int k = 0;
 	for (size_t i = 0; i < names.n; i++) {
@@ -947,7 +947,14 @@ int ckpt_list(ckpt_store *s, ckpt_entry **out, int *n, char *err, size_t errlen)
 		bool there = false;
 		e[k].step = step;
 		snprintf(name, sizeof(name), "step_%08d/manifest.json", step);
-		e[k].complete = ckpt_store_exists(s, name, &there, NULL, 0) == 0 && there;
+		/* and a store that cannot say fails the list: pruning must not guess */
+		rc = ckpt_store_exists(s, name, &there, err, errlen);
+		if (rc) {
+			ckpt_names_release(&names);
+			free(e);
+			return rc;
+		}
+		e[k].complete = there;
 		k++;
 	}
 	ckpt_names_release(&names);
@@ -975,7 +982,7 @@ int ckpt_latest(ckpt_store *s, int *step, char *err, size_t errlen)
 	free(e);
 	if (*step < 0) {
 		err_printf(err, errlen, "no checkpoint with a readable manifest in the store");
-		return CKPT_ERR_NOTFOUND;
+		return -ERR_CHECKPOINT_NOT_FOUND;
 	}
 	return 0;
 }
@@ -986,22 +993,22 @@ int ckpt_step_remove(ckpt_store *s, int step, char *err, size_t errlen)
 	ckpt_step_dir(step, dir);
 	step_file(step, CKPT_MANIFEST_NAME, path);
 	int rc = ckpt_store_remove(s, path, err, errlen);
-	if (rc && rc != CKPT_STORE_ERR_NOTFOUND)
+	if (rc && rc != -ERR_STORAGE_FILE_NOT_FOUND)
 		return rc;
 	ckpt_names names;
 	rc = ckpt_store_list(s, dir, &names, err, errlen);
-	if (rc == CKPT_STORE_ERR_NOTFOUND) /* not a directory, or gone */
+	if (rc == -ERR_STORAGE_FILE_NOT_FOUND) /* not a directory, or gone */
 		rc = 0;
 	for (size_t i = 0; rc == 0 && i < names.n; i++) {
 		step_file(step, names.names[i], path);
 		rc = ckpt_store_remove(s, path, err, errlen);
-		if (rc == CKPT_STORE_ERR_NOTFOUND)
+		if (rc == -ERR_STORAGE_FILE_NOT_FOUND)
 			rc = 0;
 	}
 	ckpt_names_release(&names);
 	if (rc == 0) {
 		rc = ckpt_store_remove(s, dir, err, errlen);
-		if (rc == CKPT_STORE_ERR_NOTFOUND)
+		if (rc == -ERR_STORAGE_FILE_NOT_FOUND)
 			rc = 0;
 	}
 	return rc;
@@ -1016,7 +1023,7 @@ int ckpt_prune(ckpt_store *s, int keep, int *removed, char *err, size_t errlen)
 	if (keep < 1) {
 		err_printf(err, errlen,
 		           "could not prune checkpoints: keep must be at least 1, not %d", keep);
-		return CKPT_ERR_ARG;
+		return -ERR_INVALID_ARGUMENT;
 	}
 	int rc = ckpt_list(s, &e, &n, err, errlen);
 	if (rc)
@@ -1050,7 +1057,7 @@ int ckpt_verify(ckpt_store *s, const ckpt_manifest *m, int part, int parts, char
 {
 	if (parts < 1 || part < 0 || part >= parts) {
 		err_printf(err, errlen, "could not verify checkpoint: part %d of %d", part, parts);
-		return CKPT_ERR_ARG;
+		return -ERR_INVALID_ARGUMENT;
 	}
 	for (int r = part; r < m->world; r += parts) {
 		ckpt_reader *rd;
@@ -1068,7 +1075,7 @@ int ckpt_verify(ckpt_store *s, const ckpt_manifest *m, int part, int parts, char
 			           "manifest records %llu",
 			           dir, m->shards[r].name, (unsigned long long)bytes,
 			           (unsigned long long)m->shards[r].bytes);
-			return CKPT_ERR_CORRUPT;
+			return -ERR_CHECKPOINT_CORRUPT;
 		}
 	}
 	return 0;
@@ -1105,7 +1112,7 @@ int ckpt_find_valid(ckpt_store *s, const ckpt_find_opts *opts, ckpt_manifest *ou
 			snprintf(why, sizeof(why),
 			         "a shard of checkpoint step %d did not verify in another process",
 			         e[i].step);
-			rc = CKPT_ERR_CORRUPT;
+			rc = -ERR_CHECKPOINT_CORRUPT;
 		}
 		if (first[0] == '\0')
 			snprintf(first, sizeof(first), "step %d: %s", e[i].step, why);
@@ -1116,9 +1123,9 @@ int ckpt_find_valid(ckpt_store *s, const ckpt_find_opts *opts, ckpt_manifest *ou
 	free(e);
 	if (complete == 0) {
 		err_printf(err, errlen, "no complete checkpoint in the store");
-		return CKPT_ERR_NOTFOUND;
+		return -ERR_CHECKPOINT_NOT_FOUND;
 	}
 	err_printf(err, errlen, "none of %d checkpoints verifies; the newest was refused at %s",
 	           complete, first);
-	return CKPT_ERR_CORRUPT;
+	return -ERR_CHECKPOINT_CORRUPT;
 }

@@ -24,10 +24,17 @@
  *
  * Integrity: the SHA-256 of each shard file is computed while it is written
  * and recorded in the manifest; ckpt_shard_open() hashes the whole file
- * and refuses it (CKPT_ERR_CORRUPT) before any section can be read.
+ * and refuses it (-ERR_CHECKPOINT_CORRUPT) before any section can be read.
  *
- * Errors: 0 or a negative code, CKPT_ERR_* below or CKPT_STORE_ERR_*
- * (ckpt_store.h) passed through from the store, with a message in err.
+ * Errors: 0 or a negative err_code (error.h), with a message in err:
+ *   -ERR_CHECKPOINT_CORRUPT   hash mismatch, truncated, bad magic or structure
+ *   -ERR_CHECKPOINT_VERSION   a format version this build does not read
+ *   -ERR_CHECKPOINT_NOT_FOUND no such checkpoint, manifest or section
+ *   -ERR_INVALID_ARGUMENT     a bad argument: name, size, rank, duplicate section
+ *   -ERR_INTERNAL             out of memory (or the hash could not be computed)
+ * and the store's codes passed through (ckpt_store.h): -ERR_STORAGE_IO,
+ * -ERR_STORAGE_PATH_INVALID, -ERR_STORAGE_FILE_NOT_FOUND (a shard that is not
+ * there; a missing manifest is -ERR_CHECKPOINT_NOT_FOUND).
  */
 #ifndef TY_CKPT_H
 #define TY_CKPT_H
@@ -38,14 +45,7 @@
 #include <stdint.h>
 
 #include "ckpt_store.h"
-
-enum {
-	CKPT_ERR_CORRUPT = -30,  /* hash mismatch, truncated, bad magic or structure */
-	CKPT_ERR_VERSION = -31,  /* a format version this build does not read */
-	CKPT_ERR_NOTFOUND = -32, /* no such checkpoint, manifest or section */
-	CKPT_ERR_ARG = -33,      /* a bad argument: name, size, rank, duplicate section */
-	CKPT_ERR_NOMEM = -34,    /* out of memory */
-};
+#include "error.h"
 
 #define CKPT_SHARD_MAGIC      "TYCKSHRD" /* 8 bytes, no terminator in the file */
 #define CKPT_SHARD_VERSION    1
@@ -107,19 +107,20 @@ typedef struct ckpt_reader ckpt_reader;
 /*
  * Open rank's shard of the checkpoint at step written by world ranks. The
  * whole file is read and hashed first; with expected_sha256 (64 hex
- * digits; NULL to skip), a different hash is CKPT_ERR_CORRUPT with a
- * message naming the file and both hashes. A truncated file, a bad magic
- * or a header that disagrees with (step, rank, world) is CKPT_ERR_CORRUPT
- * too. Sections are then read on demand (the file is read again).
+ * digits; NULL to skip), a different hash is -ERR_CHECKPOINT_CORRUPT with
+ * a message naming the file and both hashes. A truncated file, a bad magic
+ * or a header that disagrees with (step, rank, world) is
+ * -ERR_CHECKPOINT_CORRUPT too; a shard that is not there
+ * -ERR_STORAGE_FILE_NOT_FOUND. Sections are then read on demand (the file is read again).
  * OUT *out: the reader; caller frees with ckpt_shard_close.
  */
 int ckpt_shard_open(ckpt_store *s, int step, int rank, int world, const char *expected_sha256,
                     ckpt_reader **out, char *err, size_t errlen);
 void ckpt_shard_close(ckpt_reader *r);
 
-/* OUT *n: the byte size of section name; CKPT_ERR_NOTFOUND when absent. */
+/* OUT *n: the byte size of section name; -ERR_CHECKPOINT_NOT_FOUND when absent. */
 int ckpt_get_size(const ckpt_reader *r, const char *name, uint64_t *n);
-/* Copy section name into buf; n must equal its size (else CKPT_ERR_ARG). */
+/* Copy section name into buf; n must equal its size (else -ERR_INVALID_ARGUMENT). */
 int ckpt_get(ckpt_reader *r, const char *name, void *buf, size_t n, char *err, size_t errlen);
 /* Sections in file order, for tools and resharding. RET: NULL past the end. */
 int ckpt_section_count(const ckpt_reader *r);
@@ -144,8 +145,9 @@ int ckpt_manifest_write(ckpt_store *s, int step, int world, const json_t *config
                         const ckpt_shard_info *shards, int n, char *err, size_t errlen);
 
 /*
- * Read and validate the manifest of step. CKPT_ERR_NOTFOUND when it does
- * not exist, CKPT_ERR_CORRUPT when it does not parse or validate.
+ * Read and validate the manifest of step. -ERR_CHECKPOINT_NOT_FOUND when it
+ * does not exist, -ERR_CHECKPOINT_CORRUPT when it does not parse or
+ * validate, -ERR_CHECKPOINT_VERSION when it is of another format version.
  * OUT *out: caller releases with ckpt_manifest_release (also after failure).
  */
 int ckpt_manifest_read(ckpt_store *s, int step, ckpt_manifest *out, char *err, size_t errlen);
@@ -160,17 +162,20 @@ typedef struct ckpt_entry {
 
 /*
  * Every step directory in the store, oldest first. Other names are ignored.
+ * A store that does not exist yet holds none; any other failure of the
+ * store, also on whether one manifest exists, fails the list (so ckpt_prune
+ * never takes a complete checkpoint for an interrupted write).
  * OUT *out, *n: caller frees *out with free().
  */
 int ckpt_list(ckpt_store *s, ckpt_entry **out, int *n, char *err, size_t errlen);
 
-/* OUT *step: the newest step whose manifest reads. CKPT_ERR_NOTFOUND when there is none. */
+/* OUT *step: the newest step whose manifest reads. -ERR_CHECKPOINT_NOT_FOUND when there is none. */
 int ckpt_latest(ckpt_store *s, int *step, char *err, size_t errlen);
 
 /*
  * Remove the checkpoint of step, whole: the manifest first, so that it is
  * never complete but partial, then its shards and its directory. A step
- * that is not there is no failure. RET 0 or a CKPT_STORE_ERR_* code.
+ * that is not there is no failure. RET 0 or the store's code (ckpt_store.h).
  */
 int ckpt_step_remove(ckpt_store *s, int step, char *err, size_t errlen);
 
@@ -206,9 +211,10 @@ typedef struct ckpt_find_opts {
 /*
  * Walk the complete checkpoints from the newest back and return the first
  * whose every shard verifies. opts may be NULL.
- * RET: 0 with *out filled; CKPT_ERR_NOTFOUND when there is no complete
- * checkpoint; CKPT_ERR_CORRUPT when there are some but none verifies (err
- * names the newest refusal); other codes when listing the store fails.
+ * RET: 0 with *out filled; -ERR_CHECKPOINT_NOT_FOUND when there is no
+ * complete checkpoint; -ERR_CHECKPOINT_CORRUPT when there are some but none
+ * verifies (err names the newest refusal); the store's code when listing it
+ * fails.
  * Any failure to read or verify a checkpoint (missing or corrupt shard,
  * store error) refuses it, so every process takes the same path.
  * OUT *out: caller releases with ckpt_manifest_release (also after failure).

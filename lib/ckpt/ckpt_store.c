@@ -35,7 +35,7 @@ static int check_name(const char *name, bool root_ok, char *err, size_t errlen)
 	    "invalid checkpoint file name \"%s\": expected a relative path of [A-Za-z0-9._-] "
 	    "components without \".\" or \"..\"",
 	    name ? name : "(null)");
-	return CKPT_STORE_ERR_NAME;
+	return -ERR_STORAGE_PATH_INVALID;
 }
 
 void ckpt_names_release(ckpt_names *l)
@@ -77,7 +77,7 @@ int ckpt_stream_write(ckpt_stream *f, const void *buf, size_t n, char *err, size
 	if (!f->writing) {
 		err_printf(err, errlen,
 		           "could not write checkpoint file: it was opened for reading");
-		return CKPT_STORE_ERR_IO;
+		return -ERR_STORAGE_IO;
 	}
 	if (n == 0)
 		return 0;
@@ -90,7 +90,7 @@ int ckpt_stream_commit(ckpt_stream *f, char *err, size_t errlen)
 		f->store->ops->close(f);
 		err_printf(err, errlen,
 		           "could not commit checkpoint file: it was opened for reading");
-		return CKPT_STORE_ERR_IO;
+		return -ERR_STORAGE_IO;
 	}
 	return f->store->ops->commit(f, err, errlen);
 }
@@ -126,7 +126,7 @@ int ckpt_stream_read(ckpt_stream *f, void *buf, size_t n, size_t *got, char *err
 	if (f->writing) {
 		err_printf(err, errlen,
 		           "could not read checkpoint file: it was opened for writing");
-		return CKPT_STORE_ERR_IO;
+		return -ERR_STORAGE_IO;
 	}
 	if (n == 0)
 		return 0;
@@ -139,7 +139,7 @@ int ckpt_stream_skip(ckpt_stream *f, size_t n, size_t *got, char *err, size_t er
 	if (f->writing) {
 		err_printf(err, errlen,
 		           "could not read checkpoint file: it was opened for writing");
-		return CKPT_STORE_ERR_IO;
+		return -ERR_STORAGE_IO;
 	}
 	if (n == 0)
 		return 0;
@@ -236,12 +236,12 @@ static char *dir_path(const dir_store *d, const char *name)
 static int nomem(char *err, size_t errlen)
 {
 	err_printf(err, errlen, "out of memory");
-	return CKPT_STORE_ERR_NOMEM;
+	return -ERR_INTERNAL;
 }
 
 static int errno_code(int e)
 {
-	return e == ENOENT || e == ENOTDIR ? CKPT_STORE_ERR_NOTFOUND : CKPT_STORE_ERR_IO;
+	return e == ENOENT || e == ENOTDIR ? -ERR_STORAGE_FILE_NOT_FOUND : -ERR_STORAGE_IO;
 }
 
 /* fsync the directory that holds path, a path under root. */
@@ -261,7 +261,7 @@ static int sync_parent(const char *root, const char *path, char *err, size_t err
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || fsync(fd) != 0) {
 		err_printf(err, errlen, "could not sync directory \"%s\": %m", in_store(root, dir));
-		rc = CKPT_STORE_ERR_IO;
+		rc = -ERR_STORAGE_IO;
 	}
 	if (fd >= 0)
 		close(fd);
@@ -323,7 +323,7 @@ static int dir_write(ckpt_stream *s, const void *buf, size_t n, char *err, size_
 				errno = EIO;
 			err_printf(err, errlen, "could not write to file \"%s\": %m",
 			           f->tmp + f->skip);
-			return CKPT_STORE_ERR_IO;
+			return -ERR_STORAGE_IO;
 		}
 		p += k;
 		n -= (size_t)k;
@@ -337,20 +337,20 @@ static int dir_commit(ckpt_stream *s, char *err, size_t errlen)
 	int rc = 0;
 	if (fsync(f->fd) != 0) {
 		err_printf(err, errlen, "could not sync file \"%s\": %m", f->tmp + f->skip);
-		rc = CKPT_STORE_ERR_IO;
+		rc = -ERR_STORAGE_IO;
 		goto fail;
 	}
 	int fd = f->fd;
 	f->fd = -1;
 	if (close(fd) != 0) {
 		err_printf(err, errlen, "could not close file \"%s\": %m", f->tmp + f->skip);
-		rc = CKPT_STORE_ERR_IO;
+		rc = -ERR_STORAGE_IO;
 		goto fail;
 	}
 	if (rename(f->tmp, f->path) != 0) {
 		err_printf(err, errlen, "could not rename file \"%s\" to \"%s\": %m",
 		           f->tmp + f->skip, f->path + f->skip);
-		rc = CKPT_STORE_ERR_IO;
+		rc = -ERR_STORAGE_IO;
 		goto fail;
 	}
 	rc = sync_parent(((dir_store *)f->base.store)->root, f->path, err, errlen);
@@ -399,7 +399,7 @@ static int dir_open_read(ckpt_store *s, const char *name, ckpt_stream **out, cha
 	if (fstat(f->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		err_printf(err, errlen, "could not open file \"%s\": not a regular file",
 		           f->path + f->skip);
-		rc = CKPT_STORE_ERR_IO;
+		rc = -ERR_STORAGE_IO;
 		goto fail;
 	}
 	*out = &f->base;
@@ -421,7 +421,7 @@ static int dir_read(ckpt_stream *s, void *buf, size_t n, size_t *got, char *err,
 		if (k < 0) {
 			err_printf(err, errlen, "could not read file \"%s\": %m",
 			           f->path + f->skip);
-			return CKPT_STORE_ERR_IO;
+			return -ERR_STORAGE_IO;
 		}
 		if (k == 0)
 			break;
@@ -437,13 +437,13 @@ static int dir_skip(ckpt_stream *s, size_t n, size_t *got, char *err, size_t err
 	off_t pos = lseek(f->fd, 0, SEEK_CUR);
 	if (pos < 0 || fstat(f->fd, &st) != 0) {
 		err_printf(err, errlen, "could not seek in file \"%s\": %m", f->path + f->skip);
-		return CKPT_STORE_ERR_IO;
+		return -ERR_STORAGE_IO;
 	}
 	size_t left = st.st_size > pos ? (size_t)(st.st_size - pos) : 0;
 	size_t k = n < left ? n : left;
 	if (lseek(f->fd, pos + (off_t)k, SEEK_SET) < 0) {
 		err_printf(err, errlen, "could not seek in file \"%s\": %m", f->path + f->skip);
-		return CKPT_STORE_ERR_IO;
+		return -ERR_STORAGE_IO;
 	}
 	*got = k;
 	return 0;
@@ -465,7 +465,7 @@ static int dir_exists(ckpt_store *s, const char *name, bool *yes, char *err, siz
 		*yes = true;
 	else if (errno != ENOENT && errno != ENOTDIR) {
 		err_printf(err, errlen, "could not stat file \"%s\": %m", name);
-		rc = CKPT_STORE_ERR_IO;
+		rc = -ERR_STORAGE_IO;
 	}
 	free(path);
 	return rc;
@@ -498,7 +498,7 @@ static int dir_list(ckpt_store *s, const char *dirname, ckpt_names *out, char *e
 			if (errno != 0) {
 				err_printf(err, errlen, "could not read directory \"%s\": %m",
 				           dirname[0] ? dirname : ".");
-				rc = CKPT_STORE_ERR_IO;
+				rc = -ERR_STORAGE_IO;
 			}
 			break;
 		}
@@ -549,7 +549,7 @@ static int mkdir_parents(const char *root, char *path, char *err, size_t errlen)
 			err_printf(err, errlen, "could not create directory \"%s\": %m",
 			           in_store(root, path));
 			*p = c;
-			return CKPT_STORE_ERR_IO;
+			return -ERR_STORAGE_IO;
 		}
 		*p = c;
 		if (c == '\0')
@@ -559,7 +559,7 @@ static int mkdir_parents(const char *root, char *path, char *err, size_t errlen)
 	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
 		err_printf(err, errlen, "could not create directory \"%s\": a file is in the way",
 		           in_store(root, path));
-		return CKPT_STORE_ERR_IO;
+		return -ERR_STORAGE_IO;
 	}
 	return 0;
 }

@@ -21,8 +21,14 @@
  * names are refused. The empty name "" means the store's root and is only
  * accepted by ckpt_store_list() and ckpt_store_mkdir().
  *
- * Errors: functions return 0 or a negative CKPT_STORE_ERR_*, and write a
- * message into err (errlen bytes, may be 0) naming the file.
+ * Errors: functions return 0 or a negative err_code (error.h), and write a
+ * message into err (errlen bytes, may be 0) naming the file:
+ *   -ERR_STORAGE_IO             the underlying read, write or sync failed (and
+ *                               in the encrypted store, a file that does not
+ *                               authenticate)
+ *   -ERR_STORAGE_PATH_INVALID   the name is not a valid relative name
+ *   -ERR_STORAGE_FILE_NOT_FOUND no file or directory of that name
+ *   -ERR_INTERNAL               out of memory
  *
  * Who frees what: a stream is freed by commit, abort or close (exactly one
  * of them, whatever they return); ckpt_names by ckpt_names_release(); the
@@ -35,16 +41,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "error.h"
 #include "storage.h"
 
 #define CKPT_NAME_MAX STORAGE_NAME_MAX
-
-enum {
-	CKPT_STORE_ERR_IO = -20,       /* the underlying read, write or sync failed */
-	CKPT_STORE_ERR_NAME = -21,     /* the name is not a valid relative name */
-	CKPT_STORE_ERR_NOTFOUND = -22, /* no file or directory of that name */
-	CKPT_STORE_ERR_NOMEM = -23,    /* out of memory */
-};
 
 typedef struct ckpt_store ckpt_store;
 typedef struct ckpt_stream ckpt_stream;
@@ -105,7 +105,7 @@ void ckpt_store_free(ckpt_store *s);
  * The encrypted store (ckpt_store_crypt.c): the plain-file store over root, with
  * every file an encrypted object of ctx (crypt.h) whose AAD name is its
  * relative name, so a file moved to another name, job or tenant, altered
- * or truncated fails to read (CKPT_STORE_ERR_IO, naming the file). Commit
+ * or truncated fails to read (-ERR_STORAGE_IO, naming the file). Commit
  * seals the final chunk, then commits as the plain store does. Reads
  * return only authenticated bytes. ctx is copied; the store clears its
  * key when freed. Directories it creates are made 0700.
@@ -123,7 +123,7 @@ int ckpt_stream_commit(ckpt_stream *f, char *err, size_t errlen);
 /* Drop a write: the temporary file is removed. Frees f; f may be NULL. */
 void ckpt_stream_abort(ckpt_stream *f);
 
-/* Open name for reading; CKPT_STORE_ERR_NOTFOUND when it does not exist. */
+/* Open name for reading; -ERR_STORAGE_FILE_NOT_FOUND when it does not exist. */
 int ckpt_store_open_read(ckpt_store *s, const char *name, ckpt_stream **out, char *err,
                          size_t errlen);
 /* Read up to n bytes into buf. OUT *got: bytes read, < n only at the end of the file. */
@@ -139,7 +139,7 @@ int ckpt_store_exists(ckpt_store *s, const char *name, bool *yes, char *err, siz
 int ckpt_store_list(ckpt_store *s, const char *dir, ckpt_names *out, char *err, size_t errlen);
 /* Create dir and its missing parents; an existing directory is fine. */
 int ckpt_store_mkdir(ckpt_store *s, const char *dir, char *err, size_t errlen);
-/* Remove a file or an empty directory; CKPT_STORE_ERR_NOTFOUND when absent. */
+/* Remove a file or an empty directory; -ERR_STORAGE_FILE_NOT_FOUND when absent. */
 int ckpt_store_remove(ckpt_store *s, const char *name, char *err, size_t errlen);
 
 #endif

@@ -37,7 +37,7 @@ typedef struct crypt_stream {
 	char inner_err[512];
 } crypt_stream;
 
-/* The plain store's failure stands as it is; a crypt failure is CKPT_STORE_ERR_IO. */
+/* The plain store's failure stands as it is; a crypt failure is -ERR_STORAGE_IO. */
 static int stream_result(crypt_stream *f, int rc, const char *cerr, char *err, size_t errlen)
 {
 	if (rc == 0)
@@ -47,7 +47,7 @@ static int stream_result(crypt_stream *f, int rc, const char *cerr, char *err, s
 		return f->inner_rc;
 	}
 	err_printf(err, errlen, "%s", cerr);
-	return CKPT_STORE_ERR_IO;
+	return -ERR_STORAGE_IO;
 }
 
 static int stream_sink(void *arg, const void *buf, size_t n)
@@ -100,7 +100,7 @@ static int open_stream(ckpt_store *s, const char *name, bool write, ckpt_stream 
 	crypt_stream *f = calloc(1, sizeof(*f));
 	if (f == NULL) {
 		err_printf(err, errlen, "out of memory");
-		return CKPT_STORE_ERR_NOMEM;
+		return -ERR_INTERNAL;
 	}
 	int rc = write ? ckpt_store_open_write(cs->inner, name, &f->inner, err, errlen)
 	               : ckpt_store_open_read(cs->inner, name, &f->inner, err, errlen);
@@ -197,7 +197,7 @@ static int make_private(const crypt_store *cs, const char *dir, size_t len, char
 	if (k < 0 || (size_t)k >= sizeof(path)) {
 		err_printf(err, errlen, "checkpoint directory \"%.*s\" has too long a path",
 		           (int)len, dir);
-		return CKPT_STORE_ERR_NAME;
+		return -ERR_STORAGE_PATH_INVALID;
 	}
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 || fchmod(fd, 0700) != 0) {
@@ -205,7 +205,7 @@ static int make_private(const crypt_store *cs, const char *dir, size_t len, char
 		           len ? (int)len : 1, len ? dir : ".");
 		if (fd >= 0)
 			close(fd);
-		return CKPT_STORE_ERR_IO;
+		return -ERR_STORAGE_IO;
 	}
 	close(fd);
 	return 0;

@@ -206,11 +206,12 @@ START_TEST(round_trip)
 		free(got);
 		free(want);
 		uint64_t size;
-		ck_assert_int_eq(ckpt_get_size(rd, "nope", &size), CKPT_ERR_NOTFOUND);
+		ck_assert_int_eq(ckpt_get_size(rd, "nope", &size), -ERR_CHECKPOINT_NOT_FOUND);
 		unsigned char small[16];
 		ck_assert_int_eq(ckpt_get(rd, "nope", small, 16, err, sizeof(err)),
-		                 CKPT_ERR_NOTFOUND);
-		ck_assert_int_eq(ckpt_get(rd, "rng", small, 15, err, sizeof(err)), CKPT_ERR_ARG);
+		                 -ERR_CHECKPOINT_NOT_FOUND);
+		ck_assert_int_eq(ckpt_get(rd, "rng", small, 15, err, sizeof(err)),
+		                 -ERR_INVALID_ARGUMENT);
 		ck_assert_ptr_nonnull(strstr(err, "has 16 bytes"));
 		ckpt_shard_close(rd);
 	}
@@ -219,7 +220,8 @@ START_TEST(round_trip)
 	int step;
 	ck_assert_int_eq(ckpt_latest(store, &step, err, sizeof(err)), 0);
 	ck_assert_int_eq(step, 20);
-	ck_assert_int_eq(ckpt_manifest_read(store, 30, &m, err, sizeof(err)), CKPT_ERR_NOTFOUND);
+	ck_assert_int_eq(ckpt_manifest_read(store, 30, &m, err, sizeof(err)),
+	                 -ERR_CHECKPOINT_NOT_FOUND);
 	ckpt_manifest_release(&m);
 }
 END_TEST
@@ -253,10 +255,10 @@ START_TEST(corrupt_shard_falls_back)
 	ckpt_reader *rd = (ckpt_reader *)1;
 	ck_assert_int_eq(
 	    ckpt_shard_open(store, 20, 1, 2, m.shards[1].sha256, &rd, err, sizeof(err)),
-	    CKPT_ERR_CORRUPT);
+	    -ERR_CHECKPOINT_CORRUPT);
 	ck_assert_ptr_null(rd);
 	ck_assert_msg(strstr(err, bad) && strstr(err, before) && strstr(err, after), "%s", err);
-	ck_assert_int_eq(ckpt_verify(store, &m, 0, 1, err, sizeof(err)), CKPT_ERR_CORRUPT);
+	ck_assert_int_eq(ckpt_verify(store, &m, 0, 1, err, sizeof(err)), -ERR_CHECKPOINT_CORRUPT);
 	ck_assert_int_eq(ckpt_verify(store, &m, 0, 2, err, sizeof(err)), 0); /* rank 0 only */
 	ckpt_manifest_release(&m);
 
@@ -272,12 +274,13 @@ START_TEST(corrupt_shard_falls_back)
 	ckpt_manifest_release(&m);
 	ck_assert_int_eq(r.n, 1);
 	ck_assert_int_eq(r.step, 20);
-	ck_assert_int_eq(r.code, CKPT_ERR_CORRUPT);
+	ck_assert_int_eq(r.code, -ERR_CHECKPOINT_CORRUPT);
 	ck_assert_ptr_nonnull(strstr(r.why, before));
 
 	/* when every checkpoint is corrupt: a distinct code */
 	flip_byte("step_00000010/shard_00000_of_00002.bin", 70);
-	ck_assert_int_eq(ckpt_find_valid(store, NULL, &m, err, sizeof(err)), CKPT_ERR_CORRUPT);
+	ck_assert_int_eq(ckpt_find_valid(store, NULL, &m, err, sizeof(err)),
+	                 -ERR_CHECKPOINT_CORRUPT);
 	ck_assert_ptr_nonnull(strstr(err, "step 20"));
 	ckpt_manifest_release(&m);
 }
@@ -294,7 +297,8 @@ START_TEST(find_valid_agreement)
 {
 	char err[512];
 	ckpt_manifest m;
-	ck_assert_int_eq(ckpt_find_valid(store, NULL, &m, err, sizeof(err)), CKPT_ERR_NOTFOUND);
+	ck_assert_int_eq(ckpt_find_valid(store, NULL, &m, err, sizeof(err)),
+	                 -ERR_CHECKPOINT_NOT_FOUND);
 	write_checkpoint(10, 1);
 	write_checkpoint(20, 1);
 	/* another process refusing the newest makes everyone fall back */
@@ -344,7 +348,7 @@ START_TEST(incomplete_ignored_and_pruned)
 	ckpt_shard_abort(w);
 	ck_assert_int_eq(ckpt_latest(store, &step, err, sizeof(err)), 0);
 	ck_assert_int_eq(step, 10);
-	ck_assert_int_eq(ckpt_prune(store, 0, &removed, err, sizeof(err)), CKPT_ERR_ARG);
+	ck_assert_int_eq(ckpt_prune(store, 0, &removed, err, sizeof(err)), -ERR_INVALID_ARGUMENT);
 }
 END_TEST
 
@@ -387,11 +391,11 @@ START_TEST(truncated_and_malformed_refused)
 	for (int i = 0; i < 3; i++) {
 		ck_assert_int_eq(truncate(path, cuts[i]), 0);
 		ck_assert_int_eq(ckpt_shard_open(store, 7, 0, 2, NULL, &rd, err, sizeof(err)),
-		                 CKPT_ERR_CORRUPT);
+		                 -ERR_CHECKPOINT_CORRUPT);
 		ck_assert_msg(strstr(err, "ends after") && strstr(err, name), "%s", err);
 		ck_assert_int_eq(
 		    ckpt_shard_open(store, 7, 0, 2, m.shards[0].sha256, &rd, err, sizeof(err)),
-		    CKPT_ERR_CORRUPT);
+		    -ERR_CHECKPOINT_CORRUPT);
 		ck_assert_ptr_nonnull(strstr(err, m.shards[0].sha256));
 	}
 	ckpt_manifest_release(&m);
@@ -401,19 +405,19 @@ START_TEST(truncated_and_malformed_refused)
 	ck_assert_int_eq(ckpt_shard_open(store, 7, 1, 2, NULL, &rd, err, sizeof(err)), 0);
 	ckpt_shard_close(rd);
 	ck_assert_int_eq(ckpt_shard_open(store, 7, 1, 4, NULL, &rd, err, sizeof(err)),
-	                 CKPT_STORE_ERR_NOTFOUND);
+	                 -ERR_STORAGE_FILE_NOT_FOUND);
 	flip_byte(other, 16); /* rank */
 	ck_assert_int_eq(ckpt_shard_open(store, 7, 1, 2, NULL, &rd, err, sizeof(err)),
-	                 CKPT_ERR_CORRUPT);
+	                 -ERR_CHECKPOINT_CORRUPT);
 	ck_assert_ptr_nonnull(strstr(err, "header says"));
 	flip_byte(other, 16);
 	flip_byte(other, 8); /* version */
 	ck_assert_int_eq(ckpt_shard_open(store, 7, 1, 2, NULL, &rd, err, sizeof(err)),
-	                 CKPT_ERR_VERSION);
+	                 -ERR_CHECKPOINT_VERSION);
 	flip_byte(other, 8);
 	flip_byte(other, 0); /* magic */
 	ck_assert_int_eq(ckpt_shard_open(store, 7, 1, 2, NULL, &rd, err, sizeof(err)),
-	                 CKPT_ERR_CORRUPT);
+	                 -ERR_CHECKPOINT_CORRUPT);
 	flip_byte(other, 0);
 	ck_assert_int_eq(ckpt_shard_open(store, 7, 1, 2, NULL, &rd, err, sizeof(err)), 0);
 	ckpt_shard_close(rd);
@@ -424,10 +428,11 @@ START_TEST(truncated_and_malformed_refused)
 	    ckpt_store_open_write(store, "step_00000007/manifest.json", &f, err, sizeof(err)), 0);
 	ck_assert_int_eq(ckpt_stream_write(f, "{\"magic\":", 9, err, sizeof(err)), 0);
 	ck_assert_int_eq(ckpt_stream_commit(f, err, sizeof(err)), 0);
-	ck_assert_int_eq(ckpt_manifest_read(store, 7, &m, err, sizeof(err)), CKPT_ERR_CORRUPT);
+	ck_assert_int_eq(ckpt_manifest_read(store, 7, &m, err, sizeof(err)),
+	                 -ERR_CHECKPOINT_CORRUPT);
 	ckpt_manifest_release(&m);
 	int step;
-	ck_assert_int_eq(ckpt_latest(store, &step, err, sizeof(err)), CKPT_ERR_NOTFOUND);
+	ck_assert_int_eq(ckpt_latest(store, &step, err, sizeof(err)), -ERR_CHECKPOINT_NOT_FOUND);
 }
 END_TEST
 
@@ -475,13 +480,13 @@ START_TEST(commit_is_atomic)
 	ck_assert_int_eq(ckpt_shard_begin(store, 3, 0, 1, &w, err, sizeof(err)), 0);
 	ck_assert_int_eq(count_names("step_00000003", ".tmp."), 1);
 	ck_assert_int_eq(ckpt_put(w, "a", "x", 1), 0);
-	ck_assert_int_eq(ckpt_put(w, "a", "y", 1), CKPT_ERR_ARG);
-	ck_assert_int_eq(ckpt_put(w, "b", "z", 1), CKPT_ERR_ARG);
-	ck_assert_int_eq(ckpt_shard_commit(w, &info, err, sizeof(err)), CKPT_ERR_ARG);
+	ck_assert_int_eq(ckpt_put(w, "a", "y", 1), -ERR_INVALID_ARGUMENT);
+	ck_assert_int_eq(ckpt_put(w, "b", "z", 1), -ERR_INVALID_ARGUMENT);
+	ck_assert_int_eq(ckpt_shard_commit(w, &info, err, sizeof(err)), -ERR_INVALID_ARGUMENT);
 	ck_assert_ptr_nonnull(strstr(err, "already there"));
 	ck_assert_int_eq(count_names("step_00000003", "shard"), 0);
 	ck_assert_int_eq(ckpt_shard_begin(store, 3, 0, 1, &w, err, sizeof(err)), 0);
-	ck_assert_int_eq(ckpt_put(w, "bad name", "x", 1), CKPT_ERR_ARG);
+	ck_assert_int_eq(ckpt_put(w, "bad name", "x", 1), -ERR_INVALID_ARGUMENT);
 	ckpt_shard_abort(w);
 	ck_assert_int_eq(count_names("step_00000003", "shard"), 0);
 
@@ -491,13 +496,13 @@ START_TEST(commit_is_atomic)
 	ck_assert_uint_eq(l.n, 1);
 	ck_assert_str_eq(l.names[0], "x.bin");
 	ckpt_names_release(&l);
-	ck_assert_int_eq(ckpt_store_remove(store, "d/e", err, sizeof(err)), CKPT_STORE_ERR_IO);
+	ck_assert_int_eq(ckpt_store_remove(store, "d/e", err, sizeof(err)), -ERR_STORAGE_IO);
 	ck_assert_int_eq(ckpt_store_remove(store, "d/e/x.bin", err, sizeof(err)), 0);
 	ck_assert_int_eq(ckpt_store_remove(store, "d/e/x.bin", err, sizeof(err)),
-	                 CKPT_STORE_ERR_NOTFOUND);
+	                 -ERR_STORAGE_FILE_NOT_FOUND);
 	ck_assert_int_eq(ckpt_store_remove(store, "d/e", err, sizeof(err)), 0);
 	ck_assert_int_eq(ckpt_store_open_read(store, "d/e/x.bin", &in, err, sizeof(err)),
-	                 CKPT_STORE_ERR_NOTFOUND);
+	                 -ERR_STORAGE_FILE_NOT_FOUND);
 }
 END_TEST
 
@@ -511,16 +516,16 @@ START_TEST(bad_names_refused)
 		ck_assert_msg(!storage_name_valid(bad[i]), "%s", bad[i]);
 		ckpt_stream *f = (ckpt_stream *)1;
 		ck_assert_int_eq(ckpt_store_open_write(store, bad[i], &f, err, sizeof(err)),
-		                 CKPT_STORE_ERR_NAME);
+		                 -ERR_STORAGE_PATH_INVALID);
 		ck_assert_ptr_null(f);
 		ck_assert_ptr_nonnull(strstr(err, "invalid checkpoint file name"));
 		ck_assert_int_eq(ckpt_store_open_read(store, bad[i], &f, err, sizeof(err)),
-		                 CKPT_STORE_ERR_NAME);
+		                 -ERR_STORAGE_PATH_INVALID);
 		ck_assert_int_eq(ckpt_store_remove(store, bad[i], err, sizeof(err)),
-		                 CKPT_STORE_ERR_NAME);
+		                 -ERR_STORAGE_PATH_INVALID);
 		if (bad[i][0] != '\0')
 			ck_assert_int_eq(ckpt_store_mkdir(store, bad[i], err, sizeof(err)),
-			                 CKPT_STORE_ERR_NAME);
+			                 -ERR_STORAGE_PATH_INVALID);
 	}
 	char longname[300];
 	memset(longname, 'a', sizeof(longname) - 1);
@@ -537,11 +542,13 @@ START_TEST(bad_names_refused)
 
 	/* ids out of range */
 	ckpt_writer *w;
-	ck_assert_int_eq(ckpt_shard_begin(store, -1, 0, 1, &w, err, sizeof(err)), CKPT_ERR_ARG);
-	ck_assert_int_eq(ckpt_shard_begin(store, 1, 2, 2, &w, err, sizeof(err)), CKPT_ERR_ARG);
+	ck_assert_int_eq(ckpt_shard_begin(store, -1, 0, 1, &w, err, sizeof(err)),
+	                 -ERR_INVALID_ARGUMENT);
+	ck_assert_int_eq(ckpt_shard_begin(store, 1, 2, 2, &w, err, sizeof(err)),
+	                 -ERR_INVALID_ARGUMENT);
 	ckpt_shard_info info = {.rank = 0, .name = "shard_00000_of_00002.bin"};
 	ck_assert_int_eq(ckpt_manifest_write(store, 1, 2, NULL, &info, 1, err, sizeof(err)),
-	                 CKPT_ERR_ARG);
+	                 -ERR_INVALID_ARGUMENT);
 }
 END_TEST
 

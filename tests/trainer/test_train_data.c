@@ -228,35 +228,37 @@ START_TEST(bad_shards_refused)
 	memset(h, 0, sizeof(h));
 	data_shard_header(h, 10);
 
-	open_refused("nothing_*.bin", DATA_ERR_DATA, "no data files match");
+	open_refused("nothing_*.bin", -ERR_TRAINING_DATA_INVALID, "no data files match");
 
 	unsigned char bad[sizeof(h)];
 	memcpy(bad, h, sizeof(h));
 	bad[0] ^= 1;
 	write_file("magic.bin", bad, sizeof(bad));
-	open_refused("magic.bin", DATA_ERR_DATA, "magic.bin\" is not a token shard");
+	open_refused("magic.bin", -ERR_TRAINING_DATA_INVALID, "magic.bin\" is not a token shard");
 
 	memcpy(bad, h, sizeof(h));
 	bad[4] = 2;
 	write_file("version.bin", bad, sizeof(bad));
-	open_refused("version.bin", DATA_ERR_DATA, "version.bin\" has shard version 2");
+	open_refused("version.bin", -ERR_TRAINING_DATA_INVALID,
+	             "version.bin\" has shard version 2");
 
 	write_file("short.bin", h, sizeof(h) - 2);
-	open_refused("short.bin", DATA_ERR_DATA, "short.bin\" has 1042 bytes");
+	open_refused("short.bin", -ERR_TRAINING_DATA_INVALID, "short.bin\" has 1042 bytes");
 	write_file("long.bin", h, sizeof(h));
 	unsigned char longer[sizeof(h) + 2];
 	memcpy(longer, h, sizeof(h));
 	longer[sizeof(h)] = longer[sizeof(h) + 1] = 0;
 	write_file("long.bin", longer, sizeof(longer));
-	open_refused("long.bin", DATA_ERR_DATA, "long.bin\" has 1046 bytes");
+	open_refused("long.bin", -ERR_TRAINING_DATA_INVALID, "long.bin\" has 1046 bytes");
 	write_file("tiny.bin", h, 100);
-	open_refused("tiny.bin", DATA_ERR_DATA, "tiny.bin\" is not a token shard");
+	open_refused("tiny.bin", -ERR_TRAINING_DATA_INVALID, "tiny.bin\" is not a token shard");
 
 	memcpy(bad, h, sizeof(h));
 	bad[1024 + 2 * 7] = 0x2C; /* token 300 at index 7 */
 	bad[1024 + 2 * 7 + 1] = 0x01;
 	write_file("token.bin", bad, sizeof(bad));
-	open_refused("token.bin", DATA_ERR_DATA, "token.bin\" holds token 300 at index 7");
+	open_refused("token.bin", -ERR_TRAINING_DATA_INVALID,
+	             "token.bin\" holds token 300 at index 7");
 
 	/* without the scan at open, the bad token is refused when it is read */
 	data_config c = config("token.bin", 1, 4);
@@ -265,7 +267,7 @@ START_TEST(bad_shards_refused)
 	data_loader *d = open_ok(&c);
 	int32_t in[4], tg[4];
 	ck_assert_int_eq(data_next(d, in, tg), 0); /* tokens 0..4 */
-	ck_assert_int_eq(data_next(d, in, tg), DATA_ERR_DATA);
+	ck_assert_int_eq(data_next(d, in, tg), -ERR_TRAINING_DATA_INVALID);
 	ck_assert_ptr_nonnull(strstr(data_error(d), "holds token 300 at index 7"));
 	ck_assert_uint_eq(data_tell(d).cursor, 1); /* did not move */
 	data_close(d);
@@ -275,15 +277,15 @@ START_TEST(bad_shards_refused)
 	c = config("ok.bin", 2, 4);
 	c.accum_steps = 2;
 	char err[512];
-	ck_assert_int_eq(data_open(&c, &d, err, sizeof(err)), DATA_ERR_DATA);
+	ck_assert_int_eq(data_open(&c, &d, err, sizeof(err)), -ERR_TRAINING_DATA_INVALID);
 	ck_assert_ptr_nonnull(strstr(err, "too little data"));
 
 	/* bad arguments are not data errors */
 	c = config("ok.bin", 1, 4);
 	c.dp_rank = 1;
-	ck_assert_int_eq(data_open(&c, &d, err, sizeof(err)), DATA_ERR_ARG);
+	ck_assert_int_eq(data_open(&c, &d, err, sizeof(err)), -ERR_INVALID_ARGUMENT);
 	c = config("ok.bin", 0, 4);
-	ck_assert_int_eq(data_open(&c, &d, err, sizeof(err)), DATA_ERR_ARG);
+	ck_assert_int_eq(data_open(&c, &d, err, sizeof(err)), -ERR_INVALID_ARGUMENT);
 }
 END_TEST
 
@@ -302,24 +304,27 @@ START_TEST(root_confines_the_loader)
 	uint16_t tok[64] = {0};
 	ck_assert_int_eq(data_write_shard(secret, tok, 64, err, sizeof(err)), 0);
 
-	open_refused("/etc/passwd", DATA_ERR_DATA, "it is absolute");
-	open_refused("../x.bin", DATA_ERR_DATA, "\"..\" component");
-	open_refused("*/x.bin", DATA_ERR_DATA, "only its last component");
+	open_refused("/etc/passwd", -ERR_TRAINING_DATA_INVALID, "it is absolute");
+	open_refused("../x.bin", -ERR_TRAINING_DATA_INVALID, "\"..\" component");
+	open_refused("*/x.bin", -ERR_TRAINING_DATA_INVALID, "only its last component");
 
 	path_of(path, sizeof(path), "link.bin");
 	ck_assert_int_eq(symlink(secret, path), 0);
-	open_refused("link.bin", DATA_ERR_DATA,
+	open_refused("link.bin", -ERR_TRAINING_DATA_INVALID,
 	             "\"link.bin\" is or passes through a symbolic link");
-	open_refused("l*.bin", DATA_ERR_DATA, "\"link.bin\" is or passes through a symbolic link");
+	open_refused("l*.bin", -ERR_TRAINING_DATA_INVALID,
+	             "\"link.bin\" is or passes through a symbolic link");
 	path_of(path, sizeof(path), "dir");
 	ck_assert_int_eq(symlink(outside, path), 0);
-	open_refused("dir/secret.bin", DATA_ERR_DATA, "passes through a symbolic link");
-	open_refused("dir/*.bin", DATA_ERR_DATA, "\"dir\" passes through a symbolic link");
+	open_refused("dir/secret.bin", -ERR_TRAINING_DATA_INVALID,
+	             "passes through a symbolic link");
+	open_refused("dir/*.bin", -ERR_TRAINING_DATA_INVALID,
+	             "\"dir\" passes through a symbolic link");
 
 	/* a FIFO does not hang the loader */
 	path_of(path, sizeof(path), "fifo.bin");
 	ck_assert_int_eq(mkfifo(path, 0600), 0);
-	open_refused("fifo.bin", DATA_ERR_DATA, "\"fifo.bin\" is not a regular file");
+	open_refused("fifo.bin", -ERR_TRAINING_DATA_INVALID, "\"fifo.bin\" is not a regular file");
 
 	/* the same shard, really inside, is read */
 	path_of(path, sizeof(path), "real");
@@ -533,7 +538,7 @@ START_TEST(tell_seek_resumes)
 		/* a position taken over other data is refused */
 		data_position other = at;
 		other.sequences = 60;
-		ck_assert_int_eq(data_seek(d, other), DATA_ERR_DATA);
+		ck_assert_int_eq(data_seek(d, other), -ERR_TRAINING_DATA_INVALID);
 		ck_assert_ptr_nonnull(strstr(data_error(d), "60 sequences"));
 		ck_assert(data_wait_seconds(d) >= 0.0);
 		data_close(d);
@@ -663,13 +668,13 @@ START_TEST(tokenizer_output)
 	char *const missing[] = {pa, px};
 	path_of(prefix, sizeof(prefix), "other");
 	ck_assert_int_eq(tokenize_files(empty, 1, prefix, 4, &total, err, sizeof(err)),
-	                 DATA_ERR_DATA);
+	                 -ERR_TRAINING_DATA_INVALID);
 	ck_assert_int_eq(tokenize_files(missing, 2, prefix, 4, &total, err, sizeof(err)),
-	                 DATA_ERR_IO);
+	                 -ERR_STORAGE_IO);
 	ck_assert_ptr_nonnull(strstr(err, "missing.txt"));
 	ck_assert_int_eq(count_names("other_"), 0); /* a failed run leaves nothing */
 	ck_assert_int_eq(tokenize_files(paths, 2, prefix, 0, &total, err, sizeof(err)),
-	                 DATA_ERR_ARG);
+	                 -ERR_INVALID_ARGUMENT);
 }
 END_TEST
 

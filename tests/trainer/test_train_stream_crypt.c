@@ -292,7 +292,8 @@ START_TEST(swap_between_jobs_refused)
 	refusals r = {0};
 	ckpt_find_opts o = {.refused = on_refused, .ctx = &r};
 	ckpt_manifest m;
-	ck_assert_int_eq(ckpt_find_valid(store_b, &o, &m, err, sizeof(err)), CKPT_ERR_CORRUPT);
+	ck_assert_int_eq(ckpt_find_valid(store_b, &o, &m, err, sizeof(err)),
+	                 -ERR_CHECKPOINT_CORRUPT);
 	ckpt_manifest_release(&m);
 	ck_assert_int_eq(r.n, 1);
 	ck_assert_int_eq(r.step, 20);
@@ -339,7 +340,7 @@ START_TEST(abort_leaves_nothing)
 	ck_assert_int_eq(ckpt_store_exists(store_a, "d/file.bin", &yes, err, sizeof(err)), 0);
 	ck_assert(!yes);
 	ck_assert_int_eq(ckpt_store_open_read(store_a, "d/file.bin", &f, err, sizeof(err)),
-	                 CKPT_STORE_ERR_NOTFOUND);
+	                 -ERR_STORAGE_FILE_NOT_FOUND);
 
 	/* a committed file reads back, skips, and is removed */
 	ck_assert_int_eq(ckpt_store_open_write(store_a, "d/file.bin", &f, err, sizeof(err)), 0);

@@ -93,7 +93,7 @@ else
 		"$(events oom 'select(.kind == "fallback") | "\(.reason) \(.from.data_parallel)
 			\(.from.micro_batch) \(.to.data_parallel) \(.to.micro_batch) \(.to.grad_accum)
 			\(.steps_lost)"' | xargs)"
-	check_eq "its layouts by the layout's names (lib/layout.h), with their ranks" \
+	check_eq "its layouts by the layout's names (lib/job/layout.h), with their ranks" \
 		"data_parallel tensor_parallel pipeline_parallel zero_stage micro_batch grad_accum ranks" \
 		"$(events oom 'select(.kind == "fallback") | .from, .to | keys_unsorted | join(" ")' |
 			sort -u)"

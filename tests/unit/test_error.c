@@ -35,6 +35,17 @@ static char *render_docs(void)
 		if (err_info((err_code)i)->kind == ERR_KIND_FIELD)
 			fprintf(f, "| `%s` | %s |\n", err_info((err_code)i)->code,
 			        err_info((err_code)i)->doc);
+	fprintf(f, "\n## Codes of a program's own work\n\n"
+	           "No API answer carries these. The checkpoint store and the trainer's data "
+	           "loader return them, beside `storage_io`, `storage_path_invalid`, "
+	           "`checkpoint_not_found` and `internal_error` (out of memory) above; the "
+	           "trainer and the worker runtime report them by message and exit status "
+	           "([trainer/README.md](../trainer/README.md)).\n\n"
+	           "| code | meaning |\n|---|---|\n");
+	for (int i = 1; i < ERR__COUNT; i++)
+		if (err_info((err_code)i)->kind == ERR_KIND_RUN)
+			fprintf(f, "| `%s` | %s |\n", err_info((err_code)i)->code,
+			        err_info((err_code)i)->doc);
 	fclose(f);
 	return buf;
 }
