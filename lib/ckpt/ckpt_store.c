@@ -57,19 +57,27 @@ void ckpt_store_free(ckpt_store *s)
 		s->ops->free(s);
 }
 
-int ckpt_store_open_write(ckpt_store *s, const char *name, ckpt_stream **out, char *err,
-                          size_t errlen)
+/* Open name through the store's backend, for writing or for reading. */
+static int store_open(ckpt_store *s, const char *name, bool writing, ckpt_stream **out, char *err,
+                      size_t errlen)
 {
 	*out = NULL;
 	int rc = check_name(name, false, err, errlen);
 	if (rc)
 		return rc;
-	rc = s->ops->open_write(s, name, out, err, errlen);
+	rc = writing ? s->ops->open_write(s, name, out, err, errlen)
+	             : s->ops->open_read(s, name, out, err, errlen);
 	if (rc == 0) {
 		(*out)->store = s;
-		(*out)->writing = true;
+		(*out)->writing = writing;
 	}
 	return rc;
+}
+
+int ckpt_store_open_write(ckpt_store *s, const char *name, ckpt_stream **out, char *err,
+                          size_t errlen)
+{
+	return store_open(s, name, true, out, err, errlen);
 }
 
 int ckpt_stream_write(ckpt_stream *f, const void *buf, size_t n, char *err, size_t errlen)
@@ -108,16 +116,7 @@ void ckpt_stream_abort(ckpt_stream *f)
 int ckpt_store_open_read(ckpt_store *s, const char *name, ckpt_stream **out, char *err,
                          size_t errlen)
 {
-	*out = NULL;
-	int rc = check_name(name, false, err, errlen);
-	if (rc)
-		return rc;
-	rc = s->ops->open_read(s, name, out, err, errlen);
-	if (rc == 0) {
-		(*out)->store = s;
-		(*out)->writing = false;
-	}
-	return rc;
+	return store_open(s, name, false, out, err, errlen);
 }
 
 int ckpt_stream_read(ckpt_stream *f, void *buf, size_t n, size_t *got, char *err, size_t errlen)
@@ -278,19 +277,33 @@ static void dir_stream_free(dir_stream *f)
 	free(f);
 }
 
+/* A stream of the file name, not open yet (fd -1). RET it, or NULL (out of memory, said in err). */
+static dir_stream *dir_stream_new(ckpt_store *s, const char *name, char *err, size_t errlen)
+{
+	dir_stream *f = calloc(1, sizeof(*f));
+	if (f != NULL) {
+		f->fd = -1;
+		f->path = dir_path((dir_store *)s, name);
+	}
+	if (f == NULL || f->path == NULL) {
+		if (f)
+			dir_stream_free(f);
+		nomem(err, errlen);
+		return NULL;
+	}
+	f->skip = strlen(f->path) - strlen(name);
+	return f;
+}
+
 static int dir_open_write(ckpt_store *s, const char *name, ckpt_stream **out, char *err,
                           size_t errlen)
 {
-	dir_store *d = (dir_store *)s;
 	int rc = 0;
-	dir_stream *f = calloc(1, sizeof(*f));
+	dir_stream *f = dir_stream_new(s, name, err, errlen);
 	if (f == NULL)
-		return nomem(err, errlen);
-	f->fd = -1;
-	f->path = dir_path(d, name);
-	f->skip = f->path ? strlen(f->path) - strlen(name) : 0;
-	size_t n = f->path ? strlen(f->path) + 32 : 0;
-	f->tmp = f->path ? malloc(n) : NULL;
+		return -ERR_INTERNAL;
+	size_t n = strlen(f->path) + 32;
+	f->tmp = malloc(n);
 	if (f->tmp == NULL) {
 		rc = nomem(err, errlen);
 		goto fail;
@@ -376,18 +389,10 @@ static void dir_abort(ckpt_stream *s)
 static int dir_open_read(ckpt_store *s, const char *name, ckpt_stream **out, char *err,
                          size_t errlen)
 {
-	dir_store *d = (dir_store *)s;
 	int rc = 0;
-	dir_stream *f = calloc(1, sizeof(*f));
+	dir_stream *f = dir_stream_new(s, name, err, errlen);
 	if (f == NULL)
-		return nomem(err, errlen);
-	f->fd = -1;
-	f->path = dir_path(d, name);
-	if (f->path == NULL) {
-		rc = nomem(err, errlen);
-		goto fail;
-	}
-	f->skip = strlen(f->path) - strlen(name);
+		return -ERR_INTERNAL;
 	f->fd = open(f->path, O_RDONLY | O_CLOEXEC);
 	if (f->fd < 0) {
 		int e = errno;
