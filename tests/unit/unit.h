@@ -40,6 +40,41 @@ static inline char *unit_read_file(const char *path)
 	return buf;
 }
 
+/*
+ * The source lints' walk: every C file of lib/'s layers, api/, scheduler/
+ * and worker/, whose text count() measures and allowed() says how much of
+ * it the file may hold (by its path from the source tree; below 0: any).
+ * OUT: failures, "" or one "FILE: N WHAT, M allowed; " for each file that
+ * differs.
+ */
+static inline void unit_lint_sources(int (*count)(char *text), int (*allowed)(const char *rel),
+                                     const char *what, char *failures, size_t n)
+{
+	static const char *const dirs[] = {"lib/*", "api", "scheduler", "worker"};
+	failures[0] = '\0';
+	for (size_t d = 0; d < sizeof(dirs) / sizeof(dirs[0]); d++) {
+		char cmd[512];
+		snprintf(cmd, sizeof(cmd), "ls %s/%s/*.c", SOURCE_DIR, dirs[d]);
+		FILE *ls = popen(cmd, "r");
+		ck_assert_ptr_nonnull(ls);
+		char path[1024];
+		while (fgets(path, sizeof(path), ls)) {
+			path[strcspn(path, "\n")] = '\0';
+			char *text = unit_read_file(path);
+			ck_assert_ptr_nonnull(text);
+			int k = count(text);
+			free(text);
+			const char *rel = path + strlen(SOURCE_DIR) + 1;
+			int want = allowed(rel);
+			size_t len = strlen(failures);
+			if (want >= 0 && k != want)
+				snprintf(failures + len, n - len, "%s: %d %s, %d allowed; ", rel, k,
+				         what, want);
+		}
+		pclose(ls);
+	}
+}
+
 #define UNIT_MAIN()                                                                                \
 	int main(void)                                                                             \
 	{                                                                                          \
