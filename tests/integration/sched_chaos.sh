@@ -134,7 +134,23 @@ active() {
 	q "SELECT count(*) FROM jobs WHERE tenant_id = '$T_ID'
 	    AND state NOT IN ('succeeded', 'failed', 'cancelled')"
 }
-drained() { [[ $(active) == 0 ]]; }
+# A slurmctld restarted from an older saved state hands out job ids again;
+# a node still holding the old job of that id reports it, and slurmctld
+# drains the node ("Duplicate jobid"), maybe after start-node above. Taking
+# a drained node back is the operator's part: done here while the queue
+# drains, as `deploy/slurm start-node` does.
+resume_drained() {
+	local n
+	for n in n1 n2; do
+		scontrol -o show node "$n" 2>/dev/null | grep -q 'State=[A-Z+]*DRAIN' &&
+			scontrol update NodeName="$n" State=RESUME 2>/dev/null
+	done
+	return 0
+}
+drained() {
+	resume_drained
+	[[ $(active) == 0 ]]
+}
 wait_until "$SETTLE_SECONDS" drained
 
 acked=$(wc -l <"$ACKED")
