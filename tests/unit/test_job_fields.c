@@ -79,35 +79,27 @@ START_TEST(counts_what_it_should)
 }
 END_TEST
 
+enum { FAILURES_MAX = 4096 };
+
+/* Add rel to failures (char[FAILURES_MAX]) when its writes are not those allowed. */
+static void check_writes(const char *rel, char *text, void *failures)
+{
+	int n = count_writes(text), want = 0;
+	for (size_t a = 0; a < sizeof(allowed) / sizeof(allowed[0]); a++)
+		if (strcmp(allowed[a].file, rel) == 0)
+			want = allowed[a].count;
+	if (want >= 0 && n != want) {
+		size_t len = strlen(failures);
+		snprintf((char *)failures + len, FAILURES_MAX - len, "%s: %d writes, %d allowed; ",
+		         rel, n, want);
+	}
+}
+
 START_TEST(one_writer_of_job_fields)
 {
 	static const char *const dirs[] = {"lib", "api", "scheduler", "worker"};
-	char failures[4096] = "";
-	for (size_t d = 0; d < sizeof(dirs) / sizeof(dirs[0]); d++) {
-		char cmd[512];
-		snprintf(cmd, sizeof(cmd), "ls %s/%s/*.c", SOURCE_DIR, dirs[d]);
-		FILE *ls = popen(cmd, "r");
-		ck_assert_ptr_nonnull(ls);
-		char path[1024];
-		while (fgets(path, sizeof(path), ls)) {
-			path[strcspn(path, "\n")] = '\0';
-			char *text = unit_read_file(path);
-			ck_assert_ptr_nonnull(text);
-			int n = count_writes(text);
-			free(text);
-			const char *rel = path + strlen(SOURCE_DIR) + 1;
-			int want = 0;
-			for (size_t a = 0; a < sizeof(allowed) / sizeof(allowed[0]); a++)
-				if (strcmp(allowed[a].file, rel) == 0)
-					want = allowed[a].count;
-			if (want >= 0 && n != want) {
-				size_t len = strlen(failures);
-				snprintf(failures + len, sizeof(failures) - len,
-				         "%s: %d writes, %d allowed; ", rel, n, want);
-			}
-		}
-		pclose(ls);
-	}
+	char failures[FAILURES_MAX] = "";
+	unit_each_source(dirs, sizeof(dirs) / sizeof(dirs[0]), check_writes, failures);
 	ck_assert_msg(failures[0] == '\0',
 	              "write a job's state_reason and attempts through lib/jobstate.h: %s",
 	              failures);

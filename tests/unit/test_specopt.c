@@ -48,11 +48,18 @@ static int parse(const char *const *args, specopt *s, const char **ckpt)
 
 START_TEST(takes_the_three_in_every_spelling)
 {
-	static const char *const args[] = {"train",        "--spec",       "a.json",
-	                                   "--set",        "model.layers=2",
-	                                   "--ckpt-dir",   "ck",           "--set=data.shuffle=false",
-	                                   "--layout=data_parallel=2",     "--spec=b.json",
-	                                   "--set",        "parallel.micro_batch=4",
+	static const char *const args[] = {"train",
+	                                   "--spec",
+	                                   "a.json",
+	                                   "--set",
+	                                   "model.layers=2",
+	                                   "--ckpt-dir",
+	                                   "ck",
+	                                   "--set=data.shuffle=false",
+	                                   "--layout=data_parallel=2",
+	                                   "--spec=b.json",
+	                                   "--set",
+	                                   "parallel.micro_batch=4",
 	                                   NULL};
 	specopt s;
 	const char *ckpt;
@@ -97,36 +104,30 @@ START_TEST(room_for_every_set)
 }
 END_TEST
 
+enum { FAILURES_MAX = 2048 };
+
+/* Add rel to failures (char[FAILURES_MAX]) when it spells a row of the three itself. */
+static void check_rows(const char *rel, char *text, void *failures)
+{
+	static const char *const rows[] = {"\"spec\", required_argument",
+	                                   "\"set\", required_argument",
+	                                   "\"layout\", required_argument"};
+	for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++)
+		if (strstr(text, rows[r])) {
+			size_t len = strlen(failures);
+			snprintf((char *)failures + len, FAILURES_MAX - len, "%s: %s; ", rel,
+			         rows[r]);
+		}
+}
+
 /* No program's source spells the three options' getopt rows itself. */
 START_TEST(one_spelling_of_the_options)
 {
 	static const char *const dirs[] = {"trainer", "worker", "scheduler", "api", "cli"};
-	static const char *const rows[] = {"\"spec\", required_argument",
-	                                   "\"set\", required_argument",
-	                                   "\"layout\", required_argument"};
-	char failures[2048] = "";
-	for (size_t d = 0; d < sizeof(dirs) / sizeof(dirs[0]); d++) {
-		char cmd[512];
-		snprintf(cmd, sizeof(cmd), "ls %s/%s/*.c", SOURCE_DIR, dirs[d]);
-		FILE *ls = popen(cmd, "r");
-		ck_assert_ptr_nonnull(ls);
-		char path[1024];
-		while (fgets(path, sizeof(path), ls)) {
-			path[strcspn(path, "\n")] = '\0';
-			char *text = unit_read_file(path);
-			ck_assert_ptr_nonnull(text);
-			for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++)
-				if (strstr(text, rows[r])) {
-					size_t len = strlen(failures);
-					snprintf(failures + len, sizeof(failures) - len, "%s: %s; ",
-					         path + strlen(SOURCE_DIR) + 1, rows[r]);
-				}
-			free(text);
-		}
-		pclose(ls);
-	}
-	ck_assert_msg(failures[0] == '\0', "take --spec, --set and --layout through lib/specopt.h: %s",
-	              failures);
+	char failures[FAILURES_MAX] = "";
+	unit_each_source(dirs, sizeof(dirs) / sizeof(dirs[0]), check_rows, failures);
+	ck_assert_msg(failures[0] == '\0',
+	              "take --spec, --set and --layout through lib/specopt.h: %s", failures);
 }
 END_TEST
 

@@ -8,6 +8,7 @@
 #define TY_UNIT_H
 
 #include <check.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,30 @@ static inline char *unit_read_file(const char *path)
 	else
 		buf[len] = '\0';
 	return buf;
+}
+
+/*
+ * Call each(rel, text, arg) for every .c file of the folders dirs[0..n)
+ * below SOURCE_DIR, in name order: rel is its path from there
+ * ("worker/main.c"), text its contents (each may change them; freed after).
+ * For the tests that hold a rule over the sources.
+ */
+static inline void unit_each_source(const char *const *dirs, size_t n,
+                                    void (*each)(const char *rel, char *text, void *arg), void *arg)
+{
+	for (size_t d = 0; d < n; d++) {
+		char pattern[1024];
+		glob_t g;
+		snprintf(pattern, sizeof(pattern), "%s/%s/*.c", SOURCE_DIR, dirs[d]);
+		ck_assert_int_eq(glob(pattern, 0, NULL, &g), 0);
+		for (size_t i = 0; i < g.gl_pathc; i++) {
+			char *text = unit_read_file(g.gl_pathv[i]);
+			ck_assert_ptr_nonnull(text);
+			each(g.gl_pathv[i] + strlen(SOURCE_DIR) + 1, text, arg);
+			free(text);
+		}
+		globfree(&g);
+	}
 }
 
 #define UNIT_MAIN()                                                                                \
