@@ -21,9 +21,11 @@
 enum { SPECOPT_SPEC = 's', SPECOPT_SET = 'o', SPECOPT_LAYOUT = 'L' };
 
 /* The rows of a struct option table. */
+/* clang-format off */
 #define SPECOPT_ROW_SPEC   {"spec", required_argument, 0, SPECOPT_SPEC}
 #define SPECOPT_ROW_SET    {"set", required_argument, 0, SPECOPT_SET}
 #define SPECOPT_ROW_LAYOUT {"layout", required_argument, 0, SPECOPT_LAYOUT}
+/* clang-format on */
 
 typedef struct specopt {
 	const char *spec;   /* --spec FILE ("-": stdin), or NULL */
