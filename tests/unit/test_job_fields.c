@@ -17,7 +17,7 @@ static const struct {
 	const char *file;
 	int count;
 } allowed[] = {
-    {"lib/jobstate.c", -1},     /* the writer */
+    {"lib/jobstate.c", -1},    /* the writer */
     {"api/webhook_send.c", 1}, /* webhook_deliveries.attempts: a delivery's, not a job's */
 };
 
@@ -56,7 +56,8 @@ static int count_writes(const char *text)
 		}
 		for (size_t c = 0; c < sizeof(cols) / sizeof(cols[0]); c++) {
 			size_t k = strlen(cols[c]);
-			if (strncmp(p, cols[c], k) != 0 || (p > text && (p[-1] == '.' || p[-1] == '_')))
+			if (strncmp(p, cols[c], k) != 0 ||
+			    (p > text && (p[-1] == '.' || p[-1] == '_')))
 				continue;
 			const char *q = p + k;
 			while (*q == ' ')
