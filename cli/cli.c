@@ -12,26 +12,26 @@
 #include "config.h"
 #include "log.h"
 
-static const cli_command top_commands[] = {
+const cli_command cli_top_commands[] = {
     {"bootstrap", "[--name NAME]", "create the first platform admin and print its token",
      "Works on the database directly (TRAINYARD_DB or --db), which must be migrated.\n"
      "Refused when a platform admin exists. The token lives TRAINYARD_TOKEN_TTL_DAYS days.\n",
-     cmd_bootstrap, NULL},
-    {"db", NULL, "database schema", NULL, NULL, db_commands},
-    {"tenant", NULL, "tenants", NULL, NULL, tenant_commands},
-    {"quota", NULL, "tenant quotas", NULL, NULL, quota_commands},
-    {"user", NULL, "users", NULL, NULL, user_commands},
-    {"token", NULL, "API tokens", NULL, NULL, token_commands},
-    {"member", NULL, "tenant members and their roles", NULL, NULL, member_commands},
-    {"job", NULL, "training jobs", NULL, NULL, job_commands},
-    {"checkpoint", NULL, "registered checkpoints of jobs", NULL, NULL, checkpoint_commands},
+     cmd_bootstrap, NULL, NULL},
+    {"db", NULL, "database schema", NULL, NULL, db_commands, NULL},
+    {"tenant", NULL, "tenants", NULL, NULL, tenant_commands, NULL},
+    {"quota", NULL, "tenant quotas", NULL, NULL, quota_commands, NULL},
+    {"user", NULL, "users", NULL, NULL, user_commands, NULL},
+    {"token", NULL, "API tokens", NULL, NULL, token_commands, NULL},
+    {"member", NULL, "tenant members and their roles", NULL, NULL, member_commands, NULL},
+    {"job", NULL, "training jobs", NULL, NULL, job_commands, NULL},
+    {"checkpoint", NULL, "registered checkpoints of jobs", NULL, NULL, checkpoint_commands, NULL},
     {"dataset", NULL, "a tenant's registered datasets and their versions", NULL, NULL,
-     dataset_commands},
+     dataset_commands, NULL},
     {"audit", NULL, "the verifiable audit log: heads, proofs, export, offline verification", NULL,
-     NULL, audit_commands},
+     NULL, audit_commands, NULL},
     {"keys", NULL,
      "rotate a tenant's keys or the master key, and see which master keys the stored keys need",
-     NULL, NULL, keys_commands},
+     NULL, NULL, keys_commands, NULL},
     {"report",
      "KIND [--from T] [--to T | --at T] [--tenant TENANT] [--format csv|json|html]\n"
      "      [--out FILE]",
@@ -43,8 +43,8 @@ static const cli_command top_commands[] = {
      "without it the report covers every tenant (platform admins and auditors). Each\n"
      "row lists the sequence numbers of the records behind it. The format is csv\n"
      "unless asked; html is one printable page.\n",
-     cmd_report, NULL},
-    {"whoami", "", "show the caller, its roles and its token", NULL, cmd_whoami, NULL},
+     cmd_report, NULL, NULL},
+    {"whoami", "", "show the caller, its roles and its token", NULL, cmd_whoami, NULL, NULL},
     {"plan",
      "[FILE] [--preset P | --layers N --d-model N --heads N --vocab-size N --seq-len N]\n"
      "      --global-batch N --micro-batch N --devices N --peak-flops F --link-bandwidth B\n"
@@ -56,8 +56,8 @@ static const cli_command top_commands[] = {
      "server's TRAINYARD_GPU_MEMORY_MIB); --peak-flops is FLOP/s and --link-bandwidth\n"
      "bytes/s of one device. Without the parallel flags every layout that fits is listed,\n"
      "fastest first; with them, that layout and why it does not fit. Formulas: docs/plan.md.\n",
-     cmd_plan, NULL},
-    {NULL, NULL, NULL, NULL, NULL, NULL},
+     cmd_plan, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 };
 
 static const char global_help[] =
@@ -97,7 +97,7 @@ void cli_usage_global(FILE *f)
 {
 	fprintf(f, "usage: yardctl [global flags] COMMAND [ARGS]\n\n"
 	           "Administer a trainyard control plane.\n\nCommands:\n");
-	usage_rows(f, "", top_commands);
+	usage_rows(f, "", cli_top_commands);
 	fputs(global_help, f);
 }
 
@@ -125,7 +125,7 @@ static bool is_help(const char *arg)
 
 int cli_dispatch(cli_ctx *ctx, const cli_command *table, int argc, char **argv)
 {
-	bool top = table == top_commands;
+	bool top = table == cli_top_commands;
 	if (argc == 0 || is_help(argv[0])) {
 		FILE *f = argc == 0 ? stderr : stdout;
 		if (top)
@@ -141,6 +141,8 @@ int cli_dispatch(cli_ctx *ctx, const cli_command *table, int argc, char **argv)
 		snprintf(ctx->cmd + n, sizeof(ctx->cmd) - n, " %s", c->name);
 		if (c->subs)
 			return cli_dispatch(ctx, c->subs, argc - 1, argv + 1);
+		if (c->call)
+			return cmd_call(ctx, c, argc - 1, argv + 1);
 		return c->run(ctx, c, argc - 1, argv + 1);
 	}
 	fprintf(stderr, "yardctl: unknown %s \"%s\"\n", argv[0][0] == '-' ? "option" : "command",
@@ -154,7 +156,7 @@ int cli_dispatch(cli_ctx *ctx, const cli_command *table, int argc, char **argv)
 
 int cli_main(cli_ctx *ctx, int argc, char **argv)
 {
-	return cli_dispatch(ctx, top_commands, argc, argv);
+	return cli_dispatch(ctx, cli_top_commands, argc, argv);
 }
 
 /* Take the token: copy it, then overwrite the argument (see cli.h). RET 0 or -1. */

@@ -3,13 +3,15 @@
  * exit statuses and the command tree.
  *
  * Commands form a tree of cli_command rows: a row either has subcommands
- * (tenant, job, ...) or a run function (tenant create, whoami, ...).
+ * (tenant, job, ...), a run function (tenant create, whoami, ...), or one
+ * API call described as data (tenant list, job events, ...): a cli_call.
  * cli_dispatch() walks argv down the tree; the usage texts of every level
  * are printed from the same rows, so help and dispatch never disagree.
  */
 #ifndef YARDCTL_CLI_H
 #define YARDCTL_CLI_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 /* Exit statuses; cli/README.md and `yardctl --help` list the same. */
@@ -35,7 +37,31 @@ typedef struct cli_ctx {
 } cli_ctx;
 
 struct cli_command;
+struct out_col;
 typedef int (*cli_run_fn)(cli_ctx *ctx, const struct cli_command *self, int argc, char **argv);
+
+/* What a command made of one API call shows of the answer. */
+typedef enum cli_call_kind {
+	CLI_CALL_SHOW, /* the answer as `field  value` lines of cols */
+	CLI_CALL_LIST, /* GET: the answer's items as a table of cols */
+	CLI_CALL_DO,   /* an empty answer (204) as the line done; any other as SHOW */
+} cli_call_kind;
+
+/*
+ * A command that is one API call and nothing else: no options, no body.
+ * Its positional arguments, exactly npos of them, fill the "{}" of route
+ * in order (url_path(): escaped, none empty). cmd_call() (cmd.c) runs
+ * it; rows write it with CMD_SHOW(), CMD_LIST() and CMD_DO() (cmd.h).
+ */
+typedef struct cli_call {
+	cli_call_kind kind;
+	const char *method;         /* "GET", "POST", "DELETE"; a list is always "GET" */
+	const char *route;          /* routes.h: as many "{}" as npos */
+	int npos;                   /* positional arguments, each a name or an id */
+	const struct out_col *cols; /* the fields (SHOW, DO) or the columns (LIST) */
+	bool all;                   /* LIST: follow every page, else the first alone */
+	const char *done;           /* DO: what an empty answer prints (table format) */
+} cli_call;
 
 typedef struct cli_command {
 	const char *name;
@@ -44,6 +70,7 @@ typedef struct cli_command {
 	const char *details;            /* more help for `--help`, or NULL */
 	cli_run_fn run;                 /* a leaf: called with the arguments after its name */
 	const struct cli_command *subs; /* or a group: rows ending with a NULL name */
+	const cli_call *call;           /* or a leaf that is one API call */
 } cli_command;
 
 /*
@@ -72,6 +99,9 @@ void cli_usage_leaf(FILE *f, const cli_ctx *ctx, const cli_command *cmd);
 /* Usage of the whole program: every leaf, the global flags and the exit statuses. */
 void cli_usage_global(FILE *f);
 
+/* The rows of the top level ("yardctl COMMAND"), ending with a NULL name. */
+extern const cli_command cli_top_commands[];
+
 /* The command groups, one per cmd_*.c file. */
 extern const cli_command tenant_commands[];
 extern const cli_command quota_commands[];
@@ -93,5 +123,13 @@ int cmd_report(cli_ctx *ctx, const cli_command *self, int argc, char **argv);
 
 /* yardctl token issue: a platform admin's token made on the database directly (cmd_db.c) */
 int cmd_token_issue(cli_ctx *ctx, const cli_command *self, int argc, char **argv);
+
+/*
+ * Run a row that is one API call (self->call; cmd.c): take exactly
+ * self->call->npos positional arguments and no option (the usage texts of
+ * args_parse_cmd()), fill the route with them, then cmd_show(), cmd_list()
+ * or cmd_do() (cmd.h). RET: exit status.
+ */
+int cmd_call(cli_ctx *ctx, const cli_command *self, int argc, char **argv);
 
 #endif

@@ -9,6 +9,7 @@
 
 #include "http.h"
 #include "page.h"
+#include "url.h"
 
 int cmd_bad_path(void)
 {
@@ -94,9 +95,21 @@ int cmd_grant(const cli_ctx *ctx, char *path, const char *tenant, const char *ex
 	return rc;
 }
 
-int cmd_grant_change(const cli_ctx *ctx, char *path, bool approve, const out_col *fields)
+int cmd_call(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
 {
-	if (approve)
-		return cmd_show(ctx, "POST", path, NULL, fields);
-	return cmd_do(ctx, "DELETE", path, "revoked", fields);
+	const cli_call *call = self->call;
+	opt_result o;
+	int rc = args_parse_cmd(ctx, self, NULL, call->npos, call->npos, argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	char *path = url_path(call->route, o.pos, (size_t)o.npos);
+	switch (call->kind) {
+	case CLI_CALL_LIST:
+		return cmd_list(ctx, path, call->all, call->cols);
+	case CLI_CALL_DO:
+		return cmd_do(ctx, call->method, path, call->done, call->cols);
+	case CLI_CALL_SHOW:
+		break;
+	}
+	return cmd_show(ctx, call->method, path, NULL, call->cols);
 }

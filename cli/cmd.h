@@ -51,7 +51,30 @@ int cmd_do(const cli_ctx *ctx, const char *method, char *path, const char *done,
 int cmd_grant(const cli_ctx *ctx, char *path, const char *tenant, const char *expires, int download,
               const out_col *fields);
 
-/* Approve a grant (POST path, its .../approve) or revoke it (DELETE path). RET: exit status. */
-int cmd_grant_change(const cli_ctx *ctx, char *path, bool approve, const out_col *fields);
+/* The call of a row (cli_command.call; cmd_call() runs it): method route, shown with fields. */
+#define CMD_SHOW(method_, route_, npos_, fields_)                                                  \
+	(&(const cli_call){.kind = CLI_CALL_SHOW,                                                  \
+	                   .method = (method_),                                                    \
+	                   .route = (route_),                                                      \
+	                   .npos = (npos_),                                                        \
+	                   .cols = (fields_)})
+
+/* GET route, its items shown with cols; every page when all_ is true. */
+#define CMD_LIST(route_, npos_, cols_, all_)                                                       \
+	(&(const cli_call){.kind = CLI_CALL_LIST,                                                  \
+	                   .method = "GET",                                                        \
+	                   .route = (route_),                                                      \
+	                   .npos = (npos_),                                                        \
+	                   .cols = (cols_),                                                        \
+	                   .all = (all_)})
+
+/* method route; an empty answer prints done_ (table), any other is shown with fields. */
+#define CMD_DO(method_, route_, npos_, done_, fields_)                                             \
+	(&(const cli_call){.kind = CLI_CALL_DO,                                                    \
+	                   .method = (method_),                                                    \
+	                   .route = (route_),                                                      \
+	                   .npos = (npos_),                                                        \
+	                   .cols = (fields_),                                                      \
+	                   .done = (done_)})
 
 #endif

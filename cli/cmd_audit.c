@@ -102,15 +102,6 @@ static int audit_head(cli_ctx *ctx, const cli_command *self, int argc, char **ar
 	return cmd_show(ctx, "GET", strdup(ROUTE_AUDIT_HEAD), NULL, head_fields);
 }
 
-static int audit_key(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
-{
-	opt_result o;
-	int rc = args_parse_cmd(ctx, self, NULL, 0, 0, argc, argv, &o);
-	if (rc >= 0)
-		return rc;
-	return cmd_show(ctx, "GET", strdup(ROUTE_AUDIT_KEY), NULL, key_fields);
-}
-
 static int audit_export(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
 {
 	opt_result o;
@@ -437,21 +428,22 @@ const cli_command audit_commands[] = {
     {"keygen", "--out FILE", "make the key that signs the audit log's tree heads",
      "Writes the private key (64 hex digits, mode 0600, a new file) for\n"
      "TRAINYARD_AUDIT_KEY_FILE and prints the public key auditors verify with.\n",
-     audit_keygen, NULL},
-    {"key", "", "show the public key the API signs tree heads with", NULL, audit_key, NULL},
+     audit_keygen, NULL, NULL},
+    {"key", "", "show the public key the API signs tree heads with", NULL, NULL, NULL,
+     CMD_SHOW("GET", ROUTE_AUDIT_KEY, 0, key_fields)},
     {"head", "[--new]", "show the newest signed tree head (--new: sign one now)", NULL, audit_head,
-     NULL},
+     NULL, NULL},
     {"export", "", "write the whole audit log, with its signed heads, as JSON lines",
      "The first line is the head the export ends at; each record follows on a line of\n"
      "its own, the bytes its Merkle leaf hashes. Check it with yardctl audit verify.\n",
-     audit_export, NULL},
+     audit_export, NULL, NULL},
     {"verify", "FILE --pubkey KEY [--previous-head HEAD]",
      "check an export offline: signatures, order, every record against the heads",
      "FILE ('-': stdin) is an export; KEY the log's public key (64 hex digits, or a file\n"
      "holding them); HEAD a head seen before (its JSON, or a file whose first line it\n"
      "is), to catch a log rolled back or rewritten since. Exit status 1 when it fails,\n"
      "with the first record or head that does.\n",
-     audit_verify, NULL},
+     audit_verify, NULL, NULL},
     {"proof",
      "inclusion --seq N [--tree-size M | --head HEAD --pubkey KEY [--entry ENTRY]]\n"
      "      | consistency [--first M [--second N] | --previous-head OLD --head HEAD --pubkey KEY]",
@@ -460,6 +452,6 @@ const cli_command audit_commands[] = {
      "the proof is asked for that head's size and checked against its signed root: the\n"
      "record seq N is in it (and hashes to its leaf, given its exported line ENTRY), or\n"
      "the log at OLD is a prefix of the log at HEAD. Exit status 1 when it fails.\n",
-     audit_proof, NULL},
-    {NULL, NULL, NULL, NULL, NULL, NULL},
+     audit_proof, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 };

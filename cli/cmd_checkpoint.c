@@ -18,41 +18,15 @@ static const out_col checkpoint_cols[] = {
     {"BYTES", "bytes"}, {"CREATED", "created_at"}, {NULL, NULL},
 };
 
-static int checkpoint_list(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
-{
-	opt_result o;
-	int rc = args_parse_cmd(ctx, self, NULL, 1, 1, argc, argv, &o);
-	if (rc >= 0)
-		return rc;
-	return cmd_list(ctx, URL_PATH(ROUTE_JOB_CKPTS, o.pos[0]), true, checkpoint_cols);
-}
-
-static int checkpoint_get(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
-{
-	opt_result o;
-	int rc = args_parse_cmd(ctx, self, NULL, 1, 1, argc, argv, &o);
-	if (rc >= 0)
-		return rc;
-	return cmd_show(ctx, "GET", URL_PATH(ROUTE_CHECKPOINT, o.pos[0]), NULL, checkpoint_fields);
-}
-
-static int checkpoint_lineage(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
-{
-	opt_result o;
-	int rc = args_parse_cmd(ctx, self, NULL, 1, 1, argc, argv, &o);
-	if (rc >= 0)
-		return rc;
-	static const out_col fields[] = {
-	    {"checkpoint", "checkpoint"},
-	    {"job", "job"},
-	    {"datasets", "datasets"},
-	    {"data_paths", "data_paths"},
-	    {"follows", "follows"},
-	    {"init_from", "init_from"},
-	    {NULL, NULL},
-	};
-	return cmd_show(ctx, "GET", URL_PATH(ROUTE_CKPT_LINEAGE, o.pos[0]), NULL, fields);
-}
+static const out_col lineage_fields[] = {
+    {"checkpoint", "checkpoint"},
+    {"job", "job"},
+    {"datasets", "datasets"},
+    {"data_paths", "data_paths"},
+    {"follows", "follows"},
+    {"init_from", "init_from"},
+    {NULL, NULL},
+};
 
 static const out_col grant_fields[] = {
     {"id", "id"},
@@ -87,85 +61,48 @@ static int checkpoint_grant(cli_ctx *ctx, const cli_command *self, int argc, cha
 	                 o.set[OPT_DOWNLOAD], grant_fields);
 }
 
-static int checkpoint_grants(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
-{
-	opt_result o;
-	int rc = args_parse_cmd(ctx, self, NULL, 1, 1, argc, argv, &o);
-	if (rc >= 0)
-		return rc;
-	static const out_col cols[] = {
-	    {"ID", "id"},
-	    {"TENANT", "tenant"},
-	    {"STATE", "state"},
-	    {"DOWNLOAD", "download"},
-	    {"EXPIRES", "expires_at"},
-	    {NULL, NULL},
-	};
-	return cmd_list(ctx, URL_PATH(ROUTE_CKPT_GRANTS, o.pos[0]), true, cols);
-}
+static const out_col grant_cols[] = {
+    {"ID", "id"},
+    {"TENANT", "tenant"},
+    {"STATE", "state"},
+    {"DOWNLOAD", "download"},
+    {"EXPIRES", "expires_at"},
+    {NULL, NULL},
+};
 
-/* approve (approve true) or revoke grant pos[1] of checkpoint pos[0] */
-static int grant_change(cli_ctx *ctx, const cli_command *self, int argc, char **argv, bool approve)
-{
-	opt_result o;
-	int rc = args_parse_cmd(ctx, self, NULL, 2, 2, argc, argv, &o);
-	if (rc >= 0)
-		return rc;
-	return cmd_grant_change(ctx,
-	                        approve ? URL_PATH(ROUTE_CKPT_GRANT_OK, o.pos[0], o.pos[1])
-	                                : URL_PATH(ROUTE_CKPT_GRANT, o.pos[0], o.pos[1]),
-	                        approve, grant_fields);
-}
-
-static int checkpoint_approve(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
-{
-	return grant_change(ctx, self, argc, argv, true);
-}
-
-static int checkpoint_revoke(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
-{
-	return grant_change(ctx, self, argc, argv, false);
-}
-
-static int checkpoint_shared(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
-{
-	opt_result o;
-	int rc = args_parse_cmd(ctx, self, NULL, 1, 1, argc, argv, &o);
-	if (rc >= 0)
-		return rc;
-	static const out_col cols[] = {
-	    {"CHECKPOINT", "checkpoint_id"},
-	    {"OWNER", "owner"},
-	    {"JOB", "job"},
-	    {"STEP", "step"},
-	    {"CLASSIFICATION", "classification"},
-	    {"DOWNLOAD", "download"},
-	    {"EXPIRES", "expires_at"},
-	    {NULL, NULL},
-	};
-	return cmd_list(ctx, URL_PATH(ROUTE_SHARED_CKPTS, o.pos[0]), true, cols);
-}
+static const out_col shared_cols[] = {
+    {"CHECKPOINT", "checkpoint_id"},
+    {"OWNER", "owner"},
+    {"JOB", "job"},
+    {"STEP", "step"},
+    {"CLASSIFICATION", "classification"},
+    {"DOWNLOAD", "download"},
+    {"EXPIRES", "expires_at"},
+    {NULL, NULL},
+};
 
 const cli_command checkpoint_commands[] = {
-    {"list", "JOB_ID", "list a job's registered checkpoints", NULL, checkpoint_list, NULL},
-    {"get", "CHECKPOINT_ID", "show a checkpoint: step, world, shards and their SHA-256", NULL,
-     checkpoint_get, NULL},
+    {"list", "JOB_ID", "list a job's registered checkpoints", NULL, NULL, NULL,
+     CMD_LIST(ROUTE_JOB_CKPTS, 1, checkpoint_cols, true)},
+    {"get", "CHECKPOINT_ID", "show a checkpoint: step, world, shards and their SHA-256", NULL, NULL,
+     NULL, CMD_SHOW("GET", ROUTE_CHECKPOINT, 1, checkpoint_fields)},
     {"lineage", "CHECKPOINT_ID",
      "what a checkpoint was trained on and from: datasets, paths, the checkpoint before", NULL,
-     checkpoint_lineage, NULL},
+     NULL, NULL, CMD_SHOW("GET", ROUTE_CKPT_LINEAGE, 1, lineage_fields)},
     {"grant", "CHECKPOINT_ID TENANT --expires TIME [--download]",
      "let TENANT start jobs from the checkpoint (and download it) until TIME",
      "TIME is RFC 3339, within 366 days. The checkpoint's job must have ended. A\n"
      "confidential or restricted checkpoint's grant waits for a platform admin's approval;\n"
      "a restricted one is never downloaded by another tenant. Tenant owners grant.\n",
-     checkpoint_grant, NULL},
-    {"grants", "CHECKPOINT_ID", "list a checkpoint's grants", NULL, checkpoint_grants, NULL},
+     checkpoint_grant, NULL, NULL},
+    {"grants", "CHECKPOINT_ID", "list a checkpoint's grants", NULL, NULL, NULL,
+     CMD_LIST(ROUTE_CKPT_GRANTS, 1, grant_cols, true)},
     {"approve", "CHECKPOINT_ID GRANT_ID", "put a pending grant in force (platform admins)", NULL,
-     checkpoint_approve, NULL},
+     NULL, NULL, CMD_SHOW("POST", ROUTE_CKPT_GRANT_OK, 2, grant_fields)},
     {"revoke", "CHECKPOINT_ID GRANT_ID",
-     "revoke a grant: no attempt that starts after it gets the checkpoint", NULL, checkpoint_revoke,
-     NULL},
-    {"shared", "TENANT", "list the checkpoints other tenants granted to TENANT", NULL,
-     checkpoint_shared, NULL},
-    {NULL, NULL, NULL, NULL, NULL, NULL},
+     "revoke a grant: no attempt that starts after it gets the checkpoint", NULL, NULL, NULL,
+     CMD_DO("DELETE", ROUTE_CKPT_GRANT, 2, "revoked", grant_fields)},
+    {"shared", "TENANT", "list the checkpoints other tenants granted to TENANT", NULL, NULL, NULL,
+     CMD_LIST(ROUTE_SHARED_CKPTS, 1, shared_cols, true)},
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 };

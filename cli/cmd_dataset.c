@@ -147,15 +147,6 @@ static int dataset_create(cli_ctx *ctx, const cli_command *self, int argc, char 
 	return rc;
 }
 
-static int dataset_list(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
-{
-	opt_result o;
-	int rc = args_parse_cmd(ctx, self, NULL, 1, 1, argc, argv, &o);
-	if (rc >= 0)
-		return rc;
-	return cmd_list(ctx, URL_PATH(ROUTE_TENANT_DATASETS, o.pos[0]), true, dataset_cols);
-}
-
 static int dataset_show(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
 {
 	opt_result o;
@@ -352,59 +343,18 @@ static int dataset_grant(cli_ctx *ctx, const cli_command *self, int argc, char *
 	                 o.val[OPT_EXPIRES], -1, grant_fields);
 }
 
-static int dataset_grants(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
-{
-	opt_result o;
-	int rc = args_parse_cmd(ctx, self, NULL, 2, 2, argc, argv, &o);
-	if (rc >= 0)
-		return rc;
-	static const out_col cols[] = {
-	    {"ID", "id"}, {"TENANT", "tenant"}, {"STATE", "state"}, {"EXPIRES", "expires_at"},
-	    {NULL, NULL},
-	};
-	return cmd_list(ctx, URL_PATH(ROUTE_DATASET_GRANTS, o.pos[0], o.pos[1]), true, cols);
-}
+static const out_col grant_cols[] = {
+    {"ID", "id"}, {"TENANT", "tenant"}, {"STATE", "state"}, {"EXPIRES", "expires_at"}, {NULL, NULL},
+};
 
-/* approve (approve true) or revoke grant pos[2] of dataset pos[1] of tenant pos[0] */
-static int grant_change(cli_ctx *ctx, const cli_command *self, int argc, char **argv, bool approve)
-{
-	opt_result o;
-	int rc = args_parse_cmd(ctx, self, NULL, 3, 3, argc, argv, &o);
-	if (rc >= 0)
-		return rc;
-	return cmd_grant_change(ctx,
-	                        approve
-	                            ? URL_PATH(ROUTE_DATASET_GRANT_OK, o.pos[0], o.pos[1], o.pos[2])
-	                            : URL_PATH(ROUTE_DATASET_GRANT, o.pos[0], o.pos[1], o.pos[2]),
-	                        approve, grant_fields);
-}
-
-static int dataset_approve(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
-{
-	return grant_change(ctx, self, argc, argv, true);
-}
-
-static int dataset_revoke(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
-{
-	return grant_change(ctx, self, argc, argv, false);
-}
-
-static int dataset_shared(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
-{
-	opt_result o;
-	int rc = args_parse_cmd(ctx, self, NULL, 1, 1, argc, argv, &o);
-	if (rc >= 0)
-		return rc;
-	static const out_col cols[] = {
-	    {"OWNER", "owner"},
-	    {"NAME", "name"},
-	    {"CLASSIFICATION", "classification"},
-	    {"LATEST_VERSION", "latest_version"},
-	    {"EXPIRES", "expires_at"},
-	    {NULL, NULL},
-	};
-	return cmd_list(ctx, URL_PATH(ROUTE_SHARED_DATASETS, o.pos[0]), true, cols);
-}
+static const out_col shared_cols[] = {
+    {"OWNER", "owner"},
+    {"NAME", "name"},
+    {"CLASSIFICATION", "classification"},
+    {"LATEST_VERSION", "latest_version"},
+    {"EXPIRES", "expires_at"},
+    {NULL, NULL},
+};
 
 const cli_command dataset_commands[] = {
     {"create",
@@ -415,9 +365,10 @@ const cli_command dataset_commands[] = {
      "starting with a letter or digit. --mask-pattern (repeatable, at most 16) adds a\n"
      "PCRE2 pattern masked in text uploads after the built-in ones (e-mail, card, ipv6,\n"
      "ipv4, phone) as [NAME]; it is split at the first '='.\n",
-     dataset_create, NULL},
-    {"list", "TENANT", "list TENANT's datasets", NULL, dataset_list, NULL},
-    {"show", "TENANT NAME", "show a dataset and its versions", NULL, dataset_show, NULL},
+     dataset_create, NULL, NULL},
+    {"list", "TENANT", "list TENANT's datasets", NULL, NULL, NULL,
+     CMD_LIST(ROUTE_TENANT_DATASETS, 1, dataset_cols, true)},
+    {"show", "TENANT NAME", "show a dataset and its versions", NULL, dataset_show, NULL, NULL},
     {"upload", "TENANT NAME FILE --format tokens|text [--no-mask]",
      "upload FILE ('-': stdin) as the dataset's next version",
      "tokens: token shards laid end to end (cat train_*.bin), sent as\n"
@@ -425,23 +376,25 @@ const cli_command dataset_commands[] = {
      "line by line before it is tokenized and stored; --no-mask stores it as it is\n"
      "(refused for a restricted dataset without an exemption). The file is streamed as\n"
      "it is read, with no time limit while bytes move; stdin goes chunked.\n",
-     dataset_upload, NULL},
+     dataset_upload, NULL, NULL},
     {"exempt", "TENANT NAME --reason TEXT",
      "let a restricted dataset take unmasked data (platform admins)",
-     "The exemption and its reason are audited and shown on the dataset.\n", dataset_exempt, NULL},
+     "The exemption and its reason are audited and shown on the dataset.\n", dataset_exempt, NULL,
+     NULL},
     {"grant", "TENANT NAME GRANTEE --expires TIME",
      "let GRANTEE's jobs read the dataset until TIME",
      "TIME is RFC 3339, within 366 days. A confidential or restricted dataset's grant waits\n"
      "for a platform admin's approval. GRANTEE's jobs name it as TENANT/NAME[@VERSION].\n"
      "Tenant owners grant.\n",
-     dataset_grant, NULL},
-    {"grants", "TENANT NAME", "list a dataset's grants", NULL, dataset_grants, NULL},
+     dataset_grant, NULL, NULL},
+    {"grants", "TENANT NAME", "list a dataset's grants", NULL, NULL, NULL,
+     CMD_LIST(ROUTE_DATASET_GRANTS, 2, grant_cols, true)},
     {"approve", "TENANT NAME GRANT_ID", "put a pending grant in force (platform admins)", NULL,
-     dataset_approve, NULL},
+     NULL, NULL, CMD_SHOW("POST", ROUTE_DATASET_GRANT_OK, 3, grant_fields)},
     {"revoke", "TENANT NAME GRANT_ID",
-     "revoke a grant: no attempt that starts after it reads the dataset", NULL, dataset_revoke,
-     NULL},
-    {"shared", "TENANT", "list the datasets other tenants granted to TENANT", NULL, dataset_shared,
-     NULL},
-    {NULL, NULL, NULL, NULL, NULL, NULL},
+     "revoke a grant: no attempt that starts after it reads the dataset", NULL, NULL, NULL,
+     CMD_DO("DELETE", ROUTE_DATASET_GRANT, 3, "revoked", grant_fields)},
+    {"shared", "TENANT", "list the datasets other tenants granted to TENANT", NULL, NULL, NULL,
+     CMD_LIST(ROUTE_SHARED_DATASETS, 1, shared_cols, true)},
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 };

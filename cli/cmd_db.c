@@ -202,8 +202,9 @@ static int db_status(cli_ctx *ctx, const cli_command *self, int argc, char **arg
 
 const cli_command db_commands[] = {
     {"migrate", "", "apply every pending schema migration",
-     "Connects with TRAINYARD_DB (or --db). Safe to run while the API is up.\n", db_migrate, NULL},
-    {"status", "", "show the schema version and the newest one this binary knows", NULL, db_status,
+     "Connects with TRAINYARD_DB (or --db). Safe to run while the API is up.\n", db_migrate, NULL,
      NULL},
-    {NULL, NULL, NULL, NULL, NULL, NULL},
+    {"status", "", "show the schema version and the newest one this binary knows", NULL, db_status,
+     NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 };

@@ -246,34 +246,6 @@ static int job_show(cli_ctx *ctx, const cli_command *self, int argc, char **argv
 	return rc;
 }
 
-static int job_cancel(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
-{
-	opt_result o;
-	int rc = args_parse_cmd(ctx, self, NULL, 1, 1, argc, argv, &o);
-	if (rc >= 0)
-		return rc;
-	return cmd_do(ctx, "POST", URL_PATH(ROUTE_JOB_CANCEL, o.pos[0]), "cancel requested",
-	              job_fields);
-}
-
-static int job_events(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
-{
-	opt_result o;
-	int rc = args_parse_cmd(ctx, self, NULL, 1, 1, argc, argv, &o);
-	if (rc >= 0)
-		return rc;
-	return cmd_list(ctx, URL_PATH(ROUTE_JOB_EVENTS, o.pos[0]), true, event_cols);
-}
-
-static int job_metrics(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
-{
-	opt_result o;
-	int rc = args_parse_cmd(ctx, self, NULL, 1, 1, argc, argv, &o);
-	if (rc >= 0)
-		return rc;
-	return cmd_list(ctx, URL_PATH(ROUTE_JOB_METRICS, o.pos[0]), false, metric_cols);
-}
-
 enum { OPT_FOLLOW };
 static const opt_spec logs_opts[] = {
     {"follow", false, false},
@@ -302,32 +274,27 @@ static int job_logs(cli_ctx *ctx, const cli_command *self, int argc, char **argv
 	return rc;
 }
 
-static int job_attempt(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
-{
-	opt_result o;
-	int rc = args_parse_cmd(ctx, self, NULL, 1, 1, argc, argv, &o);
-	if (rc >= 0)
-		return rc;
-	return cmd_show(ctx, "POST", URL_PATH(ROUTE_JOB_ATTEMPTS, o.pos[0]), NULL, attempt_fields);
-}
-
 const cli_command job_commands[] = {
     {"submit", "FILE --tenant TENANT [--idempotency-key KEY]",
      "submit the job spec in FILE ('-': stdin) and print the new job's id alone",
-     "A retry with the same --idempotency-key and spec returns the first job.\n", job_submit, NULL},
+     "A retry with the same --idempotency-key and spec returns the first job.\n", job_submit, NULL,
+     NULL},
     {"list", "--tenant TENANT [--state STATE] [--limit N] [--all]",
      "list a tenant's jobs, newest first",
      "Shows one page (the server's default size, or N); --all follows every page.\n", job_list,
-     NULL},
-    {"show", "JOB_ID", "show a job and its spec", NULL, job_show, NULL},
-    {"cancel", "JOB_ID", "cancel a job that has not finished", NULL, job_cancel, NULL},
-    {"events", "JOB_ID", "list a job's state changes", NULL, job_events, NULL},
-    {"metrics", "JOB_ID", "list a job's per-step metrics (the first page)", NULL, job_metrics,
-     NULL},
+     NULL, NULL},
+    {"show", "JOB_ID", "show a job and its spec", NULL, job_show, NULL, NULL},
+    {"cancel", "JOB_ID", "cancel a job that has not finished", NULL, NULL, NULL,
+     CMD_DO("POST", ROUTE_JOB_CANCEL, 1, "cancel requested", job_fields)},
+    {"events", "JOB_ID", "list a job's state changes", NULL, NULL, NULL,
+     CMD_LIST(ROUTE_JOB_EVENTS, 1, event_cols, true)},
+    {"metrics", "JOB_ID", "list a job's per-step metrics (the first page)", NULL, NULL, NULL,
+     CMD_LIST(ROUTE_JOB_METRICS, 1, metric_cols, false)},
     {"logs", "JOB_ID [--follow|-f]", "print a job's decrypted log, every attempt in order",
-     "--follow (-f) keeps printing lines as the job writes them, until it ends.\n", job_logs, NULL},
-    {"attempt", "JOB_ID", "start an attempt of a queued job and print its credential",
-     "The credential is shown once: hand it to the attempt's worker runtime only.\n", job_attempt,
+     "--follow (-f) keeps printing lines as the job writes them, until it ends.\n", job_logs, NULL,
      NULL},
-    {NULL, NULL, NULL, NULL, NULL, NULL},
+    {"attempt", "JOB_ID", "start an attempt of a queued job and print its credential",
+     "The credential is shown once: hand it to the attempt's worker runtime only.\n", NULL, NULL,
+     CMD_SHOW("POST", ROUTE_JOB_ATTEMPTS, 1, attempt_fields)},
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 };

@@ -265,15 +265,6 @@ static const out_col status_fields[] = {
     {NULL, NULL},
 };
 
-static int keys_status(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
-{
-	opt_result o;
-	int rc = args_parse_cmd(ctx, self, NULL, 0, 0, argc, argv, &o);
-	if (rc >= 0)
-		return rc;
-	return cmd_show(ctx, "GET", URL_FIXED(ROUTE_MASTER_KEY), NULL, status_fields);
-}
-
 static const out_col rotate_fields[] = {
     {"key version", "version"},
     {"data keys re-wrapped", "rewrapped"},
@@ -305,7 +296,7 @@ const cli_command keys_commands[] = {
      "seals what it writes next under a new generation of its data key; what was\n"
      "written before keeps its own and stays readable. Tenant owners and platform\n"
      "admins.\n",
-     keys_rotate_tenant, NULL},
+     keys_rotate_tenant, NULL, NULL},
     {"rotate-master", "--new-key-file FILE [--old-key-file FILE] [--batch N] [--max-batches N]",
      "wrap every stored key again under a new master key, and retire the old one",
      "Works on the database directly (TRAINYARD_DB or --db). The old key is\n"
@@ -314,8 +305,8 @@ const cli_command keys_commands[] = {
      "TRAINYARD_MASTER_KEY_PREVIOUS_FILE. Each batch of N rows (default 100) is one\n"
      "audited transaction; after a crash, or --max-batches, run it again to go on.\n"
      "When no stored key is left under the old key, it is retired.\n",
-     keys_rotate_master, NULL},
+     keys_rotate_master, NULL, NULL},
     {"status", "", "show which master keys the stored keys are wrapped by (GET /v1/keys/master)",
-     NULL, keys_status, NULL},
-    {NULL, NULL, NULL, NULL, NULL, NULL},
+     NULL, NULL, NULL, CMD_SHOW("GET", ROUTE_MASTER_KEY, 0, status_fields)},
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 };

@@ -34,30 +34,13 @@ static int member_grant(cli_ctx *ctx, const cli_command *self, int argc, char **
 	return rc;
 }
 
-static int member_revoke(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
-{
-	opt_result o;
-	int rc = args_parse_cmd(ctx, self, NULL, 2, 2, argc, argv, &o);
-	if (rc >= 0)
-		return rc;
-	return cmd_do(ctx, "DELETE", URL_PATH(ROUTE_TENANT_MEMBER, o.pos[0], o.pos[1]),
-	              "membership revoked", member_fields);
-}
-
-static int member_list(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
-{
-	opt_result o;
-	int rc = args_parse_cmd(ctx, self, NULL, 1, 1, argc, argv, &o);
-	if (rc >= 0)
-		return rc;
-	return cmd_list(ctx, URL_PATH(ROUTE_TENANT_MEMBERS, o.pos[0]), true, member_cols);
-}
-
 const cli_command member_commands[] = {
     {"grant", "TENANT USER ROLE", "give USER the ROLE in TENANT (replacing any other)",
      "ROLE is owner, editor, viewer or auditor. Granting needs every permission of ROLE.\n",
-     member_grant, NULL},
-    {"revoke", "TENANT USER", "take USER's role in TENANT away", NULL, member_revoke, NULL},
-    {"list", "TENANT", "list TENANT's members and their roles", NULL, member_list, NULL},
-    {NULL, NULL, NULL, NULL, NULL, NULL},
+     member_grant, NULL, NULL},
+    {"revoke", "TENANT USER", "take USER's role in TENANT away", NULL, NULL, NULL,
+     CMD_DO("DELETE", ROUTE_TENANT_MEMBER, 2, "membership revoked", member_fields)},
+    {"list", "TENANT", "list TENANT's members and their roles", NULL, NULL, NULL,
+     CMD_LIST(ROUTE_TENANT_MEMBERS, 1, member_cols, true)},
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 };

@@ -20,15 +20,6 @@ static const out_col quota_fields[] = {
     {NULL, NULL},
 };
 
-static int quota_get(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
-{
-	opt_result o;
-	int rc = args_parse_cmd(ctx, self, NULL, 1, 1, argc, argv, &o);
-	if (rc >= 0)
-		return rc;
-	return cmd_show(ctx, "GET", URL_PATH(ROUTE_TENANT_QUOTA, o.pos[0]), NULL, quota_fields);
-}
-
 /* The integer options of quota set, in the order of set_opts, and their members. */
 static const char *const int_members[] = {"max_gpus", "max_running_jobs", "gpu_hours_per_month",
                                           "max_storage_bytes"};
@@ -92,12 +83,13 @@ static int quota_set(cli_ctx *ctx, const cli_command *self, int argc, char **arg
 }
 
 const cli_command quota_commands[] = {
-    {"get", "TENANT", "show a tenant's quota", NULL, quota_get, NULL},
+    {"get", "TENANT", "show a tenant's quota", NULL, NULL, NULL,
+     CMD_SHOW("GET", ROUTE_TENANT_QUOTA, 1, quota_fields)},
     {"set",
      "TENANT [--max-gpus N] [--max-running-jobs N] [--gpu-hours-per-month N]"
      " [--max-storage-bytes N] [--weight W]",
      "change a tenant's quota; fields not given keep their values",
      "At least one option is required. W is the tenant's fair-share weight (> 0).\n", quota_set,
-     NULL},
-    {NULL, NULL, NULL, NULL, NULL, NULL},
+     NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 };

@@ -38,39 +38,11 @@ static int tenant_create(cli_ctx *ctx, const cli_command *self, int argc, char *
 	return rc;
 }
 
-static int tenant_list(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
-{
-	opt_result o;
-	int rc = args_parse_cmd(ctx, self, NULL, 0, 0, argc, argv, &o);
-	if (rc >= 0)
-		return rc;
-	return cmd_list(ctx, URL_FIXED(ROUTE_TENANTS), true, tenant_cols);
-}
-
-static int tenant_show(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
-{
-	opt_result o;
-	int rc = args_parse_cmd(ctx, self, NULL, 1, 1, argc, argv, &o);
-	if (rc >= 0)
-		return rc;
-	return cmd_show(ctx, "GET", URL_PATH(ROUTE_TENANT, o.pos[0]), NULL, tenant_fields);
-}
-
 static const out_col identity_fields[] = {
     {"uid", "uid"},       {"gid", "gid"},       {"user", "user"},
     {"usable", "usable"}, {"source", "source"}, {"assigned_at", "assigned_at"},
     {NULL, NULL},
 };
-
-static int tenant_identity(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
-{
-	opt_result o;
-	int rc = args_parse_cmd(ctx, self, NULL, 1, 1, argc, argv, &o);
-	if (rc >= 0)
-		return rc;
-	return cmd_show(ctx, "GET", URL_PATH(ROUTE_TENANT_IDENTITY, o.pos[0]), NULL,
-	                identity_fields);
-}
 
 static int tenant_set_identity(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
 {
@@ -142,18 +114,22 @@ static int tenant_usage(cli_ctx *ctx, const cli_command *self, int argc, char **
 
 const cli_command tenant_commands[] = {
     {"create", "NAME [--display-name TEXT]", "create a tenant (platform admins)",
-     "NAME is lower case: letters, digits and '-', starting with a letter.\n", tenant_create, NULL},
-    {"list", "", "list the tenants the caller can see", NULL, tenant_list, NULL},
-    {"show", "NAME|ID", "show one tenant", NULL, tenant_show, NULL},
+     "NAME is lower case: letters, digits and '-', starting with a letter.\n", tenant_create, NULL,
+     NULL},
+    {"list", "", "list the tenants the caller can see", NULL, NULL, NULL,
+     CMD_LIST(ROUTE_TENANTS, 0, tenant_cols, true)},
+    {"show", "NAME|ID", "show one tenant", NULL, NULL, NULL,
+     CMD_SHOW("GET", ROUTE_TENANT, 1, tenant_fields)},
     {"usage", "NAME|ID [--days N]",
      "where the tenant's jobs' time went: goodput, badput by cause, quota use",
-     "Sums the jobs submitted in the last N days (default 30, at most 366).\n", tenant_usage, NULL},
-    {"identity", "NAME|ID", "show the Unix user the tenant's attempts run as", NULL,
-     tenant_identity, NULL},
+     "Sums the jobs submitted in the last N days (default 30, at most 366).\n", tenant_usage, NULL,
+     NULL},
+    {"identity", "NAME|ID", "show the Unix user the tenant's attempts run as", NULL, NULL, NULL,
+     CMD_SHOW("GET", ROUTE_TENANT_IDENTITY, 1, identity_fields)},
     {"set-identity", "NAME|ID USER",
      "run the tenant's attempts as Unix user USER (platform admins)",
      "For a tenant that has no user yet (docs/identity.md): USER's uid and primary group on\n"
      "the API's host, the same on every node. A tenant's user is for good.\n",
-     tenant_set_identity, NULL},
-    {NULL, NULL, NULL, NULL, NULL, NULL},
+     tenant_set_identity, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 };

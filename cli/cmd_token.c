@@ -99,33 +99,16 @@ static int token_create(cli_ctx *ctx, const cli_command *self, int argc, char **
 	return rc;
 }
 
-static int token_list(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
-{
-	opt_result o;
-	int rc = args_parse_cmd(ctx, self, NULL, 1, 1, argc, argv, &o);
-	if (rc >= 0)
-		return rc;
-	return cmd_list(ctx, URL_PATH(ROUTE_USER_TOKENS, o.pos[0]), true, token_cols);
-}
-
-static int token_revoke(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
-{
-	opt_result o;
-	int rc = args_parse_cmd(ctx, self, NULL, 1, 1, argc, argv, &o);
-	if (rc >= 0)
-		return rc;
-	return cmd_do(ctx, "DELETE", URL_PATH(ROUTE_TOKEN, o.pos[0]), "token revoked",
-	              token_fields);
-}
-
 const cli_command token_commands[] = {
     {"create", "USER [--name NAME] [--expires-days DAYS]",
      "create an API token for USER and print its secret alone",
      "The secret is shown once; with -o json the whole answer is printed.\n"
      "Without --expires-days the server's default lifetime applies.\n",
-     token_create, NULL},
-    {"list", "USER", "list a user's tokens (never their secrets)", NULL, token_list, NULL},
-    {"revoke", "TOKEN_ID", "revoke a token at once", NULL, token_revoke, NULL},
+     token_create, NULL, NULL},
+    {"list", "USER", "list a user's tokens (never their secrets)", NULL, NULL, NULL,
+     CMD_LIST(ROUTE_USER_TOKENS, 1, token_cols, true)},
+    {"revoke", "TOKEN_ID", "revoke a token at once", NULL, NULL, NULL,
+     CMD_DO("DELETE", ROUTE_TOKEN, 1, "token revoked", token_fields)},
     {"issue", "--user USER [--days DAYS]",
      "as the operator, give a platform admin a new token on the database directly",
      "For when no working admin token is left: every token made through the API\n"
@@ -133,6 +116,6 @@ const cli_command token_commands[] = {
      "(or --db), like bootstrap, and needs no API token. USER (a name or an id) must\n"
      "be a platform admin. The token has no parent, lives DAYS days (default\n"
      "TRAINYARD_TOKEN_TTL_DAYS), is shown once, and the act is audited (token.issue).\n",
-     cmd_token_issue, NULL},
-    {NULL, NULL, NULL, NULL, NULL, NULL},
+     cmd_token_issue, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 };

@@ -52,18 +52,9 @@ static int user_create(cli_ctx *ctx, const cli_command *self, int argc, char **a
 	return rc;
 }
 
-static int user_list(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
-{
-	opt_result o;
-	int rc = args_parse_cmd(ctx, self, NULL, 0, 0, argc, argv, &o);
-	if (rc >= 0)
-		return rc;
-	return cmd_list(ctx, URL_FIXED(ROUTE_USERS), true, user_cols);
-}
-
 const cli_command user_commands[] = {
     {"create", "NAME [--email EMAIL] [--platform-role admin|auditor]",
-     "create a user (platform admins)", NULL, user_create, NULL},
-    {"list", "", "list users", NULL, user_list, NULL},
-    {NULL, NULL, NULL, NULL, NULL, NULL},
+     "create a user (platform admins)", NULL, user_create, NULL, NULL},
+    {"list", "", "list users", NULL, NULL, NULL, CMD_LIST(ROUTE_USERS, 0, user_cols, true)},
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 };

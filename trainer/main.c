@@ -15,6 +15,7 @@
 #include "crypt.h"
 #include "failure.h"
 #include "reshard.h"
+#include "specopt.h"
 #include "tokenize.h"
 #include "train_config.h"
 #include "trainer.h"
@@ -72,12 +73,12 @@ static void usage(FILE *f)
 			        failure_name((failure_class)c), failure_doc((failure_class)c));
 }
 
-/* The job spec at path with the --set overrides, validated, and the --layout. RET a train_exit. */
-static int load_config(train_config *tc, const char *path, char **overrides, int n,
-                       const char *run_layout)
+/* The --spec with the --set overrides, validated, and the --layout. RET a train_exit. */
+static int load_config(train_config *tc, const specopt *so)
 {
 	char err[4096];
-	if (train_config_load(tc, path, overrides, n, run_layout, err, sizeof(err)) < 0) {
+	if (train_config_load(tc, so->spec, so->overrides, so->n_overrides, so->layout, err,
+	                      sizeof(err)) < 0) {
 		fprintf(stderr, "trainyard-train: %s\n", err);
 		return TRAIN_INVALID_CONFIG;
 	}
@@ -131,9 +132,9 @@ static int sealing_ctx(const char *option, const char *arg, const char *env, cry
 
 static int cmd_train(int argc, char **argv)
 {
-	static const struct option opts[] = {{"spec", required_argument, 0, 's'},
-	                                     {"set", required_argument, 0, 'o'},
-	                                     {"layout", required_argument, 0, 'L'},
+	static const struct option opts[] = {SPECOPT_ROW_SPEC,
+	                                     SPECOPT_ROW_SET,
+	                                     SPECOPT_ROW_LAYOUT,
 	                                     {"ckpt-dir", required_argument, 0, 'c'},
 	                                     {"data-root", required_argument, 0, 'D'},
 	                                     {"no-resume", no_argument, 0, 'R'},
@@ -152,23 +153,19 @@ static int cmd_train(int argc, char **argv)
 	                                     {"help", no_argument, 0, 'h'},
 	                                     {0, 0, 0, 0}};
 	train_options o = {.stop_after = -1};
-	const char *spec = NULL, *run_layout = NULL;
-	char **overrides = calloc((size_t)argc, sizeof(char *));
-	int n_over = 0, c;
+	specopt so;
+	int c;
 	bool bad_limit = false, bad_device = false;
 	const char *encrypt_for = NULL, *init_for = NULL;
 	crypt_object_ctx sealed, init_sealed;
+	if (specopt_init(&so, argc) < 0) {
+		fprintf(stderr, "trainyard-train: out of memory\n");
+		return TRAIN_OOM;
+	}
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (specopt_take(&so, c, optarg))
+			continue;
 		switch (c) {
-		case 's':
-			spec = optarg;
-			break;
-		case 'o':
-			overrides[n_over++] = optarg;
-			break;
-		case 'L':
-			run_layout = optarg;
-			break;
 		case 'c':
 			o.ckpt_dir = optarg;
 			break;
@@ -217,23 +214,23 @@ static int cmd_train(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
-			free(overrides);
+			specopt_release(&so);
 			return TRAIN_OK;
 		default:
 			usage(stderr);
-			free(overrides);
+			specopt_release(&so);
 			return TRAIN_USAGE;
 		}
 	}
-	if (!spec || optind != argc || o.stop_after < -1 || o.threads < 0 || bad_limit ||
+	if (!so.spec || optind != argc || o.stop_after < -1 || o.threads < 0 || bad_limit ||
 	    bad_device || (init_for && !o.init_ckpt) || (o.init_ckpt && o.init_from)) {
 		usage(stderr);
-		free(overrides);
+		specopt_release(&so);
 		return TRAIN_USAGE;
 	}
 	if (encrypt_for) {
 		if (sealing_ctx("encrypt", encrypt_for, "TRAINYARD_DATA_KEY", &sealed) < 0) {
-			free(overrides);
+			specopt_release(&so);
 			return TRAIN_USAGE;
 		}
 		o.encrypt = &sealed;
@@ -242,14 +239,14 @@ static int cmd_train(int argc, char **argv)
 		if (sealing_ctx("init-encrypt", init_for, "TRAINYARD_INIT_KEY", &init_sealed) < 0) {
 			if (encrypt_for)
 				crypt_object_ctx_clear(&sealed);
-			free(overrides);
+			specopt_release(&so);
 			return TRAIN_USAGE;
 		}
 		o.init_encrypt = &init_sealed;
 	}
 	train_config tc;
-	int rc = load_config(&tc, spec, overrides, n_over, run_layout);
-	free(overrides);
+	int rc = load_config(&tc, &so);
+	specopt_release(&so);
 	if (rc == TRAIN_OK) {
 		rc = train_run(&tc, &o);
 		train_config_release(&tc);
@@ -263,26 +260,25 @@ static int cmd_train(int argc, char **argv)
 
 static int cmd_reshard(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"spec", required_argument, 0, 's'},   {"set", required_argument, 0, 'o'},
-	    {"layout", required_argument, 0, 'L'}, {"from", required_argument, 0, 'f'},
-	    {"to", required_argument, 0, 't'},     {"step", required_argument, 0, 'n'},
-	    {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+	static const struct option opts[] = {SPECOPT_ROW_SPEC,
+	                                     SPECOPT_ROW_SET,
+	                                     SPECOPT_ROW_LAYOUT,
+	                                     {"from", required_argument, 0, 'f'},
+	                                     {"to", required_argument, 0, 't'},
+	                                     {"step", required_argument, 0, 'n'},
+	                                     {"help", no_argument, 0, 'h'},
+	                                     {0, 0, 0, 0}};
 	reshard_options o = {0};
-	const char *spec = NULL, *run_layout = NULL;
-	char **overrides = calloc((size_t)argc, sizeof(char *));
-	int n_over = 0, c;
+	specopt so;
+	int c;
+	if (specopt_init(&so, argc) < 0) {
+		fprintf(stderr, "trainyard-train: out of memory\n");
+		return TRAIN_OOM;
+	}
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (specopt_take(&so, c, optarg))
+			continue;
 		switch (c) {
-		case 's':
-			spec = optarg;
-			break;
-		case 'o':
-			overrides[n_over++] = optarg;
-			break;
-		case 'L':
-			run_layout = optarg;
-			break;
 		case 'f':
 			o.from = optarg;
 			break;
@@ -294,29 +290,29 @@ static int cmd_reshard(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
-			free(overrides);
+			specopt_release(&so);
 			return TRAIN_OK;
 		default:
 			usage(stderr);
-			free(overrides);
+			specopt_release(&so);
 			return TRAIN_USAGE;
 		}
 	}
-	if (!spec || !o.from || !o.to || optind != argc || o.step < 0) {
+	if (!so.spec || !o.from || !o.to || optind != argc || o.step < 0) {
 		usage(stderr);
-		free(overrides);
+		specopt_release(&so);
 		return TRAIN_USAGE;
 	}
 	char a[PATH_MAX], b[PATH_MAX];
 	if (realpath(o.from, a) && realpath(o.to, b) && strcmp(a, b) == 0) {
 		fprintf(stderr,
 		        "trainyard-train reshard: --from and --to are the same directory\n");
-		free(overrides);
+		specopt_release(&so);
 		return TRAIN_USAGE;
 	}
 	train_config tc;
-	int rc = load_config(&tc, spec, overrides, n_over, run_layout);
-	free(overrides);
+	int rc = load_config(&tc, &so);
+	specopt_release(&so);
 	if (rc != TRAIN_OK)
 		return rc;
 	rc = reshard_run(&tc, &o);

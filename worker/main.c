@@ -18,6 +18,7 @@
 #include "driver.h"
 #include "failure.h"
 #include "sink.h"
+#include "specopt.h"
 
 static void usage(FILE *f)
 {
@@ -95,9 +96,9 @@ static void find_train_bin(char *out, size_t n, const char *argv0)
 
 static int cmd_run(int argc, char **argv, const char *argv0, bool attempt)
 {
-	static const struct option opts[] = {{"spec", required_argument, 0, 's'},
+	static const struct option opts[] = {SPECOPT_ROW_SPEC,
 	                                     {"url", required_argument, 0, 'u'},
-	                                     {"set", required_argument, 0, 'o'},
+	                                     SPECOPT_ROW_SET,
 	                                     {"ckpt-dir", required_argument, 0, 'c'},
 	                                     {"data-root", required_argument, 0, 'D'},
 	                                     {"metrics-out", required_argument, 0, 'm'},
@@ -109,22 +110,19 @@ static int cmd_run(int argc, char **argv, const char *argv0, bool attempt)
 	                                     {0, 0, 0, 0}};
 	runtime_options o = {0};
 	const char *metrics = NULL, *log = NULL, *events = NULL, *url = NULL;
-	char **overrides = calloc((size_t)argc, sizeof(char *));
+	specopt so;
 	unsigned long long v;
-	bool bad = !overrides;
+	bool bad = specopt_init(&so, argc) < 0;
 	int c;
 	while (!bad && (c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (specopt_take(&so, c, optarg)) {
+			bad = attempt && so.spec; /* an attempt's spec comes from the API */
+			continue;
+		}
 		switch (c) {
-		case 's':
-			o.spec_path = optarg;
-			bad = attempt;
-			break;
 		case 'u':
 			url = optarg;
 			bad = !attempt;
-			break;
-		case 'o':
-			overrides[o.n_overrides++] = optarg;
 			break;
 		case 'c':
 			o.ckpt_dir = optarg;
@@ -156,29 +154,30 @@ static int cmd_run(int argc, char **argv, const char *argv0, bool attempt)
 			break;
 		case 'h':
 			usage(stdout);
-			free(overrides);
+			specopt_release(&so);
 			return TRAIN_OK;
 		default:
 			bad = true;
 		}
 	}
+	o.spec_path = so.spec;
+	o.overrides = so.overrides;
+	o.n_overrides = so.n_overrides;
 	if (attempt && !bad && optind == argc) {
-		o.overrides = overrides;
 		char train_bin[PATH_MAX + 32];
 		find_train_bin(train_bin, sizeof(train_bin), argv0);
 		o.train_bin = train_bin;
 		int rc = attempt_run(url, &o);
-		free(overrides);
+		specopt_release(&so);
 		return rc;
 	}
 	/* the trainer reads the spec again: it must be a file */
 	if (bad || attempt || optind != argc || !o.spec_path || strcmp(o.spec_path, "-") == 0 ||
 	    !o.ckpt_dir || !metrics || !log) {
 		usage(stderr);
-		free(overrides);
+		specopt_release(&so);
 		return TRAIN_USAGE;
 	}
-	o.overrides = overrides;
 	char train_bin[PATH_MAX + 32];
 	find_train_bin(train_bin, sizeof(train_bin), argv0);
 	o.train_bin = train_bin;
@@ -186,12 +185,12 @@ static int cmd_run(int argc, char **argv, const char *argv0, bool attempt)
 	runtime_sink *sink = sink_file_new(metrics, log, events, err, sizeof(err));
 	if (!sink) {
 		fprintf(stderr, "trainyard-worker: %s\n", err);
-		free(overrides);
+		specopt_release(&so);
 		return TRAIN_USAGE;
 	}
 	int rc = runtime_run(&o, sink);
 	sink_free(sink);
-	free(overrides);
+	specopt_release(&so);
 	return rc;
 }
 

@@ -542,6 +542,191 @@ START_TEST(test_usage_lists_every_leaf)
 }
 END_TEST
 
+/* ------------------------------------------------------------ rows that are one API call */
+
+/* Every leaf of the command tree that is one API call, with its words ("tenant show"). */
+typedef struct call_row {
+	char words[64];
+	const cli_command *row;
+} call_row;
+
+#define CALL_ROWS_MAX 128
+
+/* Walk the rows_of a group below prefix. OUT: rows[*n..]; RET: how many leaves it saw. */
+static int call_rows_walk(const cli_command *rows_of, const char *prefix, call_row *rows, int *n)
+{
+	int leaves = 0;
+	for (const cli_command *c = rows_of; c->name; c++) {
+		char words[64];
+		snprintf(words, sizeof(words), "%s%s%s", prefix, *prefix ? " " : "", c->name);
+		ck_assert_msg((c->run != NULL) + (c->subs != NULL) + (c->call != NULL) == 1,
+		              "\"%s\": a row has one of run, subs and call", words);
+		if (c->subs) {
+			leaves += call_rows_walk(c->subs, words, rows, n);
+			continue;
+		}
+		leaves++;
+		if (!c->call)
+			continue;
+		ck_assert_int_lt(*n, CALL_ROWS_MAX);
+		snprintf(rows[*n].words, sizeof(rows[*n].words), "%s", words);
+		rows[(*n)++].row = c;
+	}
+	return leaves;
+}
+
+static int call_rows(call_row *rows)
+{
+	int n = 0;
+	call_rows_walk(cli_top_commands, "", rows, &n);
+	return n;
+}
+
+/* RET: how many times needle occurs in s. */
+static int count_of(const char *s, const char *needle)
+{
+	int k = 0;
+	for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle))
+		k++;
+	return k;
+}
+
+/* RET: the words of a synopsis (split at spaces). */
+static int words_of(const char *s)
+{
+	int k = 0;
+	for (const char *p = s; *p; p++)
+		if (*p != ' ' && (p == s || p[-1] == ' '))
+			k++;
+	return k;
+}
+
+/*
+ * Each call row fills every "{}" of its route with one positional
+ * argument, and its synopsis names exactly those arguments: no option (a
+ * call row takes none) and no other word.
+ */
+START_TEST(test_call_rows_agree)
+{
+	call_row rows[CALL_ROWS_MAX];
+	int n = call_rows(rows);
+	ck_assert_int_ge(n, 27);
+	for (int i = 0; i < n; i++) {
+		const cli_call *call = rows[i].row->call;
+		const char *w = rows[i].words, *syn = rows[i].row->synopsis;
+		ck_assert_msg(call->route && call->route[0] == '/', "%s: route", w);
+		ck_assert_msg(count_of(call->route, "{}") == call->npos,
+		              "%s: route %s has %d \"{}\" for %d arguments", w, call->route,
+		              count_of(call->route, "{}"), call->npos);
+		ck_assert_msg(words_of(syn) == call->npos, "%s: synopsis \"%s\" for %d arguments",
+		              w, syn, call->npos);
+		ck_assert_msg(!strchr(syn, '-') && !strchr(syn, '['),
+		              "%s: synopsis \"%s\" has options", w, syn);
+		ck_assert_msg(call->cols && call->cols[0].header, "%s: no columns", w);
+		ck_assert_msg(call->kind != CLI_CALL_LIST || strcmp(call->method, "GET") == 0,
+		              "%s: a list is read with GET", w);
+		ck_assert_msg(strcmp(call->method, "GET") == 0 ||
+		                  strcmp(call->method, "POST") == 0 ||
+		                  strcmp(call->method, "DELETE") == 0,
+		              "%s: method %s", w, call->method);
+		ck_assert_msg((call->kind == CLI_CALL_DO) == (call->done != NULL),
+		              "%s: done is for DO rows alone", w);
+		ck_assert_msg(call->kind == CLI_CALL_LIST || !call->all, "%s: all is for lists", w);
+	}
+}
+END_TEST
+
+/* Run yardctl WORDS ARGS...; OUT: what it wrote on stdout (caller frees). RET: its status. */
+static int run_captured(const char *words, const char *const *args, char **out)
+{
+	const char *argv_s[16];
+	char copy[64];
+	int argc = 0;
+	snprintf(copy, sizeof(copy), "%s", words);
+	for (char *save, *t = strtok_r(copy, " ", &save); t; t = strtok_r(NULL, " ", &save))
+		argv_s[argc++] = t;
+	for (int i = 0; args[i]; i++)
+		argv_s[argc++] = args[i];
+	argv_s[argc] = NULL;
+	targv a;
+	targv_init(&a, argv_s);
+	cli_ctx ctx = {.url = "http://127.0.0.1:1", .db = "host=127.0.0.1 port=1"};
+	snprintf(ctx.cmd, sizeof(ctx.cmd), "yardctl");
+	FILE *tmp = tmpfile();
+	ck_assert_ptr_nonnull(tmp);
+	int saved[2];
+	quiet_begin(saved);
+	dup2(fileno(tmp), STDOUT_FILENO);
+	int rc = cli_main(&ctx, a.argc, a.argv);
+	quiet_end(saved);
+	targv_free(&a);
+	long len = ftell(tmp);
+	ck_assert_int_ge(len, 0);
+	*out = calloc(1, (size_t)len + 1);
+	rewind(tmp);
+	ck_assert_uint_eq(fread(*out, 1, (size_t)len, tmp), (size_t)len);
+	fclose(tmp);
+	return rc;
+}
+
+/*
+ * Every call row as a user meets it: --help prints its usage from the row
+ * (and the program's usage lists it), one argument too few or too many
+ * and an empty one are usage errors, and the right count goes on to the
+ * (absent) server.
+ */
+START_TEST(test_call_rows_run)
+{
+	call_row rows[CALL_ROWS_MAX];
+	int n = call_rows(rows);
+	char *global = NULL;
+	size_t glen = 0;
+	FILE *f = open_memstream(&global, &glen);
+	cli_usage_global(f);
+	fclose(f);
+	for (int i = 0; i < n; i++) {
+		const cli_command *row = rows[i].row;
+		const char *w = rows[i].words;
+		int npos = row->call->npos;
+		char *want, *out;
+		ck_assert_int_gt(asprintf(&want, "  %s%s%s\n      %s\n", w,
+		                          *row->synopsis ? " " : "", row->synopsis, row->summary),
+		                 0);
+		ck_assert_msg(strstr(global, want), "yardctl --help lacks \"%s\"", want);
+		free(want);
+
+		const char *help[] = {"--help", NULL};
+		ck_assert_int_eq(run_captured(w, help, &out), CLI_OK);
+		ck_assert_int_gt(asprintf(&want, "usage: yardctl %s%s%s\n\n%s\n", w,
+		                          *row->synopsis ? " " : "", row->synopsis, row->summary),
+		                 0);
+		ck_assert_msg(strncmp(out, want, strlen(want)) == 0, "%s --help: \"%s\"", w, out);
+		free(want);
+		free(out);
+
+		const char *args[ARGS_MAX_POS + 2] = {NULL};
+		for (int k = 0; k < npos; k++)
+			args[k] = "x";
+		ck_assert_msg(run_captured(w, args, &out) == CLI_SERVER, "%s with %d arguments", w,
+		              npos);
+		free(out);
+		args[npos] = "extra";
+		ck_assert_msg(run_captured(w, args, &out) == CLI_USAGE, "%s with one too many", w);
+		free(out);
+		args[npos] = NULL;
+		if (npos == 0)
+			continue;
+		args[npos - 1] = NULL;
+		ck_assert_msg(run_captured(w, args, &out) == CLI_USAGE, "%s with one too few", w);
+		free(out);
+		args[npos - 1] = "";
+		ck_assert_msg(run_captured(w, args, &out) == CLI_USAGE, "%s with an empty one", w);
+		free(out);
+	}
+	free(global);
+}
+END_TEST
+
 /* ------------------------------------------------------------ exit statuses */
 
 START_TEST(test_exit_from_status)
@@ -835,6 +1020,8 @@ static Suite *make_suite(void)
 	tcase_add_loop_test(t, test_dispatch_table, 0,
 	                    (int)(sizeof(dispatch_cases) / sizeof(dispatch_cases[0])));
 	tcase_add_test(t, test_usage_lists_every_leaf);
+	tcase_add_test(t, test_call_rows_agree);
+	tcase_add_test(t, test_call_rows_run);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("exit");

@@ -8,6 +8,7 @@
 #define TY_UNIT_H
 
 #include <check.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,49 @@ static inline char *unit_read_file(const char *path)
 }
 
 /*
+ * Call each(rel, text, arg) for every .c file of the folders dirs[0..n)
+ * below SOURCE_DIR, in name order: rel is its path from there
+ * ("worker/main.c"), text its contents (each may change them; freed after).
+ * For the tests that hold a rule over the sources.
+ */
+static inline void unit_each_source(const char *const *dirs, size_t n,
+                                    void (*each)(const char *rel, char *text, void *arg), void *arg)
+{
+	for (size_t d = 0; d < n; d++) {
+		char pattern[1024];
+		glob_t g;
+		snprintf(pattern, sizeof(pattern), "%s/%s/*.c", SOURCE_DIR, dirs[d]);
+		ck_assert_int_eq(glob(pattern, 0, NULL, &g), 0);
+		for (size_t i = 0; i < g.gl_pathc; i++) {
+			char *text = unit_read_file(g.gl_pathv[i]);
+			ck_assert_ptr_nonnull(text);
+			each(g.gl_pathv[i] + strlen(SOURCE_DIR) + 1, text, arg);
+			free(text);
+		}
+		globfree(&g);
+	}
+}
+
+/* What unit_lint_sources() walks with. */
+typedef struct unit_lint {
+	int (*count)(char *text);
+	int (*allowed)(const char *rel);
+	const char *what;
+	char *failures;
+	size_t n;
+} unit_lint;
+
+static inline void unit_lint_one(const char *rel, char *text, void *arg)
+{
+	unit_lint *l = arg;
+	int k = l->count(text), want = l->allowed(rel);
+	size_t len = strlen(l->failures);
+	if (want >= 0 && k != want)
+		snprintf(l->failures + len, l->n - len, "%s: %d %s, %d allowed; ", rel, k, l->what,
+		         want);
+}
+
+/*
  * The source lints' walk: every C file of lib/'s layers, api/, scheduler/
  * and worker/, whose text count() measures and allowed() says how much of
  * it the file may hold (by its path from the source tree; below 0: any).
@@ -51,28 +95,9 @@ static inline void unit_lint_sources(int (*count)(char *text), int (*allowed)(co
                                      const char *what, char *failures, size_t n)
 {
 	static const char *const dirs[] = {"lib/*", "api", "scheduler", "worker"};
+	unit_lint l = {count, allowed, what, failures, n};
 	failures[0] = '\0';
-	for (size_t d = 0; d < sizeof(dirs) / sizeof(dirs[0]); d++) {
-		char cmd[512];
-		snprintf(cmd, sizeof(cmd), "ls %s/%s/*.c", SOURCE_DIR, dirs[d]);
-		FILE *ls = popen(cmd, "r");
-		ck_assert_ptr_nonnull(ls);
-		char path[1024];
-		while (fgets(path, sizeof(path), ls)) {
-			path[strcspn(path, "\n")] = '\0';
-			char *text = unit_read_file(path);
-			ck_assert_ptr_nonnull(text);
-			int k = count(text);
-			free(text);
-			const char *rel = path + strlen(SOURCE_DIR) + 1;
-			int want = allowed(rel);
-			size_t len = strlen(failures);
-			if (want >= 0 && k != want)
-				snprintf(failures + len, n - len, "%s: %d %s, %d allowed; ", rel, k,
-				         what, want);
-		}
-		pclose(ls);
-	}
+	unit_each_source(dirs, sizeof(dirs) / sizeof(dirs[0]), unit_lint_one, &l);
 }
 
 #define UNIT_MAIN()                                                                                \
