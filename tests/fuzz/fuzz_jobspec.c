@@ -68,7 +68,7 @@ static void check_values(const jobspec *s)
 }
 
 /* RET: the number of rows one jobspec_parse() call added, after checking it. */
-static size_t parse_once(const json_t *in, const jobspec_quota *q, jobspec *s, json_t **norm)
+static size_t parse_once(const json_t *in, const quota_limits *q, jobspec *s, json_t **norm)
 {
 	verrs v;
 	verrs_init(&v);
@@ -85,8 +85,8 @@ static size_t parse_once(const json_t *in, const jobspec_quota *q, jobspec *s, j
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const jsonx_limits limits = {16, 256};
-	static const jobspec_quota roomy = {64, 4, 5000};
-	static const jobspec_quota none = {0, 0, 0};
+	static const quota_limits roomy = {64, 4, 5000};
+	static const quota_limits none = {0, 0, 0};
 	json_t *in = NULL;
 	char msg[256];
 	if (jsonx_parse((const char *)data, size, &limits, &in, msg, sizeof(msg)) != 0)
