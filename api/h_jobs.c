@@ -55,20 +55,20 @@ static int submit_context(api_req *rq, const char *key, const char *body_hex, qu
 	job_id[0] = '\0';
 	*nodes = NULL;
 	int rc = db_query(rq->db, &r,
-	                  "SELECT " QUOTA_SQL_COLUMNS ", encode(i.body_hash, 'hex'), i.job_id,"
+	                  "SELECT " QUOTA_SQL_LIMITS ", encode(i.body_hash, 'hex'), i.job_id,"
 	                  " (SELECT coalesce(json_agg(json_build_array(c.cpus, c.gpus)), '[]')"
-	                  " FROM scheduler_cluster c) FROM tenants t" QUOTA_SQL_JOIN(
-	                      "t.id") " LEFT JOIN idempotency_keys i ON i.user_id = $1"
-	                              " AND i.tenant_id = t.id AND i.key = $3 WHERE t.id = $2",
+	                  " FROM scheduler_cluster c) FROM quotas k"
+	                  " LEFT JOIN idempotency_keys i ON i.user_id = $1"
+	                  " AND i.tenant_id = k.tenant_id AND i.key = $3 WHERE k.tenant_id = $2",
 	                  3, p);
 	if (rc == 0 && PQntuples(r) == 1) {
 		quota_from_row(r, 0, 0, q, NULL);
-		*nodes = json_loads(PQgetvalue(r, 0, 8), 0, NULL);
-		if (!PQgetisnull(r, 0, 7)) {
-			if (strcmp(PQgetvalue(r, 0, 6), body_hex) != 0)
+		*nodes = json_loads(PQgetvalue(r, 0, 5), 0, NULL);
+		if (!PQgetisnull(r, 0, 4)) {
+			if (strcmp(PQgetvalue(r, 0, 3), body_hex) != 0)
 				rc = -ERR_IDEMPOTENCY_CONFLICT;
 			else
-				snprintf(job_id, 37, "%s", PQgetvalue(r, 0, 7));
+				snprintf(job_id, 37, "%s", PQgetvalue(r, 0, 4));
 		}
 	} else if (rc == 0) {
 		rc = -ERR_TENANT_NOT_FOUND;

@@ -89,11 +89,12 @@ void quota_take(quota_use *u, const quota_ask *a);
 /*
  * The limits and use of the tenant whose id is the SQL expression tenant,
  * with the quotas row k joined: six columns in the order quota_from_row()
- * reads. FROM must join "quotas k" and the lateral "tenant_quota_use(...) u".
+ * reads. FROM must join "quotas k" and the lateral "tenant_quota_use(...) u"
+ * (QUOTA_SQL_JOIN). QUOTA_SQL_LIMITS alone (the first three; quota_from_row
+ * with use NULL) needs only "quotas k", and reads nothing of the jobs.
  */
-#define QUOTA_SQL_COLUMNS                                                                          \
-	"k.max_gpus, k.max_running_jobs, k.gpu_hours_per_month, u.devices, u.running_jobs,"        \
-	" u.month_gpu_hours"
+#define QUOTA_SQL_LIMITS  "k.max_gpus, k.max_running_jobs, k.gpu_hours_per_month"
+#define QUOTA_SQL_COLUMNS QUOTA_SQL_LIMITS ", u.devices, u.running_jobs, u.month_gpu_hours"
 #define QUOTA_SQL_JOIN(tenant)                                                                     \
 	" JOIN quotas k ON k.tenant_id = " tenant " CROSS JOIN LATERAL tenant_quota_use(" tenant   \
 	") u"
