@@ -13,12 +13,9 @@
 
 #include "unit.h"
 
-static const struct {
-	const char *file;
-	int count;
-} allowed[] = {
-    {"lib/job/jobstate.c", -1}, /* the writer */
-    {"api/webhook_send.c", 1},  /* webhook_deliveries.attempts: a delivery's, not a job's */
+static const unit_allowance allowed[] = {
+    {"lib/job/jobstate.c", -1, "the writer"},
+    {"api/webhook_send.c", 1, "webhook_deliveries.attempts: a delivery's, not a job's"},
 };
 
 /*
@@ -85,18 +82,11 @@ static int writes_in(char *text)
 	return count_writes(text);
 }
 
-static int writes_allowed(const char *rel)
-{
-	for (size_t a = 0; a < sizeof(allowed) / sizeof(allowed[0]); a++)
-		if (strcmp(allowed[a].file, rel) == 0)
-			return allowed[a].count;
-	return 0;
-}
-
 START_TEST(one_writer_of_job_fields)
 {
 	char failures[4096];
-	unit_lint_sources(writes_in, writes_allowed, "writes", failures, sizeof(failures));
+	unit_lint_sources(writes_in, allowed, sizeof(allowed) / sizeof(allowed[0]), "writes",
+	                  failures, sizeof(failures));
 	ck_assert_msg(failures[0] == '\0',
 	              "write a job's state_reason and attempts through lib/job/jobstate.h: %s",
 	              failures);

@@ -332,13 +332,7 @@ END_TEST
  * any other is a file of a tenant's tree opened around tenantfs.h, or a
  * new kind of open that must say here why it is safe.
  */
-typedef struct allowed_open {
-	const char *file;
-	int count;
-	const char *why;
-} allowed_open;
-
-static const allowed_open allowed[] = {
+static const unit_allowance allowed[] = {
     {"lib/base/tenantfs.c", 2, "the resolver's walk itself"},
     {"lib/base/storage.c", 5,
      "the directory walks of storage.h: each level O_NOFOLLOW and checked as the owners "
@@ -394,18 +388,11 @@ static int count_opens(char *text)
 	return n;
 }
 
-static int opens_allowed(const char *rel)
-{
-	for (size_t a = 0; a < sizeof(allowed) / sizeof(allowed[0]); a++)
-		if (strcmp(allowed[a].file, rel) == 0)
-			return allowed[a].count;
-	return 0;
-}
-
 START_TEST(no_other_open_by_path)
 {
 	char failures[4096];
-	unit_lint_sources(count_opens, opens_allowed, "opens by path", failures, sizeof(failures));
+	unit_lint_sources(count_opens, allowed, sizeof(allowed) / sizeof(allowed[0]),
+	                  "opens by path", failures, sizeof(failures));
 	ck_assert_msg(failures[0] == '\0',
 	              "open tenants' files with tenantfs.h (or say why not in this "
 	              "test's table): %s",
