@@ -18,10 +18,6 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=SCRIPTDIR/lib.sh disable=SC1091
 . "$HERE/lib.sh"
 
-case ${BUILD:-build} in
-/*) SEAL=${BUILD}/tests/tool_seal ;;
-*) SEAL=$TY_ROOT/${BUILD:-build}/tests/tool_seal ;;
-esac
 needs TRAINYARD_URL TRAINYARD_DB TRAINYARD_STORAGE_ROOT TRAINYARD_VAR "$SEAL"
 
 # the stack's master key (deploy/stack makes it once) and a new one

@@ -214,10 +214,11 @@ member_new() {
 	printf '%s\n' "$token"
 }
 
-# The yardctl under test ($BUILD/bin/yardctl, BUILD defaulting to build).
+# The yardctl under test ($BUILD/bin/yardctl, BUILD defaulting to build),
+# and tool_seal, which writes a job's sealed files as its attempt would.
 case ${BUILD:-build} in
-/*) YARDCTL=${BUILD}/bin/yardctl ;;
-*) YARDCTL=$TY_ROOT/${BUILD:-build}/bin/yardctl ;;
+/*) YARDCTL=${BUILD}/bin/yardctl SEAL=${BUILD}/tests/tool_seal ;;
+*) YARDCTL=$TY_ROOT/${BUILD:-build}/bin/yardctl SEAL=$TY_ROOT/${BUILD:-build}/tests/tool_seal ;;
 esac
 OUT='' ERR='' RC=0
 
