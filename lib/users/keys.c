@@ -314,7 +314,6 @@ static int data_key(PGconn *c, const crypt_key *master, const key_owner *o, cons
 	int epoch = 1, n = 0, newest_epoch = 0;
 	crypt_key *keys = NULL;
 	int rc = kek_current(c, master, tenant_id, &kek, version, &wraps, &epoch);
-	crypt_key_clear(&kek);
 	const char *p[] = {id, tenant_id};
 	PGresult *r = NULL;
 	if (rc == 0)
@@ -332,13 +331,15 @@ static int data_key(PGconn *c, const crypt_key *master, const key_owner *o, cons
 		if (n >= CRYPT_GENERATIONS_MAX)
 			rc = -ERR_INTERNAL; /* keys_rotate() keeps epochs below it */
 		if (rc == 0 && wraps >= (int64_t)CRYPT_WRAPS_PER_KEY_LIMIT) {
+			/* the KEK has wrapped its limit: a new version wraps this generation */
 			int64_t moved;
-			if ((rc = keys_rotate(c, master, tenant_id, false, version, &moved)) == 0 &&
-			    rotated)
+			crypt_key_clear(&kek);
+			if ((rc = keys_rotate(c, master, tenant_id, false, version, &moved)) == 0)
+				rc = kek_current(c, master, tenant_id, &kek, version, &wraps,
+				                 &epoch);
+			if (rc == 0 && rotated)
 				*rotated = true;
 		}
-		if (rc == 0)
-			rc = kek_current(c, master, tenant_id, &kek, version, &wraps, &epoch);
 		char hex[2 * CRYPT_WRAPPED_LEN + 1], ver[16], gen[16], ep[16];
 		snprintf(ver, sizeof(ver), "%d", *version);
 		snprintf(gen, sizeof(gen), "%d", n + 1);
@@ -347,7 +348,6 @@ static int data_key(PGconn *c, const crypt_key *master, const key_owner *o, cons
 			rc = crypt_key_generate(&keys[n]) < 0 ? -ERR_INTERNAL : 0;
 		if (rc == 0)
 			rc = dek_wrap_hex(&kek, o, id, n + 1, *version, &keys[n], hex);
-		crypt_key_clear(&kek);
 		const char *q[] = {id, tenant_id, ver, hex, gen, ep};
 		if (rc == 0)
 			rc = db_query(c, NULL, o->insert, 6, q);
@@ -361,6 +361,7 @@ static int data_key(PGconn *c, const crypt_key *master, const key_owner *o, cons
 		if (rc == 0)
 			n++;
 	}
+	crypt_key_clear(&kek);
 	if (rc == 0)
 		rc = crypt_object_ctx_init_ring(ring, tenant_id, id, keys, (size_t)n);
 	ring_free(keys, slots);
