@@ -23,4 +23,11 @@
 
 int auth_check(api_req *rq);
 
+/*
+ * A job's answer (ROUTE_JOB_DOC) in the read cache for rq's token, taken
+ * now with the principal and scope it was read with: auth_check() then
+ * reads nothing. No database, no wait. RET true on a hit.
+ */
+bool auth_cached(api_req *rq);
+
 #endif

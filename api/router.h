@@ -41,6 +41,10 @@ typedef struct route {
 /* The body is not gathered: the handler runs when the headers are in and
  * takes the body as it arrives (api.h, api_upload); any Content-Type. */
 #define ROUTE_UPLOAD 8
+/* Answered from memory (no database, no file, no token): the request
+ * never waits, so it runs on its connection's polling thread instead of
+ * being handed to a worker (workers.h). Public routes only. */
+#define ROUTE_MEMORY 16
 
 typedef struct route_params {
 	int n;

@@ -15,17 +15,18 @@
 #define CMP ROUTE_COMPUTE
 #define DOC ROUTE_JOB_DOC
 #define UPL ROUTE_UPLOAD
+#define MEM (ROUTE_PUBLIC | ROUTE_MEMORY)
 
 /* clang-format off */
 static const route table[] = {
 	/* method  pattern                                permission            scope           audit action      flags handler */
-	{"GET",    "/healthz",                            PERM_AUTHENTICATED,   SCOPE_PLATFORM, NULL,             PUB, h_healthz},
+	{"GET",    "/healthz",                            PERM_AUTHENTICATED,   SCOPE_PLATFORM, NULL,             MEM, h_healthz},
 	{"GET",    "/readyz",                             PERM_AUTHENTICATED,   SCOPE_PLATFORM, NULL,             PUB, h_readyz},
-	{"GET",    "/v1/openapi.json",                    PERM_AUTHENTICATED,   SCOPE_PLATFORM, NULL,             PUB, h_openapi},
+	{"GET",    "/v1/openapi.json",                    PERM_AUTHENTICATED,   SCOPE_PLATFORM, NULL,             MEM, h_openapi},
 	{"GET",    "/metrics",                            PERM_METRICS_READ,    SCOPE_PLATFORM, NULL,             0,   h_metrics},
-	{"GET",    "/ui",                                 PERM_AUTHENTICATED,   SCOPE_PLATFORM, NULL,             PUB, h_ui},
-	{"GET",    "/ui/app.js",                          PERM_AUTHENTICATED,   SCOPE_PLATFORM, NULL,             PUB, h_ui},
-	{"GET",    "/ui/app.css",                         PERM_AUTHENTICATED,   SCOPE_PLATFORM, NULL,             PUB, h_ui},
+	{"GET",    "/ui",                                 PERM_AUTHENTICATED,   SCOPE_PLATFORM, NULL,             MEM, h_ui},
+	{"GET",    "/ui/app.js",                          PERM_AUTHENTICATED,   SCOPE_PLATFORM, NULL,             MEM, h_ui},
+	{"GET",    "/ui/app.css",                         PERM_AUTHENTICATED,   SCOPE_PLATFORM, NULL,             MEM, h_ui},
 	{"GET",    "/v1/whoami",                          PERM_AUTHENTICATED,   SCOPE_PLATFORM, NULL,             0,   h_whoami},
 	{"POST",   "/v1/plan",                            PERM_AUTHENTICATED,   SCOPE_PLATFORM, NULL,             CMP, h_plan},
 

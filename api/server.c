@@ -14,12 +14,14 @@
 #include <netinet/in.h>
 #include <openssl/rand.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "audit.h"
 #include "auditseq.h"
@@ -35,10 +37,18 @@
 #include "stream_hub.h"
 #include "token.h"
 #include "webhook_send.h"
+#include "workers.h"
+
+/* What a worker runs for a request (workers.h): its pipeline past the route, or an upload's finish.
+ */
+typedef enum { STEP_NONE, STEP_PIPELINE, STEP_UPLOAD_FINISH } req_step;
 
 typedef struct req_slot {
 	api_req rq;
 	double start; /* clock_mono_s() */
+	worker_task task;
+	req_step step;  /* handed to a worker, its connection suspended */
+	bool step_done; /* the worker ran it and resumed the connection: answer */
 	bool answered;
 	bool uploading;     /* a ROUTE_UPLOAD route: the body goes to rq.upload as it arrives */
 	bool upload_failed; /* answered once the rest of the body is read */
@@ -158,7 +168,8 @@ static void end_pipeline(api_req *rq, int rc)
 		reads_forget(rq);
 }
 
-static void run_pipeline(api_req *rq)
+/* The checks before authentication: route, body. RET true to go on, false answered. */
+static bool pipeline_route(api_req *rq)
 {
 	const api_server *s = rq->srv;
 	route_match m =
@@ -170,26 +181,48 @@ static void run_pipeline(api_req *rq)
 			         rq->path_shown);
 		else
 			api_fail(rq, ERR_NOT_FOUND, "no route for %s", rq->path_shown);
-		return;
+		return false;
 	}
 	if (rq->body_too_large) {
 		api_fail(rq, ERR_BODY_TOO_LARGE, "the body exceeds %d bytes", rq->cfg->body_limit);
-		return;
+		return false;
 	}
 	if (rq->body_len > 0 && !(rq->rt->flags & ROUTE_UPLOAD)) {
 		const char *ct = api_header(rq, "Content-Type");
 		if (!ct || strncasecmp(ct, "application/json", 16) != 0 ||
 		    (ct[16] != '\0' && ct[16] != ';')) {
 			api_fail(rq, ERR_UNSUPPORTED_MEDIA, "send the body as application/json");
-			return;
+			return false;
 		}
 	}
+	return true;
+}
+
+/* The rest, once pipeline_route() passed: authentication, the handler, the end. */
+static void pipeline_rest(api_req *rq)
+{
 	if (!(rq->rt->flags & ROUTE_PUBLIC) && auth_check(rq) < 0)
 		return;
 	int rc = rq->rt->handler(rq);
 	if (rc == 0 && rq->upload.feed && rq->status == 0 && rq->error == ERR_OK)
 		return; /* an upload under way: its finish ends the pipeline */
 	end_pipeline(rq, rc);
+}
+
+static void run_pipeline(api_req *rq)
+{
+	if (pipeline_route(rq))
+		pipeline_rest(rq);
+}
+
+/*
+ * Whether rq's pipeline runs on its connection's polling thread: it
+ * cannot wait. A route answered from memory, or a job's answer in the
+ * read cache; every other request waits for the database at least once.
+ */
+static bool runs_here(api_req *rq)
+{
+	return (rq->rt->flags & ROUTE_MEMORY) || auth_cached(rq);
 }
 
 static void log_request(const req_slot *slot)
@@ -359,6 +392,48 @@ static enum MHD_Result upload_begin(req_slot *slot, const char *content_length)
 	return MHD_YES;
 }
 
+/*
+ * A step's work, on a worker (or, while the workers stop, on the polling
+ * thread): everything up to the answer, which goes out on the
+ * connection's polling thread once the connection is resumed.
+ */
+static void step_work(req_slot *slot)
+{
+	api_req *rq = &slot->rq;
+	if (slot->step == STEP_UPLOAD_FINISH)
+		end_pipeline(rq, rq->upload.finish(rq));
+	else
+		pipeline_rest(rq);
+	release_db(rq);
+	slot->step_done = true;
+}
+
+static void step_run(worker_task *t)
+{
+	req_slot *slot = (req_slot *)(void *)((char *)t - offsetof(req_slot, task));
+	struct MHD_Connection *conn = slot->rq.conn;
+	step_work(slot);
+	MHD_resume_connection(conn); /* the daemon may answer and free slot from here on */
+}
+
+/*
+ * Hand step to a worker, the connection suspended until it is done: the
+ * daemon then calls on_request() again, which answers. While the
+ * workers stop, the step runs here and is answered at once.
+ */
+static enum MHD_Result step_defer(req_slot *slot, req_step step)
+{
+	slot->step = step;
+	slot->step_done = false;
+	slot->task.run = step_run;
+	MHD_suspend_connection(slot->rq.conn);
+	if (workers_submit(slot->rq.srv->workers, &slot->task) == 0)
+		return MHD_YES;
+	MHD_resume_connection(slot->rq.conn);
+	step_work(slot);
+	return send_response(slot);
+}
+
 /* A piece of an upload's body, or (*upload_size 0) its end. */
 static enum MHD_Result upload_step(req_slot *slot, const char *upload, size_t *upload_size)
 {
@@ -384,8 +459,7 @@ static enum MHD_Result upload_step(req_slot *slot, const char *upload, size_t *u
 		slot->upload_failed_at = rq->upload.received;
 		return MHD_YES; /* answered once the rest is read */
 	} else if (!slot->upload_failed) {
-		end_pipeline(rq, rq->upload.finish(rq));
-		release_db(rq);
+		return step_defer(slot, STEP_UPLOAD_FINISH);
 	}
 	return send_response(slot);
 }
@@ -439,6 +513,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*upload_size = 0; /* discard the rest of a refused body */
 		return MHD_YES;
 	}
+	if (slot->step_done)
+		return send_response(slot);
 	if (slot->uploading)
 		return upload_step(slot, upload, upload_size);
 	if (*upload_size > 0) {
@@ -457,11 +533,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		rq->body[rq->body_len] = '\0';
 		return MHD_YES;
 	}
-	run_pipeline(rq);
-	if (rq->db) {
-		db_release(s->pool, rq->db);
-		rq->db = NULL;
-	}
+	if (!pipeline_route(rq))
+		return send_response(slot); /* refused before any wait */
+	if (!runs_here(rq))
+		return step_defer(slot, STEP_PIPELINE);
+	pipeline_rest(rq);
+	release_db(rq);
 	return send_response(slot);
 }
 
@@ -501,6 +578,8 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 /* Free what server_start() made beside the daemon (a stopped hub, the followers' slots...). */
 static void parts_free(api_server *s)
 {
+	workers_stop(s->workers);
+	s->workers = NULL;
 	stream_hub_free(s->hub);
 	s->hub = NULL;
 	followers_free(s->followers);
@@ -518,6 +597,13 @@ static void parts_free(api_server *s)
 	telemetry_release(&s->tm);
 	webhook_sender_stop(s->hooks);
 	s->hooks = NULL;
+}
+
+/* The daemon's polling threads: TRAINYARD_IO_THREADS, or one per CPU. */
+static unsigned io_threads(const ty_config *cfg)
+{
+	long n = cfg->io_threads > 0 ? cfg->io_threads : sysconf(_SC_NPROCESSORS_ONLN);
+	return n < 1 ? 1u : (unsigned)n;
 }
 
 int server_start(api_server *s, const ty_config *cfg, db_pool *pool)
@@ -553,9 +639,10 @@ int server_start(api_server *s, const ty_config *cfg, db_pool *pool)
 		tm = -1;
 	if (s->has_master && !(s->hooks = webhook_sender_start(cfg, &s->master)))
 		tm = -1;
-	s->hub = s->rl && s->followers && s->reports && s->reads && s->auditseq && tm == 0
-	             ? stream_hub_start()
-	             : NULL;
+	s->workers = s->rl && s->followers && s->reports && s->reads && s->auditseq && tm == 0
+	                 ? workers_start(cfg->threads)
+	                 : NULL;
+	s->hub = s->workers ? stream_hub_start() : NULL;
 	if (!s->hub) {
 		parts_free(s);
 		api_tls_release(&s->tls);
@@ -575,7 +662,7 @@ int server_start(api_server *s, const ty_config *cfg, db_pool *pool)
 	s->daemon = MHD_start_daemon(
 	    flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
-	    (unsigned)cfg->threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+	    io_threads(cfg), MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 	    MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_CONNECTION_LIMIT, 1024u,
 	    MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_ARRAY, tls_options, MHD_OPTION_END);
 	if (!s->daemon) {
@@ -587,14 +674,18 @@ int server_start(api_server *s, const ty_config *cfg, db_pool *pool)
 		return -1;
 	}
 	log_event(LOG_INFO, "listening",
-	          json_pack("{s:s, s:i, s:s}", "listen", cfg->listen, "threads", cfg->threads,
-	                    "scheme", s->tls.on ? "https" : "http"));
+	          json_pack("{s:s, s:i, s:i, s:s}", "listen", cfg->listen, "threads", cfg->threads,
+	                    "io_threads", (int)io_threads(cfg), "scheme",
+	                    s->tls.on ? "https" : "http"));
 	return 0;
 }
 
 void server_stop(api_server *s)
 {
-	stream_hub_stop(s->hub); /* no connection may stay suspended past here */
+	/* no connection may stay suspended past here: streams waiting for data, requests queued */
+	stream_hub_stop(s->hub);
+	workers_stop(s->workers);
+	s->workers = NULL;
 	if (s->daemon)
 		MHD_stop_daemon(s->daemon);
 	s->daemon = NULL;

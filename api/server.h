@@ -25,6 +25,7 @@ struct api_server {
 	const route *routes;
 	size_t n_routes;
 	struct MHD_Daemon *daemon;
+	struct workers *workers;      /* the threads that run requests (workers.h) */
 	api_tls tls;                  /* HTTPS, or plain HTTP on loopback (tls.h) */
 	struct stream_hub *hub;       /* streamed answers waiting for data (stream.c) */
 	struct followers *followers;  /* the slots of GET /v1/jobs/{job}/logs?follow=1 (h_logs.c) */

@@ -128,6 +128,11 @@ START_TEST(route_table_invariants)
 			             strcmp(pat, "/v1/openapi.json") == 0 ||
 			             strncmp(pat, "/ui", 3) == 0), /* the web view's files */
 			    "%s must not be public", pat);
+		/* a route run on the polling thread may not wait: no token, no database */
+		if (rt[i].flags & ROUTE_MEMORY)
+			ck_assert_msg((rt[i].flags & ROUTE_PUBLIC) && !mut &&
+			                  rt[i].action == NULL && strcmp(pat, "/readyz") != 0,
+			              "%s may not run on the polling thread", pat);
 		for (size_t j = 0; j < i; j++)
 			ck_assert_msg(strcmp(rt[i].method, rt[j].method) ||
 			                  strcmp(pat, rt[j].pattern),
