@@ -225,6 +225,11 @@ static bool runs_here(api_req *rq)
 	return (rq->rt->flags & ROUTE_MEMORY) || auth_cached(rq);
 }
 
+/*
+ * The request's log line and metrics, once it is answered, or, when the
+ * client left while a worker ran it (the answer never queued), once the
+ * connection ends: what ran is logged either way, "sent": false then.
+ */
 static void log_request(const req_slot *slot)
 {
 	const api_req *rq = &slot->rq;
@@ -243,6 +248,8 @@ static void log_request(const req_slot *slot)
 		json_object_set_new(f, "client", json_string(rq->client_addr));
 	if (rq->cached)
 		json_object_set_new(f, "cached", json_true());
+	if (!slot->answered)
+		json_object_set_new(f, "sent", json_false());
 	log_event(rq->status >= 500 ? LOG_ERROR : LOG_INFO, "request", f);
 	telemetry_request(&rq->srv->tm, rq->rt ? rq->rt->pattern : NULL, rq->method, rq->status,
 	                  clock_mono_s() - slot->start);
@@ -551,6 +558,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	req_slot *slot = *con_cls;
 	if (!slot)
 		return;
+	if (slot->step_done && !slot->answered)
+		log_request(slot); /* ran, but the client was gone before its answer */
 	api_req *rq = &slot->rq;
 	if (rq->db)
 		db_release(rq->srv->pool, rq->db);
