@@ -39,8 +39,7 @@
 #include "webhook_send.h"
 #include "workers.h"
 
-/* What a worker runs for a request (workers.h): its pipeline past the route, or an upload's finish.
- */
+/* What a worker runs (workers.h): a pipeline past its route, or an upload's finish. */
 typedef enum { STEP_NONE, STEP_PIPELINE, STEP_UPLOAD_FINISH } req_step;
 
 typedef struct req_slot {
@@ -587,7 +586,7 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 /* Free what server_start() made beside the daemon (a stopped hub, the followers' slots...). */
 static void parts_free(api_server *s)
 {
-	workers_stop(s->workers);
+	workers_free(s->workers);
 	s->workers = NULL;
 	stream_hub_free(s->hub);
 	s->hub = NULL;
@@ -694,7 +693,6 @@ void server_stop(api_server *s)
 	/* no connection may stay suspended past here: streams waiting for data, requests queued */
 	stream_hub_stop(s->hub);
 	workers_stop(s->workers);
-	s->workers = NULL;
 	if (s->daemon)
 		MHD_stop_daemon(s->daemon);
 	s->daemon = NULL;

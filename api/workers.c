@@ -77,7 +77,7 @@ workers *workers_start(int n)
 		if (rc) {
 			log_printf(LOG_ERROR, "could not start request worker %d of %d: %s",
 			           w->n + 1, n, strerror(rc));
-			workers_stop(w);
+			workers_free(w);
 			return NULL;
 		}
 	}
@@ -106,11 +106,21 @@ void workers_stop(workers *w)
 	if (!w)
 		return;
 	pthread_mutex_lock(&w->mu);
+	bool was = w->stopping;
 	w->stopping = true;
 	pthread_cond_broadcast(&w->cv);
 	pthread_mutex_unlock(&w->mu);
+	if (was)
+		return;
 	for (int i = 0; i < w->n; i++)
 		pthread_join(w->th[i], NULL);
+}
+
+void workers_free(workers *w)
+{
+	if (!w)
+		return;
+	workers_stop(w);
 	pthread_cond_destroy(&w->cv);
 	pthread_mutex_destroy(&w->mu);
 	free(w);

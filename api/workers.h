@@ -16,7 +16,9 @@
  *
  * Lifetimes: workers_start() before the daemon; workers_stop() before
  * MHD_stop_daemon(): it refuses new tasks, lets the workers finish every
- * queued one (each resumes its connection) and joins them.
+ * queued one (each resumes its connection) and joins them; the polling
+ * threads may still submit (and be refused) until the daemon stops, so
+ * workers_free() comes after MHD_stop_daemon().
  */
 #ifndef TY_WORKERS_H
 #define TY_WORKERS_H
@@ -34,7 +36,10 @@ workers *workers_start(int n);
 /* Queue t for the next free worker. RET 0, or -1 when stopping (t not taken). */
 int workers_submit(workers *w, worker_task *t);
 
-/* Refuse new tasks, run the queued ones, join the workers, free the pool. */
+/* Refuse new tasks, run the queued ones, join the workers. Again: nothing. */
 void workers_stop(workers *w);
+
+/* Free a stopped pool (stopping it first if need be). */
+void workers_free(workers *w);
 
 #endif
