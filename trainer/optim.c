@@ -7,7 +7,8 @@
 
 adamw_config adamw_defaults(void)
 {
-	adamw_config c = {.beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f};
+	adamw_config c = {
+	    .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .clip_eps = 1e-6f};
 	return c;
 }
 
@@ -55,10 +56,9 @@ float lr_at(const lr_schedule *s, int step)
 	return (float)(min + (max - min) * 0.5 * (1.0 + cos(M_PI * r)));
 }
 
-float clip_scale(float norm, float clip)
+float clip_scale(float norm, float clip, float eps)
 {
-	if (clip <= 0.0f)
+	if (clip <= 0.0f || !(norm + eps > clip))
 		return 1.0f;
-	float s = clip / (norm + 1e-6f);
-	return s < 1.0f ? s : 1.0f;
+	return clip / (norm + eps);
 }

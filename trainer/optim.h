@@ -20,14 +20,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* The job's training.adam_beta1, adam_beta2, adam_eps, weight_decay and grad_clip_eps. */
 typedef struct adamw_config {
 	float beta1;        /* 0.9 */
 	float beta2;        /* 0.95 or 0.999 */
 	float eps;          /* 1e-8 */
 	float weight_decay; /* 0.1; only on tensors with decay */
+	float clip_eps;     /* 1e-6: the clip rule's (clip_scale), applied before the update */
 } adamw_config;
 
-/* beta1 0.9, beta2 0.95, eps 1e-8, weight decay 0.1 (GPT-2 / llm.c). */
+/* beta1 0.9, beta2 0.95, eps 1e-8, weight decay 0.1 (GPT-2 / llm.c), clip epsilon 1e-6. */
 adamw_config adamw_defaults(void);
 
 /*
@@ -74,9 +76,11 @@ float lr_at(const lr_schedule *s, int step);
 
 /*
  * Gradient clipping by the global L2 norm: RET the factor the gradient is
- * multiplied by, min(1, clip / (norm + 1e-6)); clip <= 0 disables (RET 1).
+ * multiplied by, min(1, clip / (norm + eps)); clip <= 0 disables (RET 1).
  * norm is the square root of the squared norm summed over every rank.
+ * eps is 1e-6 by default (PyTorch's clip_grad_norm_); 0 is llm.c's rule
+ * (clip / norm when norm > clip).
  */
-float clip_scale(float norm, float clip);
+float clip_scale(float norm, float clip, float eps);
 
 #endif

@@ -121,7 +121,7 @@ int train_gpu_step(train_gpu *g, int accum, train_gpu_batch_fn next, void *ctx, 
 	memset(info, 0, sizeof(*info));
 	info->grad_norm = (float)sqrt(sq);
 	info->finite = isfinite(info->grad_norm) && isfinite(*loss);
-	info->clip_scale = clip_scale(info->grad_norm, clip);
+	info->clip_scale = clip_scale(info->grad_norm, clip, g->adam.clip_eps);
 	if (!info->finite)
 		return TRAIN_OK;
 	if (be->adamw(g->model, &g->adam, lr, info->clip_scale, g->opt_step + 1, err, errlen) < 0)

@@ -620,8 +620,13 @@ static int form_groups(run *r)
 
 static adamw_config run_adamw(const train_config *tc)
 {
+	const jobspec_training *t = &tc->spec.training;
 	adamw_config a = adamw_defaults();
-	a.weight_decay = (float)tc->spec.training.weight_decay;
+	a.beta1 = (float)t->adam_beta1;
+	a.beta2 = (float)t->adam_beta2;
+	a.eps = (float)t->adam_eps;
+	a.weight_decay = (float)t->weight_decay;
+	a.clip_eps = (float)t->grad_clip_eps;
 	return a;
 }
 

@@ -753,7 +753,7 @@ int dp_step(dp_runtime *dp, int step, float lr, float grad_clip, float grad_unsc
 	info.grad_norm = sqrtf(pair[0]);
 	info.finite = pair[1] == 0.0f && isfinite(pair[0]);
 	if (info.finite) {
-		info.clip_scale = clip_scale(info.grad_norm, grad_clip);
+		info.clip_scale = clip_scale(info.grad_norm, grad_clip, dp->opt.clip_eps);
 		dp_update(dp, step, lr, grad_unscale * info.clip_scale);
 		dp->opt_step = step;
 		info.updated = true;

@@ -74,9 +74,10 @@ static const char *const parallel_others[] = {"global_batch", NULL};
 static const char *const resources_fields[] = {
     "nodes", "gpus_per_node", "ranks_per_node", "time_limit_minutes", "partition", NULL};
 static const char *const training_fields[] = {
-    "steps",     "lr",        "warmup_steps", "schedule", "lr_convention", "min_lr_fraction",
-    "precision", "grad_clip", "weight_decay", "seed",     "recompute",     "init_from",
-    NULL};
+    "steps",           "lr",        "warmup_steps",  "schedule",     "lr_convention",
+    "min_lr_fraction", "precision", "grad_clip",     "weight_decay", "seed",
+    "recompute",       "init_from", "grad_clip_eps", "adam_beta1",   "adam_beta2",
+    "adam_eps",        NULL};
 static const char *const checkpoint_fields[] = {"every_steps", "keep", NULL};
 static const char *const fault_fields[] = {"max_restarts", "heartbeat_timeout_s", "fallback", NULL};
 
@@ -491,7 +492,19 @@ static void read_training(ctx *c, const json_t *root)
 	rd_enum(c, t, B, "recompute", recompute_names, &e);
 	x->recompute = (jobspec_recompute)e;
 	rd_num(c, t, B, "grad_clip", 0, 1e6, 1.0, &x->grad_clip);
+	rd_num(c, t, B, "grad_clip_eps", 0, 1, 1e-6, &x->grad_clip_eps);
 	rd_num(c, t, B, "weight_decay", 0, 10, 0.1, &x->weight_decay);
+	/* betas below 1 (1 would never forget), epsilon above 0 (the update's denominator) */
+	static const char *const betas[] = {"adam_beta1", "adam_beta2"};
+	double *bv[] = {&x->adam_beta1, &x->adam_beta2};
+	for (int i = 0; i < 2; i++)
+		if (rd_num(c, t, B, betas[i], 0, 1, i == 0 ? 0.9 : 0.95, bv[i]) > 0 &&
+		    !(*bv[i] < 1))
+			problem(c, i == 0 ? "/training/adam_beta1" : "/training/adam_beta2",
+			        ERR_F_OUT_OF_RANGE, "%s must be at least 0 and below 1", betas[i]);
+	if (rd_num(c, t, B, "adam_eps", 0, 1, 1e-8, &x->adam_eps) > 0 && !(x->adam_eps > 0))
+		problem(c, "/training/adam_eps", ERR_F_OUT_OF_RANGE,
+		        "adam_eps must be greater than 0 and at most 1");
 	rd_int64(c, t, B, "seed", 0, INT64_C(1) << 53, 1234, &x->seed);
 	if (rd_text(c, t, B, "init_from", false, TEXT_WORD, 36, x->init_from,
 	            sizeof(x->init_from)) > 0 &&
@@ -729,14 +742,17 @@ static json_t *resources_json(const jobspec_resources *r)
 static json_t *training_json(const jobspec_training *t)
 {
 	/* init_from only when set: the normal form of a job without it is unchanged */
-	return json_pack("{s:i, s:f, s:i, s:s, s:s, s:f, s:s, s:s, s:f, s:f, s:I, s:s*}", "steps",
-	                 t->steps, "lr", t->lr, "warmup_steps", t->warmup_steps, "schedule",
-	                 jobspec_schedule_name(t->schedule), "lr_convention",
+	return json_pack("{s:i, s:f, s:i, s:s, s:s, s:f, s:s, s:s, s:f, s:f, s:f, s:f, s:f, s:f, "
+	                 "s:I, s:s*}",
+	                 "steps", t->steps, "lr", t->lr, "warmup_steps", t->warmup_steps,
+	                 "schedule", jobspec_schedule_name(t->schedule), "lr_convention",
 	                 jobspec_lr_convention_name(t->lr_convention), "min_lr_fraction",
 	                 t->min_lr_fraction, "precision", jobspec_precision_name(t->precision),
 	                 "recompute", jobspec_recompute_name(t->recompute), "grad_clip",
-	                 t->grad_clip, "weight_decay", t->weight_decay, "seed", (json_int_t)t->seed,
-	                 "init_from", or_null(t->init_from));
+	                 t->grad_clip, "grad_clip_eps", t->grad_clip_eps, "weight_decay",
+	                 t->weight_decay, "adam_beta1", t->adam_beta1, "adam_beta2", t->adam_beta2,
+	                 "adam_eps", t->adam_eps, "seed", (json_int_t)t->seed, "init_from",
+	                 or_null(t->init_from));
 }
 
 /*

@@ -96,8 +96,10 @@ typedef struct jobspec_training {
 	double min_lr_fraction; /* the floor of the decay, a fraction of lr */
 	jobspec_precision precision;
 	jobspec_recompute recompute;
-	double grad_clip; /* 0 disables clipping */
+	double grad_clip;     /* 0 disables clipping */
+	double grad_clip_eps; /* the clip rule's epsilon: clip / (norm + eps) */
 	double weight_decay;
+	double adam_beta1, adam_beta2, adam_eps; /* AdamW's (trainer/optim.h) */
 	int64_t seed;
 	char init_from[37]; /* a checkpoint's id: the initial weights; "" when absent */
 } jobspec_training;

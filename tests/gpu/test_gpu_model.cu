@@ -105,7 +105,7 @@ static float cpu_step(gpt_model *m, const gpt_config *cfg, float *p, float *g, f
 	double sq = 0.0;
 	for (size_t i = 0; i < np; i++)
 		sq += (double)g[i] * g[i];
-	float scale = clip_scale((float)sqrt(sq), sc->clip);
+	float scale = clip_scale((float)sqrt(sq), sc->clip, 1e-6f);
 	for (int k = 0; k < nt; k++)
 		adamw_update(&sc->adam, p + t[k].offset, g + t[k].offset, am + t[k].offset,
 		             av + t[k].offset, t[k].numel, lr_at(&sc->sched, s), scale, t[k].decay,
@@ -125,7 +125,7 @@ static float gpu_step(gpu_model *m, const step_config *sc, const int32_t *inp,
 	    gpu_model_backward(m, 1.0f, err, sizeof err) < 0 ||
 	    gpu_model_grad_sumsq(m, &sq, err, sizeof err) < 0 ||
 	    gpu_model_adamw(m, &sc->adam, lr_at(&sc->sched, s),
-	                    clip_scale((float)sqrt(sq), sc->clip), s, err, sizeof err) < 0)
+	                    clip_scale((float)sqrt(sq), sc->clip, 1e-6f), s, err, sizeof err) < 0)
 		die("a GPU step", err);
 	return loss;
 }

@@ -78,7 +78,7 @@ static const lr_schedule sched = {
 
 static adamw_config test_adamw(void)
 {
-	adamw_config a = {.beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f};
+	adamw_config a = adamw_defaults();
 	return a;
 }
 

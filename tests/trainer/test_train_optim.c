@@ -171,21 +171,27 @@ END_TEST
 
 /*
  * Gradient (3, 4): norm 5. Clip 1: factor 1 / (5 + 1e-6) = 0.19999996, so
- * the clipped gradient is (0.6, 0.8), norm 1. Clip 10 or 0: factor 1.
+ * the clipped gradient is (0.6, 0.8), norm 1. Clip 10 or 0: factor 1. With
+ * epsilon 0 (llm.c's rule) the factor is exactly 1/5, and 0.1 makes it
+ * 1 / 5.1; a norm of 0 is never divided by.
  */
 START_TEST(clip_by_global_norm)
 {
 	float g[2] = {3.0f, 4.0f};
 	float norm = sqrtf(g[0] * g[0] + g[1] * g[1]);
 	ck_assert_float_eq(norm, 5.0f);
-	float s = clip_scale(norm, 1.0f);
+	float s = clip_scale(norm, 1.0f, 1e-6f);
 	ck_assert_double_eq_tol(s, 0.19999996, 1e-8);
 	ck_assert_double_eq_tol(g[0] * s, 0.6, TOL);
 	ck_assert_double_eq_tol(g[1] * s, 0.8, TOL);
-	ck_assert_float_eq(clip_scale(norm, 10.0f), 1.0f);
-	ck_assert_float_eq(clip_scale(norm, 0.0f), 1.0f);
-	ck_assert_float_eq(clip_scale(norm, -1.0f), 1.0f);
-	ck_assert_float_eq(clip_scale(0.0f, 1.0f), 1.0f);
+	ck_assert_float_eq(clip_scale(norm, 10.0f, 1e-6f), 1.0f);
+	ck_assert_float_eq(clip_scale(norm, 0.0f, 1e-6f), 1.0f);
+	ck_assert_float_eq(clip_scale(norm, -1.0f, 1e-6f), 1.0f);
+	ck_assert_float_eq(clip_scale(0.0f, 1.0f, 1e-6f), 1.0f);
+	ck_assert_float_eq(clip_scale(norm, 1.0f, 0.0f), 0.2f);
+	ck_assert_float_eq(clip_scale(norm, 1.0f, 0.1f), 1.0f / 5.1f);
+	ck_assert_float_eq(clip_scale(0.0f, 1.0f, 0.0f), 1.0f);
+	ck_assert_float_eq(clip_scale(NAN, 1.0f, 1e-6f), 1.0f);
 }
 END_TEST
 

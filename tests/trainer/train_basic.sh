@@ -35,6 +35,27 @@ check "warmup reaches the peak learning rate (0.002) at its last step" \
 check_eq "the run ends with an end event of status ok" ok \
 	"$(jq -r 'select(.event == "end") | .status' "$TY_TMP/m.jsonl")"
 
+# The optimizer's settings in the spec reach the optimizer: from the same
+# first loss (no update yet), each of AdamW's beta2 and epsilon and the
+# clip rule's epsilon changes the losses after it; the defaults are those
+# of a spec that does not name them.
+opt_run() { # opt_run NAME JQ_FILTER: 3 steps with the spec so changed; prints its losses
+	jq "$2" "$TY_TMP/spec.json" >"$TY_TMP/opt-$1.json" &&
+		train1 --spec "$TY_TMP/opt-$1.json" --stop-after 3 --metrics "$TY_TMP/opt-$1.jsonl" &&
+		losses "$TY_TMP/opt-$1.jsonl" | cut -d' ' -f2 | paste -sd' '
+}
+base=$(opt_run base .)
+check_match "3 steps with the default optimizer" '^[0-9.]+ [0-9.]+ [0-9.]+$' "$base"
+check_eq "the defaults named in the spec train the same" "$base" \
+	"$(opt_run named '.training += {adam_beta1: 0.9, adam_beta2: 0.95, adam_eps: 1e-8,
+		grad_clip_eps: 1e-6}')"
+for v in "beta2 .training.adam_beta2=0.999" "eps .training.adam_eps=0.01" \
+	"clip .training.grad_clip_eps=1"; do
+	got=$(opt_run "${v%% *}" "${v#* }")
+	check_eq "${v#* }: the same first loss" "${base%% *}" "${got%% *}"
+	check "${v#* }: other losses after it ($got)" test "${got#* }" != "${base#* }"
+done
+
 # llm.c format: export at init, import and export again: identical bytes.
 check "export the initial weights (no step)" train1 --spec "$TY_TMP/spec.json" --stop-after 0 \
 	--export "$TY_TMP/a.bin"

@@ -677,6 +677,30 @@ static const spec_case cases[] = {
      NULL,
      BAD,
      {{"/training/grad_clip", "out_of_range"}, {"/training/weight_decay", "out_of_range"}}},
+    {"AdamW's betas, epsilon and the clip epsilon below range",
+     FOUNDING,
+     "{'training': {'adam_beta1': -0.1, 'adam_beta2': -1, 'adam_eps': 0, 'grad_clip_eps': -1e-9}}",
+     NULL,
+     BAD,
+     {{"/training/grad_clip_eps", "out_of_range"},
+      {"/training/adam_beta1", "out_of_range"},
+      {"/training/adam_beta2", "out_of_range"},
+      {"/training/adam_eps", "out_of_range"}}},
+    {"AdamW's betas of 1, an epsilon and a clip epsilon above 1",
+     FOUNDING,
+     "{'training': {'adam_beta1': 1, 'adam_beta2': 1.0, 'adam_eps': 2, 'grad_clip_eps': 1.5}}",
+     NULL,
+     BAD,
+     {{"/training/grad_clip_eps", "out_of_range"},
+      {"/training/adam_beta1", "out_of_range"},
+      {"/training/adam_beta2", "out_of_range"},
+      {"/training/adam_eps", "out_of_range"}}},
+    {"PyTorch's and llm.c's optimizer settings accepted",
+     TINY,
+     "{'training': {'adam_beta1': 0, 'adam_beta2': 0.999, 'adam_eps': 1, 'grad_clip_eps': 0}}",
+     NULL,
+     OK0,
+     {{0}}},
     {"seed negative",
      FOUNDING,
      "{'training': {'seed': -1}}",
@@ -1154,6 +1178,10 @@ START_TEST(test_defaults_filled)
 	want_str(n, "/training/precision", "fp32");
 	want_real(n, "/training/grad_clip", 1.0);
 	want_real(n, "/training/weight_decay", 0.1);
+	want_real(n, "/training/grad_clip_eps", 1e-6);
+	want_real(n, "/training/adam_beta1", 0.9);
+	want_real(n, "/training/adam_beta2", 0.95);
+	want_real(n, "/training/adam_eps", 1e-8);
 	want_int(n, "/training/seed", 1234);
 	want_int(n, "/checkpoint/every_steps", 50);
 	want_int(n, "/checkpoint/keep", 3);
