@@ -24,7 +24,8 @@ check "the API with 2 polling threads and 2 request threads" \
 
 # conns.py URL TOKEN JOB: opens 8 connections (a /healthz each), sends the
 # job's read on the first without waiting, then on each of the 7 others a
-# /healthz and a /v1/whoami, each timed; then waits for the read. Prints
+# /healthz and a /v1/whoami, each timed (printed as it comes); then waits
+# for the read. Prints
 # "other STATUS SECONDS" per request, then "blocked STATUS SECONDS".
 cat >"$TY_TMP/conns.py" <<'EOF'
 import http.client, os, ssl, sys, time, urllib.parse
@@ -33,8 +34,8 @@ token, job = sys.argv[2], sys.argv[3]
 tls = ssl.create_default_context(cafile=os.environ.get("TRAINYARD_CA_FILE") or None)
 def conn():
     if u.scheme == "https":
-        return http.client.HTTPSConnection(u.hostname, u.port, context=tls, timeout=30)
-    return http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+        return http.client.HTTPSConnection(u.hostname, u.port, context=tls, timeout=300)
+    return http.client.HTTPConnection(u.hostname, u.port, timeout=300)
 auth = {"Authorization": "Bearer " + token}
 cs = [conn() for _ in range(8)]
 for c in cs:
@@ -50,25 +51,37 @@ for c in cs[1:]:
         c.request("GET", path, headers=auth)
         r = c.getresponse()
         r.read()
-        print("other", r.status, "%.3f" % (time.monotonic() - t))
+        print("other", r.status, "%.3f" % (time.monotonic() - t), flush=True)
 r = cs[0].getresponse()
 r.read()
-print("blocked", r.status, "%.3f" % (time.monotonic() - t0))
+print("blocked", r.status, "%.3f" % (time.monotonic() - t0), flush=True)
 EOF
 
-# the lock: held 4 s from a second session, the read waits for it
-q "BEGIN; LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(8); COMMIT" >/dev/null &
+# the lock: held from a second session until the script ends it, so that
+# the read waits for it however slow the machine is
+q "BEGIN; LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(120); COMMIT" \
+	>/dev/null 2>&1 &
 locker=$!
-wait_until 30 test "$(q "SELECT count(*) FROM pg_locks WHERE relation = 'jobs'::regclass
-	AND mode = 'AccessExclusiveLock' AND granted")" = 1
-out=$(python3 "$TY_TMP/conns.py" "$TRAINYARD_URL" "$ADMIN" "$JOB" 2>&1)
+locked() {
+	[[ $(q "SELECT count(*) FROM pg_locks WHERE relation = 'jobs'::regclass
+		AND mode = 'AccessExclusiveLock' AND granted") == 1 ]]
+}
+check "a second session holds the jobs table's lock" wait_until 30 locked
+answers=$TY_TMP/conns.out
+python3 "$TY_TMP/conns.py" "$TRAINYARD_URL" "$ADMIN" "$JOB" >"$answers" 2>&1 &
+client=$!
+others_in() { [[ $(grep -c '^other' "$answers") -ge 14 ]]; }
+check "14 requests on the 7 other connections answered while the read waits" \
+	wait_until 30 others_in
+check_eq "the read still waits for the lock" "" "$(grep -v '^other' "$answers")"
+slow=$(awk '$1 == "other" && ($2 != 200 || $3 > 1.0)' "$answers")
+check_eq "each answered 200 within a second" "" "$slow"
+q "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE relation = 'jobs'::regclass
+	AND mode = 'AccessExclusiveLock' AND granted" >/dev/null
 wait "$locker"
-others=$(awk '$1 == "other"' <<<"$out" | wc -l)
-slow=$(awk '$1 == "other" && ($2 != 200 || $3 > 1.0)' <<<"$out")
-check_eq "14 requests on the 7 other connections" 14 "$others"
-check_eq "each answered 200 within a second while the read waited" "" "$slow"
-check_match "the blocked read answered 200 once the lock went, seconds later" \
-	'^blocked 200 [1-9][0-9]*\.' "$(grep '^blocked' <<<"$out")"
+wait "$client"
+check_match "the blocked read answers 200 once the lock goes" '^blocked 200 ' \
+	"$(grep '^blocked' "$answers")"
 
 check "the API restarts with the stack's settings" stack api-restart
 summary
