@@ -15,7 +15,7 @@
 
 #include "gpu/model_gpu.h"
 
-#define GPU_BACKEND_ABI    1
+#define GPU_BACKEND_ABI    2
 #define GPU_BACKEND_SYMBOL "ty_gpu_backend"
 #define GPU_BACKEND_FILE   "libtytrain-cuda.so"
 
@@ -27,15 +27,16 @@ typedef struct gpu_backend {
 	 * -1 with a message when none is visible.
 	 */
 	int (*open_device)(char *desc, size_t desclen, char *err, size_t errlen);
-	gpu_model *(*model_new)(const gpt_config *cfg, int B, int T, const float *params, char *err,
-	                        size_t errlen);
+	int (*model_fits)(const gpt_config *cfg, gpt_precision precision, char *err, size_t errlen);
+	gpu_model *(*model_new)(const gpt_config *cfg, int B, int T, gpt_precision precision,
+	                        const float *params, char *err, size_t errlen);
 	void (*model_free)(gpu_model *m);
 	size_t (*model_bytes)(const gpu_model *m);
 	int (*forward)(gpu_model *m, const int32_t *inputs, const int32_t *targets, float *loss,
 	               char *err, size_t errlen);
 	int (*backward)(gpu_model *m, float dloss, char *err, size_t errlen);
 	void (*zero_grad)(gpu_model *m);
-	int (*grad_sumsq)(gpu_model *m, double *sumsq, char *err, size_t errlen);
+	int (*step_stats)(gpu_model *m, double *sumsq, double *loss_sum, char *err, size_t errlen);
 	int (*adamw)(gpu_model *m, const adamw_config *a, float lr, float grad_scale, int t,
 	             char *err, size_t errlen);
 	int (*get)(gpu_model *m, gpu_array which, float *host, char *err, size_t errlen);

@@ -23,12 +23,8 @@ int train_gpu_open(train_gpu *g, const train_config *tc, int world, const adamw_
 		         world, l->data_parallel, l->tensor_parallel, l->pipeline_parallel);
 		return TRAIN_INVALID_CONFIG;
 	}
-	if (tc->precision != GPT_FP32) {
-		snprintf(err, errlen, "--device cuda trains in fp32 for now, not %s",
-		         jobspec_precision_name(tc->spec.training.precision));
-		return TRAIN_INVALID_CONFIG;
-	}
-	if (!(g->be = gpu_backend_load(err, errlen)))
+	if (!(g->be = gpu_backend_load(err, errlen)) ||
+	    g->be->model_fits(&tc->model, tc->precision, err, errlen) < 0)
 		return TRAIN_INVALID_CONFIG;
 	if (g->be->open_device(g->device, sizeof(g->device), err, errlen) < 0)
 		return TRAIN_INTERNAL;
@@ -66,7 +62,8 @@ int train_gpu_upload(train_gpu *g, const dp_runtime *dp, char *err, size_t errle
 	g->opt_step = dp_opt_step(dp);
 	if (!g->model) {
 		g->model = g->be->model_new(&g->tc->model, g->tc->run.micro_batch,
-		                            g->tc->model.max_seq_len, g->stage[0], err, errlen);
+		                            g->tc->model.max_seq_len, g->tc->precision, g->stage[0],
+		                            err, errlen);
 		if (!g->model)
 			return device_status(err);
 	}
@@ -99,33 +96,32 @@ int train_gpu_download(train_gpu *g, dp_runtime *dp, char *err, size_t errlen)
 }
 
 int train_gpu_step(train_gpu *g, int accum, train_gpu_batch_fn next, void *ctx, float lr,
-                   float clip, float *loss, dp_step_info *info, int *data_rc, char *err,
-                   size_t errlen)
+                   float clip, float loss_scale, float *loss, dp_step_info *info, int *data_rc,
+                   char *err, size_t errlen)
 {
 	const gpu_backend *be = g->be;
-	double sum = 0.0;
 	be->zero_grad(g->model);
+	/* the device runs ahead: the host reads the next micro-batch meanwhile */
 	for (int k = 0; k < accum; k++) {
-		float l = 0.0f;
 		if ((*data_rc = next(ctx, g->in, g->tg)) < 0)
 			return TRAIN_DATA;
-		if (be->forward(g->model, g->in, g->tg, &l, err, errlen) < 0 ||
-		    be->backward(g->model, 1.0f / (float)accum, err, errlen) < 0)
-			return TRAIN_INTERNAL;
-		sum += l;
+		if (be->forward(g->model, g->in, g->tg, NULL, err, errlen) < 0 ||
+		    be->backward(g->model, loss_scale / (float)accum, err, errlen) < 0)
+			return device_status(err);
 	}
-	*loss = (float)(sum / accum);
-	double sq = 0.0;
-	if (be->grad_sumsq(g->model, &sq, err, errlen) < 0)
-		return TRAIN_INTERNAL;
+	double sq = 0.0, loss_sum = 0.0;
+	if (be->step_stats(g->model, &sq, &loss_sum, err, errlen) < 0)
+		return device_status(err);
+	*loss = (float)(loss_sum / accum);
 	memset(info, 0, sizeof(*info));
-	info->grad_norm = (float)sqrt(sq);
+	info->grad_norm = (float)(sqrt(sq) / loss_scale);
 	info->finite = isfinite(info->grad_norm) && isfinite(*loss);
 	info->clip_scale = clip_scale(info->grad_norm, clip, g->adam.clip_eps);
 	if (!info->finite)
 		return TRAIN_OK;
-	if (be->adamw(g->model, &g->adam, lr, info->clip_scale, g->opt_step + 1, err, errlen) < 0)
-		return TRAIN_INTERNAL;
+	if (be->adamw(g->model, &g->adam, lr, info->clip_scale / loss_scale, g->opt_step + 1, err,
+	              errlen) < 0)
+		return device_status(err);
 	g->opt_step++;
 	info->updated = true;
 	return TRAIN_OK;

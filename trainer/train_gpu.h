@@ -1,8 +1,9 @@
 /*
  * train_gpu.h - a run's model on a GPU (trainyard-train --device cuda).
  *
- * One rank, fp32, for now: the whole model, its gradients and AdamW
- * moments live on the device (gpu_backend.h); the data-parallel runtime
+ * One rank for now, in fp32, bf16 or fp16 (training.precision): the
+ * whole model, its gradients and AdamW moments live on the device
+ * (gpu_backend.h); the data-parallel runtime
  * (zero.h) keeps the host copies that checkpoints, resumes and exports
  * read and write, so a checkpoint is the same whichever device wrote it:
  * a CPU run resumes on a GPU and back. train_gpu_upload puts the runtime's
@@ -33,7 +34,7 @@ typedef struct train_gpu {
 } train_gpu;
 
 /*
- * Check the run fits the GPU path (world 1, layout 1 x 1 x 1, fp32), load
+ * Check the run fits the GPU path (world 1, layout 1 x 1 x 1), load
  * the backend and open this rank's device. OUT: *g (zeroed first).
  * RET a train_exit: TRAIN_OK; TRAIN_INVALID_CONFIG (another layout or
  * precision, a backend that is not built); TRAIN_INTERNAL (no usable
@@ -53,14 +54,17 @@ typedef int (*train_gpu_batch_fn)(void *ctx, int32_t *inputs, int32_t *targets);
 
 /*
  * One optimizer step: accum micro-batches from next (gradients summed
- * with dloss 1 / accum), the mean loss into *loss, the norm, clipping
- * and AdamW when the gradient is finite (info says what happened).
+ * with dloss loss_scale / accum: numerics.h's scaler, 1 but in fp16),
+ * the mean loss into *loss, the unscaled norm, clipping and AdamW when
+ * the gradient is finite (info says what happened; the caller's
+ * numerics rules act on it as on the CPU's). The host waits for the
+ * device once, for the loss and the norm together.
  * RET a train_exit: TRAIN_OK, TRAIN_DATA (next failed; its code in
- * *data_rc), TRAIN_INTERNAL (the device failed).
+ * *data_rc), TRAIN_OOM or TRAIN_INTERNAL (the device failed).
  */
 int train_gpu_step(train_gpu *g, int accum, train_gpu_batch_fn next, void *ctx, float lr,
-                   float clip, float *loss, dp_step_info *info, int *data_rc, char *err,
-                   size_t errlen);
+                   float clip, float loss_scale, float *loss, dp_step_info *info, int *data_rc,
+                   char *err, size_t errlen);
 
 void train_gpu_close(train_gpu *g);
 

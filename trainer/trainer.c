@@ -467,8 +467,8 @@ static int train_step_gpu(run *r, int s, step_result *out)
 	memset(out, 0, sizeof(*out));
 	out->lr = lr_at(&r->sched, s);
 	int rc = train_gpu_step(&r->gpu, tc->run.grad_accum, next_batch, r, out->lr,
-	                        (float)tc->spec.training.grad_clip, &out->loss, &out->info,
-	                        &data_rc, r->err, sizeof(r->err));
+	                        (float)tc->spec.training.grad_clip, r->scaler.scale, &out->loss,
+	                        &out->info, &data_rc, r->err, sizeof(r->err));
 	if (rc == TRAIN_DATA)
 		return fail(r, TRAIN_DATA, "could not read training data");
 	if (rc != TRAIN_OK)

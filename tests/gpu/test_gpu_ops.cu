@@ -324,7 +324,11 @@ static void check_embed_head(int B, int T, int C, int V, int Vp, unsigned seed)
 	gpu_encoder_forward(d_out, d_tok, d_wte, d_wpe, B, T, C);
 	snprintf(what, sizeof(what), "encoder forward [%d,%d,%d]", B, T, C);
 	compare(what, out, d_out, NC, 1e-6);
-	gpu_encoder_backward(d_dwte, d_dwpe, d_dout, d_tok, B, T, C);
+	int32_t *bk = (int32_t *)malloc((3 * (size_t)N + 1) * sizeof(int32_t)),
+	        *count = (int32_t *)malloc((size_t)V * sizeof(int32_t));
+	int nb = gpu_token_buckets(bk, tok, N, V, count);
+	int32_t *d_bk = dev_tokens(bk, 3 * (size_t)N + 1);
+	gpu_encoder_backward(d_dwte, d_dwpe, d_dout, d_bk, nb, B, T, C);
 	snprintf(what, sizeof(what), "encoder backward dwte [%d,%d]", Vp, C);
 	compare(what, dwte, d_dwte, (size_t)Vp * C, 1e-5);
 	snprintf(what, sizeof(what), "encoder backward dwpe [%d,%d]", T, C);
@@ -365,9 +369,51 @@ static void check_embed_head(int B, int T, int C, int V, int Vp, unsigned seed)
 	cudaFree(d_tok);
 }
 
+/*
+ * The encoder backward's host half, which runs without a device: the
+ * buckets of a batch hold every position once, grouped by token in
+ * increasing token order, positions increasing within a token.
+ */
+static void check_token_buckets(void)
+{
+	const int N = 4096, V = 97;
+	int32_t *tok = (int32_t *)malloc(N * sizeof(int32_t)),
+	        *bk = (int32_t *)malloc((3 * N + 1) * sizeof(int32_t)),
+	        *count = (int32_t *)malloc(V * sizeof(int32_t));
+	unsigned seed = 99;
+	for (int i = 0; i < N; i++) {
+		seed = seed * 1664525u + 1013904223u;
+		tok[i] = (int32_t)((seed >> 8) % 61u) * 3 % V; /* not every token appears */
+	}
+	int nb = gpu_token_buckets(bk, tok, N, V, count);
+	const int32_t *order = bk, *btok = bk + N, *start = bk + 2 * N;
+	bool ok = nb > 0 && nb <= V && start[0] == 0 && start[nb] == N;
+	int at = 0;
+	for (int k = 0; ok && k < nb; k++) {
+		ok = (k == 0 || btok[k] > btok[k - 1]) && start[k + 1] > start[k];
+		for (int v = 0, want = 0; ok && v < N; v++) /* the positions of btok[k], in order */
+			if (tok[v] == btok[k]) {
+				ok = order[start[k] + want] == v;
+				want++;
+				at++;
+			}
+	}
+	ok = ok && at == N;
+	printf("%s - token buckets of %d positions: %d distinct tokens, each position once, in "
+	       "order\n",
+	       ok ? "ok" : "not ok", N, nb);
+	ok ? passed++ : failed++;
+	free(tok);
+	free(bk);
+	free(count);
+}
+
 int main(void)
 {
 	int n = 0;
+	check_token_buckets();
+	if (failed)
+		return 1;
 	if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
 		printf("# skipped: no CUDA device here (cudaGetDeviceCount: %d)\n", n);
 		return 0;

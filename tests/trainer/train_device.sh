@@ -2,9 +2,10 @@
 # train_device.sh - trainyard-train --device: what a machine without a GPU
 # can check of the GPU path. The run is refused, with a clear message and
 # its class's exit status, when the backend library is missing (10), for
-# a layout or precision the GPU path does not train yet (10), and, where
-# the backend is built (make GPU=1) but no device is visible, for the
-# missing device (1, which the scheduler retries). Training on a GPU is
+# a layout the GPU path does not train yet (10), and, where the backend
+# is built (make GPU=1) but no device is visible, for heads the 16-bit
+# path's fused attention does not take (10, before any device is asked)
+# and for the missing device (1, which the scheduler retries). Training on a GPU is
 # checked by tests/gpu/run on a machine with one.
 set -uo pipefail
 # shellcheck source=SCRIPTDIR/../integration/lib.sh
@@ -33,8 +34,6 @@ printf 'not a library' >"$TY_TMP/bad.so"
 refused 10 'could not load the GPU backend' "a file that is not a library" \
 	env TRAINYARD_GPU_BACKEND="$TY_TMP/bad.so" "$TRAIN_BIN" train --data-root "$DATA" \
 	--spec "$TY_TMP/spec.json" --device cuda
-refused 10 'fp32 for now, not bf16' "bf16 on the GPU" \
-	train1 --spec "$TY_TMP/spec.json" --device cuda --set training.precision=bf16
 refused 10 'one GPU for now' "two data-parallel ranks" \
 	trainN 2 --spec "$TY_TMP/spec.json" --device cuda --set parallel.data_parallel=2 \
 	--set resources.ranks_per_node=2
@@ -45,6 +44,11 @@ if [[ ! -e $backend ]]; then
 elif [[ -e /dev/nvidiactl ]]; then
 	echo "# a GPU is here: tests/gpu/run checks training on it"
 else
+	refused 10 'attention heads of 16, 32' "bf16 with heads of 8 channels" \
+		train1 --spec "$TY_TMP/spec.json" --device cuda --set training.precision=bf16 \
+		--set model.heads=8
+	refused 1 'no CUDA device is visible' "bf16, the backend built, no device" \
+		train1 --spec "$TY_TMP/spec.json" --device cuda --set training.precision=bf16
 	refused 1 'no CUDA device is visible' "the backend built, no device" \
 		train1 --spec "$TY_TMP/spec.json" --device cuda --metrics "$TY_TMP/m.jsonl"
 	check_eq "the end event says internal" internal \

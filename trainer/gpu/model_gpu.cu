@@ -1,41 +1,17 @@
 /*
- * model_gpu.cu - the whole model on one GPU (model_gpu.h). The layer
- * forward and backward are gpt_model.c's, op for op, with the device ops.
+ * model_gpu.cu - the whole model on one GPU (model_gpu.h): its memory,
+ * the fp32 layers (gpt_model.c's, op for op, with the device ops), the
+ * batch's way in and the optimizer step. The 16-bit layers are
+ * model_lowp.cu's.
  */
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "model_gpu.h"
-#include "ops_gpu.h"
-
-/* A layer's parameters, in gpt.h's order within its unit. */
-enum { P_LN1W, P_LN1B, P_QKVW, P_QKVB, P_PROJW, P_PROJB,
-       P_LN2W, P_LN2B, P_FCW,  P_FCB,  P_FCPW,  P_FCPB, P_COUNT };
-
-/* A layer's activations kept for the backward. */
-typedef struct acts {
-	float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *att, *res2, *ln2, *ln2_mean, *ln2_rstd;
-	float *fch, *fchg, *res3;
-} acts;
-
-struct gpu_model {
-	gpt_config cfg;
-	int B, T, N, C, NH, L, V, Vp;
-	size_t np;
-	float *arr[4]; /* gpu_array */
-	gpt_tensor *tensors;
-	int ntensors;
-	int32_t *inputs, *targets; /* device [N] */
-	float *losses;             /* host [N] */
-	void *block;               /* every activation and scratch buffer */
-	size_t block_bytes;
-	float *enc, *lnf, *lnf_mean, *lnf_rstd, *logits, *dev_losses, *lse;
-	acts *layer; /* [L] */
-	float *proj, *dres, *dbtc, *dbt4c, *dqkv, *datt;
-	double *sumsq; /* [1 + GPU_SUMSQ_BLOCKS] */
-};
+#include "attention_flash.h"
+#include "model_gpu_int.h"
+#include "ops_lowp.h"
 
 static int cuda_fail(cudaError_t e, const char *what, char *err, size_t errlen)
 {
@@ -43,70 +19,79 @@ static int cuda_fail(cudaError_t e, const char *what, char *err, size_t errlen)
 	return -1;
 }
 
-/* The pointers of layer l's parameters (or gradients) in the flat array base. */
-static void layer_tensors(const gpu_model *m, float *base, int l, float *t[P_COUNT])
+void gpu_layer_tensors(const gpu_model *m, void *base, size_t elem, int l, void *t[P_COUNT])
 {
 	size_t C = (size_t)m->C;
 	const size_t numel[P_COUNT] = {C,     C, 3 * C * C, 3 * C, C * C,     C,
 	                               C,     C, 4 * C * C, 4 * C, 4 * C * C, C};
-	float *p = base + gpt_unit_offset(&m->cfg, l + 1);
+	char *p = (char *)base + gpt_unit_offset(&m->cfg, l + 1) * elem;
 	for (int k = 0; k < P_COUNT; k++) {
 		t[k] = p;
-		p += numel[k];
+		p += numel[k] * elem;
 	}
 }
 
-/* Carve the activations and scratch out of one allocation (or count them with base NULL). */
+static void layer_tensors(const gpu_model *m, float *base, int l, float *t[P_COUNT])
+{
+	gpu_layer_tensors(m, base, sizeof(float), l, (void **)t);
+}
+
+/*
+ * Carve the activations and scratch out of one allocation (or count them
+ * with base NULL). A 16-bit model's activations take 2 bytes (LOW), its
+ * residual stream, statistics and scratch 4 (F32); see acts.
+ */
 static size_t carve_all(gpu_model *m, char *base)
 {
 	size_t used = 0, N = (size_t)m->N, NC = N * m->C, NH = (size_t)m->NH, T = (size_t)m->T;
-	size_t att = (size_t)m->B * NH * T * T;
-#define TAKE(dst, count)                                                                           \
+	bool low = m->fmt != GPU_NO_LOWP;
+	size_t LOW = low ? 2 : sizeof(float), F32 = sizeof(float);
+	/* fp32 keeps the probabilities [B,NH,T,T]; 16-bit only the log-sum-exp [B,NH,T] */
+	size_t att = (size_t)m->B * NH * T * (low ? 1 : T);
+#define TAKE(dst, count, esz)                                                                      \
 	do {                                                                                       \
 		if (base)                                                                          \
 			(dst) = (float *)(base + used);                                            \
-		used += ((count) * sizeof(float) + 255) / 256 * 256;                              \
+		used += ((count) * (esz) + 255) / 256 * 256;                                      \
 	} while (0)
-	TAKE(m->enc, NC);
+	TAKE(m->enc, NC, F32);
 	for (int l = 0; l < m->L; l++) {
 		acts *a = &m->layer[l];
-		TAKE(a->ln1, NC);
-		TAKE(a->ln1_mean, N);
-		TAKE(a->ln1_rstd, N);
-		TAKE(a->qkv, 3 * NC);
-		TAKE(a->atty, NC);
-		TAKE(a->att, att);
-		TAKE(a->res2, NC);
-		TAKE(a->ln2, NC);
-		TAKE(a->ln2_mean, N);
-		TAKE(a->ln2_rstd, N);
-		TAKE(a->fch, 4 * NC);
-		TAKE(a->fchg, 4 * NC);
-		TAKE(a->res3, NC);
+		TAKE(a->ln1, NC, LOW);
+		TAKE(a->ln1_mean, N, F32);
+		TAKE(a->ln1_rstd, N, F32);
+		TAKE(a->qkv, 3 * NC, LOW);
+		TAKE(a->atty, NC, LOW);
+		TAKE(a->att, att, F32);
+		TAKE(a->res2, NC, F32);
+		TAKE(a->ln2, NC, LOW);
+		TAKE(a->ln2_mean, N, F32);
+		TAKE(a->ln2_rstd, N, F32);
+		TAKE(a->fch, 4 * NC, LOW);
+		TAKE(a->fchg, 4 * NC, LOW);
+		TAKE(a->res3, NC, F32);
 	}
-	TAKE(m->lnf, NC);
-	TAKE(m->lnf_mean, N);
-	TAKE(m->lnf_rstd, N);
-	TAKE(m->logits, N * m->Vp);
-	TAKE(m->dev_losses, N);
-	TAKE(m->lse, N);
-	TAKE(m->proj, NC);
-	TAKE(m->dres, NC);
-	TAKE(m->dbtc, NC);
-	TAKE(m->dbt4c, 4 * NC);
-	TAKE(m->dqkv, 3 * NC);
-	TAKE(m->datt, att);
+	TAKE(m->lnf, NC, LOW);
+	TAKE(m->lnf_mean, N, F32);
+	TAKE(m->lnf_rstd, N, F32);
+	TAKE(m->logits, N * m->Vp, LOW);
+	TAKE(m->dev_losses, N, F32);
+	TAKE(m->lse, N, F32);
+	TAKE(m->proj, NC, LOW);
+	TAKE(m->dres, NC, F32);
+	TAKE(m->dbtc, NC, LOW);
+	TAKE(m->dbt4c, 4 * NC, LOW);
+	TAKE(m->dqkv, 3 * NC, LOW);
+	TAKE(m->datt, att, F32);
+	TAKE(m->dres_low, low ? NC : 0, LOW);
+	TAKE(m->colsum, low ? GPU_COL_SCRATCH(N, 4 * (size_t)m->C) : 0, F32);
 #undef TAKE
-	if (base)
+	if (base) {
 		m->sumsq = (double *)(base + used);
-	used += (1 + GPU_SUMSQ_BLOCKS) * sizeof(double);
+		m->loss_acc = m->sumsq + 1; /* beside the norm: the step reads both in one copy */
+	}
+	used += (2 + GPU_SUMSQ_BLOCKS) * sizeof(double);
 	return used;
-}
-
-/* The residual stream entering layer l (l == L: the final LayerNorm's input). */
-static const float *layer_input(const gpu_model *m, int l)
-{
-	return l == 0 ? m->enc : m->layer[l - 1].res3;
 }
 
 static int layer_forward(gpu_model *m, int l)
@@ -163,105 +148,11 @@ static int layer_backward(gpu_model *m, int l)
 	return 0;
 }
 
-extern "C" {
-
-gpu_model *gpu_model_new(const gpt_config *cfg, int B, int T, const float *params, char *err,
-                         size_t errlen)
-{
-	if (gpt_config_check(cfg, err, errlen) < 0)
-		return NULL;
-	if (B < 1 || T < 1 || T > cfg->max_seq_len) {
-		snprintf(err, errlen, "B %d and T %d do not fit the model (T at most %d)", B, T,
-		         cfg->max_seq_len);
-		return NULL;
-	}
-	gpu_model *m = (gpu_model *)calloc(1, sizeof *m);
-	if (!m) {
-		snprintf(err, errlen, "out of host memory");
-		return NULL;
-	}
-	m->cfg = *cfg;
-	m->B = B;
-	m->T = T;
-	m->N = B * T;
-	m->C = cfg->channels;
-	m->NH = cfg->num_heads;
-	m->L = cfg->num_layers;
-	m->V = cfg->vocab_size;
-	m->Vp = cfg->padded_vocab_size;
-	m->np = gpt_num_params(cfg);
-	m->ntensors = 2 + 12 * m->L + 2;
-	m->tensors = (gpt_tensor *)calloc((size_t)m->ntensors, sizeof *m->tensors);
-	m->layer = (acts *)calloc((size_t)m->L, sizeof *m->layer);
-	m->losses = (float *)malloc((size_t)m->N * sizeof(float));
-	if (!m->tensors || !m->layer || !m->losses) {
-		snprintf(err, errlen, "out of host memory");
-		gpu_model_free(m);
-		return NULL;
-	}
-	gpt_tensors(cfg, m->tensors, m->ntensors);
-	cudaError_t e = cudaSuccess;
-	for (int k = 0; k < 4 && e == cudaSuccess; k++) {
-		e = cudaMalloc((void **)&m->arr[k], m->np * sizeof(float));
-		if (e == cudaSuccess)
-			e = cudaMemset(m->arr[k], 0, m->np * sizeof(float));
-	}
-	m->block_bytes = carve_all(m, NULL);
-	if (e == cudaSuccess)
-		e = cudaMalloc((void **)&m->inputs, 2 * (size_t)m->N * sizeof(int32_t));
-	if (e == cudaSuccess)
-		e = cudaMalloc(&m->block, m->block_bytes);
-	if (e == cudaSuccess)
-		e = cudaMemcpy(m->arr[GPU_PARAMS], params, m->np * sizeof(float),
-		               cudaMemcpyHostToDevice);
-	if (e != cudaSuccess) {
-		cuda_fail(e, "could not set the model up on the GPU", err, errlen);
-		gpu_model_free(m);
-		return NULL;
-	}
-	m->targets = m->inputs + m->N;
-	carve_all(m, (char *)m->block);
-	return m;
-}
-
-void gpu_model_free(gpu_model *m)
-{
-	if (!m)
-		return;
-	for (int k = 0; k < 4; k++)
-		cudaFree(m->arr[k]);
-	cudaFree(m->inputs);
-	cudaFree(m->block);
-	free(m->tensors);
-	free(m->layer);
-	free(m->losses);
-	free(m);
-}
-
-size_t gpu_model_bytes(const gpu_model *m)
-{
-	return 4 * m->np * sizeof(float) + 2 * (size_t)m->N * sizeof(int32_t) + m->block_bytes;
-}
-
-int gpu_model_forward(gpu_model *m, const int32_t *inputs, const int32_t *targets, float *loss,
-                      char *err, size_t errlen)
+/* The fp32 model's forward after the encoder: layers, final LayerNorm, LM head, losses. */
+static int fp32_forward(gpu_model *m, char *err, size_t errlen)
 {
 	int N = m->N, C = m->C;
-	for (int n = 0; n < N; n++)
-		if (inputs[n] < 0 || inputs[n] >= m->V || targets[n] < 0 || targets[n] >= m->V) {
-			snprintf(err, errlen, "a token at position %d is outside 0 .. %d", n,
-			         m->V - 1);
-			return -1;
-		}
-	cudaError_t e = cudaMemcpy(m->inputs, inputs, (size_t)N * sizeof(int32_t),
-	                           cudaMemcpyHostToDevice);
-	if (e == cudaSuccess)
-		e = cudaMemcpy(m->targets, targets, (size_t)N * sizeof(int32_t),
-		               cudaMemcpyHostToDevice);
-	if (e != cudaSuccess)
-		return cuda_fail(e, "could not copy the batch to the GPU", err, errlen);
 	const float *wte = m->arr[GPU_PARAMS];
-	gpu_encoder_forward(m->enc, m->inputs, wte, wte + (size_t)m->Vp * C, m->B, m->T, C);
 	for (int l = 0; l < m->L; l++)
 		if (layer_forward(m, l) < 0) {
 			snprintf(err, errlen, "cuBLASLt refused a matmul of layer %d", l);
@@ -275,17 +166,11 @@ int gpu_model_forward(gpu_model *m, const int32_t *inputs, const int32_t *target
 		return -1;
 	}
 	gpu_softmax_xent_forward(m->dev_losses, m->lse, m->logits, m->targets, N, m->V, m->Vp);
-	e = cudaMemcpy(m->losses, m->dev_losses, (size_t)N * sizeof(float), cudaMemcpyDeviceToHost);
-	if (e != cudaSuccess)
-		return cuda_fail(e, "the forward failed on the GPU", err, errlen);
-	double sum = 0.0;
-	for (int n = 0; n < N; n++)
-		sum += m->losses[n];
-	*loss = (float)(sum / N);
 	return 0;
 }
 
-int gpu_model_backward(gpu_model *m, float dloss, char *err, size_t errlen)
+/* The fp32 model's backward down to the encoder's input gradient in m->dres. */
+static int fp32_backward(gpu_model *m, float dloss, char *err, size_t errlen)
 {
 	int N = m->N, C = m->C;
 	const float *wte = m->arr[GPU_PARAMS];
@@ -307,33 +192,293 @@ int gpu_model_backward(gpu_model *m, float dloss, char *err, size_t errlen)
 			snprintf(err, errlen, "cuBLASLt refused a matmul of layer %d's backward", l);
 			return -1;
 		}
-	gpu_encoder_backward(dwte, dwte + (size_t)m->Vp * C, m->dres, m->inputs, m->B, m->T, C);
-	return gpu_sync(err, errlen);
+	return 0;
+}
+
+/* A launch error now (a kernel's own failure shows at the step's one copy). */
+static int launched(const char *what, char *err, size_t errlen)
+{
+	cudaError_t e = cudaPeekAtLastError();
+	return e == cudaSuccess ? 0 : cuda_fail(e, what, err, errlen);
+}
+
+/* The device spans of the tensors for gpu_adamw_flat (gpt_tensors' order is the flat order). */
+static int upload_spans(gpu_model *m)
+{
+	gpu_span *h = (gpu_span *)calloc((size_t)m->ntensors, sizeof(*h));
+	if (!h)
+		return -1;
+	for (int k = 0; k < m->ntensors; k++) {
+		h[k].begin = m->tensors[k].offset;
+		h[k].decay = m->tensors[k].decay;
+	}
+	cudaError_t e = cudaMalloc((void **)&m->spans, (size_t)m->ntensors * sizeof(*h));
+	if (e == cudaSuccess)
+		e = cudaMemcpy(m->spans, h, (size_t)m->ntensors * sizeof(*h), cudaMemcpyHostToDevice);
+	free(h);
+	return e == cudaSuccess ? 0 : -1;
+}
+
+/* The stage's pinned tokens: inputs [N], targets [N], buckets [3N + 1]. */
+static size_t stage_ints(const gpu_model *m)
+{
+	return 5 * (size_t)m->N + 1;
+}
+
+static gpu_lowp lowp_of(gpt_precision precision)
+{
+	return precision == GPT_BF16 ? GPU_BF16 : precision == GPT_FP16 ? GPU_FP16 : GPU_NO_LOWP;
+}
+
+extern "C" {
+
+int gpu_model_fits(const gpt_config *cfg, gpt_precision precision, char *err, size_t errlen)
+{
+	if (precision != GPT_FP32 && precision != GPT_BF16 && precision != GPT_FP16) {
+		snprintf(err, errlen, "unknown precision %d", (int)precision);
+		return -1;
+	}
+	if (lowp_of(precision) == GPU_NO_LOWP)
+		return 0;
+	if (!gpu_flash_attention_fits(cfg->channels, cfg->num_heads)) {
+		snprintf(err, errlen,
+		         "bf16 and fp16 on the GPU take attention heads of 16, 32, ... 128 "
+		         "channels (the fused attention kernel's), not %d / %d",
+		         cfg->channels, cfg->num_heads);
+		return -1;
+	}
+	if (cfg->channels % 8) {
+		snprintf(err, errlen,
+		         "bf16 and fp16 on the GPU take d_model a multiple of 8 (16-byte rows for "
+		         "the GEMMs), not %d",
+		         cfg->channels);
+		return -1;
+	}
+	return 0;
+}
+
+gpu_model *gpu_model_new(const gpt_config *cfg, int B, int T, gpt_precision precision,
+                         const float *params, char *err, size_t errlen)
+{
+	if (gpt_config_check(cfg, err, errlen) < 0)
+		return NULL;
+	if (B < 1 || T < 1 || T > cfg->max_seq_len) {
+		snprintf(err, errlen, "B %d and T %d do not fit the model (T at most %d)", B, T,
+		         cfg->max_seq_len);
+		return NULL;
+	}
+	if (gpu_model_fits(cfg, precision, err, errlen) < 0)
+		return NULL;
+	gpu_lowp fmt = lowp_of(precision);
+	gpu_model *m = (gpu_model *)calloc(1, sizeof *m);
+	if (!m) {
+		snprintf(err, errlen, "out of host memory");
+		return NULL;
+	}
+	m->cfg = *cfg;
+	m->fmt = fmt;
+	m->B = B;
+	m->T = T;
+	m->N = B * T;
+	m->C = cfg->channels;
+	m->NH = cfg->num_heads;
+	m->L = cfg->num_layers;
+	m->V = cfg->vocab_size;
+	m->Vp = cfg->padded_vocab_size;
+	m->np = gpt_num_params(cfg);
+	m->ntensors = 2 + 12 * m->L + 2;
+	m->tensors = (gpt_tensor *)calloc((size_t)m->ntensors, sizeof *m->tensors);
+	m->layer = (acts *)calloc((size_t)m->L, sizeof *m->layer);
+	m->losses = (float *)malloc((size_t)m->N * sizeof(float));
+	m->count = (int32_t *)malloc((size_t)m->V * sizeof(int32_t));
+	if (!m->tensors || !m->layer || !m->losses || !m->count) {
+		snprintf(err, errlen, "out of host memory");
+		gpu_model_free(m);
+		return NULL;
+	}
+	gpt_tensors(cfg, m->tensors, m->ntensors);
+	cudaError_t e = cudaSuccess;
+	for (int k = 0; k < 4 && e == cudaSuccess; k++) {
+		e = cudaMalloc((void **)&m->arr[k], m->np * sizeof(float));
+		if (e == cudaSuccess)
+			e = cudaMemset(m->arr[k], 0, m->np * sizeof(float));
+	}
+	if (e == cudaSuccess && fmt != GPU_NO_LOWP)
+		e = cudaMalloc(&m->wlow, m->np * 2);
+	m->block_bytes = carve_all(m, NULL);
+	if (e == cudaSuccess)
+		e = cudaMalloc((void **)&m->inputs, stage_ints(m) * sizeof(int32_t));
+	if (e == cudaSuccess)
+		e = cudaMallocHost((void **)&m->staging, 2 * stage_ints(m) * sizeof(int32_t));
+	cudaEvent_t *ev = (cudaEvent_t *)calloc(2, sizeof(cudaEvent_t));
+	m->staged = ev;
+	if (!ev)
+		e = cudaErrorMemoryAllocation;
+	for (int k = 0; k < 2 && e == cudaSuccess; k++)
+		e = cudaEventCreateWithFlags(&ev[k], cudaEventDisableTiming);
+	if (e == cudaSuccess)
+		e = cudaMalloc(&m->block, m->block_bytes);
+	if (e == cudaSuccess)
+		e = cudaMemset(m->block, 0, m->block_bytes);
+	if (e == cudaSuccess && upload_spans(m) < 0)
+		e = cudaErrorMemoryAllocation;
+	if (e != cudaSuccess) {
+		cuda_fail(e, "could not set the model up on the GPU", err, errlen);
+		gpu_model_free(m);
+		return NULL;
+	}
+	m->targets = m->inputs + m->N;
+	m->buckets = m->inputs + 2 * (size_t)m->N;
+	carve_all(m, (char *)m->block);
+	if (gpu_model_set(m, GPU_PARAMS, params, err, errlen) < 0) {
+		gpu_model_free(m);
+		return NULL;
+	}
+	return m;
+}
+
+void gpu_model_free(gpu_model *m)
+{
+	if (!m)
+		return;
+	for (int k = 0; k < 4; k++)
+		cudaFree(m->arr[k]);
+	cudaFree(m->wlow);
+	cudaFree(m->inputs);
+	cudaFree(m->block);
+	cudaFree(m->spans);
+	cudaFreeHost(m->staging);
+	if (m->staged) {
+		cudaEvent_t *ev = (cudaEvent_t *)m->staged;
+		for (int k = 0; k < 2; k++)
+			if (ev[k])
+				cudaEventDestroy(ev[k]);
+		free(ev);
+	}
+	free(m->tensors);
+	free(m->layer);
+	free(m->losses);
+	free(m->count);
+	free(m);
+}
+
+size_t gpu_model_bytes(const gpu_model *m)
+{
+	return 4 * m->np * sizeof(float) + (m->wlow ? m->np * 2 : 0) +
+	       stage_ints(m) * sizeof(int32_t) + m->block_bytes;
+}
+
+/*
+ * The batch to the device without waiting for it: the tokens and their
+ * buckets go into one half of the pinned staging area (waiting only for
+ * that half's copy of two micro-batches ago) and are copied in stream
+ * order, after the work that still reads the previous batch.
+ */
+static int put_batch(gpu_model *m, const int32_t *inputs, const int32_t *targets, char *err,
+                     size_t errlen)
+{
+	int N = m->N;
+	for (int n = 0; n < N; n++)
+		if (inputs[n] < 0 || inputs[n] >= m->V || targets[n] < 0 || targets[n] >= m->V) {
+			snprintf(err, errlen, "a token at position %d is outside 0 .. %d", n,
+			         m->V - 1);
+			return -1;
+		}
+	cudaEvent_t *ev = (cudaEvent_t *)m->staged;
+	int k = m->next_stage;
+	m->next_stage ^= 1;
+	cudaError_t e = cudaEventSynchronize(ev[k]);
+	if (e != cudaSuccess)
+		return cuda_fail(e, "the GPU failed", err, errlen);
+	int32_t *h = m->staging + (size_t)k * stage_ints(m);
+	memcpy(h, inputs, (size_t)N * sizeof(int32_t));
+	memcpy(h + N, targets, (size_t)N * sizeof(int32_t));
+	m->nbuckets = gpu_token_buckets(h + 2 * N, inputs, N, m->V, m->count);
+	e = cudaMemcpyAsync(m->inputs, h, stage_ints(m) * sizeof(int32_t), cudaMemcpyHostToDevice,
+	                    0);
+	if (e == cudaSuccess)
+		e = cudaEventRecord(ev[k], 0);
+	return e == cudaSuccess ? 0 : cuda_fail(e, "could not copy the batch to the GPU", err, errlen);
+}
+
+int gpu_model_forward(gpu_model *m, const int32_t *inputs, const int32_t *targets, float *loss,
+                      char *err, size_t errlen)
+{
+	int N = m->N, C = m->C;
+	if (put_batch(m, inputs, targets, err, errlen) < 0)
+		return -1;
+	const float *wte = m->arr[GPU_PARAMS];
+	gpu_encoder_forward(m->enc, m->inputs, wte, wte + (size_t)m->Vp * C, m->B, m->T, C);
+	if (m->fmt == GPU_NO_LOWP) {
+		if (fp32_forward(m, err, errlen) < 0)
+			return -1;
+	} else if (lowp_model_forward(m) < 0) {
+		snprintf(err, errlen, "cuBLASLt refused a 16-bit matmul of the forward");
+		return -1;
+	}
+	if (!loss) {
+		gpu_loss_mean_add(m->loss_acc, m->dev_losses, N);
+		return launched("the forward failed on the GPU", err, errlen);
+	}
+	cudaError_t e =
+	    cudaMemcpy(m->losses, m->dev_losses, (size_t)N * sizeof(float), cudaMemcpyDeviceToHost);
+	if (e != cudaSuccess)
+		return cuda_fail(e, "the forward failed on the GPU", err, errlen);
+	double sum = 0.0;
+	for (int n = 0; n < N; n++)
+		sum += m->losses[n];
+	*loss = (float)(sum / N);
+	return 0;
+}
+
+int gpu_model_backward(gpu_model *m, float dloss, char *err, size_t errlen)
+{
+	int C = m->C;
+	float *dwte = m->arr[GPU_GRADS];
+	if (m->fmt == GPU_NO_LOWP) {
+		if (fp32_backward(m, dloss, err, errlen) < 0)
+			return -1;
+	} else if (lowp_model_backward(m, dloss) < 0) {
+		snprintf(err, errlen, "cuBLASLt refused a 16-bit matmul of the backward");
+		return -1;
+	}
+	gpu_encoder_backward(dwte, dwte + (size_t)m->Vp * C, m->dres, m->buckets, m->nbuckets, m->B,
+	                     m->T, C);
+	return launched("the backward failed on the GPU", err, errlen);
 }
 
 void gpu_model_zero_grad(gpu_model *m)
 {
 	cudaMemsetAsync(m->arr[GPU_GRADS], 0, m->np * sizeof(float));
+	cudaMemsetAsync(m->loss_acc, 0, sizeof(double));
 }
 
 int gpu_model_grad_sumsq(gpu_model *m, double *sumsq, char *err, size_t errlen)
 {
-	gpu_sumsq(m->sumsq, m->sumsq + 1, m->arr[GPU_GRADS], m->np);
-	cudaError_t e = cudaMemcpy(sumsq, m->sumsq, sizeof(double), cudaMemcpyDeviceToHost);
-	return e == cudaSuccess ? 0 : cuda_fail(e, "the gradient norm failed", err, errlen);
+	double loss_sum;
+	return gpu_model_step_stats(m, sumsq, &loss_sum, err, errlen);
+}
+
+int gpu_model_step_stats(gpu_model *m, double *sumsq, double *loss_sum, char *err, size_t errlen)
+{
+	gpu_sumsq(m->sumsq, m->sumsq + 2, m->arr[GPU_GRADS], m->np);
+	double pair[2];
+	cudaError_t e = cudaMemcpy(pair, m->sumsq, sizeof(pair), cudaMemcpyDeviceToHost);
+	if (e != cudaSuccess)
+		return cuda_fail(e, "the step failed on the GPU", err, errlen);
+	cudaMemsetAsync(m->loss_acc, 0, sizeof(double));
+	*sumsq = pair[0];
+	*loss_sum = pair[1];
+	return 0;
 }
 
 int gpu_model_adamw(gpu_model *m, const adamw_config *a, float lr, float grad_scale, int t,
                     char *err, size_t errlen)
 {
-	for (int k = 0; k < m->ntensors; k++) {
-		const gpt_tensor *x = &m->tensors[k];
-		size_t o = x->offset;
-		gpu_adamw_update(m->arr[GPU_PARAMS] + o, m->arr[GPU_GRADS] + o, m->arr[GPU_ADAM_M] + o,
-		                 m->arr[GPU_ADAM_V] + o, x->numel, lr, a->beta1, a->beta2, a->eps,
-		                 x->decay ? a->weight_decay : 0.0f, grad_scale, t);
-	}
-	return gpu_sync(err, errlen);
+	gpu_adamw_args args = {lr, a->beta1, a->beta2, a->eps, a->weight_decay, grad_scale, t};
+	gpu_adamw_flat(m->arr[GPU_PARAMS], m->wlow, m->arr[GPU_GRADS], m->arr[GPU_ADAM_M],
+	               m->arr[GPU_ADAM_V], m->np, m->spans, m->ntensors, &args, m->fmt);
+	return launched("the optimizer step failed on the GPU", err, errlen);
 }
 
 int gpu_model_get(gpu_model *m, gpu_array which, float *host, char *err, size_t errlen)
@@ -347,6 +492,10 @@ int gpu_model_set(gpu_model *m, gpu_array which, const float *host, char *err, s
 {
 	cudaError_t e =
 	    cudaMemcpy(m->arr[which], host, m->np * sizeof(float), cudaMemcpyHostToDevice);
+	if (e == cudaSuccess && which == GPU_PARAMS && m->wlow) {
+		gpu_lowp_from_f32(m->wlow, m->arr[GPU_PARAMS], m->np, m->fmt);
+		e = cudaDeviceSynchronize();
+	}
 	return e == cudaSuccess ? 0 : cuda_fail(e, "could not copy to the GPU", err, errlen);
 }
 

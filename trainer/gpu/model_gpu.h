@@ -1,18 +1,32 @@
 /*
- * model_gpu.h - the whole GPT-2 model on one NVIDIA GPU, fp32: forward,
- * backward, the gradient's squared norm and AdamW, from the ops of
- * ops_gpu.h in the order gpt_model.c runs the CPU ops.
+ * model_gpu.h - the whole GPT-2 model on one NVIDIA GPU: forward,
+ * backward, the gradient's squared norm and AdamW.
  *
- * The parameters, gradients and AdamW moments are each one device array
- * in gpt.h's unit-major layout, so a checkpoint moves between the CPU and
- * the GPU as it is (gpu_model_get / gpu_model_set copy a whole array).
- * Everything, activations and scratch included, is allocated once by
- * gpu_model_new(); a step allocates nothing. The kernels are deterministic
- * (no atomics, fixed summation orders): the same inputs give the same bits,
- * so a run resumed from copied-out state continues bit for bit.
+ * fp32: the ops of ops_gpu.h in the order gpt_model.c runs the CPU ops,
+ * the device's reference. bf16 and fp16 (mixed precision): the GEMMs take
+ * 16-bit inputs with the bias and GELU in cuBLASLt's epilogues, attention
+ * is one fused kernel that keeps the scores on chip (attention_flash.h),
+ * the residual add is fused with the LayerNorm after it and the
+ * classifier is one kernel (ops_lowp.h); activations are 16-bit, the
+ * residual stream fp32.
  *
- * Not yet here: bf16 and fp16, tensor and pipeline parallelism (gpt_part),
- * activation recomputation; the trainer program runs on the CPU.
+ * In every precision the parameters, gradients and AdamW moments are fp32,
+ * each one device array in gpt.h's unit-major layout, so a checkpoint
+ * moves between the CPU and the GPU as it is (gpu_model_get / gpu_model_set
+ * copy a whole array); a 16-bit model also keeps the weights' 16-bit
+ * working copy, which AdamW rewrites with the weights. Everything,
+ * activations and scratch included, is allocated once by gpu_model_new();
+ * a step allocates nothing. The kernels are deterministic (no atomics,
+ * fixed summation orders): the same inputs give the same bits, so a run
+ * resumed from copied-out state continues bit for bit.
+ *
+ * A step waits for the device once: gpu_model_step_stats, which reads the
+ * gradient norm and the step's loss together. Forward (loss NULL),
+ * backward and AdamW only queue work; a kernel's failure shows at the
+ * next wait.
+ *
+ * Not yet here: tensor and pipeline parallelism (gpt_part), activation
+ * recomputation.
  */
 #ifndef TY_MODEL_GPU_H
 #define TY_MODEL_GPU_H
@@ -33,12 +47,21 @@ typedef struct gpu_model gpu_model;
 typedef enum gpu_array { GPU_PARAMS = 0, GPU_GRADS, GPU_ADAM_M, GPU_ADAM_V } gpu_array;
 
 /*
- * Allocate everything for micro-batches of B sequences of T <= max_seq_len
- * tokens and copy params (unit-major, host) in; gradients and moments 0.
- * RET: the model, or NULL with a message (no device, out of device memory).
+ * Whether the model trains on the GPU in precision: 16-bit needs heads
+ * the fused attention takes and rows the GEMMs can read. Asks no device.
+ * RET 0, or -1 with the reason.
  */
-gpu_model *gpu_model_new(const gpt_config *cfg, int B, int T, const float *params, char *err,
-                         size_t errlen);
+int gpu_model_fits(const gpt_config *cfg, gpt_precision precision, char *err, size_t errlen);
+
+/*
+ * Allocate everything for micro-batches of B sequences of T <= max_seq_len
+ * tokens in precision (GPT_FP32, GPT_BF16, GPT_FP16) and copy params
+ * (unit-major, host) in; gradients and moments 0. RET: the model, or NULL
+ * with a message (no device, out of device memory, heads the fused
+ * attention does not take).
+ */
+gpu_model *gpu_model_new(const gpt_config *cfg, int B, int T, gpt_precision precision,
+                         const float *params, char *err, size_t errlen);
 void gpu_model_free(gpu_model *m);
 
 /* Bytes of device memory the model holds. */
@@ -47,16 +70,24 @@ size_t gpu_model_bytes(const gpu_model *m);
 /*
  * Forward of inputs and targets [B,T] (host, token ids < V); *loss gets
  * the mean cross-entropy, summed in double in position order as the CPU
- * model does. RET 0, or -1 with a message (a token out of range, a CUDA
- * or cuBLASLt failure).
+ * model does (a wait for the device); with loss NULL the mean is added on
+ * the device to the step's loss, which gpu_model_step_stats reads. RET 0,
+ * or -1 with a message (a token out of range, a CUDA or cuBLASLt failure).
  */
 int gpu_model_forward(gpu_model *m, const int32_t *inputs, const int32_t *targets, float *loss,
                       char *err, size_t errlen);
 /* Gradients accumulate (+=) from the last forward; dloss as gpt_backward's. RET 0 or -1. */
 int gpu_model_backward(gpu_model *m, float dloss, char *err, size_t errlen);
+/* Gradients and the step's loss (gpu_model_step_stats) to 0. */
 void gpu_model_zero_grad(gpu_model *m);
 
-/* The squared L2 norm of the gradients, summed in double. RET 0 or -1. */
+/*
+ * The squared L2 norm of the gradients, summed in double, and the sum of
+ * the micro-batch mean losses since the last call (forward with loss
+ * NULL), in one copy from the device: the step's one wait. RET 0 or -1.
+ */
+int gpu_model_step_stats(gpu_model *m, double *sumsq, double *loss_sum, char *err, size_t errlen);
+/* gpu_model_step_stats' norm alone. RET 0 or -1. */
 int gpu_model_grad_sumsq(gpu_model *m, double *sumsq, char *err, size_t errlen);
 
 /*

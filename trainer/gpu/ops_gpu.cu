@@ -7,7 +7,9 @@
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "lowp_gpu.cuh"
 #include "ops_gpu.h"
 #include "reduce.cuh"
 
@@ -133,19 +135,77 @@ __global__ void xent_bwd(float *dlogits, const float *logits, const float *lse,
 		    v < V ? (expf(logits[row + v] - z) - (v == t ? 1.0f : 0.0f)) * dscale : 0.0f;
 }
 
+/* One element's AdamW update, as adamw_update: the one formula both kernels use. */
+__device__ __forceinline__ float adamw_elem(float *p, const float *g, float *m, float *v, size_t i,
+                                            float lr, float b1, float b2, float eps, float wd,
+                                            float grad_scale, float c1, float c2)
+{
+	float gi = g[i] * grad_scale;
+	float mi = b1 * m[i] + (1.0f - b1) * gi;
+	float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+	m[i] = mi;
+	v[i] = vi;
+	float step = (mi * c1) / (sqrtf(vi * c2) + eps);
+	float pi = p[i] - lr * (step + wd * p[i]);
+	p[i] = pi;
+	return pi;
+}
+
 __global__ void adamw(float *p, const float *g, float *m, float *v, size_t n, float lr, float b1,
                       float b2, float eps, float wd, float grad_scale, float c1, float c2)
 {
 	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x)
+		adamw_elem(p, g, m, v, i, lr, b1, b2, eps, wd, grad_scale, c1, c2);
+}
+
+/*
+ * AdamW over the whole flat array: element i's weight decay is its
+ * tensor's (the last span beginning at or before i, found by binary
+ * search in the nspans sorted begins); low, when not NULL, gets the new
+ * weights rounded to T (the GEMMs' working copy).
+ */
+template <typename T>
+__global__ void adamw_flat(float *p, T *low, const float *g, float *m, float *v, size_t n,
+                           const gpu_span *spans, int nspans, float lr, float b1, float b2,
+                           float eps, float weight_decay, float grad_scale, float c1, float c2)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
 	     i += (size_t)gridDim.x * blockDim.x) {
-		float gi = g[i] * grad_scale;
-		float mi = b1 * m[i] + (1.0f - b1) * gi;
-		float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
-		m[i] = mi;
-		v[i] = vi;
-		float step = (mi * c1) / (sqrtf(vi * c2) + eps);
-		p[i] -= lr * (step + wd * p[i]);
+		int lo = 0, hi = nspans - 1;
+		while (lo < hi) {
+			int mid = (lo + hi + 1) / 2;
+			if (spans[mid].begin <= i)
+				lo = mid;
+			else
+				hi = mid - 1;
+		}
+		float wd = spans[lo].decay ? weight_decay : 0.0f;
+		float pi = adamw_elem(p, g, m, v, i, lr, b1, b2, eps, wd, grad_scale, c1, c2);
+		if (low)
+			low[i] = from_f32<T>(pi);
 	}
+}
+
+/*
+ * *acc += the mean of losses [N]: one block, each thread a strided sum in
+ * double, then a fixed tree: the same bits every run.
+ */
+__global__ void loss_mean_add(double *acc, const float *losses, int N)
+{
+	__shared__ double s[ROW_THREADS];
+	double a = 0.0;
+	for (int i = threadIdx.x; i < N; i += ROW_THREADS)
+		a += (double)losses[i];
+	s[threadIdx.x] = a;
+	__syncthreads();
+	for (int k = ROW_THREADS / 2; k > 0; k /= 2) {
+		if (threadIdx.x < k)
+			s[threadIdx.x] += s[threadIdx.x + k];
+		__syncthreads();
+	}
+	if (threadIdx.x == 0)
+		*acc += s[0] / (double)N;
 }
 
 /* Each block's partial sum of squares, in double, over a fixed stride. */
@@ -189,16 +249,23 @@ __global__ void encoder_fwd(float *out, const int32_t *inp, const float *wte, co
 }
 
 /*
- * dwte rows of the tokens += dout rows: one thread per channel walks the
- * positions in order, so each row's sum has one order and no atomics.
+ * dwte rows of the tokens += dout rows: one block per distinct token of
+ * the batch (gpu_token_buckets), a thread per channel adding the token's
+ * positions in position order: each row's sum has one order, no atomics,
+ * and every row is worked on at once.
  */
-__global__ void encoder_bwd_wte(float *dwte, const float *dout, const int32_t *inp, int N, int C)
+__global__ void encoder_bwd_wte(float *dwte, const float *dout, const int32_t *buckets, int N,
+                                int C)
 {
-	int c = blockIdx.x * blockDim.x + threadIdx.x;
-	if (c >= C)
-		return;
-	for (int n = 0; n < N; n++)
-		dwte[(size_t)inp[n] * C + c] += dout[(size_t)n * C + c];
+	const int32_t *order = buckets, *tok = buckets + N, *start = buckets + 2 * N;
+	int k = blockIdx.x;
+	float *row = dwte + (size_t)tok[k] * C;
+	for (int c = blockIdx.y * blockDim.x + threadIdx.x; c < C; c += gridDim.y * blockDim.x) {
+		float s = row[c];
+		for (int i = start[k]; i < start[k + 1]; i++)
+			s += dout[(size_t)order[i] * C + c];
+		row[c] = s;
+	}
 }
 
 /* dwpe [T,C] += the sum over the batch: one thread per (t, c), b in order. */
@@ -231,10 +298,34 @@ void gpu_encoder_forward(float *out, const int32_t *inp, const float *wte, const
 	encoder_fwd<<<blocks_for(total, 256), 256>>>(out, inp, wte, wpe, T, C, total);
 }
 
-void gpu_encoder_backward(float *dwte, float *dwpe, const float *dout, const int32_t *inp, int B,
-                          int T, int C)
+int gpu_token_buckets(int32_t *buckets, const int32_t *inp, int N, int V, int32_t *count)
 {
-	encoder_bwd_wte<<<(C + 63) / 64, 64>>>(dwte, dout, inp, B * T, C);
+	int32_t *order = buckets, *tok = buckets + N, *start = buckets + 2 * N;
+	memset(count, 0, (size_t)V * sizeof(*count));
+	for (int n = 0; n < N; n++)
+		count[inp[n]]++;
+	int nb = 0, at = 0;
+	for (int v = 0; v < V; v++)
+		if (count[v]) {
+			tok[nb] = v;
+			start[nb++] = at;
+			int c = count[v];
+			count[v] = at; /* now where the token's next position goes */
+			at += c;
+		}
+	start[nb] = at;
+	for (int n = 0; n < N; n++)
+		order[count[inp[n]]++] = n;
+	return nb;
+}
+
+void gpu_encoder_backward(float *dwte, float *dwpe, const float *dout, const int32_t *buckets,
+                          int nbuckets, int B, int T, int C)
+{
+	if (nbuckets > 0) {
+		dim3 grid(nbuckets, (C + 255) / 256);
+		encoder_bwd_wte<<<grid, 256>>>(dwte, dout, buckets, B * T, C);
+	}
 	encoder_bwd_wpe<<<blocks_for((size_t)T * C, 256), 256>>>(dwpe, dout, B, T, C);
 }
 
@@ -253,6 +344,24 @@ void gpu_adamw_update(float *p, const float *g, float *m, float *v, size_t n, fl
 	float c2 = (float)(1.0 / (1.0 - pow((double)beta2, (double)t)));
 	adamw<<<blocks_for(n, 256), 256>>>(p, g, m, v, n, lr, beta1, beta2, eps, wd, grad_scale, c1,
 	                                   c2);
+}
+
+void gpu_adamw_flat(float *p, void *low, const float *g, float *m, float *v, size_t n,
+                    const gpu_span *spans, int nspans, const gpu_adamw_args *a, gpu_lowp fmt)
+{
+	float c1 = (float)(1.0 / (1.0 - pow((double)a->beta1, (double)a->t)));
+	float c2 = (float)(1.0 / (1.0 - pow((double)a->beta2, (double)a->t)));
+	lowp_dispatch(fmt, [&](auto tag) {
+		using T = decltype(tag);
+		adamw_flat<T><<<blocks_for(n, 256), 256>>>(
+		    p, fmt == GPU_NO_LOWP ? (T *)NULL : (T *)low, g, m, v, n, spans, nspans, a->lr,
+		    a->beta1, a->beta2, a->eps, a->weight_decay, a->grad_scale, c1, c2);
+	});
+}
+
+void gpu_loss_mean_add(double *acc, const float *losses, int N)
+{
+	loss_mean_add<<<1, ROW_THREADS>>>(acc, losses, N);
 }
 
 void gpu_sumsq(double *out, double *scratch, const float *x, size_t n)

@@ -19,12 +19,22 @@
 extern "C" {
 #endif
 
-/* As encoder_forward / encoder_backward: inp [B,T] token ids on the device. The backward
- * sums each wte row's positions in order (no atomics: the same bits every run). */
+#include "lowp_gpu.h"
+
+/* As encoder_forward: inp [B,T] token ids on the device. */
 void gpu_encoder_forward(float *out, const int32_t *inp, const float *wte, const float *wpe, int B,
                          int T, int C);
-void gpu_encoder_backward(float *dwte, float *dwpe, const float *dout, const int32_t *inp, int B,
-                          int T, int C);
+/*
+ * The batch's positions grouped by token, on the host, for the encoder's
+ * backward: buckets [3N + 1] gets the positions sorted by token (stable),
+ * the distinct tokens, and where each one's positions begin; count: V
+ * ints of scratch. RET the number of distinct tokens.
+ */
+int gpu_token_buckets(int32_t *buckets, const int32_t *inp, int N, int V, int32_t *count);
+/* As encoder_backward, with inp's buckets on the device: each wte row sums its positions
+ * in position order (no atomics: the same bits every run). */
+void gpu_encoder_backward(float *dwte, float *dwpe, const float *dout, const int32_t *buckets,
+                          int nbuckets, int B, int T, int C);
 /* The padded columns v >= V of logits [N,Vp] set to -inf. */
 void gpu_pad_logits(float *logits, int N, int V, int Vp);
 
@@ -77,6 +87,26 @@ void gpu_attention_backward(float *dqkv, float *scratch, const float *dout, cons
  */
 void gpu_adamw_update(float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1,
                       float beta2, float eps, float wd, float grad_scale, int t);
+
+/*
+ * AdamW over a whole flat parameter array in one kernel: spans [nspans]
+ * (device memory) are its tensors, sorted by begin, saying which take
+ * weight decay; the arithmetic per element is gpu_adamw_update's. With
+ * fmt a 16-bit format, low (n values of it) gets the new weights.
+ */
+typedef struct gpu_span {
+	size_t begin;
+	int decay;
+} gpu_span;
+typedef struct gpu_adamw_args {
+	float lr, beta1, beta2, eps, weight_decay, grad_scale;
+	int t;
+} gpu_adamw_args;
+void gpu_adamw_flat(float *p, void *low, const float *g, float *m, float *v, size_t n,
+                    const gpu_span *spans, int nspans, const gpu_adamw_args *a, gpu_lowp fmt);
+
+/* *acc (device) += the mean of losses [N] (device), summed in double in a fixed order. */
+void gpu_loss_mean_add(double *acc, const float *losses, int N);
 
 /*
  * The sum of x[i]^2 over n elements into *out (device memory), summed in

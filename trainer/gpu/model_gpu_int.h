@@ -1,0 +1,84 @@
+/*
+ * model_gpu_int.h - the GPU model's insides, shared by model_gpu.cu (the
+ * model's life, fp32 layers, the step's bookkeeping) and model_lowp.cu
+ * (the bf16 / fp16 layers). Not for callers: they use model_gpu.h.
+ */
+#ifndef TY_MODEL_GPU_INT_H
+#define TY_MODEL_GPU_INT_H
+
+#include "model_gpu.h"
+#include "ops_gpu.h"
+
+/* A layer's parameters, in gpt.h's order within its unit. */
+enum {
+	P_LN1W,
+	P_LN1B,
+	P_QKVW,
+	P_QKVB,
+	P_PROJW,
+	P_PROJB,
+	P_LN2W,
+	P_LN2B,
+	P_FCW,
+	P_FCB,
+	P_FCPW,
+	P_FCPB,
+	P_COUNT
+};
+
+/*
+ * A layer's activations kept for the backward. fp32: all of them as
+ * named. 16-bit: ln1, qkv, atty, ln2, fch (the pre-activation), fchg are
+ * in the 16-bit format; res2, res3 (the residual stream) and the
+ * LayerNorm statistics stay fp32; att holds the attention's log-sum-exp
+ * [B,NH,T] instead of the probabilities.
+ */
+typedef struct acts {
+	float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *att, *res2, *ln2, *ln2_mean, *ln2_rstd;
+	float *fch, *fchg, *res3;
+} acts;
+
+struct gpu_model {
+	gpt_config cfg;
+	int B, T, N, C, NH, L, V, Vp;
+	gpu_lowp fmt; /* GPU_NO_LOWP: fp32 throughout */
+	size_t np;
+	float *arr[4]; /* gpu_array */
+	void *wlow;    /* 16-bit: the weights' working copy, np values */
+	gpt_tensor *tensors;
+	int ntensors;
+	gpu_span *spans;           /* device [ntensors]: gpu_adamw_flat's */
+	int32_t *inputs, *targets; /* device [N] */
+	int32_t *buckets;          /* device [3N + 1]: the batch's gpu_token_buckets */
+	int nbuckets;
+	int32_t *staging; /* pinned host [2][5N + 2]: a micro-batch's tokens and buckets */
+	void *staged;     /* cudaEvent_t [2]: when each staging half was last copied */
+	int next_stage;
+	int32_t *count; /* host [V]: gpu_token_buckets' scratch */
+	float *losses;  /* host [N] */
+	void *block;    /* every activation and scratch buffer */
+	size_t block_bytes;
+	float *enc, *lnf, *lnf_mean, *lnf_rstd, *logits, *dev_losses, *lse;
+	acts *layer; /* [L] */
+	float *proj, *dres, *dbtc, *dbt4c, *dqkv, *datt;
+	float *dres_low; /* 16-bit: dres rounded, the next GEMM's input */
+	float *colsum;   /* 16-bit: GPU_COL_SCRATCH(N, 4C) floats for the column sums */
+	double *sumsq;   /* [1 + GPU_SUMSQ_BLOCKS] */
+	double
+	    *loss_acc; /* [1]: the step's summed micro-batch means (gpu_model_forward, loss NULL) */
+};
+
+/* The residual stream entering layer l (l == L: the final LayerNorm's input), fp32. */
+static inline const float *layer_input(const gpu_model *m, int l)
+{
+	return l == 0 ? m->enc : m->layer[l - 1].res3;
+}
+
+/* The pointers of layer l's parameters (or gradients) in the flat array base, of elem bytes. */
+void gpu_layer_tensors(const gpu_model *m, void *base, size_t elem, int l, void *t[P_COUNT]);
+
+/* 16-bit layers (model_lowp.cu). RET 0, or -1 when cuBLASLt refused. */
+int lowp_model_forward(gpu_model *m);
+int lowp_model_backward(gpu_model *m, float dloss);
+
+#endif
