@@ -3,7 +3,9 @@
 # machine with a GPU (tests/gpu/run runs it after the op and model
 # checks): 10 steps of the tiny model on both, a CPU checkpoint resumed on
 # the GPU and a GPU checkpoint on the CPU (one format), and a GPU run
-# stopped and resumed giving the same losses as one run straight through.
+# stopped and resumed giving the same losses as one run straight through;
+# then bf16 on the GPU within 1% of fp32, an fp32 CPU checkpoint resumed
+# in bf16 on the GPU and back, and a bf16 resume bit for bit.
 set -uo pipefail
 # shellcheck source=SCRIPTDIR/../integration/lib.sh
 . "$(dirname "$0")/../integration/lib.sh"
@@ -39,6 +41,28 @@ check "5 steps on the GPU" run gpu5 cuda to-cpu --stop-after 5
 check "the rest on the CPU, from the GPU's checkpoint" run cpu-rest cpu to-cpu
 d=$(max_rel_diff "$TY_TMP/cpu.jsonl" "$TY_TMP/cpu-rest.jsonl")
 check "and went on as the CPU run did (worst $d)" within "$d" 1e-4
+
+# bf16 on the GPU: the tiny model's losses (about 5.5) within 1% of fp32's,
+# and checkpoints cross between an fp32 CPU run and a bf16 GPU run
+bf16=(--set training.precision=bf16)
+check "10 steps on the GPU in bf16" run gpub cuda gpub-ckpt "${bf16[@]}"
+d=$(max_rel_diff "$TY_TMP/cpu.jsonl" "$TY_TMP/gpub.jsonl")
+check "bf16 losses within 1e-2 of the CPU's fp32 (worst $d)" within "$d" 1e-2
+check "5 steps on the CPU in fp32" run cpub5 cpu to-bf16 --stop-after 5
+check "the rest on the GPU in bf16, from the CPU's checkpoint" \
+	run gpub-rest cuda to-bf16 "${bf16[@]}"
+check_eq "it resumed at step 5" 5 \
+	"$(jq -r 'select(.event == "resumed") | .step' "$TY_TMP/gpub-rest.jsonl")"
+d=$(max_rel_diff "$TY_TMP/cpu.jsonl" "$TY_TMP/gpub-rest.jsonl")
+check "and went on within 1e-2 of the CPU run (worst $d)" within "$d" 1e-2
+check "5 steps on the GPU in bf16" run gpub5 cuda from-bf16 --stop-after 5 "${bf16[@]}"
+check "the rest on the CPU in fp32, from the GPU's checkpoint" run cpub-rest cpu from-bf16
+d=$(max_rel_diff "$TY_TMP/cpu.jsonl" "$TY_TMP/cpub-rest.jsonl")
+check "and went on within 1e-2 of the CPU run (worst $d)" within "$d" 1e-2
+check "5 bf16 steps on the GPU, stopped" run gb5 cuda gpub-resume --stop-after 5 "${bf16[@]}"
+check "5 more, resumed" run gb10 cuda gpub-resume "${bf16[@]}"
+check_eq "the same losses as the bf16 GPU run straight through" \
+	"$(losses "$TY_TMP/gpub.jsonl" | tail -n 5)" "$(losses "$TY_TMP/gb10.jsonl")"
 
 check "5 steps on the GPU, stopped" run g5 cuda gpu-resume --stop-after 5
 check "5 more, resumed" run g10 cuda gpu-resume
