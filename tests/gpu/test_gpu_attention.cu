@@ -15,11 +15,11 @@
  * plus u |out| for its own rounding: 2u in all (7.8e-3 bf16, 9.8e-4 fp16)
  * and max|out| is about max|v| (the first rows attend to one or two
  * keys); bounds 2e-2 and 4e-3 leave a factor 2.5 to 4. dq, dk and dv
- * (each part against its own largest magnitude) sum over up to T rows
- * terms whose P or dS is off by u, and the delta of the softmax backward
- * is taken from the rounded out: a few u where the sums cancel; bounds
- * 5e-2 and 1e-2 (6.4u bf16, 20u fp16: fp16's rounding of the tiny
- * probabilities of long rows is coarser than its u in relative terms).
+ * (each part against its own largest magnitude) sum up to T terms whose
+ * P or dS carries a rounding of u, and the softmax backward's delta comes
+ * from the rounded out; the roundings are random in sign, so the errors
+ * grow like a few u, not like T u. Bounds 5e-2 and 1e-2 (13u bf16, 20u
+ * fp16) leave room for sums that cancel and for the tensor cores' order.
  * lse within 1e-3 absolute of a double log-sum-exp of the scaled scores:
  * a product of two 16-bit values is exact in fp32 and the sums are fp32,
  * so only fp32 rounding separates them (about 1e-6). The backward run
@@ -46,8 +46,7 @@ static int failed, passed;
 
 static void report(bool ok, const char *fmt_line, const char *what, double err, double bound)
 {
-	printf("%s - %s (%s %.2e, bound %.0e)\n", ok ? "ok" : "not ok", what, fmt_line, err,
-	       bound);
+	printf("%s - %s (%s %.2e, bound %.0e)\n", ok ? "ok" : "not ok", what, fmt_line, err, bound);
 	ok ? passed++ : failed++;
 }
 
@@ -128,8 +127,7 @@ static float *host16(const void *d, size_t n, gpu_lowp fmt, const char *what, ui
  * The largest |want - got| over the largest |want| of the n values at
  * stride apart (a part of dqkv), NaN counting as infinitely far.
  */
-static double rel_error(const float *want, const float *got, size_t n, size_t stride,
-                        size_t width)
+static double rel_error(const float *want, const float *got, size_t n, size_t stride, size_t width)
 {
 	double diff = 0, mag = 0;
 	for (size_t i = 0; i < n; i++)
@@ -194,7 +192,8 @@ static void check_lse(const float *qkv, const float *d_lse, int B, int T, int C,
 static void check_flash(int B, int T, int C, int NH, gpu_lowp fmt, unsigned seed)
 {
 	const char *name = fmt == GPU_FP16 ? "fp16" : "bf16";
-	double out_bound = fmt == GPU_FP16 ? 4e-3 : 2e-2, grad_bound = fmt == GPU_FP16 ? 1e-2 : 5e-2;
+	double out_bound = fmt == GPU_FP16 ? 4e-3 : 2e-2,
+	       grad_bound = fmt == GPU_FP16 ? 1e-2 : 5e-2;
 	char what[160];
 	size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, na = (size_t)B * NH * T * T;
 	float *qkv = randn(nq, &seed, 1.0f), *dout = randn(no, &seed, 1.0f);
@@ -209,8 +208,8 @@ static void check_flash(int B, int T, int C, int NH, gpu_lowp fmt, unsigned seed
 	void *d_out = dev16(NULL, no, fmt), *d_dqkv = dev16(NULL, nq, fmt);
 	float *d_lse = devf((size_t)B * NH * T), *d_delta = devf((size_t)B * NH * T);
 	gpu_flash_attention_forward(d_out, d_lse, d_qkv, B, T, C, NH, fmt);
-	snprintf(what, sizeof(what), "%s flash attention forward out [%d,%d,%d], %d heads", name,
-	         B, T, C, NH);
+	snprintf(what, sizeof(what), "%s flash attention forward out [%d,%d,%d], %d heads", name, B,
+	         T, C, NH);
 	float *got = host16(d_out, no, fmt, what, NULL);
 	if (got) {
 		double e = rel_error(out, got, no, 1, 1);
@@ -224,8 +223,8 @@ static void check_flash(int B, int T, int C, int NH, gpu_lowp fmt, unsigned seed
 		cudaMemset(d_dqkv, 0xff, nq * 2); /* NaN: every element must be written */
 		gpu_flash_attention_backward(d_dqkv, d_delta, d_dout, d_qkv, d_out, d_lse, B, T, C,
 		                             NH, fmt);
-		snprintf(what, sizeof(what), "%s flash attention backward [%d,%d,%d] (run %d)", name,
-		         B, T, 3 * C, run + 1);
+		snprintf(what, sizeof(what), "%s flash attention backward [%d,%d,%d] (run %d)",
+		         name, B, T, 3 * C, run + 1);
 		got = host16(d_dqkv, nq, fmt, what, &bits[run]);
 		if (!got)
 			break;
@@ -255,8 +254,9 @@ static void check_fits(void)
 	bool ok = gpu_flash_attention_fits(768, 12) && !gpu_flash_attention_fits(768, 7) &&
 	          gpu_flash_attention_fits(256, 2) && !gpu_flash_attention_fits(512, 2) &&
 	          !gpu_flash_attention_fits(72, 3);
-	printf("%s - flash attention takes hs 64 and 128, refuses 768 over 7 heads, hs 256, hs 24\n",
-	       ok ? "ok" : "not ok");
+	printf(
+	    "%s - flash attention takes hs 64 and 128, refuses 768 over 7 heads, hs 256, hs 24\n",
+	    ok ? "ok" : "not ok");
 	ok ? passed++ : failed++;
 }
 

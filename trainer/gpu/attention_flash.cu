@@ -115,8 +115,8 @@ __device__ void tile_load(L *dst, const L *src, size_t pitch, int row0, int T)
 }
 
 /* lse and delta of the rows row0..row0+63 of one (batch, head); zero past T. */
-__device__ void rows_load(float *lse_s, float *delta_s, const float *lse, const float *delta,
-                          int row0, int T)
+static __device__ void rows_load(float *lse_s, float *delta_s, const float *lse, const float *delta,
+                                 int row0, int T)
 {
 	for (int r = threadIdx.x; r < FLASH_BQ; r += FLASH_THREADS) {
 		lse_s[r] = row0 + r < T ? lse[row0 + r] : 0.0f;
@@ -162,8 +162,8 @@ __device__ void warp_accumulate(acc_frag (&c)[D / 16], const L *p, const L *b, i
 #pragma unroll
 	for (int k = 0; k < FLASH_BK / 16; k++) {
 		wmma::fragment<wmma::matrix_a, 16, 16, 16, L, layout> fa;
-		wmma::load_matrix_sync(fa, TRANS ? p + 16 * k * ldp + 16 * w : p + 16 * w * ldp + 16 * k,
-		                       ldp);
+		wmma::load_matrix_sync(
+		    fa, TRANS ? p + 16 * k * ldp + 16 * w : p + 16 * w * ldp + 16 * k, ldp);
 #pragma unroll
 		for (int j = 0; j < D / 16; j++) {
 			wmma::fragment<wmma::matrix_b, 16, 16, 16, L, wmma::row_major> fb;
@@ -180,8 +180,8 @@ __device__ void warp_accumulate(acc_frag (&c)[D / 16], const L *p, const L *b, i
  * passes through the warp's 16x16 fp32 staging area.
  */
 template <typename L, int D>
-__device__ void warp_store(L *dst, size_t pitch, acc_frag (&c)[D / 16], float mul, int row0,
-                           int T, float *stage)
+__device__ void warp_store(L *dst, size_t pitch, acc_frag (&c)[D / 16], float mul, int row0, int T,
+                           float *stage)
 {
 	int lane = threadIdx.x % 32;
 #pragma unroll
@@ -346,7 +346,8 @@ __global__ void __launch_bounds__(FLASH_THREADS)
 	L *ks = smem_take<L>(&at, dims::tile), *vs = smem_take<L>(&at, dims::tile);
 	float *s = smem_take<float>(&at, dims::scores), *dp = smem_take<float>(&at, dims::scores);
 	L *p = smem_take<L>(&at, dims::probs), *ds = smem_take<L>(&at, dims::probs);
-	float *lse_s = smem_take<float>(&at, dims::rows), *delta_s = smem_take<float>(&at, dims::rows);
+	float *lse_s = smem_take<float>(&at, dims::rows),
+	      *delta_s = smem_take<float>(&at, dims::rows);
 	float *stage = smem_take<float>(&at, dims::stage);
 
 	int kt = blockIdx.x, h = blockIdx.y, b = blockIdx.z, k0 = kt * FLASH_BK;
@@ -394,7 +395,8 @@ __global__ void __launch_bounds__(FLASH_THREADS)
 	L *ks = smem_take<L>(&at, dims::tile), *vs = smem_take<L>(&at, dims::tile);
 	float *s = smem_take<float>(&at, dims::scores), *dp = smem_take<float>(&at, dims::scores);
 	L *ds = smem_take<L>(&at, dims::probs);
-	float *lse_s = smem_take<float>(&at, dims::rows), *delta_s = smem_take<float>(&at, dims::rows);
+	float *lse_s = smem_take<float>(&at, dims::rows),
+	      *delta_s = smem_take<float>(&at, dims::rows);
 	float *stage = smem_take<float>(&at, dims::stage);
 
 	int qt = gridDim.x - 1 - blockIdx.x; /* the longest rows start first */
@@ -425,20 +427,17 @@ __global__ void __launch_bounds__(FLASH_THREADS)
 	                 stage + w * 256);
 }
 
-/* Call f with std::integral_constant<int, hs> for each head size the kernels are built for. */
-template <typename F> static void head_dispatch(int hs, F &&f)
+/*
+ * Call f with std::integral_constant<int, hs> when hs is a multiple of 16
+ * from D up to FLASH_MAX_HS, the head sizes the kernels are built for;
+ * other sizes (refused by gpu_flash_attention_fits) call nothing.
+ */
+template <int D = 16, typename F> static void head_dispatch(int hs, F &&f)
 {
-	switch (hs) {
-	case 16: f(std::integral_constant<int, 16>()); break;
-	case 32: f(std::integral_constant<int, 32>()); break;
-	case 48: f(std::integral_constant<int, 48>()); break;
-	case 64: f(std::integral_constant<int, 64>()); break;
-	case 80: f(std::integral_constant<int, 80>()); break;
-	case 96: f(std::integral_constant<int, 96>()); break;
-	case 112: f(std::integral_constant<int, 112>()); break;
-	case 128: f(std::integral_constant<int, 128>()); break;
-	default: break; /* refused by gpu_flash_attention_fits */
-	}
+	if (hs == D)
+		f(std::integral_constant<int, D>());
+	else if constexpr (D < FLASH_MAX_HS)
+		head_dispatch<D + 16>(hs, f);
 }
 
 /* Launch kernel with bytes of dynamic shared memory, raising the 48 KiB default first. */
@@ -485,7 +484,7 @@ extern "C" void gpu_flash_attention_backward(void *dqkv, float *delta, const voi
 	lowp_dispatch(fmt, [&](auto tag) {
 		using L = decltype(tag);
 		flash_delta<L><<<(unsigned)((rows + 7) / 8), 256>>>(delta, (const L *)dout,
-		                                                     (const L *)out, B, T, C, NH);
+		                                                    (const L *)out, B, T, C, NH);
 		head_dispatch(hs, [&](auto dtag) {
 			constexpr int D = decltype(dtag)::value;
 			launch(flash_bwd_kv<L, D>, grid, flash_dims<D>::bwd_kv, (L *)dqkv,

@@ -5,7 +5,8 @@
  * the backward. The same meaning as attention_forward / attention_backward
  * (../ops.h), which tests/gpu/test_gpu_attention.cu checks it against.
  * All run on the default stream and return at once; gpu_sync() (ops_gpu.h)
- * waits and says whether a kernel failed.
+ * waits and says whether a kernel failed. Shapes that
+ * gpu_flash_attention_fits refuses launch nothing: the caller asks first.
  */
 #ifndef TY_ATTENTION_FLASH_H
 #define TY_ATTENTION_FLASH_H

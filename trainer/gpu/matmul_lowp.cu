@@ -59,7 +59,8 @@ static bool ok(cublasStatus_t s)
 	return s == CUBLAS_STATUS_SUCCESS;
 }
 
-static plan *make_plan(const plan_key *k)
+/* The epilogue's pointers go in before the heuristic: it reads their alignment from them. */
+static plan *make_plan(const plan_key *k, const void *bias, const void *aux)
 {
 	if (nplans == MAX_PLANS)
 		return NULL;
@@ -95,12 +96,15 @@ static plan *make_plan(const plan_key *k)
 	        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al[2], sizeof(al[2]))) &&
 	    ok(cublasLtMatmulPreferenceSetAttribute(
 	        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al[3], sizeof(al[3])));
-	if (good && k->epi != CUBLASLT_EPILOGUE_DEFAULT) {
-		/* the heuristic needs the aux's leading dimension; pointers come per call */
-		int64_t aux_ld = k->ldd;
-		if (k->epi == CUBLASLT_EPILOGUE_GELU_AUX_BIAS || k->epi == CUBLASLT_EPILOGUE_DGELU)
-			good = ok(cublasLtMatmulDescSetAttribute(
-			    p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof(aux_ld)));
+	if (good && bias)
+		good = ok(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+		                                         &bias, sizeof(bias)));
+	if (good && aux) {
+		int64_t aux_ld = k->ldd; /* the aux has D's shape */
+		good = ok(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+		                                         &aux_ld, sizeof(aux_ld))) &&
+		       ok(cublasLtMatmulDescSetAttribute(
+		           p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux)));
 	}
 	good = good && ok(cublasLtMatmulAlgoGetHeuristic(lt, p->op, p->la, p->lb, p->ld, p->ld,
 	                                                 pref, 1, &h, &found)) &&
@@ -123,12 +127,12 @@ static plan *make_plan(const plan_key *k)
 	return p;
 }
 
-static plan *find_plan(const plan_key *k)
+static plan *find_plan(const plan_key *k, const void *bias, const void *aux)
 {
 	for (int i = 0; i < nplans; i++)
 		if (!memcmp(&plans[i].key, k, sizeof(*k)))
 			return &plans[i];
-	return make_plan(k);
+	return make_plan(k, bias, aux);
 }
 
 /*
@@ -163,7 +167,7 @@ static int gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
 	key.align[2] = alignment(D);
 	unsigned ab_al = bias ? alignment(bias) : 256, ax_al = aux ? alignment(aux) : 256;
 	key.align[3] = ab_al < ax_al ? ab_al : ax_al;
-	plan *p = find_plan(&key);
+	plan *p = find_plan(&key, bias, aux);
 	if (!p)
 		return -1;
 	if (bias && !ok(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
