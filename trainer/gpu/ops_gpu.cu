@@ -187,16 +187,10 @@ __global__ void adamw_flat(float *p, T *low, const float *g, float *m, float *v,
 	}
 }
 
-/*
- * *acc += the mean of losses [N]: one block, each thread a strided sum in
- * double, then a fixed tree: the same bits every run.
- */
-__global__ void loss_mean_add(double *acc, const float *losses, int N)
+/* The block's sum of each thread's a, through a fixed tree in double (thread 0 gets it). */
+__device__ double block_sum_double(double a)
 {
 	__shared__ double s[ROW_THREADS];
-	double a = 0.0;
-	for (int i = threadIdx.x; i < N; i += ROW_THREADS)
-		a += (double)losses[i];
 	s[threadIdx.x] = a;
 	__syncthreads();
 	for (int k = ROW_THREADS / 2; k > 0; k /= 2) {
@@ -204,27 +198,33 @@ __global__ void loss_mean_add(double *acc, const float *losses, int N)
 			s[threadIdx.x] += s[threadIdx.x + k];
 		__syncthreads();
 	}
+	return s[0];
+}
+
+/*
+ * *acc += the mean of losses [N]: one block, each thread a strided sum in
+ * double, then the fixed tree: the same bits every run.
+ */
+__global__ void loss_mean_add(double *acc, const float *losses, int N)
+{
+	double a = 0.0;
+	for (int i = threadIdx.x; i < N; i += ROW_THREADS)
+		a += (double)losses[i];
+	a = block_sum_double(a);
 	if (threadIdx.x == 0)
-		*acc += s[0] / (double)N;
+		*acc += a / (double)N;
 }
 
 /* Each block's partial sum of squares, in double, over a fixed stride. */
 __global__ void sumsq_part(double *part, const float *x, size_t n)
 {
-	__shared__ double s[ROW_THREADS];
 	double acc = 0.0;
 	for (size_t i = blockIdx.x * (size_t)ROW_THREADS + threadIdx.x; i < n;
 	     i += (size_t)gridDim.x * ROW_THREADS)
 		acc += (double)x[i] * (double)x[i];
-	s[threadIdx.x] = acc;
-	__syncthreads();
-	for (int k = ROW_THREADS / 2; k > 0; k /= 2) {
-		if (threadIdx.x < k)
-			s[threadIdx.x] += s[threadIdx.x + k];
-		__syncthreads();
-	}
+	acc = block_sum_double(acc);
 	if (threadIdx.x == 0)
-		part[blockIdx.x] = s[0];
+		part[blockIdx.x] = acc;
 }
 
 /* The partial sums added in block order by one thread: the same bits every run. */
