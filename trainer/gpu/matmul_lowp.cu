@@ -13,6 +13,8 @@
  * on the first call of its shape and kept for the process; only the
  * pointers are set per call. The heuristic is told the pointers' actual
  * alignment, which is part of the plan's key. One workspace serves all.
+ * A process that fills the table (many models of other shapes) still
+ * runs: a new shape then gets a plan for its call alone.
  */
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -22,7 +24,7 @@
 #include "ops_lowp.h"
 
 #define WORKSPACE_BYTES (32u << 20)
-#define MAX_PLANS       64
+#define MAX_PLANS       128
 
 typedef struct plan_key {
 	cublasOperation_t ta, tb;
@@ -59,12 +61,25 @@ static bool ok(cublasStatus_t s)
 	return s == CUBLAS_STATUS_SUCCESS;
 }
 
-/* The epilogue's pointers go in before the heuristic: it reads their alignment from them. */
-static plan *make_plan(const plan_key *k, const void *bias, const void *aux)
+static void plan_destroy(plan *p)
 {
-	if (nplans == MAX_PLANS)
-		return NULL;
-	plan *p = &plans[nplans];
+	if (p->la)
+		cublasLtMatrixLayoutDestroy(p->la);
+	if (p->lb)
+		cublasLtMatrixLayoutDestroy(p->lb);
+	if (p->ld)
+		cublasLtMatrixLayoutDestroy(p->ld);
+	if (p->op)
+		cublasLtMatmulDescDestroy(p->op);
+	memset(p, 0, sizeof(*p));
+}
+
+/*
+ * Fill p for key k. The epilogue's pointers go in before the heuristic:
+ * it reads their alignment from them. RET 0, or -1 (p then empty).
+ */
+static int plan_make(plan *p, const plan_key *k, const void *bias, const void *aux)
+{
 	memset(p, 0, sizeof(*p));
 	p->key = *k;
 	cublasLtMatmulPreference_t pref = NULL;
@@ -112,27 +127,29 @@ static plan *make_plan(const plan_key *k, const void *bias, const void *aux)
 	if (pref)
 		cublasLtMatmulPreferenceDestroy(pref);
 	if (!good) {
-		if (p->la)
-			cublasLtMatrixLayoutDestroy(p->la);
-		if (p->lb)
-			cublasLtMatrixLayoutDestroy(p->lb);
-		if (p->ld)
-			cublasLtMatrixLayoutDestroy(p->ld);
-		if (p->op)
-			cublasLtMatmulDescDestroy(p->op);
-		return NULL;
+		plan_destroy(p);
+		return -1;
 	}
 	p->algo = h.algo;
-	nplans++;
-	return p;
+	return 0;
 }
 
-static plan *find_plan(const plan_key *k, const void *bias, const void *aux)
+/*
+ * The kept plan of k, made now if new; with the table full (a process
+ * that made many models of other shapes), a plan made in *spare for this
+ * call alone, which the caller destroys. RET the plan, or NULL.
+ */
+static plan *find_plan(const plan_key *k, const void *bias, const void *aux, plan *spare)
 {
 	for (int i = 0; i < nplans; i++)
 		if (!memcmp(&plans[i].key, k, sizeof(*k)))
 			return &plans[i];
-	return make_plan(k, bias, aux);
+	plan *p = nplans < MAX_PLANS ? &plans[nplans] : spare;
+	if (plan_make(p, k, bias, aux) < 0)
+		return NULL;
+	if (p != spare)
+		nplans++;
+	return p;
 }
 
 /*
@@ -167,20 +184,21 @@ static int gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
 	key.align[2] = alignment(D);
 	unsigned ab_al = bias ? alignment(bias) : 256, ax_al = aux ? alignment(aux) : 256;
 	key.align[3] = ab_al < ax_al ? ab_al : ax_al;
-	plan *p = find_plan(&key, bias, aux);
+	plan spare;
+	plan *p = find_plan(&key, bias, aux, &spare);
 	if (!p)
 		return -1;
-	if (bias && !ok(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-	                                               &bias, sizeof(bias))))
-		return -1;
-	if (aux && !ok(cublasLtMatmulDescSetAttribute(
-	               p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux))))
-		return -1;
 	float beta = accumulate ? 1.0f : 0.0f;
-	return ok(cublasLtMatmul(lt, p->op, &alpha, A, p->la, B, p->lb, &beta, D, p->ld, D, p->ld,
-	                         &p->algo, workspace, WORKSPACE_BYTES, 0))
-	           ? 0
-	           : -1;
+	bool good =
+	    (!bias || ok(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+	                                                &bias, sizeof(bias)))) &&
+	    (!aux || ok(cublasLtMatmulDescSetAttribute(
+	                 p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux)))) &&
+	    ok(cublasLtMatmul(lt, p->op, &alpha, A, p->la, B, p->lb, &beta, D, p->ld, D, p->ld,
+	                      &p->algo, workspace, WORKSPACE_BYTES, 0));
+	if (p == &spare)
+		plan_destroy(&spare); /* cuBLASLt copied what it needs at the call */
+	return good ? 0 : -1;
 }
 
 static cudaDataType_t cuda_type(gpu_lowp fmt)

@@ -51,7 +51,7 @@ struct gpu_model {
 	int32_t *inputs, *targets; /* device [N] */
 	int32_t *buckets;          /* device [3N + 1]: the batch's gpu_token_buckets */
 	int nbuckets;
-	int32_t *staging; /* pinned host [2][5N + 2]: a micro-batch's tokens and buckets */
+	int32_t *staging; /* pinned host [2][5N + 1]: a micro-batch's tokens and buckets */
 	void *staged;     /* cudaEvent_t [2]: when each staging half was last copied */
 	int next_stage;
 	int32_t *count; /* host [V]: gpu_token_buckets' scratch */
