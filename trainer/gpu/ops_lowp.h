@@ -3,7 +3,7 @@
  * fused where the fp32 ops of ops_gpu.h are separate. Activations and the
  * GEMMs' inputs are 16-bit (gpu_lowp, passed as void *); the residual
  * stream, LayerNorm statistics, gradients of the weights and every sum
- * stay fp32. Each op states its CPU counterpart; tests/gpu/test_gpu_ops.cu
+ * stay fp32. Each op states its CPU counterpart; tests/gpu/test_gpu_lowp.cu
  * checks them against it with per-op bounds.
  *
  * Sums over rows (bias and LayerNorm weight gradients) are two passes:
