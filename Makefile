@@ -4,7 +4,7 @@
 CC        ?= cc
 SANITIZE  ?=
 BUILD     ?= $(if $(SANITIZE),build/san,build)
-PKGS      := libmicrohttpd jansson libpq libcurl openssl libpcre2-8
+PKGS      := libmicrohttpd jansson libpq libcurl openssl libpcre2-8 libarchive
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
@@ -24,9 +24,9 @@ endif
 # A layer's objects are compiled with the include paths of itself and the
 # layers below it only, so an include of a higher layer fails to build.
 # authz/ (roles and permissions, no dependencies) sits below users.
-LIB_LAYERS := base crypt db audit users ckpt data job
+LIB_LAYERS := base crypt db audit users ckpt data code job
 layer_inc = $(foreach l,$(wordlist 1,$(1),$(LIB_LAYERS)),-Ilib/$(l))
-INC := $(call layer_inc,8) -Iauthz
+INC := $(call layer_inc,9) -Iauthz
 $(BUILD)/obj/lib/base/%.o:  INC = $(call layer_inc,1)
 $(BUILD)/obj/lib/crypt/%.o: INC = $(call layer_inc,2)
 $(BUILD)/obj/lib/db/%.o:    INC = $(call layer_inc,3)
@@ -34,7 +34,8 @@ $(BUILD)/obj/lib/audit/%.o: INC = $(call layer_inc,4)
 $(BUILD)/obj/lib/users/%.o: INC = $(call layer_inc,5) -Iauthz
 $(BUILD)/obj/lib/ckpt/%.o:  INC = $(call layer_inc,6) -Iauthz
 $(BUILD)/obj/lib/data/%.o:  INC = $(call layer_inc,7) -Iauthz
-$(BUILD)/obj/lib/job/%.o:   INC = $(call layer_inc,8) -Iauthz
+$(BUILD)/obj/lib/code/%.o:  INC = $(call layer_inc,8) -Iauthz
+$(BUILD)/obj/lib/job/%.o:   INC = $(call layer_inc,9) -Iauthz
 $(BUILD)/obj/authz/%.o:     INC = -Iauthz
 
 # Each program's folder sees lib/ and authz/ and itself, never another
