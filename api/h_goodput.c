@@ -340,7 +340,7 @@ int h_tenant_usage(api_req *rq)
 	    " 'max_running_jobs', k.max_running_jobs, 'gpu_hours_per_month', k.gpu_hours_per_month,"
 	    " 'max_storage_bytes', k.max_storage_bytes, 'storage_bytes_used',"
 	    " tenant_storage_bytes(k.tenant_id), 'storage', json_build_object('checkpoints',"
-	    " s.checkpoints, 'datasets', s.datasets, 'logs', s.logs))"
+	    " s.checkpoints, 'datasets', s.datasets, 'logs', s.logs, 'code', s.code))"
 	    " FROM tenants t" QUOTA_SQL_JOIN("t.id") ", tenant_storage(t.id) s WHERE t.id = $1",
 	    1, q, &quota);
 	if (rc)

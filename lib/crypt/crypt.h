@@ -76,6 +76,7 @@
 #define CRYPT_CONTEXT_TENANT_KEK  "tenant-kek"
 #define CRYPT_CONTEXT_JOB_DEK     "job-dek"
 #define CRYPT_CONTEXT_DATASET_DEK "dataset-dek"
+#define CRYPT_CONTEXT_CODE_DEK    "code-dek"
 
 #define CRYPT_MAGIC          "TYEC" /* 4 bytes, no terminator in the file */
 #define CRYPT_FORMAT_VERSION 2      /* written; 1 is still read (generation 1) */

@@ -179,7 +179,7 @@ static int kek_current(PGconn *c, const crypt_key *master, const char *tenant_id
 }
 
 /*
- * What owns a data key: a job or a dataset. Each kind has its table and its
+ * What owns a data key: a job, a dataset or a code bundle. Each kind has its table and its
  * wrapping context; everything else about their keys is the same. A data
  * key is a ring of generations (crypt.h): one row per generation.
  */
@@ -212,9 +212,11 @@ typedef struct key_owner {
 static const key_owner owners[] = {
     {CRYPT_CONTEXT_JOB_DEK, OWNER_SQL("job_keys", "job_id")},
     {CRYPT_CONTEXT_DATASET_DEK, OWNER_SQL("dataset_keys", "dataset_id")},
+    {CRYPT_CONTEXT_CODE_DEK, OWNER_SQL("code_keys", "bundle_id")},
 };
 #define JOB_OWNER     (&owners[0])
 #define DATASET_OWNER (&owners[1])
+#define CODE_OWNER    (&owners[2])
 
 /*
  * The wrapping context of generation g of owner id's data key under KEK
@@ -415,6 +417,18 @@ int keys_dataset_key_existing(PGconn *c, const crypt_key *master, const char *te
 	return data_key_existing(c, master, DATASET_OWNER, tenant_id, dataset_id, ring, version);
 }
 
+int keys_code_key(PGconn *c, const crypt_key *master, const char *tenant_id,
+                  const char *bundle_id, crypt_object_ctx *ring, int *version, bool *rotated)
+{
+	return data_key(c, master, CODE_OWNER, tenant_id, bundle_id, ring, version, rotated);
+}
+
+int keys_code_key_existing(PGconn *c, const crypt_key *master, const char *tenant_id,
+                           const char *bundle_id, crypt_object_ctx *ring, int *version)
+{
+	return data_key_existing(c, master, CODE_OWNER, tenant_id, bundle_id, ring, version);
+}
+
 /* Re-wrap every data key generation of kind o of the tenant under neu (version nv). */
 static int rewrap_owner(PGconn *c, const key_owner *o, const char *tenant_id,
                         const crypt_key *master, int nv, const crypt_key *neu, int64_t *rewrapped)
@@ -447,7 +461,7 @@ static int rewrap_owner(PGconn *c, const key_owner *o, const char *tenant_id,
 	return rc;
 }
 
-/* Re-wrap every data key of the tenant, jobs' and datasets', under neu (version nv). */
+/* Re-wrap every data key of the tenant, jobs', datasets' and bundles', under neu (version nv). */
 static int rewrap_all(PGconn *c, const char *tenant_id, const crypt_key *master, int nv,
                       const crypt_key *neu, int64_t *rewrapped)
 {
@@ -508,10 +522,12 @@ int keys_shred(PGconn *c, const char *tenant_id, int64_t *destroyed)
 	int rc = db_query(c, &r,
 	                  "WITH k AS (DELETE FROM job_keys WHERE tenant_id = $1 RETURNING 1),"
 	                  " d AS (DELETE FROM dataset_keys WHERE tenant_id = $1 RETURNING 1),"
+	                  " b AS (DELETE FROM code_keys WHERE tenant_id = $1 RETURNING 1),"
 	                  " t AS (DELETE FROM tenant_keys WHERE tenant_id = $1 RETURNING 1),"
 	                  " s AS (INSERT INTO tenant_key_shreds (tenant_id) VALUES ($1)"
 	                  " ON CONFLICT DO NOTHING RETURNING 1)"
-	                  " SELECT (SELECT count(*) FROM k) + (SELECT count(*) FROM d),"
+	                  " SELECT (SELECT count(*) FROM k) + (SELECT count(*) FROM d)"
+	                  " + (SELECT count(*) FROM b),"
 	                  " (SELECT count(*) FROM t)",
 	                  1, p);
 	if (rc == 0)

@@ -76,6 +76,12 @@ int keys_dataset_key(PGconn *c, const crypt_key *master, const char *tenant_id,
 int keys_dataset_key_existing(PGconn *c, const crypt_key *master, const char *tenant_id,
                               const char *dataset_id, crypt_object_ctx *ring, int *version);
 
+/* A code bundle's data key ring, the same way as a dataset's (docs/own-code.md). */
+int keys_code_key(PGconn *c, const crypt_key *master, const char *tenant_id,
+                  const char *bundle_id, crypt_object_ctx *ring, int *version, bool *rotated);
+int keys_code_key_existing(PGconn *c, const crypt_key *master, const char *tenant_id,
+                           const char *bundle_id, crypt_object_ctx *ring, int *version);
+
 /*
  * Rotate the tenant's KEK: a new version re-wraps every generation of the
  * tenant's data keys. With data_keys, the tenant's data-key epoch advances
@@ -83,7 +89,7 @@ int keys_dataset_key_existing(PGconn *c, const crypt_key *master, const char *te
  * generation (nothing already written is touched); RET
  * -ERR_DATA_KEY_GENERATIONS once CRYPT_GENERATIONS_MAX epochs are used.
  * OUT: *version, the new KEK version; *rewrapped, the data key
- * generations (jobs' and datasets') re-wrapped.
+ * generations (jobs', datasets' and code bundles') re-wrapped.
  */
 int keys_rotate(PGconn *c, const crypt_key *master, const char *tenant_id, bool data_keys,
                 int *version, int64_t *rewrapped);
