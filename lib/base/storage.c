@@ -6,6 +6,7 @@
 #include "storage.h"
 #include "error.h"
 #include "hex.h"
+#include "tenantfs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -568,4 +569,82 @@ void storage_dir_remove(const char *dir)
 		closedir(d);
 	}
 	rmdir(dir);
+}
+
+/* ---- a directory written whole ------------------------------------------- */
+
+static int sync_fd(int fd, const char *what, const char *id, char *err, size_t errlen)
+{
+	if (fsync(fd) == 0)
+		return 0;
+	err_printf(err, errlen, "could not sync %s of \"%s\": %m", what, id);
+	return -ERR_STORAGE_IO;
+}
+
+int storage_partial_open(storage_partial *p, const char *root, const char *const *steps,
+                         size_t nsteps, const storage_owners *owners, const char *id, char *err,
+                         size_t errlen)
+{
+	memset(p, 0, sizeof(*p));
+	p->dfd = p->pfd = -1;
+	if (!storage_uuid_valid(id)) {
+		err_printf(err, errlen, "invalid id \"%s\"", id);
+		return -ERR_STORAGE_PATH_INVALID;
+	}
+	snprintf(p->id, sizeof(p->id), "%s", id);
+	p->dfd = storage_private_dirs_fd(root, steps, nsteps, owners, err, errlen);
+	if (p->dfd < 0) {
+		int rc = p->dfd;
+		p->dfd = -1;
+		return rc;
+	}
+	char name[STORAGE_UUID_LEN + sizeof(STORAGE_PARTIAL_EXT)];
+	snprintf(name, sizeof(name), "%s" STORAGE_PARTIAL_EXT, id);
+	if (mkdirat(p->dfd, name, 0700) != 0) {
+		err_printf(err, errlen, "could not create \"%s\": %m", name);
+		return -ERR_STORAGE_IO;
+	}
+	p->pfd =
+	    tenantfs_openat(p->dfd, name, O_RDONLY, 0, TENANTFS_DIR, owners->tenant, err, errlen);
+	if (p->pfd < 0) {
+		int rc = p->pfd;
+		p->pfd = -1;
+		storage_dir_remove_at(p->dfd, name);
+		return rc;
+	}
+	if (owners->hand_over && fchown(p->pfd, owners->tenant, owners->group) != 0) {
+		err_printf(err, errlen, "could not give \"%s\" to the tenant: %m", name);
+		return -ERR_STORAGE_IO;
+	}
+	return 0;
+}
+
+int storage_partial_commit(storage_partial *p, char *err, size_t errlen)
+{
+	char from[STORAGE_UUID_LEN + sizeof(STORAGE_PARTIAL_EXT)];
+	snprintf(from, sizeof(from), "%s" STORAGE_PARTIAL_EXT, p->id);
+	int rc = sync_fd(p->pfd, "the directory", from, err, errlen);
+	if (rc)
+		return rc;
+	if (renameat(p->dfd, from, p->dfd, p->id) != 0) {
+		err_printf(err, errlen, "could not rename \"%s\": %m", from);
+		return -ERR_STORAGE_IO;
+	}
+	p->committed = true;
+	return sync_fd(p->dfd, "the parent", p->id, err, errlen);
+}
+
+void storage_partial_close(storage_partial *p, bool keep)
+{
+	if (p->pfd >= 0 && !(p->committed && keep)) {
+		char name[STORAGE_UUID_LEN + sizeof(STORAGE_PARTIAL_EXT)];
+		snprintf(name, sizeof(name), "%s%s", p->id,
+		         p->committed ? "" : STORAGE_PARTIAL_EXT);
+		storage_dir_remove_at(p->dfd, name);
+	}
+	if (p->pfd >= 0)
+		close(p->pfd);
+	if (p->dfd >= 0)
+		close(p->dfd);
+	p->pfd = p->dfd = -1;
 }

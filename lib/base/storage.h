@@ -189,6 +189,32 @@ void storage_dir_remove(const char *dir);
 void storage_dir_remove_at(int at, const char *name);
 
 /*
+ * A directory written whole or not at all (a dataset version, a code
+ * bundle version): "<id>.partial" is made in the directory steps name
+ * (storage_private_dirs_fd()'s walk, owners as there), filled through
+ * pfd, and renamed to "<id>" by storage_partial_commit() once what is in
+ * it is synced. A crash in between leaves a ".partial" directory or a
+ * whole one that the database does not name yet, never half a version
+ * under its final name.
+ */
+#define STORAGE_PARTIAL_EXT ".partial"
+typedef struct storage_partial {
+	int dfd; /* the directory steps name */
+	int pfd; /* "<id>.partial", then "<id>" */
+	char id[STORAGE_UUID_LEN + 1];
+	bool committed;
+} storage_partial;
+
+/* RET 0, or -ERR_* with err set; *p is closable either way. */
+int storage_partial_open(storage_partial *p, const char *root, const char *const *steps,
+                         size_t nsteps, const storage_owners *owners, const char *id, char *err,
+                         size_t errlen);
+/* Sync the directory, rename it to "<id>" and sync its parent. RET 0 or -ERR_STORAGE_IO. */
+int storage_partial_commit(storage_partial *p, char *err, size_t errlen);
+/* Close; remove the directory unless it was committed and keep is set. */
+void storage_partial_close(storage_partial *p, bool keep);
+
+/*
  * Check that path is a directory (not a symlink) owned by the caller
  * (geteuid(): the service user, or a tenant's own process for its tenant's
  * tree) with no group or other permission bits. RET 0; -ERR_STORAGE_UNSAFE;

@@ -23,7 +23,8 @@ bool bundle_path_valid(const char *path)
 	while (*c) {
 		const char *end = strchr(c, '/');
 		size_t len = end ? (size_t)(end - c) : strlen(c);
-		if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
+		if (len == 0 || (len == 1 && c[0] == '.') ||
+		    (len == 2 && c[0] == '.' && c[1] == '.'))
 			return false;
 		for (size_t i = 0; i < len; i++)
 			if ((unsigned char)c[i] < 0x20 || c[i] == 0x7f)
@@ -133,7 +134,8 @@ static int seen_conflicts(const seen *s, char *err, size_t errlen)
 		size_t len = strlen(r[i].path);
 		for (size_t j = i + 1; j < s->n && strncmp(r[j].path, r[i].path, len) == 0; j++)
 			if (r[j].path[len] == '/') {
-				err_printf(err, errlen, "\"%s\" lies under \"%s\", which is not a directory",
+				err_printf(err, errlen,
+				           "\"%s\" lies under \"%s\", which is not a directory",
 				           r[j].path, r[i].path);
 				rc = -ERR_CODE_BUNDLE_INVALID;
 				break;
@@ -143,7 +145,8 @@ static int seen_conflicts(const seen *s, char *err, size_t errlen)
 	return rc;
 }
 
-/* The member's path without "./" prefixes or a trailing '/' into buf. RET false when none is left. */
+/* The member's path without "./" prefixes or a trailing '/' into buf. RET false when none is left.
+ */
 static bool member_path(const char *raw, char *buf, size_t n)
 {
 	while (raw[0] == '.' && raw[1] == '/')
@@ -158,7 +161,8 @@ static bool member_path(const char *raw, char *buf, size_t n)
 	return true;
 }
 
-/* Check one header. OUT *m (pointing into path and the entry). RET 0 or -ERR_CODE_BUNDLE_INVALID. */
+/* Check one header. OUT *m (pointing into path and the entry). RET 0 or -ERR_CODE_BUNDLE_INVALID.
+ */
 static int check_member(struct archive_entry *e, const seen *s, char path[BUNDLE_PATH_MAX + 2],
                         bundle_member *m, char *err, size_t errlen)
 {
@@ -186,10 +190,11 @@ static int check_member(struct archive_entry *e, const seen *s, char path[BUNDLE
 			for (size_t i = 0; i < s->n && !found; i++)
 				found = !s->dir[i] && strcmp(s->path[i], t) == 0;
 		if (!found) {
-			err_printf(err, errlen,
-			           "member \"%s\" is a hard link to \"%.200s\", which is not a file "
-			           "before it in the archive",
-			           path, hard);
+			err_printf(
+			    err, errlen,
+			    "member \"%s\" is a hard link to \"%.200s\", which is not a file "
+			    "before it in the archive",
+			    path, hard);
 			return -ERR_CODE_BUNDLE_INVALID;
 		}
 		m->kind = BUNDLE_HARDLINK;
@@ -208,10 +213,11 @@ static int check_member(struct archive_entry *e, const seen *s, char path[BUNDLE
 		m->kind = BUNDLE_SYMLINK;
 		m->target = archive_entry_symlink(e);
 		if (!m->target || !target_valid(m->target)) {
-			err_printf(err, errlen,
-			           "member \"%s\" is a symbolic link to \"%.200s\": a link must point "
-			           "down from its own directory (relative, without '..')",
-			           path, m->target ? m->target : "");
+			err_printf(
+			    err, errlen,
+			    "member \"%s\" is a symbolic link to \"%.200s\": a link must point "
+			    "down from its own directory (relative, without '..')",
+			    path, m->target ? m->target : "");
 			return -ERR_CODE_BUNDLE_INVALID;
 		}
 		return 0;

@@ -20,9 +20,8 @@
 #include "storage.h"
 #include "tenantfs.h"
 
-#define SHARD_FMT   "shard_%06d.bin"
-#define PARTIAL_EXT ".partial"
-#define BLOCK       (1u << 16) /* tokens converted per step */
+#define SHARD_FMT "shard_%06d.bin"
+#define BLOCK     (1u << 16) /* tokens converted per step */
 
 bool dataset_name_valid(const char *s)
 {
@@ -141,11 +140,11 @@ struct dataset_writer {
 	char version_id[STORAGE_UUID_LEN + 1];
 	char partial[4096], final[4096]; /* their paths, for messages */
 	/*
-	 * The dataset's directory and "<version>.partial" in it, opened
-	 * without following links: everything is done relative to them, in
-	 * a tree the tenant's user owns.
+	 * "<version>.partial" in the dataset's directory, opened without
+	 * following links: everything is done relative to it, in a tree the
+	 * tenant's user owns.
 	 */
-	int dfd, pfd;
+	storage_partial dir;
 	size_t shard_tokens;
 	EVP_MD_CTX *sha;
 	/* the shard being written */
@@ -153,7 +152,6 @@ struct dataset_writer {
 	int fd;
 	uint64_t in_shard;
 	dataset_summary sum;
-	bool finished;
 	uint16_t block[BLOCK];
 };
 
@@ -175,7 +173,7 @@ int dataset_writer_open(const char *root, const storage_owners *owners, const cr
 	if (!w)
 		return -ERR_INTERNAL;
 	*out = w;
-	w->fd = w->dfd = w->pfd = -1;
+	w->fd = w->dir.dfd = w->dir.pfd = -1;
 	if (crypt_object_ctx_copy(&w->ctx, ctx) != 0) {
 		err_printf(err, errlen, "out of memory");
 		return -ERR_INTERNAL;
@@ -185,31 +183,16 @@ int dataset_writer_open(const char *root, const storage_owners *owners, const cr
 	snprintf(w->version_id, sizeof(w->version_id), "%s", version_id);
 	int rc = dataset_version_dir(root, ctx->tenant_id, ctx->job_id, version_id, w->final,
 	                             sizeof(w->final));
-	if (rc == 0 && snprintf(w->partial, sizeof(w->partial), "%s" PARTIAL_EXT, w->final) >=
-	                   (int)sizeof(w->partial))
+	if (rc == 0 && snprintf(w->partial, sizeof(w->partial), "%s" STORAGE_PARTIAL_EXT,
+	                        w->final) >= (int)sizeof(w->partial))
 		rc = -ERR_STORAGE_PATH_INVALID;
 	if (rc) {
 		err_printf(err, errlen, "invalid storage root or ids");
 		return rc;
 	}
 	const char *steps[] = {"tenants", ctx->tenant_id, "datasets", ctx->job_id};
-	w->dfd = storage_private_dirs_fd(root, steps, 4, owners, err, errlen);
-	if (w->dfd < 0)
-		return w->dfd;
-	char name[64];
-	snprintf(name, sizeof(name), "%s" PARTIAL_EXT, version_id);
-	if (mkdirat(w->dfd, name, 0700) != 0) {
-		err_printf(err, errlen, "could not create \"%s\": %m", w->partial);
-		return -ERR_STORAGE_IO;
-	}
-	w->pfd =
-	    tenantfs_openat(w->dfd, name, O_RDONLY, 0, TENANTFS_DIR, owners->tenant, err, errlen);
-	if (w->pfd < 0)
-		return w->pfd;
-	if (owners->hand_over && fchown(w->pfd, owners->tenant, owners->group) != 0) {
-		err_printf(err, errlen, "could not give \"%s\" to the tenant: %m", w->partial);
-		return -ERR_STORAGE_IO;
-	}
+	if ((rc = storage_partial_open(&w->dir, root, steps, 4, owners, version_id, err, errlen)))
+		return rc;
 	w->sha = EVP_MD_CTX_new();
 	if (!w->sha || EVP_DigestInit_ex(w->sha, EVP_sha256(), NULL) != 1)
 		return -ERR_INTERNAL;
@@ -256,7 +239,7 @@ static int shard_begin(dataset_writer *w, char *err, size_t errlen)
 		return -ERR_STORAGE_PATH_INVALID;
 	snprintf(path, sizeof(path), "%s/" SHARD_FMT, w->partial, idx);
 	snprintf(file, sizeof(file), SHARD_FMT, idx);
-	w->fd = tenantfs_openat(w->pfd, file, O_WRONLY | O_CREAT | O_EXCL, 0600, TENANTFS_FILE,
+	w->fd = tenantfs_openat(w->dir.pfd, file, O_WRONLY | O_CREAT | O_EXCL, 0600, TENANTFS_FILE,
 	                        w->owners.tenant, err, errlen);
 	if (w->fd < 0) {
 		int rc = w->fd;
@@ -331,14 +314,6 @@ int dataset_writer_next_shard(dataset_writer *w, char *err, size_t errlen)
 }
 
 /* fsync the open directory fd; path names it in the message. */
-static int sync_dir(int fd, const char *path, char *err, size_t errlen)
-{
-	if (fsync(fd) == 0)
-		return 0;
-	err_printf(err, errlen, "could not sync \"%s\": %m", path);
-	return -ERR_STORAGE_IO;
-}
-
 int dataset_writer_finish(dataset_writer *w, dataset_summary *sum, char *err, size_t errlen)
 {
 	int rc = shard_close(w, err, errlen);
@@ -351,17 +326,8 @@ int dataset_writer_finish(dataset_writer *w, dataset_summary *sum, char *err, si
 	unsigned len = 0;
 	if (EVP_DigestFinal_ex(w->sha, w->sum.sha256, &len) != 1)
 		return -ERR_INTERNAL;
-	if ((rc = sync_dir(w->pfd, w->partial, err, errlen)))
+	if ((rc = storage_partial_commit(&w->dir, err, errlen)))
 		return rc;
-	char from[64];
-	snprintf(from, sizeof(from), "%s" PARTIAL_EXT, w->version_id);
-	if (renameat(w->dfd, from, w->dfd, w->version_id) != 0) {
-		err_printf(err, errlen, "could not rename \"%s\": %m", w->partial);
-		return -ERR_STORAGE_IO;
-	}
-	if ((rc = sync_dir(w->dfd, w->final, err, errlen)))
-		return rc;
-	w->finished = true;
 	*sum = w->sum;
 	return 0;
 }
@@ -374,15 +340,7 @@ void dataset_writer_free(dataset_writer *w, bool keep)
 		crypt_object_writer_free(w->cw);
 	if (w->fd >= 0)
 		close(w->fd);
-	if (w->pfd >= 0 && !(w->finished && keep)) {
-		char name[64];
-		snprintf(name, sizeof(name), "%s%s", w->version_id, w->finished ? "" : PARTIAL_EXT);
-		storage_dir_remove_at(w->dfd, name);
-	}
-	if (w->pfd >= 0)
-		close(w->pfd);
-	if (w->dfd >= 0)
-		close(w->dfd);
+	storage_partial_close(&w->dir, keep);
 	EVP_MD_CTX_free(w->sha);
 	crypt_object_ctx_clear(&w->ctx);
 	free(w);
@@ -431,8 +389,8 @@ int dataset_sweep(const char *root, const char *tenant_id, const char *dataset_i
 	while ((e = readdir(d)) != NULL) {
 		char id[STORAGE_UUID_LEN + 1];
 		size_t n = strlen(e->d_name);
-		bool partial = n == STORAGE_UUID_LEN + strlen(PARTIAL_EXT) &&
-		               strcmp(e->d_name + STORAGE_UUID_LEN, PARTIAL_EXT) == 0;
+		bool partial = n == STORAGE_UUID_LEN + strlen(STORAGE_PARTIAL_EXT) &&
+		               strcmp(e->d_name + STORAGE_UUID_LEN, STORAGE_PARTIAL_EXT) == 0;
 		if (n != STORAGE_UUID_LEN && !partial)
 			continue;
 		snprintf(id, sizeof(id), "%.*s", STORAGE_UUID_LEN, e->d_name);

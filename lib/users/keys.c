@@ -417,8 +417,8 @@ int keys_dataset_key_existing(PGconn *c, const crypt_key *master, const char *te
 	return data_key_existing(c, master, DATASET_OWNER, tenant_id, dataset_id, ring, version);
 }
 
-int keys_code_key(PGconn *c, const crypt_key *master, const char *tenant_id,
-                  const char *bundle_id, crypt_object_ctx *ring, int *version, bool *rotated)
+int keys_code_key(PGconn *c, const crypt_key *master, const char *tenant_id, const char *bundle_id,
+                  crypt_object_ctx *ring, int *version, bool *rotated)
 {
 	return data_key(c, master, CODE_OWNER, tenant_id, bundle_id, ring, version, rotated);
 }

@@ -77,8 +77,8 @@ int keys_dataset_key_existing(PGconn *c, const crypt_key *master, const char *te
                               const char *dataset_id, crypt_object_ctx *ring, int *version);
 
 /* A code bundle's data key ring, the same way as a dataset's (docs/own-code.md). */
-int keys_code_key(PGconn *c, const crypt_key *master, const char *tenant_id,
-                  const char *bundle_id, crypt_object_ctx *ring, int *version, bool *rotated);
+int keys_code_key(PGconn *c, const crypt_key *master, const char *tenant_id, const char *bundle_id,
+                  crypt_object_ctx *ring, int *version, bool *rotated);
 int keys_code_key_existing(PGconn *c, const crypt_key *master, const char *tenant_id,
                            const char *bundle_id, crypt_object_ctx *ring, int *version);
 
