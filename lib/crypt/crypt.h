@@ -262,6 +262,11 @@ int crypt_object_writer_write(crypt_object_writer *w, const void *buf, size_t n,
 int crypt_object_writer_finish(crypt_object_writer *w, char *err, size_t errlen);
 /* Plaintext bytes taken so far. */
 uint64_t crypt_object_writer_bytes(const crypt_object_writer *w);
+/* The bytes on disk of an object of n plaintext bytes: header, data, a tag per chunk begun. */
+static inline uint64_t crypt_object_sealed_size(uint64_t n)
+{
+	return CRYPT_HEADER_LEN + n + CRYPT_TAG_LEN * (n / CRYPT_CHUNK + 1);
+}
 void crypt_object_writer_free(crypt_object_writer *w);
 
 /*

@@ -199,22 +199,16 @@ int dataset_writer_open(const char *root, const storage_owners *owners, const cr
 	return 0;
 }
 
-/* The size of an object of n plaintext bytes on disk (docs/storage.md). */
-static uint64_t sealed_size(uint64_t n)
-{
-	return CRYPT_HEADER_LEN + n + CRYPT_TAG_LEN * (n / CRYPT_CHUNK + 1);
-}
-
 uint64_t dataset_writer_sealed_bytes(const dataset_writer *w)
 {
-	return w->sum.sealed_bytes + (w->cw ? sealed_size(2 * w->in_shard) : 0);
+	return w->sum.sealed_bytes + (w->cw ? crypt_object_sealed_size(2 * w->in_shard) : 0);
 }
 
 static int shard_close(dataset_writer *w, char *err, size_t errlen)
 {
 	if (!w->cw)
 		return 0;
-	w->sum.sealed_bytes += sealed_size(2 * w->in_shard);
+	w->sum.sealed_bytes += crypt_object_sealed_size(2 * w->in_shard);
 	int rc = crypt_object_writer_finish(w->cw, err, errlen);
 	crypt_object_writer_free(w->cw);
 	w->cw = NULL;

@@ -53,7 +53,8 @@ static size_t make_archive(const member_spec *m, int n, bool gz, char *buf)
 		archive_entry_set_size(e, (la_int64_t)len);
 		ck_assert_int_eq(archive_write_header(a, e), ARCHIVE_OK);
 		if (len)
-			ck_assert_int_eq(archive_write_data(a, m[i].data_or_target, len), (la_ssize_t)len);
+			ck_assert_int_eq(archive_write_data(a, m[i].data_or_target, len),
+			                 (la_ssize_t)len);
 		archive_entry_free(e);
 	}
 	ck_assert_int_eq(archive_write_close(a), ARCHIVE_OK);
@@ -136,9 +137,9 @@ START_TEST(a_bundle_of_files_dirs_and_links_passes)
 		bundle_summary sum;
 		seen_list seen = {0};
 		char err[512] = "";
-		ck_assert_int_eq(
-		    bundle_check(mem_source, &src, 1 << 20, note_member, &seen, &sum, err, sizeof(err)),
-		    0);
+		ck_assert_int_eq(bundle_check(mem_source, &src, 1 << 20, note_member, &seen, &sum,
+		                              err, sizeof(err)),
+		                 0);
 		ck_assert_int_eq(sum.files, 2);
 		ck_assert_int_eq(sum.dirs, 2);
 		ck_assert_int_eq(sum.symlinks, 1);

@@ -1,0 +1,63 @@
+/*
+ * codestore.h - code bundle versions on disk (docs/own-code.md).
+ *
+ * Layout under the storage root (storage.h's rules: 0700, owned by the
+ * tenant's Unix user, walked without following links):
+ *   <root>/tenants/<tenant>/code/<bundle>/<version>/bundle.tar
+ * with the bundle's and the version's ids (UUIDs). A version is written
+ * into "<version>.partial" and renamed whole (storage_partial), after its
+ * archive was read back and passed the bundle check (bundle.h), before
+ * the database registers it: a refused or cut-off upload leaves nothing
+ * under a version's name.
+ *
+ * The archive is kept as uploaded (plain or gzip), one object sealed by
+ * crypt.h under the bundle's data key, with the bundle's id where a job's
+ * objects carry the job's and the name "<version>/bundle.tar": moved to
+ * another name, version, bundle or tenant, it fails authentication.
+ */
+#ifndef TY_CODESTORE_H
+#define TY_CODESTORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bundle.h"
+#include "crypt.h"
+#include "storage.h"
+
+#define CODE_ARCHIVE_FILE "bundle.tar"
+
+/* What a stored version holds. */
+typedef struct code_version_info {
+	bundle_summary sum;
+	uint64_t archive_bytes; /* as uploaded */
+	uint64_t sealed_bytes;  /* on disk */
+	unsigned char sha256[32];
+} code_version_info;
+
+typedef struct code_writer code_writer;
+
+/*
+ * Start version version_id of the bundle ctx names (ctx's job id is the
+ * bundle's id; its key the bundle's data key). OUT *out: free with
+ * code_writer_free() also after a failure. RET 0 or -ERR_STORAGE_*.
+ */
+int code_writer_open(const char *root, const storage_owners *owners, const crypt_object_ctx *ctx,
+                     const char *version_id, code_writer **out, char *err, size_t errlen);
+/* The next n bytes of the archive. RET 0 or -ERR_*. */
+int code_writer_write(code_writer *w, const void *buf, size_t n, char *err, size_t errlen);
+/* The sealed bytes the version takes so far (for the storage quota). */
+uint64_t code_writer_sealed_bytes(const code_writer *w);
+/*
+ * Seal the end, read the archive back through its seal, check it
+ * (bundle_check, files adding up to at most max_bytes) and put the version
+ * in place. OUT *info. RET 0; -ERR_CODE_BUNDLE_INVALID (err names the
+ * member and the rule); -ERR_*.
+ */
+int code_writer_finish(code_writer *w, uint64_t max_bytes, code_version_info *info, char *err,
+                       size_t errlen);
+/* Free; the version stays only when it was finished and keep is set (it was registered). */
+void code_writer_free(code_writer *w, bool keep);
+
+#endif
