@@ -112,29 +112,6 @@ static int upload_feed(api_req *rq, const char *buf, size_t n)
 #define VERSION_SEALED_MIN (42 + 2 + 16)
 
 /*
- * What the tenant may still store: max_storage_bytes less
- * tenant_storage_bytes() (migrations/0014_storage_quota.sql). With lock,
- * under a lock on the tenant's quota row, held to the end of the
- * transaction. OUT *left (may be negative). RET 0 or -ERR_*.
- */
-static int storage_left(api_req *rq, bool lock, int64_t *left)
-{
-	const char *p[] = {rq->scope.tenant_id};
-	PGresult *r = NULL;
-	int rc = lock ? db_query(rq->db, NULL,
-	                         "SELECT 1 FROM quotas WHERE tenant_id = $1 FOR UPDATE", 1, p)
-	              : 0;
-	if (rc == 0)
-		rc = db_query(rq->db, &r,
-		              "SELECT max_storage_bytes - tenant_storage_bytes(tenant_id)"
-		              " FROM quotas WHERE tenant_id = $1",
-		              1, p);
-	*left = rc == 0 && PQntuples(r) == 1 ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : INT64_MAX;
-	PQclear(r);
-	return rc;
-}
-
-/*
  * The registration's check: the version's sealed bytes against what the
  * tenant has left now, under the lock. RET 0, -ERR_STORAGE_QUOTA_EXCEEDED
  * (message in u->err) or -ERR_*.
@@ -142,7 +119,7 @@ static int storage_left(api_req *rq, bool lock, int64_t *left)
 static int upload_quota(api_req *rq, upload *u, uint64_t sealed)
 {
 	int64_t left;
-	int rc = storage_left(rq, true, &left);
+	int rc = tenant_storage_left(rq, true, &left);
 	if (rc == 0 && (left < 0 || sealed > (uint64_t)left)) {
 		snprintf(u->err, sizeof(u->err),
 		         "the version's %llu sealed bytes pass the %lld bytes the tenant's storage "
@@ -354,7 +331,7 @@ static int upload_open(api_req *rq, upload *u)
 		rc = -ERR_INTERNAL;
 	PQclear(r);
 	if (rc == 0)
-		rc = storage_left(rq, false, &u->storage_left);
+		rc = tenant_storage_left(rq, false, &u->storage_left);
 	if (rc == 0 && u->storage_left < VERSION_SEALED_MIN) {
 		snprintf(u->err, sizeof(u->err),
 		         "the tenant's storage quota has %lld bytes left, fewer than the smallest "

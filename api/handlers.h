@@ -62,6 +62,10 @@ int h_key_shred(api_req *rq);
 int h_master_key_status(api_req *rq);
 
 /* h_datasets.c, h_dataset_upload.c, h_dataset_grants.c: the dataset registry (docs/datasets.md) */
+int h_code_create(api_req *rq);
+int h_code_list(api_req *rq);
+int h_code_get(api_req *rq);
+int h_code_version_create(api_req *rq);
 int h_dataset_create(api_req *rq);
 int h_dataset_list(api_req *rq);
 int h_dataset_get(api_req *rq);

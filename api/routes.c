@@ -79,6 +79,11 @@ static const route table[] = {
 	{"GET",    "/v1/tenants/{tenant}/shared-checkpoints", PERM_JOB_READ,    SCOPE_TENANT,   NULL,             0,   h_shared_checkpoints},
 	{"GET",    "/v1/tenants/{tenant}/shared-checkpoints/{checkpoint}/download", PERM_CHECKPOINT_DOWNLOAD, SCOPE_TENANT, "checkpoint.download", 0, h_shared_checkpoint_download},
 
+	/* the code bundle registry (docs/own-code.md) */
+	{"POST",   "/v1/tenants/{tenant}/code",           PERM_CODE_WRITE,      SCOPE_TENANT,   "code.create",    0,   h_code_create},
+	{"GET",    "/v1/tenants/{tenant}/code",           PERM_CODE_READ,       SCOPE_TENANT,   NULL,             0,   h_code_list},
+	{"GET",    "/v1/tenants/{tenant}/code/{code}",    PERM_CODE_READ,       SCOPE_TENANT,   NULL,             0,   h_code_get},
+	{"POST",   "/v1/tenants/{tenant}/code/{code}/versions", PERM_CODE_WRITE, SCOPE_TENANT, "code.version.create", UPL, h_code_version_create},
 	/* the dataset registry (docs/datasets.md) */
 	{"POST",   "/v1/tenants/{tenant}/datasets",       PERM_DATASET_WRITE,   SCOPE_TENANT,   "dataset.create", 0,   h_dataset_create},
 	{"GET",    "/v1/tenants/{tenant}/datasets",       PERM_DATASET_READ,    SCOPE_TENANT,   NULL,             0,   h_dataset_list},

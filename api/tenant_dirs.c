@@ -5,6 +5,7 @@
 #include "tenant_dirs.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "dataset.h"
 #include "log.h"
@@ -40,5 +41,22 @@ int tenant_dirs_stage(api_req *rq, const char *owner_id, const char *dataset_id,
 	if (rc)
 		log_printf(LOG_ERROR, "dataset version %s for tenant %s: %s", version_id,
 		           rq->scope.tenant_id, why);
+	return rc;
+}
+
+int tenant_storage_left(api_req *rq, bool lock, int64_t *left)
+{
+	const char *p[] = {rq->scope.tenant_id};
+	PGresult *r = NULL;
+	int rc = lock ? db_query(rq->db, NULL,
+	                         "SELECT 1 FROM quotas WHERE tenant_id = $1 FOR UPDATE", 1, p)
+	              : 0;
+	if (rc == 0)
+		rc = db_query(rq->db, &r,
+		              "SELECT max_storage_bytes - tenant_storage_bytes(tenant_id)"
+		              " FROM quotas WHERE tenant_id = $1",
+		              1, p);
+	*left = rc == 0 && PQntuples(r) == 1 ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : INT64_MAX;
+	PQclear(r);
 	return rc;
 }

@@ -11,7 +11,9 @@
 #ifndef TY_API_TENANT_DIRS_H
 #define TY_API_TENANT_DIRS_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "api.h"
 #include "identity.h"
@@ -36,5 +38,14 @@ int tenant_dirs_prepare(api_req *rq, const char *tenant_id, tenant_identity *id,
  */
 int tenant_dirs_stage(api_req *rq, const char *owner_id, const char *dataset_id,
                       const char *version_id, int shards);
+
+/*
+ * What the scope's tenant may still store: max_storage_bytes less
+ * tenant_storage_bytes() (migrations/0014_storage_quota.sql, 0020). With
+ * lock, under a lock on the tenant's quota row, held to the end of the
+ * transaction: the one check before a dataset or code version is
+ * registered. OUT *left (may be negative). RET 0 or -ERR_*.
+ */
+int tenant_storage_left(api_req *rq, bool lock, int64_t *left);
 
 #endif

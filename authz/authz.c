@@ -3,22 +3,29 @@
  */
 #include "authz.h"
 
+#include <stdint.h>
 #include <string.h>
 
-#define P(x)  (1u << PERM_##x)
-#define READS (P(TENANT_READ) | P(QUOTA_READ) | P(MEMBER_READ) | P(JOB_READ) | P(DATASET_READ))
+/* A role's permissions, a bit each. */
+typedef uint64_t perm_bits;
+_Static_assert(PERM__COUNT < 64, "a permission is a bit of perm_bits");
+
+#define P(x) ((perm_bits)1 << PERM_##x)
+#define READS                                                                                      \
+	(P(TENANT_READ) | P(QUOTA_READ) | P(MEMBER_READ) | P(JOB_READ) | P(DATASET_READ) |         \
+	 P(CODE_READ))
 
 /* The one permission table of trainyard. */
-static const unsigned role_perms[ROLE__COUNT] = {
+static const perm_bits role_perms[ROLE__COUNT] = {
     [ROLE_NONE] = 0,
-    [ROLE_ADMIN] = ((1u << PERM__COUNT) - 1) & ~P(ATTEMPT_REPORT),
+    [ROLE_ADMIN] = (((perm_bits)1 << PERM__COUNT) - 1) & ~P(ATTEMPT_REPORT),
     [ROLE_PLATFORM_AUDITOR] = P(AUTHENTICATED) | READS | P(TENANT_LIST_ALL) | P(USER_READ) |
                               P(AUDIT_READ) | P(METRICS_READ),
     [ROLE_OWNER] = P(AUTHENTICATED) | READS | P(MEMBER_WRITE) | P(JOB_SUBMIT) | P(JOB_CANCEL) |
                    P(AUDIT_READ) | P(CHECKPOINT_DOWNLOAD) | P(KEY_ROTATE) | P(DATASET_WRITE) |
-                   P(DATASET_GRANT) | P(CHECKPOINT_GRANT) | P(WEBHOOK_MANAGE),
+                   P(DATASET_GRANT) | P(CHECKPOINT_GRANT) | P(WEBHOOK_MANAGE) | P(CODE_WRITE),
     [ROLE_EDITOR] = P(AUTHENTICATED) | READS | P(JOB_SUBMIT) | P(JOB_CANCEL) |
-                    P(CHECKPOINT_DOWNLOAD) | P(DATASET_WRITE),
+                    P(CHECKPOINT_DOWNLOAD) | P(DATASET_WRITE) | P(CODE_WRITE),
     [ROLE_VIEWER] = P(AUTHENTICATED) | READS,
     [ROLE_TENANT_AUDITOR] = P(AUTHENTICATED) | READS | P(AUDIT_READ),
     [ROLE_SELF] = P(AUTHENTICATED) | P(USER_READ) | P(TOKEN_MANAGE),
@@ -68,6 +75,8 @@ static const char *const perm_names[PERM__COUNT] = {
     [PERM_TENANT_IDENTITY] = "tenant.identity",
     [PERM_METRICS_READ] = "metrics.read",
     [PERM_WEBHOOK_MANAGE] = "webhook.manage",
+    [PERM_CODE_READ] = "code.read",
+    [PERM_CODE_WRITE] = "code.write",
 };
 
 static const char *const scope_names[SCOPE__COUNT] = {
@@ -84,9 +93,9 @@ bool authz_role_has(role r, perm p)
 }
 
 /* Permissions of every effective role of s in scope sc, or-ed together. */
-static unsigned effective(const authz_subject *s, scope sc)
+static perm_bits effective(const authz_subject *s, scope sc)
 {
-	unsigned bits = 0;
+	perm_bits bits = 0;
 	if (s->platform == ROLE_ADMIN || s->platform == ROLE_PLATFORM_AUDITOR)
 		bits |= role_perms[s->platform];
 	if (sc == SCOPE_TENANT || sc == SCOPE_JOB || sc == SCOPE_CHECKPOINT) {
@@ -98,7 +107,7 @@ static unsigned effective(const authz_subject *s, scope sc)
 	if (sc == SCOPE_ATTEMPT && s->attempt)
 		bits |= role_perms[ROLE_ATTEMPT];
 	if (s->platform == ROLE_NONE && sc == SCOPE_PLATFORM)
-		bits |= 1u << PERM_AUTHENTICATED;
+		bits |= P(AUTHENTICATED);
 	return bits;
 }
 
@@ -106,7 +115,7 @@ authz_result authz_decide(const authz_subject *s, perm p, scope sc)
 {
 	if ((int)p < 0 || p >= PERM__COUNT || (int)sc < 0 || sc >= SCOPE__COUNT)
 		return AUTHZ_DENY_FORBIDDEN;
-	unsigned bits = effective(s, sc);
+	perm_bits bits = effective(s, sc);
 	if ((bits >> p) & 1u)
 		return AUTHZ_ALLOW;
 	/*
@@ -122,7 +131,7 @@ bool authz_can_grant(const authz_subject *s, role target)
 {
 	if (target < ROLE_OWNER || target > ROLE_TENANT_AUDITOR)
 		return false;
-	unsigned bits = effective(s, SCOPE_TENANT);
+	perm_bits bits = effective(s, SCOPE_TENANT);
 	if (!((bits >> PERM_MEMBER_WRITE) & 1u))
 		return false;
 	return (role_perms[target] & ~bits) == 0;

@@ -64,6 +64,8 @@ typedef enum perm {
 	PERM_METRICS_READ,       /* scrape the operational metrics (GET /metrics) */
 	PERM_WEBHOOK_MANAGE, /* create, list and delete a tenant's webhooks, read their deliveries
 	                      */
+	PERM_CODE_READ,      /* see a tenant's code bundles and their versions */
+	PERM_CODE_WRITE,     /* register code bundles, upload versions */
 	PERM__COUNT
 } perm;
 

@@ -103,7 +103,8 @@ static int check_stored(code_writer *w, uint64_t max_bytes, bundle_summary *sum,
 	if (fd < 0)
 		return fd;
 	unsealer u = {NULL, err, errlen};
-	int rc = crypt_object_reader_open(&w->ctx, w->name, crypt_fd_source, &fd, &u.r, err, errlen);
+	int rc =
+	    crypt_object_reader_open(&w->ctx, w->name, crypt_fd_source, &fd, &u.r, err, errlen);
 	if (rc == 0)
 		rc = bundle_check(unseal_source, &u, max_bytes, NULL, NULL, sum, err, errlen);
 	crypt_object_reader_free(u.r);

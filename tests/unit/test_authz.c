@@ -14,25 +14,28 @@ static bool expected_has(role r, perm p)
 {
 	static const char *const table[ROLE__COUNT] = {
 	    [ROLE_NONE] = "",
-	    [ROLE_ADMIN] = "authenticated tenant.create tenant.list_all tenant.read quota.read "
-	                   "quota.write member.read member.write user.create user.read "
-	                   "token.manage job.submit job.read job.cancel audit.read job.dispatch "
-	                   "checkpoint.download key.rotate key.shred dataset.read dataset.write "
-	                   "dataset.exempt dataset.grant dataset.approve checkpoint.grant "
-	                   "checkpoint.approve tenant.identity metrics.read webhook.manage",
+	    [ROLE_ADMIN] =
+	        "authenticated tenant.create tenant.list_all tenant.read quota.read "
+	        "quota.write member.read member.write user.create user.read "
+	        "token.manage job.submit job.read job.cancel audit.read job.dispatch "
+	        "checkpoint.download key.rotate key.shred dataset.read dataset.write "
+	        "dataset.exempt dataset.grant dataset.approve checkpoint.grant "
+	        "checkpoint.approve tenant.identity metrics.read webhook.manage code.read "
+	        "code.write",
 	    [ROLE_PLATFORM_AUDITOR] = "authenticated tenant.list_all tenant.read quota.read "
 	                              "member.read user.read job.read audit.read dataset.read "
-	                              "metrics.read",
+	                              "metrics.read code.read",
 	    [ROLE_OWNER] = "authenticated tenant.read quota.read member.read member.write "
 	                   "job.submit job.read job.cancel audit.read checkpoint.download "
 	                   "key.rotate dataset.read dataset.write dataset.grant checkpoint.grant "
-	                   "webhook.manage",
+	                   "webhook.manage code.read code.write",
 	    [ROLE_EDITOR] = "authenticated tenant.read quota.read member.read job.submit "
-	                    "job.read job.cancel checkpoint.download dataset.read dataset.write",
+	                    "job.read job.cancel checkpoint.download dataset.read dataset.write "
+	                    "code.read code.write",
 	    [ROLE_VIEWER] =
-	        "authenticated tenant.read quota.read member.read job.read dataset.read",
+	        "authenticated tenant.read quota.read member.read job.read dataset.read code.read",
 	    [ROLE_TENANT_AUDITOR] = "authenticated tenant.read quota.read member.read job.read "
-	                            "audit.read dataset.read",
+	                            "audit.read dataset.read code.read",
 	    [ROLE_SELF] = "authenticated user.read token.manage",
 	    [ROLE_ATTEMPT] = "attempt.report",
 	};

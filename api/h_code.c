@@ -1,0 +1,336 @@
+/*
+ * h_code.c - the code bundle registry (docs/own-code.md): a tenant's
+ * bundles of training code and their versions.
+ *
+ *   POST /v1/tenants/{tenant}/code                  register a bundle
+ *   GET  /v1/tenants/{tenant}/code[/{code}]         list, or one with its versions
+ *   POST /v1/tenants/{tenant}/code/{code}/versions  a version: the request
+ *        body is the tar archive (Content-Type application/x-tar, or
+ *        application/gzip for a compressed one), taken as it arrives
+ *        (ROUTE_UPLOAD) and sealed under the bundle's key (codestore.h)
+ *
+ * A version is read back through its seal and checked member by member
+ * (bundle.h) before it is put in place, then registered, numbered and
+ * audited in one transaction; an archive that is refused, cut off or
+ * past the tenant's storage quota leaves no row and no file. The quota is
+ * the datasets' (tenant_storage_left): checked before the body is read,
+ * as it arrives, and again under a lock at the registration.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "codestore.h"
+#include "dataset.h"
+#include "handlers.h"
+#include "hex.h"
+#include "keys.h"
+#include "log.h"
+#include "server.h"
+#include "tenant_dirs.h"
+
+static const char *const classifications[] = {"public", "internal", "confidential", "restricted",
+                                              NULL};
+
+#define BUNDLE_COLS                                                                                \
+	"b.id, b.name, b.description, b.classification, " TS("b.created_at") " AS created_at,"     \
+	                                                                     " (SELECT max(version) FROM code_versions WHERE bundle_id = b.id)" \
+	                                                                     " AS latest_version"
+#define VERSION_COLS                                                                               \
+	"v.id, v.version, v.files, v.dirs, v.symlinks, v.hardlinks, v.bytes, v.archive_bytes,"     \
+	" v.sealed_bytes, encode(v.sha256, 'hex') AS sha256, " TS("v.created_at") " AS created_at"
+
+int h_code_create(api_req *rq)
+{
+	json_t *in;
+	if (api_body_object(rq, &in) < 0)
+		return 0;
+	verrs v;
+	verrs_init(&v);
+	static const char *const fields[] = {"name", "description", "classification", NULL};
+	jsonx_only_fields(in, "", fields, &v);
+	const char *name = NULL, *desc = "", *cls = NULL;
+	/* a bundle's name follows a dataset's rule */
+	if (jsonx_get_str(in, "", "name", true, DATASET_NAME_MAX, &name, &v) > 0 &&
+	    !dataset_name_valid(name))
+		verrs_add(&v, "/name", ERR_F_INVALID_VALUE,
+		          "name must be 1-63 of a-z, 0-9, '.', '_' and '-', starting with a letter "
+		          "or digit");
+	jsonx_get_str(in, "", "description", false, 1000, &desc, &v);
+	if (jsonx_get_str(in, "", "classification", true, 16, &cls, &v) > 0 &&
+	    jsonx_enum_index(cls, classifications) < 0)
+		verrs_add(&v, "/classification", ERR_F_INVALID_VALUE,
+		          "classification is public, internal, confidential or restricted");
+	if (verrs_count(&v)) {
+		json_decref(in);
+		return api_fail_validation(rq, &v);
+	}
+	verrs_release(&v);
+	json_t *out = NULL;
+	int rc = api_db(rq);
+	if (rc == 0)
+		rc = db_begin(rq->db);
+	const char *p[] = {rq->scope.tenant_id, name, desc, cls, rq->who.user_id};
+	if (rc == 0)
+		rc = api_query_json(rq,
+		                    "WITH b AS (INSERT INTO code_bundles (tenant_id, name, description,"
+		                    " classification, created_by) VALUES ($1, $2, $3, $4, $5)"
+		                    " RETURNING *)"
+		                    " SELECT row_to_json(x) FROM (SELECT " BUNDLE_COLS " FROM b) x",
+		                    5, p, &out);
+	char res[128];
+	snprintf(res, sizeof(res), "code/%s", name);
+	rc = api_audit_commit(rq, rc, 201, res, json_pack("{s:s}", "classification", cls));
+	json_decref(in);
+	if (rc) {
+		json_decref(out);
+		if (rc == -ERR_CONFLICT)
+			return api_fail(rq, ERR_CODE_EXISTS,
+			                "the tenant already has a code bundle of that name");
+		return api_fail_db(rq, rc);
+	}
+	return api_reply(rq, 201, out);
+}
+
+int h_code_list(api_req *rq)
+{
+	const char *p[] = {rq->scope.tenant_id};
+	json_t *items;
+	int rc = api_query_json(rq,
+	                        "SELECT coalesce(json_agg(x ORDER BY x.name), '[]') FROM"
+	                        " (SELECT " BUNDLE_COLS " FROM code_bundles b WHERE b.tenant_id = $1) x",
+	                        1, p, &items);
+	return api_reply_items(rq, rc, items, NULL);
+}
+
+int h_code_get(api_req *rq)
+{
+	const char *p[] = {rq->scope.tenant_id, route_param(&rq->params, "code")};
+	return api_reply_row(rq,
+	                     "SELECT row_to_json(x) FROM (SELECT " BUNDLE_COLS ","
+	                     " (SELECT coalesce(json_agg(y ORDER BY y.version), '[]') FROM"
+	                     " (SELECT " VERSION_COLS " FROM code_versions v"
+	                     " WHERE v.bundle_id = b.id) y) AS versions"
+	                     " FROM code_bundles b WHERE b.tenant_id = $1 AND b.name = $2) x",
+	                     2, p, ERR_CODE_NOT_FOUND);
+}
+
+/* ---- a version, uploaded ------------------------------------------------ */
+
+typedef struct upload {
+	char bundle_id[STORAGE_UUID_LEN + 1];
+	char version_id[STORAGE_UUID_LEN + 1];
+	char name[DATASET_NAME_MAX + 1];
+	bool key_rotated, registered;
+	code_writer *w;
+	int64_t storage_left; /* what the tenant could still store when the upload began */
+	char err[512];
+} upload;
+
+static void upload_release(void *ctx)
+{
+	upload *u = ctx;
+	if (!u)
+		return;
+	code_writer_free(u->w, u->registered);
+	free(u);
+}
+
+/* Answer a failure of the writer or the check (rc < 0). RET rc. */
+static int upload_failed(api_req *rq, upload *u, int rc)
+{
+	if (rc == -ERR_CODE_BUNDLE_INVALID || rc == -ERR_STORAGE_QUOTA_EXCEEDED)
+		api_fail(rq, rc, "%s", u->err);
+	else {
+		log_printf(LOG_ERROR, "code upload of %s: %s", u->name, u->err);
+		api_fail(rq, rc == -ERR_STORAGE_UNSAFE ? rc : ERR_STORAGE_IO,
+		         "the version could not be stored");
+	}
+	return rc;
+}
+
+static int upload_feed(api_req *rq, const char *buf, size_t n)
+{
+	upload *u = rq->upload.ctx;
+	int rc = code_writer_write(u->w, buf, n, u->err, sizeof(u->err));
+	uint64_t sealed = code_writer_sealed_bytes(u->w);
+	if (rc == 0 && sealed > (uint64_t)u->storage_left) {
+		snprintf(u->err, sizeof(u->err),
+		         "the version passes the %lld bytes the tenant's storage quota had left "
+		         "when the upload began (%llu bytes sealed so far)",
+		         (long long)u->storage_left, (unsigned long long)sealed);
+		rc = -ERR_STORAGE_QUOTA_EXCEEDED;
+	}
+	return rc ? upload_failed(rq, u, rc) : 0;
+}
+
+/* Number, register and audit the finished version, in one transaction. */
+static int upload_register(api_req *rq, upload *u, const code_version_info *in, json_t **out)
+{
+	char sha[65], files[16], dirs[16], links[16], hard[16], bytes[24], arch[24], sealed[24];
+	hex_encode(in->sha256, 32, sha);
+	snprintf(files, sizeof(files), "%d", in->sum.files);
+	snprintf(dirs, sizeof(dirs), "%d", in->sum.dirs);
+	snprintf(links, sizeof(links), "%d", in->sum.symlinks);
+	snprintf(hard, sizeof(hard), "%d", in->sum.hardlinks);
+	snprintf(bytes, sizeof(bytes), "%llu", (unsigned long long)in->sum.bytes);
+	snprintf(arch, sizeof(arch), "%llu", (unsigned long long)in->archive_bytes);
+	snprintf(sealed, sizeof(sealed), "%llu", (unsigned long long)in->sealed_bytes);
+	const char *p[] = {u->version_id, u->bundle_id, files, dirs,   links,          hard,
+	                   bytes,         arch,         sealed, sha,   rq->who.user_id};
+	int rc = api_db(rq);
+	if (rc == 0)
+		rc = db_begin(rq->db);
+	if (rc == 0)
+		rc = db_query(rq->db, NULL, "SELECT 1 FROM code_bundles WHERE id = $1 FOR UPDATE", 1,
+		              &p[1]);
+	int64_t left = 0;
+	if (rc == 0)
+		rc = tenant_storage_left(rq, true, &left);
+	if (rc == 0 && (left < 0 || in->sealed_bytes > (uint64_t)left)) {
+		snprintf(u->err, sizeof(u->err),
+		         "the version's %llu sealed bytes pass the %lld bytes the tenant's storage "
+		         "quota has left",
+		         (unsigned long long)in->sealed_bytes, (long long)(left < 0 ? 0 : left));
+		rc = -ERR_STORAGE_QUOTA_EXCEEDED;
+	}
+	if (rc == 0)
+		rc = api_query_json(
+		    rq,
+		    "WITH v AS (INSERT INTO code_versions (id, bundle_id, version, files, dirs,"
+		    " symlinks, hardlinks, bytes, archive_bytes, sealed_bytes, sha256, created_by)"
+		    " SELECT $1, $2, coalesce(max(version), 0) + 1, $3::int, $4::int, $5::int,"
+		    " $6::int, $7::bigint, $8::bigint, $9::bigint, decode($10, 'hex'), $11"
+		    " FROM code_versions WHERE bundle_id = $2 RETURNING *)"
+		    " SELECT row_to_json(x) FROM (SELECT " VERSION_COLS " FROM v) x",
+		    11, p, out);
+	if (rc == 0) {
+		char res[128];
+		snprintf(res, sizeof(res), "code/%s@%lld", u->name,
+		         (long long)json_integer_value(json_object_get(*out, "version")));
+		json_t *d = json_pack("{s:s, s:s, s:i, s:I, s:b}", "version_id", u->version_id,
+		                      "sha256", sha, "files", in->sum.files, "bytes",
+		                      (json_int_t)in->sum.bytes, "key_rotated", u->key_rotated);
+		rc = api_audit(rq, 201, res, d);
+		json_decref(d);
+	}
+	if (rc == 0)
+		rc = db_commit(rq->db);
+	return rc;
+}
+
+static int upload_finish(api_req *rq)
+{
+	upload *u = rq->upload.ctx;
+	code_version_info info;
+	uint64_t max_bytes = (uint64_t)rq->cfg->code_unpacked_mib << 20;
+	int rc = code_writer_finish(u->w, max_bytes, &info, u->err, sizeof(u->err));
+	if (rc)
+		return upload_failed(rq, u, rc);
+	json_t *out = NULL;
+	if ((rc = upload_register(rq, u, &info, &out))) {
+		json_decref(out);
+		if (rc == -ERR_STORAGE_QUOTA_EXCEEDED) {
+			db_rollback(rq->db);
+			return api_fail(rq, rc, "%s", u->err);
+		}
+		return api_fail_db(rq, rc);
+	}
+	u->registered = true;
+	return api_reply(rq, 201, out);
+}
+
+/* The smallest version on disk: a sealed object of one tar block and its end. */
+#define VERSION_SEALED_MIN (CRYPT_HEADER_LEN + 1024 + CRYPT_TAG_LEN)
+
+/* The bundle, the quota, its key and the writer. RET 0, or -ERR_* with a message in u->err. */
+static int upload_open(api_req *rq, upload *u)
+{
+	const char *p[] = {rq->scope.tenant_id, route_param(&rq->params, "code")};
+	PGresult *r = NULL;
+	int rc = api_db(rq);
+	if (rc == 0)
+		rc = db_query(rq->db, &r,
+		              "SELECT id FROM code_bundles WHERE tenant_id = $1 AND name = $2", 2, p);
+	if (rc == 0 && PQntuples(r) != 1) {
+		snprintf(u->err, sizeof(u->err), "no code bundle \"%s\" in this tenant", p[1]);
+		rc = -ERR_CODE_NOT_FOUND;
+	}
+	if (rc == 0) {
+		snprintf(u->bundle_id, sizeof(u->bundle_id), "%s", PQgetvalue(r, 0, 0));
+		snprintf(u->name, sizeof(u->name), "%s", p[1]);
+	}
+	PQclear(r);
+	if (rc == 0)
+		rc = tenant_storage_left(rq, false, &u->storage_left);
+	if (rc == 0 && u->storage_left < VERSION_SEALED_MIN) {
+		snprintf(u->err, sizeof(u->err),
+		         "the tenant's storage quota has %lld bytes left, fewer than the smallest "
+		         "version takes (%d)",
+		         (long long)(u->storage_left < 0 ? 0 : u->storage_left), VERSION_SEALED_MIN);
+		rc = -ERR_STORAGE_QUOTA_EXCEEDED;
+	}
+	crypt_object_ctx ring = {0};
+	int kv;
+	if (rc == 0 && (rc = db_begin(rq->db)) == 0 &&
+	    (rc = keys_code_key(rq->db, &rq->srv->master, rq->scope.tenant_id, u->bundle_id, &ring,
+	                        &kv, &u->key_rotated)) == 0)
+		rc = db_commit(rq->db);
+	/* the archive is the tenant's user's, for its attempts to read */
+	tenant_identity id = {0};
+	if (rc == 0)
+		rc = tenant_dirs_prepare(rq, rq->scope.tenant_id, &id, u->err, sizeof(u->err));
+	storage_owners owners = storage_owners_for(id.uid, id.gid);
+	if (rc == 0)
+		rc = storage_uuid_new(u->version_id);
+	if (rc == 0)
+		rc = code_writer_open(rq->cfg->storage_root, &owners, &ring, u->version_id, &u->w,
+		                      u->err, sizeof(u->err));
+	crypt_object_ctx_clear(&ring);
+	return rc;
+}
+
+/* The body is a tar archive: plain or gzip. RET 0, or answered. */
+static int upload_type(api_req *rq)
+{
+	static const char *const types[] = {"application/x-tar", "application/gzip", NULL};
+	const char *ct = api_header(rq, "Content-Type");
+	for (int i = 0; ct && types[i]; i++) {
+		size_t n = strlen(types[i]);
+		if (strncasecmp(ct, types[i], n) == 0 && (ct[n] == '\0' || ct[n] == ';'))
+			return 0;
+	}
+	api_fail(rq, ERR_UPLOAD_PARAM_INVALID,
+	         "a code bundle version is sent as application/x-tar (or application/gzip)");
+	return -1;
+}
+
+int h_code_version_create(api_req *rq)
+{
+	if (!rq->srv->has_master)
+		return api_fail(rq, ERR_KEYS_UNAVAILABLE,
+		                "no master key is configured on this server");
+	if (upload_type(rq) < 0)
+		return 0;
+	upload *u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ERR_INTERNAL;
+	rq->upload.ctx = u;
+	rq->upload.release = upload_release;
+	int rc = upload_open(rq, u);
+	if (rc == -ERR_CODE_NOT_FOUND || rc == -ERR_STORAGE_QUOTA_EXCEEDED)
+		return api_fail(rq, rc, "%s", u->err);
+	if (rc == -ERR_KEYS_UNAVAILABLE)
+		return api_fail(rq, rc, "the tenant's keys were destroyed");
+	if (rc == -ERR_STORAGE_IO || rc == -ERR_STORAGE_UNSAFE || rc == -ERR_STORAGE_PATH_INVALID) {
+		upload_failed(rq, u, rc);
+		return 0;
+	}
+	if (rc)
+		return api_fail_db(rq, rc);
+	rq->upload.feed = upload_feed;
+	rq->upload.finish = upload_finish;
+	rq->upload.limit = (unsigned long long)rq->cfg->code_upload_mib << 20;
+	return 0;
+}
