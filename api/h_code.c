@@ -34,9 +34,10 @@ static const char *const classifications[] = {"public", "internal", "confidentia
                                               NULL};
 
 #define BUNDLE_COLS                                                                                \
-	"b.id, b.name, b.description, b.classification, " TS("b.created_at") " AS created_at,"     \
-	                                                                     " (SELECT max(version) FROM code_versions WHERE bundle_id = b.id)" \
-	                                                                     " AS latest_version"
+	"b.id, b.name, b.description, b.classification, " TS(                                      \
+	    "b.created_at") " AS created_at,"                                                      \
+	                    " (SELECT max(version) FROM code_versions WHERE bundle_id = b.id)"     \
+	                    " AS latest_version"
 #define VERSION_COLS                                                                               \
 	"v.id, v.version, v.files, v.dirs, v.symlinks, v.hardlinks, v.bytes, v.archive_bytes,"     \
 	" v.sealed_bytes, encode(v.sha256, 'hex') AS sha256, " TS("v.created_at") " AS created_at"
@@ -73,12 +74,13 @@ int h_code_create(api_req *rq)
 		rc = db_begin(rq->db);
 	const char *p[] = {rq->scope.tenant_id, name, desc, cls, rq->who.user_id};
 	if (rc == 0)
-		rc = api_query_json(rq,
-		                    "WITH b AS (INSERT INTO code_bundles (tenant_id, name, description,"
-		                    " classification, created_by) VALUES ($1, $2, $3, $4, $5)"
-		                    " RETURNING *)"
-		                    " SELECT row_to_json(x) FROM (SELECT " BUNDLE_COLS " FROM b) x",
-		                    5, p, &out);
+		rc = api_query_json(
+		    rq,
+		    "WITH b AS (INSERT INTO code_bundles (tenant_id, name, description,"
+		    " classification, created_by) VALUES ($1, $2, $3, $4, $5)"
+		    " RETURNING *)"
+		    " SELECT row_to_json(x) FROM (SELECT " BUNDLE_COLS " FROM b) x",
+		    5, p, &out);
 	char res[128];
 	snprintf(res, sizeof(res), "code/%s", name);
 	rc = api_audit_commit(rq, rc, 201, res, json_pack("{s:s}", "classification", cls));
@@ -97,10 +99,11 @@ int h_code_list(api_req *rq)
 {
 	const char *p[] = {rq->scope.tenant_id};
 	json_t *items;
-	int rc = api_query_json(rq,
-	                        "SELECT coalesce(json_agg(x ORDER BY x.name), '[]') FROM"
-	                        " (SELECT " BUNDLE_COLS " FROM code_bundles b WHERE b.tenant_id = $1) x",
-	                        1, p, &items);
+	int rc =
+	    api_query_json(rq,
+	                   "SELECT coalesce(json_agg(x ORDER BY x.name), '[]') FROM"
+	                   " (SELECT " BUNDLE_COLS " FROM code_bundles b WHERE b.tenant_id = $1) x",
+	                   1, p, &items);
 	return api_reply_items(rq, rc, items, NULL);
 }
 
@@ -177,14 +180,14 @@ static int upload_register(api_req *rq, upload *u, const code_version_info *in, 
 	snprintf(bytes, sizeof(bytes), "%llu", (unsigned long long)in->sum.bytes);
 	snprintf(arch, sizeof(arch), "%llu", (unsigned long long)in->archive_bytes);
 	snprintf(sealed, sizeof(sealed), "%llu", (unsigned long long)in->sealed_bytes);
-	const char *p[] = {u->version_id, u->bundle_id, files, dirs,   links,          hard,
-	                   bytes,         arch,         sealed, sha,   rq->who.user_id};
+	const char *p[] = {u->version_id, u->bundle_id, files,  dirs, links,          hard,
+	                   bytes,         arch,         sealed, sha,  rq->who.user_id};
 	int rc = api_db(rq);
 	if (rc == 0)
 		rc = db_begin(rq->db);
 	if (rc == 0)
-		rc = db_query(rq->db, NULL, "SELECT 1 FROM code_bundles WHERE id = $1 FOR UPDATE", 1,
-		              &p[1]);
+		rc = db_query(rq->db, NULL, "SELECT 1 FROM code_bundles WHERE id = $1 FOR UPDATE",
+		              1, &p[1]);
 	int64_t left = 0;
 	if (rc == 0)
 		rc = tenant_storage_left(rq, true, &left);
@@ -252,7 +255,8 @@ static int upload_open(api_req *rq, upload *u)
 	int rc = api_db(rq);
 	if (rc == 0)
 		rc = db_query(rq->db, &r,
-		              "SELECT id FROM code_bundles WHERE tenant_id = $1 AND name = $2", 2, p);
+		              "SELECT id FROM code_bundles WHERE tenant_id = $1 AND name = $2", 2,
+		              p);
 	if (rc == 0 && PQntuples(r) != 1) {
 		snprintf(u->err, sizeof(u->err), "no code bundle \"%s\" in this tenant", p[1]);
 		rc = -ERR_CODE_NOT_FOUND;
@@ -268,7 +272,8 @@ static int upload_open(api_req *rq, upload *u)
 		snprintf(u->err, sizeof(u->err),
 		         "the tenant's storage quota has %lld bytes left, fewer than the smallest "
 		         "version takes (%d)",
-		         (long long)(u->storage_left < 0 ? 0 : u->storage_left), VERSION_SEALED_MIN);
+		         (long long)(u->storage_left < 0 ? 0 : u->storage_left),
+		         VERSION_SEALED_MIN);
 		rc = -ERR_STORAGE_QUOTA_EXCEEDED;
 	}
 	crypt_object_ctx ring = {0};

@@ -230,6 +230,17 @@ static int check_member(struct archive_entry *e, const seen *s, char path[BUNDLE
 	}
 }
 
+/* The archive's own top directory: "." or "./" (any number of "./"). */
+static bool is_root(struct archive_entry *e)
+{
+	const char *p = archive_entry_pathname(e);
+	if (!p || archive_entry_filetype(e) != AE_IFDIR || archive_entry_hardlink(e))
+		return false;
+	while (p[0] == '.' && p[1] == '/')
+		p += 2;
+	return p[0] == '\0' || (p[0] == '.' && p[1] == '\0');
+}
+
 static int count(bundle_summary *sum, const bundle_member *m, uint64_t max_bytes, char *err,
                  size_t errlen)
 {
@@ -283,6 +294,8 @@ int bundle_check(bundle_source_fn source, void *source_arg, uint64_t max_bytes,
 	bool unreadable = archive_read_open(a, r, NULL, read_cb, NULL) != ARCHIVE_OK;
 	struct archive_entry *e;
 	while (!unreadable && rc == 0 && (ar = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
+		if (is_root(e))
+			continue; /* "./", as tar -C dir . writes first: the bundle itself */
 		bundle_member m;
 		rc = check_member(e, &s, path, &m, err, errlen);
 		if (rc == 0)

@@ -7,7 +7,9 @@
  * read by libarchive) of regular files, directories, symbolic links and
  * hard links, nothing else. Every member's path is relative and plain:
  * no leading '/', no '..' component, no empty component, no control
- * character, at most BUNDLE_PATH_MAX bytes; a leading "./" is dropped.
+ * character, at most BUNDLE_PATH_MAX bytes; a leading "./" is dropped,
+ * and the archive's own top directory ("./", which tar -C dir . writes
+ * first) is no member.
  * A symbolic link points down from its own directory (a relative target
  * without '..'), so no chain of links leaves the bundle; a hard link
  * names a regular file before it. No member is set-user-ID or

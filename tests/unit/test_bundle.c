@@ -121,6 +121,7 @@ static void teardown(void)
 }
 
 static const member_spec good[] = {
+    {"./", AE_IFDIR, NULL, 0755}, /* tar -C dir . begins with the directory itself */
     {"./pkg/", AE_IFDIR, NULL, 0755},
     {"./pkg/train.py", AE_IFREG, "print('step 1')\n", 0755},
     {"README", AE_IFREG, "how to run\n", 0},
@@ -132,7 +133,7 @@ static const member_spec good[] = {
 START_TEST(a_bundle_of_files_dirs_and_links_passes)
 {
 	for (int gz = 0; gz <= 1; gz++) {
-		size_t len = make_archive(good, 6, gz, archive_buf);
+		size_t len = make_archive(good, 7, gz, archive_buf);
 		mem src = {archive_buf, len, 0, 777, 0};
 		bundle_summary sum;
 		seen_list seen = {0};
@@ -238,7 +239,7 @@ END_TEST
 
 START_TEST(a_source_failure_is_its_own_code)
 {
-	size_t len = make_archive(good, 6, false, archive_buf);
+	size_t len = make_archive(good, 7, false, archive_buf);
 	mem src = {archive_buf, len, 0, 512, -ERR_STORAGE_IO};
 	bundle_summary sum;
 	char err[512];
