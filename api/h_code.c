@@ -267,6 +267,9 @@ static int upload_open(api_req *rq, upload *u)
 	}
 	PQclear(r);
 	if (rc == 0)
+		tenant_dirs_sweep(rq, "code", u->bundle_id,
+		                  "SELECT id FROM code_versions WHERE bundle_id = $1");
+	if (rc == 0)
 		rc = tenant_storage_left(rq, false, &u->storage_left);
 	if (rc == 0 && u->storage_left < VERSION_SEALED_MIN) {
 		snprintf(u->err, sizeof(u->err),

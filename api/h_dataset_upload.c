@@ -268,34 +268,6 @@ static int upload_policy(upload *u, const char *patterns)
 	return rc;
 }
 
-/* What crashes left in a dataset's directory goes when it is this old (docs/datasets.md). */
-#define SWEEP_AGE_S (24 * 3600.0)
-
-static bool version_registered(void *arg, const char *id)
-{
-	const PGresult *r = arg;
-	for (int i = 0; i < PQntuples(r); i++)
-		if (strcmp(PQgetvalue(r, i, 0), id) == 0)
-			return true;
-	return false;
-}
-
-/* Remove the dataset's leftovers of crashed uploads (best effort: a failure only logs). */
-static void sweep(api_req *rq, const upload *u)
-{
-	const char *p[] = {u->dataset_id};
-	PGresult *r;
-	int removed = 0;
-	if (db_query(rq->db, &r, "SELECT id FROM dataset_versions WHERE dataset_id = $1", 1, p) ==
-	    0)
-		dataset_sweep(rq->cfg->storage_root, rq->scope.tenant_id, u->dataset_id,
-		              version_registered, r, SWEEP_AGE_S, &removed);
-	PQclear(r);
-	if (removed)
-		log_printf(LOG_INFO, "dataset %s: removed %d directories crashed uploads left",
-		           u->name, removed);
-}
-
 /*
  * Look the dataset up, apply the masking rule, fetch (or make) its key and
  * open the writer. RET 0, or -ERR_* with a message in u->err.
@@ -341,7 +313,8 @@ static int upload_open(api_req *rq, upload *u)
 		rc = -ERR_STORAGE_QUOTA_EXCEEDED;
 	}
 	if (rc == 0)
-		sweep(rq, u);
+		tenant_dirs_sweep(rq, "datasets", u->dataset_id,
+		                  "SELECT id FROM dataset_versions WHERE dataset_id = $1");
 	crypt_object_ctx ring = {0};
 	int kv;
 	if (rc == 0 && (rc = db_begin(rq->db)) == 0 &&

@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "dataset.h"
 #include "log.h"
@@ -59,4 +60,31 @@ int tenant_storage_left(api_req *rq, bool lock, int64_t *left)
 	*left = rc == 0 && PQntuples(r) == 1 ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : INT64_MAX;
 	PQclear(r);
 	return rc;
+}
+
+/* What crashes left goes when it is this old (docs/datasets.md, docs/own-code.md). */
+#define SWEEP_AGE_S (24 * 3600.0)
+
+static bool version_registered(void *arg, const char *id)
+{
+	const PGresult *r = arg;
+	for (int i = 0; i < PQntuples(r); i++)
+		if (strcmp(PQgetvalue(r, i, 0), id) == 0)
+			return true;
+	return false;
+}
+
+void tenant_dirs_sweep(api_req *rq, const char *area, const char *owner_id,
+                       const char *registered_sql)
+{
+	const char *p[] = {owner_id};
+	PGresult *r = NULL;
+	int removed = 0;
+	if (db_query(rq->db, &r, registered_sql, 1, p) == 0)
+		storage_sweep_versions(rq->cfg->storage_root, rq->scope.tenant_id, area, owner_id,
+		                       version_registered, r, SWEEP_AGE_S, &removed);
+	PQclear(r);
+	if (removed)
+		log_printf(LOG_INFO, "%s/%s: removed %d directories crashed uploads left", area,
+		           owner_id, removed);
 }

@@ -48,4 +48,14 @@ int tenant_dirs_stage(api_req *rq, const char *owner_id, const char *dataset_id,
  */
 int tenant_storage_left(api_req *rq, bool lock, int64_t *left);
 
+/*
+ * Before an upload into "<area>/<owner_id>" of the scope's tenant (a
+ * dataset's or a code bundle's versions): what crashed uploads left there
+ * a day or more ago goes (storage_sweep_versions), the versions that
+ * registered_sql ($1 the owner's id) returns kept. Best effort: a failure
+ * only logs.
+ */
+void tenant_dirs_sweep(api_req *rq, const char *area, const char *owner_id,
+                       const char *registered_sql);
+
 #endif

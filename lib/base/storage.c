@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *const area_names[] = {
@@ -647,4 +648,65 @@ void storage_partial_close(storage_partial *p, bool keep)
 	if (p->dfd >= 0)
 		close(p->dfd);
 	p->pfd = p->dfd = -1;
+}
+
+/* "<area>/<owner_id>" in the tenant's tree, opened without following a link, or -1. */
+static int versions_dir_open(const char *root, const char *tenant_id, const char *area,
+                             const char *owner_id)
+{
+	char rel[128], err[512];
+	tenant_tree t;
+	if (!storage_uuid_valid(owner_id) || !storage_name_valid(area) ||
+	    tenant_tree_open(&t, root, tenant_id, err, sizeof(err)) != 0)
+		return -1;
+	snprintf(rel, sizeof(rel), "%s/%s", area, owner_id);
+	int fd = tenant_tree_openat(&t, rel, O_RDONLY, 0, TENANTFS_DIR, err, sizeof(err));
+	tenant_tree_release(&t);
+	return fd < 0 ? -1 : fd;
+}
+
+int storage_sweep_versions(const char *root, const char *tenant_id, const char *area,
+                           const char *owner_id, bool (*registered)(void *arg, const char *id),
+                           void *arg, double older_than, int *removed)
+{
+	if (removed)
+		*removed = 0;
+	char probe[4096];
+	if (storage_tenant_dir(root, tenant_id, probe, sizeof(probe)) != 0 ||
+	    !storage_uuid_valid(owner_id))
+		return -ERR_STORAGE_PATH_INVALID;
+	int dfd = versions_dir_open(root, tenant_id, area, owner_id);
+	int dup_fd = dfd >= 0 ? dup(dfd) : -1;
+	DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+	if (!d) {
+		if (dup_fd >= 0)
+			close(dup_fd);
+		if (dfd >= 0)
+			close(dfd);
+		return 0;
+	}
+	time_t now = time(NULL);
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		char id[STORAGE_UUID_LEN + 1];
+		size_t n = strlen(e->d_name);
+		bool partial = n == STORAGE_UUID_LEN + strlen(STORAGE_PARTIAL_EXT) &&
+		               strcmp(e->d_name + STORAGE_UUID_LEN, STORAGE_PARTIAL_EXT) == 0;
+		if (n != STORAGE_UUID_LEN && !partial)
+			continue;
+		snprintf(id, sizeof(id), "%.*s", STORAGE_UUID_LEN, e->d_name);
+		struct stat st;
+		if (!storage_uuid_valid(id) ||
+		    fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    !S_ISDIR(st.st_mode) || difftime(now, st.st_mtime) <= older_than)
+			continue;
+		if (!partial && registered(arg, id))
+			continue;
+		storage_dir_remove_at(dfd, e->d_name);
+		if (removed)
+			++*removed;
+	}
+	closedir(d);
+	close(dfd);
+	return 0;
 }

@@ -215,6 +215,20 @@ int storage_partial_commit(storage_partial *p, char *err, size_t errlen);
 void storage_partial_close(storage_partial *p, bool keep);
 
 /*
+ * Remove what crashes left in "<tenant's tree>/<area>/<owner_id>" (a
+ * dataset's or a code bundle's directory of versions): "<id>.partial"
+ * directories (an upload cut off by a crash of the API) and "<id>"
+ * directories no row names (a crash between the rename and the commit),
+ * each only when it was last changed more than older_than seconds ago, so
+ * an upload under way is never touched. registered(arg, id) says whether
+ * version id is in the database. OUT *removed (may be NULL). RET 0, or
+ * -ERR_STORAGE_PATH_INVALID; an owner without a directory is fine.
+ */
+int storage_sweep_versions(const char *root, const char *tenant_id, const char *area,
+                           const char *owner_id, bool (*registered)(void *arg, const char *id),
+                           void *arg, double older_than, int *removed);
+
+/*
  * Check that path is a directory (not a symlink) owned by the caller
  * (geteuid(): the service user, or a tenant's own process for its tenant's
  * tree) with no group or other permission bits. RET 0; -ERR_STORAGE_UNSAFE;

@@ -340,68 +340,12 @@ void dataset_writer_free(dataset_writer *w, bool keep)
 	free(w);
 }
 
-/*
- * The dataset's directory, opened without following a link below the root,
- * or -1: a dataset without one has nothing to sweep.
- */
-static int dataset_dir_open(const char *root, const char *tenant_id, const char *dataset_id)
-{
-	char rel[64], err[512];
-	tenant_tree t;
-	if (!storage_uuid_valid(dataset_id) ||
-	    tenant_tree_open(&t, root, tenant_id, err, sizeof(err)) != 0)
-		return -1;
-	snprintf(rel, sizeof(rel), "datasets/%s", dataset_id);
-	int fd = tenant_tree_openat(&t, rel, O_RDONLY, 0, TENANTFS_DIR, err, sizeof(err));
-	tenant_tree_release(&t);
-	return fd < 0 ? -1 : fd;
-}
-
 int dataset_sweep(const char *root, const char *tenant_id, const char *dataset_id,
                   bool (*registered)(void *arg, const char *version_id), void *arg,
                   double older_than, int *removed)
 {
-	if (removed)
-		*removed = 0;
-	char probe[4096];
-	int rc = dataset_version_dir(root, tenant_id, dataset_id,
-	                             "00000000-0000-4000-8000-000000000000", probe, sizeof(probe));
-	if (rc)
-		return rc;
-	int dfd = dataset_dir_open(root, tenant_id, dataset_id);
-	int dup_fd = dfd >= 0 ? dup(dfd) : -1;
-	DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
-	if (!d) {
-		if (dup_fd >= 0)
-			close(dup_fd);
-		if (dfd >= 0)
-			close(dfd);
-		return 0;
-	}
-	time_t now = time(NULL);
-	struct dirent *e;
-	while ((e = readdir(d)) != NULL) {
-		char id[STORAGE_UUID_LEN + 1];
-		size_t n = strlen(e->d_name);
-		bool partial = n == STORAGE_UUID_LEN + strlen(STORAGE_PARTIAL_EXT) &&
-		               strcmp(e->d_name + STORAGE_UUID_LEN, STORAGE_PARTIAL_EXT) == 0;
-		if (n != STORAGE_UUID_LEN && !partial)
-			continue;
-		snprintf(id, sizeof(id), "%.*s", STORAGE_UUID_LEN, e->d_name);
-		struct stat st;
-		if (!storage_uuid_valid(id) ||
-		    fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-		    !S_ISDIR(st.st_mode) || difftime(now, st.st_mtime) <= older_than)
-			continue;
-		if (!partial && registered(arg, id))
-			continue;
-		storage_dir_remove_at(dfd, e->d_name);
-		if (removed)
-			++*removed;
-	}
-	closedir(d);
-	close(dfd);
-	return 0;
+	return storage_sweep_versions(root, tenant_id, "datasets", dataset_id, registered, arg,
+	                              older_than, removed);
 }
 
 /* ---- an upload of token shards --------------------------------------- */

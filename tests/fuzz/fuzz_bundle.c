@@ -51,6 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int rc = bundle_check(source, &s, 1 << 20, each, &members, &sum, err, sizeof(err));
 	assert(rc == 0 || rc == -ERR_CODE_BUNDLE_INVALID);
 	if (rc == 0)
-		assert(members == sum.files + sum.dirs + sum.symlinks + sum.hardlinks && members > 0);
+		assert(members == sum.files + sum.dirs + sum.symlinks + sum.hardlinks &&
+		       members > 0);
 	return 0;
 }

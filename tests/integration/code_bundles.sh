@@ -106,8 +106,17 @@ refused() { # refused DESC FILE WORD: a 422 code_bundle_invalid whose message ho
 	check_eq "$1: 422 code_bundle_invalid" "422 code_bundle_invalid" "$STATUS $(jb .code)"
 	check_match "$1: the message says why" "$3" "$(jb .detail)"
 }
+# what a crash would leave: a version no row names, a partial upload, both old
+BDIR=$TRAINYARD_STORAGE_ROOT/tenants/$TA_ID/code/$BUNDLE_ID
+ORPHAN=$BDIR/0b9e0c52-0000-4000-8000-00000000aaaa
+mkdir -m 700 "$ORPHAN" "$ORPHAN.partial" "$BDIR/0b9e0c52-0000-4000-8000-00000000bbbb.partial"
+touch -d '2 days ago' "$ORPHAN" "$ORPHAN.partial"
 head -c 5000 /dev/urandom >"$TY_TMP/noise.bin"
 refused "bytes that are no archive" "$TY_TMP/noise.bin" "not a tar archive"
+check "the next upload swept what the crash left" test ! -e "$ORPHAN" -a ! -e "$ORPHAN.partial"
+check "but not a partial upload of today" \
+	test -d "$BDIR/0b9e0c52-0000-4000-8000-00000000bbbb.partial"
+rmdir "$BDIR/0b9e0c52-0000-4000-8000-00000000bbbb.partial"
 head -c 1000 "$TY_TMP/code.tar" >"$TY_TMP/cut.tar"
 refused "an archive cut short" "$TY_TMP/cut.tar" "."
 tar -cPf "$TY_TMP/abs.tar" "$SRC/README" 2>/dev/null
