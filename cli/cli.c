@@ -27,6 +27,7 @@ const cli_command cli_top_commands[] = {
     {"checkpoint", NULL, "registered checkpoints of jobs", NULL, NULL, checkpoint_commands, NULL},
     {"dataset", NULL, "a tenant's registered datasets and their versions", NULL, NULL,
      dataset_commands, NULL},
+    {"code", NULL, "a tenant's code bundles and their versions", NULL, NULL, code_commands, NULL},
     {"audit", NULL, "the verifiable audit log: heads, proofs, export, offline verification", NULL,
      NULL, audit_commands, NULL},
     {"keys", NULL,

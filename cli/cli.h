@@ -111,6 +111,7 @@ extern const cli_command member_commands[];
 extern const cli_command job_commands[];
 extern const cli_command checkpoint_commands[];
 extern const cli_command dataset_commands[];
+extern const cli_command code_commands[];
 extern const cli_command db_commands[];
 extern const cli_command audit_commands[];
 extern const cli_command keys_commands[];

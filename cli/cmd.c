@@ -3,9 +3,11 @@
  */
 #include "cmd.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "http.h"
 #include "page.h"
@@ -112,4 +114,45 @@ int cmd_call(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
 		break;
 	}
 	return cmd_show(ctx, call->method, path, NULL, call->cols);
+}
+
+/* The classifications docs/datasets.md names, least sensitive first. */
+static const char *const classifications[] = {"public", "internal", "confidential", "restricted"};
+
+bool cmd_classification_ok(const char *s)
+{
+	for (size_t i = 0; i < sizeof(classifications) / sizeof(classifications[0]); i++)
+		if (strcmp(s, classifications[i]) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Open the file to upload ("-": stdin). OUT: *f, *size (bytes of a regular
+ * file; -1 for stdin, a pipe, a device, or a file that says it is empty, as
+ * /proc's do: sent chunked). RET: CLI_OK, or CLI_USAGE after saying why.
+ */
+int cmd_upload_open(const char *file, FILE **f, long long *size)
+{
+	struct stat st;
+	*size = -1;
+	if (strcmp(file, "-") == 0) {
+		*f = stdin;
+		return CLI_OK;
+	}
+	*f = fopen(file, "rb");
+	if (!*f || fstat(fileno(*f), &st) != 0) {
+		fprintf(stderr, "yardctl: could not open \"%s\": %s\n", file, strerror(errno));
+		if (*f)
+			fclose(*f);
+		return CLI_USAGE;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "yardctl: \"%s\" is a directory\n", file);
+		fclose(*f);
+		return CLI_USAGE;
+	}
+	if (S_ISREG(st.st_mode) && st.st_size > 0)
+		*size = (long long)st.st_size;
+	return CLI_OK;
 }

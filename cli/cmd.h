@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "args.h"
 #include "cli.h"
@@ -18,6 +19,16 @@
 
 /* RET: CLI_USAGE after saying a path could not be built. */
 int cmd_bad_path(void);
+
+/* RET: true for a classification of data or code: public, internal, confidential, restricted. */
+bool cmd_classification_ok(const char *s);
+
+/*
+ * Open the file to upload ("-": stdin). OUT: *f, *size (bytes of a regular
+ * file; -1 for stdin, a pipe, a device, or a file that says it is empty, as
+ * /proc's do: sent chunked). RET: CLI_OK, or CLI_USAGE after saying why.
+ */
+int cmd_upload_open(const char *file, FILE **f, long long *size);
 
 /*
  * Set obj[key] to the string val (NULL: leave it out). RET 0, or -1 after

@@ -62,17 +62,6 @@ static const out_col version_cols[] = {
     {"CREATED", "created_at"}, {NULL, NULL},
 };
 
-/* The classifications docs/datasets.md names, least sensitive first. */
-static const char *const classifications[] = {"public", "internal", "confidential", "restricted"};
-
-static bool classification_ok(const char *s)
-{
-	for (size_t i = 0; i < sizeof(classifications) / sizeof(classifications[0]); i++)
-		if (strcmp(s, classifications[i]) == 0)
-			return true;
-	return false;
-}
-
 enum { OPT_CLASSIFICATION, OPT_DESCRIPTION, OPT_MASK_PATTERN };
 static const opt_spec create_opts[] = {
     {"classification", true, true},
@@ -126,7 +115,7 @@ static int dataset_create(cli_ctx *ctx, const cli_command *self, int argc, char 
 	int rc = args_parse_cmd(ctx, self, create_opts, 2, 2, argc, argv, &o);
 	if (rc >= 0)
 		return rc;
-	if (!classification_ok(o.val[OPT_CLASSIFICATION]))
+	if (!cmd_classification_ok(o.val[OPT_CLASSIFICATION]))
 		return args_usage_error(
 		    ctx, self, "--classification is public, internal, confidential or restricted");
 	if (mask_patterns_build(&o, &patterns, msg, sizeof(msg)))
@@ -202,36 +191,6 @@ static int version_print(const cli_ctx *ctx, const json_t *v)
 	return rc ? CLI_SERVER : CLI_OK;
 }
 
-/*
- * Open the file to upload ("-": stdin). OUT: *f, *size (bytes of a regular
- * file; -1 for stdin, a pipe, a device, or a file that says it is empty, as
- * /proc's do: sent chunked). RET: CLI_OK, or CLI_USAGE after saying why.
- */
-static int upload_open(const char *file, FILE **f, long long *size)
-{
-	struct stat st;
-	*size = -1;
-	if (strcmp(file, "-") == 0) {
-		*f = stdin;
-		return CLI_OK;
-	}
-	*f = fopen(file, "rb");
-	if (!*f || fstat(fileno(*f), &st) != 0) {
-		fprintf(stderr, "yardctl: could not open \"%s\": %s\n", file, strerror(errno));
-		if (*f)
-			fclose(*f);
-		return CLI_USAGE;
-	}
-	if (S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "yardctl: \"%s\" is a directory\n", file);
-		fclose(*f);
-		return CLI_USAGE;
-	}
-	if (S_ISREG(st.st_mode) && st.st_size > 0)
-		*size = (long long)st.st_size;
-	return CLI_OK;
-}
-
 enum { OPT_FORMAT, OPT_NO_MASK };
 static const opt_spec upload_opts[] = {
     {"format", true, true},
@@ -276,7 +235,7 @@ static int dataset_upload(cli_ctx *ctx, const cli_command *self, int argc, char 
 	char *path = upload_path(&o, text);
 	if (!path)
 		return cmd_bad_path();
-	rc = upload_open(o.pos[2], &f, &size);
+	rc = cmd_upload_open(o.pos[2], &f, &size);
 	if (rc == CLI_OK) {
 		rc = http_upload(ctx, path, text ? "text/plain" : "application/octet-stream", f,
 		                 size, &version);

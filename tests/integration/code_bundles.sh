@@ -98,6 +98,25 @@ check_eq "each upload is audited with the archive's hash" \
 check_eq "under a data key of the bundle's own" 1 \
 	"$(q "SELECT count(*) FROM code_keys WHERE bundle_id = '$BUNDLE_ID'")"
 
+# ---- the same through yardctl (a file, gzip found by its first bytes; stdin) --
+y "$ALICE" code create "$TA" cli-trainer --classification confidential
+expect_rc "yardctl code create" 0
+y "$ALICE" -o json code upload "$TA" cli-trainer "$TY_TMP/code.tgz"
+expect_rc "yardctl code upload FILE (gzip)" 0
+check_eq "its version and hash" "1 $(sha256sum "$TY_TMP/code.tgz" | cut -d' ' -f1)" \
+	"$(printf '%s' "$OUT" | jq -r '"\(.version) \(.sha256)"')"
+OUT=$(TRAINYARD_TOKEN=$ALICE "$YARDCTL" -o json code upload "$TA" cli-trainer - \
+	<"$TY_TMP/code.tar" 2>&1) || true
+check_eq "and from a pipe, sent chunked as a plain tar" "2 2" \
+	"$(printf '%s' "$OUT" | jq -r '"\(.version) \(.files)"')"
+y "$VIC" code list "$TA"
+check_match "yardctl code list" "cli-trainer +confidential +2" "$OUT"
+y "$VIC" -o json code show "$TA" cli-trainer
+check_eq "yardctl code show lists both versions" "1,2" \
+	"$(printf '%s' "$OUT" | jq -r '[.versions[].version] | join(",")')"
+y "$ALICE" code create "$TA" cli-x --classification secret
+expect_rc "an unknown classification is a usage error" 2
+
 # ---- what is refused ---------------------------------------------------------
 versions() { q "SELECT count(*) FROM code_versions WHERE bundle_id = '$BUNDLE_ID'"; }
 leftovers() { find "$TRAINYARD_STORAGE_ROOT/tenants/$TA_ID/code" -name '*.partial' | wc -l; }

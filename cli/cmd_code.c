@@ -1,0 +1,173 @@
+/*
+ * cmd_code.c - yardctl code create | list | show | upload: a tenant's code
+ * bundles and their versions (docs/own-code.md).
+ *
+ * An upload streams the archive to the API as it reads it (http_upload()),
+ * as a dataset upload does; the server checks every member.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "http.h"
+#include "routes.h"
+#include "url.h"
+
+static const out_col bundle_fields[] = {
+    {"id", "id"},
+    {"name", "name"},
+    {"description", "description"},
+    {"classification", "classification"},
+    {"latest_version", "latest_version"},
+    {"created_at", "created_at"},
+    {NULL, NULL},
+};
+
+static const out_col bundle_cols[] = {
+    {"NAME", "name"},
+    {"CLASSIFICATION", "classification"},
+    {"LATEST_VERSION", "latest_version"},
+    {"CREATED", "created_at"},
+    {NULL, NULL},
+};
+
+static const out_col version_fields[] = {
+    {"id", "id"},
+    {"version", "version"},
+    {"files", "files"},
+    {"dirs", "dirs"},
+    {"symlinks", "symlinks"},
+    {"hardlinks", "hardlinks"},
+    {"bytes", "bytes"},
+    {"archive_bytes", "archive_bytes"},
+    {"sealed_bytes", "sealed_bytes"},
+    {"sha256", "sha256"},
+    {"created_at", "created_at"},
+    {NULL, NULL},
+};
+
+static const out_col version_cols[] = {
+    {"VERSION", "version"}, {"FILES", "files"},       {"BYTES", "bytes"},
+    {"SHA256", "sha256"},   {"CREATED", "created_at"}, {NULL, NULL},
+};
+
+enum { OPT_CLASSIFICATION, OPT_DESCRIPTION };
+static const opt_spec create_opts[] = {
+    {"classification", true, true},
+    {"description", true, false},
+    {NULL, false, false},
+};
+
+static int code_create(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
+{
+	opt_result o;
+	int rc = args_parse_cmd(ctx, self, create_opts, 2, 2, argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	if (!cmd_classification_ok(o.val[OPT_CLASSIFICATION]))
+		return args_usage_error(
+		    ctx, self, "--classification is public, internal, confidential or restricted");
+	json_t *body = json_object();
+	if (cmd_set_str(body, "name", o.pos[1]) ||
+	    cmd_set_str(body, "description", o.val[OPT_DESCRIPTION]) ||
+	    cmd_set_str(body, "classification", o.val[OPT_CLASSIFICATION]))
+		rc = CLI_USAGE;
+	else
+		rc = cmd_show(ctx, "POST", URL_PATH(ROUTE_TENANT_CODES, o.pos[0]), body,
+		              bundle_fields);
+	json_decref(body);
+	return rc;
+}
+
+static int code_show(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
+{
+	opt_result o;
+	json_t *b = NULL;
+	int rc = args_parse_cmd(ctx, self, NULL, 2, 2, argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	char *path = URL_PATH(ROUTE_TENANT_CODE, o.pos[0], o.pos[1]);
+	if (!path)
+		return cmd_bad_path();
+	rc = http_json(ctx, "GET", path, NULL, &b);
+	free(path);
+	if (rc == CLI_OK)
+		rc = output_object(ctx, b, bundle_fields); /* -o json: the whole answer */
+	if (rc == CLI_OK && ctx->format == CLI_FMT_TABLE) {
+		const json_t *versions = json_object_get(b, "versions");
+		printf("\n");
+		if (json_array_size(versions) > 0)
+			rc = output_list(ctx, b, versions, version_cols);
+		else
+			printf("no versions yet\n");
+	}
+	json_decref(b);
+	return rc;
+}
+
+/* A gzip file begins with 1f 8b; anything else goes as a plain tar. */
+static bool gzipped(const char *file)
+{
+	if (strcmp(file, "-") == 0)
+		return false;
+	FILE *f = fopen(file, "rb");
+	unsigned char m[2] = {0, 0};
+	bool gz = f && fread(m, 1, 2, f) == 2 && m[0] == 0x1f && m[1] == 0x8b;
+	if (f)
+		fclose(f);
+	return gz;
+}
+
+enum { OPT_GZIP };
+static const opt_spec upload_opts[] = {
+    {"gzip", false, false},
+    {NULL, false, false},
+};
+
+static int code_upload(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
+{
+	opt_result o;
+	FILE *f;
+	long long size;
+	json_t *version = NULL;
+	int rc = args_parse_cmd(ctx, self, upload_opts, 3, 3, argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	bool gz = o.set[OPT_GZIP] || gzipped(o.pos[2]);
+	char *path = URL_PATH(ROUTE_CODE_VERSIONS, o.pos[0], o.pos[1]);
+	if (!path)
+		return cmd_bad_path();
+	rc = cmd_upload_open(o.pos[2], &f, &size);
+	if (rc == CLI_OK) {
+		rc = http_upload(ctx, path, gz ? "application/gzip" : "application/x-tar", f, size,
+		                 &version);
+		if (f != stdin)
+			fclose(f);
+	}
+	free(path);
+	if (rc == CLI_OK)
+		rc = output_object(ctx, version, version_fields);
+	json_decref(version);
+	return rc;
+}
+
+const cli_command code_commands[] = {
+    {"create", "TENANT NAME --classification C [--description TEXT]",
+     "register a code bundle in TENANT",
+     "C is public, internal, confidential or restricted. NAME is 1 to 63 of a-z 0-9 . _ -,\n"
+     "starting with a letter or digit.\n",
+     code_create, NULL, NULL},
+    {"list", "TENANT", "list TENANT's code bundles", NULL, NULL, NULL,
+     CMD_LIST(ROUTE_TENANT_CODES, 1, bundle_cols, true)},
+    {"show", "TENANT NAME", "show a code bundle and its versions", NULL, code_show, NULL, NULL},
+    {"upload", "TENANT NAME FILE [--gzip]",
+     "upload the tar archive FILE ('-': stdin) as the bundle's next version",
+     "Make one with: tar -czf code.tgz -C DIR . A file that begins as gzip does (or any,\n"
+     "with --gzip) goes as application/gzip, else as application/x-tar. The server\n"
+     "checks every member (docs/own-code.md) before it keeps the version; the file is\n"
+     "streamed as it is read, stdin chunked.\n",
+     code_upload, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
+};
