@@ -30,9 +30,6 @@
 #include "server.h"
 #include "tenant_dirs.h"
 
-static const char *const classifications[] = {"public", "internal", "confidential", "restricted",
-                                              NULL};
-
 #define BUNDLE_COLS                                                                                \
 	"b.id, b.name, b.description, b.classification, " TS(                                      \
 	    "b.created_at") " AS created_at,"                                                      \
@@ -60,7 +57,7 @@ int h_code_create(api_req *rq)
 		          "or digit");
 	jsonx_get_str(in, "", "description", false, 1000, &desc, &v);
 	if (jsonx_get_str(in, "", "classification", true, 16, &cls, &v) > 0 &&
-	    jsonx_enum_index(cls, classifications) < 0)
+	    jsonx_enum_index(cls, api_classifications) < 0)
 		verrs_add(&v, "/classification", ERR_F_INVALID_VALUE,
 		          "classification is public, internal, confidential or restricted");
 	if (verrs_count(&v)) {
@@ -188,16 +185,8 @@ static int upload_register(api_req *rq, upload *u, const code_version_info *in, 
 	if (rc == 0)
 		rc = db_query(rq->db, NULL, "SELECT 1 FROM code_bundles WHERE id = $1 FOR UPDATE",
 		              1, &p[1]);
-	int64_t left = 0;
 	if (rc == 0)
-		rc = tenant_storage_left(rq, true, &left);
-	if (rc == 0 && (left < 0 || in->sealed_bytes > (uint64_t)left)) {
-		snprintf(u->err, sizeof(u->err),
-		         "the version's %llu sealed bytes pass the %lld bytes the tenant's storage "
-		         "quota has left",
-		         (unsigned long long)in->sealed_bytes, (long long)(left < 0 ? 0 : left));
-		rc = -ERR_STORAGE_QUOTA_EXCEEDED;
-	}
+		rc = tenant_storage_room(rq, in->sealed_bytes, u->err, sizeof(u->err));
 	if (rc == 0)
 		rc = api_query_json(
 		    rq,

@@ -111,25 +111,6 @@ static int upload_feed(api_req *rq, const char *buf, size_t n)
 /* The smallest version on disk: one shard of one token, sealed (docs/storage.md). */
 #define VERSION_SEALED_MIN (42 + 2 + 16)
 
-/*
- * The registration's check: the version's sealed bytes against what the
- * tenant has left now, under the lock. RET 0, -ERR_STORAGE_QUOTA_EXCEEDED
- * (message in u->err) or -ERR_*.
- */
-static int upload_quota(api_req *rq, upload *u, uint64_t sealed)
-{
-	int64_t left;
-	int rc = tenant_storage_left(rq, true, &left);
-	if (rc == 0 && (left < 0 || sealed > (uint64_t)left)) {
-		snprintf(u->err, sizeof(u->err),
-		         "the version's %llu sealed bytes pass the %lld bytes the tenant's storage "
-		         "quota has left",
-		         (unsigned long long)sealed, (long long)(left < 0 ? 0 : left));
-		rc = -ERR_STORAGE_QUOTA_EXCEEDED;
-	}
-	return rc;
-}
-
 /* Number, register and audit the finished version, in one transaction. */
 static int upload_register(api_req *rq, upload *u, const dataset_summary *sum, json_t **out)
 {
@@ -164,7 +145,7 @@ static int upload_register(api_req *rq, upload *u, const dataset_summary *sum, j
 		rc = db_query(rq->db, NULL, "SELECT 1 FROM datasets WHERE id = $1 FOR UPDATE", 1,
 		              &p[1]);
 	if (rc == 0)
-		rc = upload_quota(rq, u, sum->sealed_bytes);
+		rc = tenant_storage_room(rq, sum->sealed_bytes, u->err, sizeof(u->err));
 	if (rc == 0)
 		rc = api_query_json(
 		    rq,

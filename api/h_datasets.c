@@ -15,8 +15,8 @@
 #include "server.h"
 #include "tenant_dirs.h"
 
-static const char *const classifications[] = {"public", "internal", "confidential", "restricted",
-                                              NULL};
+const char *const api_classifications[] = {"public", "internal", "confidential", "restricted",
+                                           NULL};
 
 #define DATASET_COLS                                                                               \
 	"d.id, d.name, d.description, d.classification, d.mask_patterns,"                          \
@@ -87,7 +87,7 @@ int h_dataset_create(api_req *rq)
 		          "or digit");
 	jsonx_get_str(in, "", "description", false, 1000, &desc, &v);
 	if (jsonx_get_str(in, "", "classification", true, 16, &cls, &v) > 0 &&
-	    jsonx_enum_index(cls, classifications) < 0)
+	    jsonx_enum_index(cls, api_classifications) < 0)
 		verrs_add(&v, "/classification", ERR_F_INVALID_VALUE,
 		          "classification is public, internal, confidential or restricted");
 	read_patterns(in, &v);

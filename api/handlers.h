@@ -62,6 +62,9 @@ int h_key_shred(api_req *rq);
 int h_master_key_status(api_req *rq);
 
 /* h_datasets.c, h_dataset_upload.c, h_dataset_grants.c: the dataset registry (docs/datasets.md) */
+/* How sensitive data or code is, least first (NULL-terminated): datasets', code bundles'. */
+extern const char *const api_classifications[];
+
 int h_code_create(api_req *rq);
 int h_code_list(api_req *rq);
 int h_code_get(api_req *rq);

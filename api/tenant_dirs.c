@@ -88,3 +88,17 @@ void tenant_dirs_sweep(api_req *rq, const char *area, const char *owner_id,
 		log_printf(LOG_INFO, "%s/%s: removed %d directories crashed uploads left", area,
 		           owner_id, removed);
 }
+
+int tenant_storage_room(api_req *rq, uint64_t sealed, char *err, size_t errlen)
+{
+	int64_t left;
+	int rc = tenant_storage_left(rq, true, &left);
+	if (rc == 0 && (left < 0 || sealed > (uint64_t)left)) {
+		snprintf(err, errlen,
+		         "the version's %llu sealed bytes pass the %lld bytes the tenant's storage "
+		         "quota has left",
+		         (unsigned long long)sealed, (long long)(left < 0 ? 0 : left));
+		rc = -ERR_STORAGE_QUOTA_EXCEEDED;
+	}
+	return rc;
+}

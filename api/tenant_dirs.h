@@ -49,6 +49,13 @@ int tenant_dirs_stage(api_req *rq, const char *owner_id, const char *dataset_id,
 int tenant_storage_left(api_req *rq, bool lock, int64_t *left);
 
 /*
+ * A version's registration check, inside its transaction: sealed bytes
+ * against what the tenant has left now, under the lock. RET 0,
+ * -ERR_STORAGE_QUOTA_EXCEEDED (err says by how much) or -ERR_*.
+ */
+int tenant_storage_room(api_req *rq, uint64_t sealed, char *err, size_t errlen);
+
+/*
  * Before an upload into "<area>/<owner_id>" of the scope's tenant (a
  * dataset's or a code bundle's versions): what crashed uploads left there
  * a day or more ago goes (storage_sweep_versions), the versions that

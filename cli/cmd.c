@@ -156,3 +156,24 @@ int cmd_upload_open(const char *file, FILE **f, long long *size)
 		*size = (long long)st.st_size;
 	return CLI_OK;
 }
+
+int cmd_show_versions(const cli_ctx *ctx, char *path, const out_col *fields, const out_col *cols)
+{
+	json_t *e = NULL;
+	if (!path)
+		return cmd_bad_path();
+	int rc = http_json(ctx, "GET", path, NULL, &e);
+	free(path);
+	if (rc == CLI_OK)
+		rc = output_object(ctx, e, fields); /* -o json: the whole answer */
+	if (rc == CLI_OK && ctx->format == CLI_FMT_TABLE) {
+		const json_t *versions = json_object_get(e, "versions");
+		printf("\n");
+		if (json_array_size(versions) > 0)
+			rc = output_list(ctx, e, versions, cols);
+		else
+			printf("no versions yet\n");
+	}
+	json_decref(e);
+	return rc;
+}

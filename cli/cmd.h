@@ -44,6 +44,14 @@ void cmd_wipe_str(json_t *obj, const char *key);
 int cmd_show(const cli_ctx *ctx, const char *method, char *path, const json_t *body,
              const out_col *fields);
 
+/*
+ * GET path (freed here; NULL: a path that could not be built) of a
+ * registry entry with "versions" (a dataset, a code bundle): its fields,
+ * then its versions as a table with cols ("no versions yet" when none);
+ * -o json prints the whole answer. RET: exit status.
+ */
+int cmd_show_versions(const cli_ctx *ctx, char *path, const out_col *fields, const out_col *cols);
+
 /* Read the list at path (every page when all); show it with cols. RET: exit status. */
 int cmd_list(const cli_ctx *ctx, char *path, bool all, const out_col *cols);
 

@@ -49,7 +49,7 @@ static const out_col version_fields[] = {
 };
 
 static const out_col version_cols[] = {
-    {"VERSION", "version"}, {"FILES", "files"},       {"BYTES", "bytes"},
+    {"VERSION", "version"}, {"FILES", "files"},        {"BYTES", "bytes"},
     {"SHA256", "sha256"},   {"CREATED", "created_at"}, {NULL, NULL},
 };
 
@@ -84,27 +84,11 @@ static int code_create(cli_ctx *ctx, const cli_command *self, int argc, char **a
 static int code_show(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
 {
 	opt_result o;
-	json_t *b = NULL;
 	int rc = args_parse_cmd(ctx, self, NULL, 2, 2, argc, argv, &o);
 	if (rc >= 0)
 		return rc;
-	char *path = URL_PATH(ROUTE_TENANT_CODE, o.pos[0], o.pos[1]);
-	if (!path)
-		return cmd_bad_path();
-	rc = http_json(ctx, "GET", path, NULL, &b);
-	free(path);
-	if (rc == CLI_OK)
-		rc = output_object(ctx, b, bundle_fields); /* -o json: the whole answer */
-	if (rc == CLI_OK && ctx->format == CLI_FMT_TABLE) {
-		const json_t *versions = json_object_get(b, "versions");
-		printf("\n");
-		if (json_array_size(versions) > 0)
-			rc = output_list(ctx, b, versions, version_cols);
-		else
-			printf("no versions yet\n");
-	}
-	json_decref(b);
-	return rc;
+	return cmd_show_versions(ctx, URL_PATH(ROUTE_TENANT_CODE, o.pos[0], o.pos[1]),
+	                         bundle_fields, version_cols);
 }
 
 /* A gzip file begins with 1f 8b; anything else goes as a plain tar. */

@@ -139,27 +139,11 @@ static int dataset_create(cli_ctx *ctx, const cli_command *self, int argc, char 
 static int dataset_show(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
 {
 	opt_result o;
-	json_t *ds = NULL;
 	int rc = args_parse_cmd(ctx, self, NULL, 2, 2, argc, argv, &o);
 	if (rc >= 0)
 		return rc;
-	char *path = URL_PATH(ROUTE_TENANT_DATASET, o.pos[0], o.pos[1]);
-	if (!path)
-		return cmd_bad_path();
-	rc = http_json(ctx, "GET", path, NULL, &ds);
-	free(path);
-	if (rc == CLI_OK)
-		rc = output_object(ctx, ds, dataset_fields); /* -o json: the whole answer */
-	if (rc == CLI_OK && ctx->format == CLI_FMT_TABLE) {
-		const json_t *versions = json_object_get(ds, "versions");
-		printf("\n");
-		if (json_array_size(versions) > 0)
-			rc = output_list(ctx, ds, versions, version_cols);
-		else
-			printf("no versions yet\n");
-	}
-	json_decref(ds);
-	return rc;
+	return cmd_show_versions(ctx, URL_PATH(ROUTE_TENANT_DATASET, o.pos[0], o.pos[1]),
+	                         dataset_fields, version_cols);
 }
 
 /* Print a new version: its fields and, for masked text, the replacements per pattern. */
