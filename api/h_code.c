@@ -116,6 +116,77 @@ int h_code_get(api_req *rq)
 	                     2, p, ERR_CODE_NOT_FOUND);
 }
 
+/*
+ * GET .../code/{code}/versions/{version}/files[?cursor=&limit=]: a
+ * version's members in path order, a page at a time (the cursor is the
+ * last path, hex).
+ */
+int h_code_files(api_req *rq)
+{
+	const char *ver = route_param(&rq->params, "version"), *lim = api_query(rq, "limit");
+	const char *cursor = api_query(rq, "cursor");
+	char *end, after[2 * 1024 + 1] = "", limit[16];
+	long n = 50, v = strtol(ver, &end, 10);
+	if (*end || v < 1 || v > 2147483647L)
+		return api_fail(rq, ERR_BAD_REQUEST, "the version is a number from 1");
+	if (lim) {
+		n = strtol(lim, &end, 10);
+		if (*end || n < 1 || n > rq->cfg->page_max)
+			return api_fail(rq, ERR_BAD_REQUEST, "limit must be 1 to %d",
+			                rq->cfg->page_max);
+	}
+	if (cursor) {
+		size_t len = strlen(cursor);
+		if (len == 0 || len > 2 * 1024 || len % 2 ||
+		    !hex_decode(cursor, len, (unsigned char *)after, len / 2))
+			return api_fail(rq, ERR_BAD_REQUEST, "the cursor is not valid");
+		after[len / 2] = '\0';
+	}
+	snprintf(limit, sizeof(limit), "%ld", n + 1);
+	const char *p[] = {rq->scope.tenant_id, route_param(&rq->params, "code"), ver,
+	                   cursor ? after : NULL, limit};
+	PGresult *r = NULL;
+	int rc = api_db(rq);
+	if (rc == 0)
+		rc = db_query(
+		    rq->db, &r,
+		    "SELECT v.id FROM code_versions v JOIN code_bundles b ON b.id = v.bundle_id"
+		    " WHERE b.tenant_id = $1 AND b.name = $2 AND v.version = $3::int",
+		    3, p);
+	if (rc == 0 && PQntuples(r) != 1) {
+		PQclear(r);
+		return api_fail(rq, ERR_CODE_NOT_FOUND, "no version %s of code bundle \"%s\"", ver,
+		                p[1]);
+	}
+	char vid[STORAGE_UUID_LEN + 1] = "";
+	if (rc == 0)
+		snprintf(vid, sizeof(vid), "%s", PQgetvalue(r, 0, 0));
+	PQclear(r);
+	const char *q[] = {vid, p[3], limit};
+	json_t *items = NULL;
+	if (rc == 0)
+		rc = api_query_json(
+		    rq,
+		    "SELECT coalesce(json_agg(x ORDER BY x.path COLLATE \"C\"), '[]')"
+		    " FROM (SELECT path, kind, size, mode, target FROM code_files"
+		    " WHERE version_id = $1 AND ($2::text IS NULL OR"
+		    " path COLLATE \"C\" > $2::text COLLATE \"C\")"
+		    " ORDER BY path COLLATE \"C\" LIMIT $3::int) x",
+		    3, q, &items);
+	if (rc)
+		return api_fail_db(rq, rc);
+	json_t *next = NULL;
+	if (json_array_size(items) > (size_t)n) {
+		json_array_remove(items, (size_t)n);
+		const char *last = json_string_value(
+		    json_object_get(json_array_get(items, (size_t)n - 1), "path"));
+		char hex[2 * 1024 + 1];
+		hex_encode((const unsigned char *)last, strlen(last), hex);
+		next = json_string(hex);
+	}
+	return api_reply_items(rq, 0, items, next);
+}
+
 /* ---- a version, uploaded ------------------------------------------------ */
 
 typedef struct upload {
@@ -124,6 +195,7 @@ typedef struct upload {
 	char name[DATASET_NAME_MAX + 1];
 	bool key_rotated, registered;
 	code_writer *w;
+	json_t *members;      /* the check's members, for code_files */
 	int64_t storage_left; /* what the tenant could still store when the upload began */
 	char err[512];
 } upload;
@@ -134,6 +206,7 @@ static void upload_release(void *ctx)
 	if (!u)
 		return;
 	code_writer_free(u->w, u->registered);
+	json_decref(u->members);
 	free(u);
 }
 
@@ -163,6 +236,25 @@ static int upload_feed(api_req *rq, const char *buf, size_t n)
 		rc = -ERR_STORAGE_QUOTA_EXCEEDED;
 	}
 	return rc ? upload_failed(rq, u, rc) : 0;
+}
+
+static const char *const kinds[] = {[BUNDLE_FILE] = "file",
+                                    [BUNDLE_DIR] = "dir",
+                                    [BUNDLE_SYMLINK] = "symlink",
+                                    [BUNDLE_HARDLINK] = "hardlink"};
+
+/* Keep each member the check passed, for the version's list of files. */
+static int note_member(void *arg, const bundle_member *m)
+{
+	upload *u = arg;
+	json_t *e =
+	    json_pack("{s:s, s:s, s:I, s:i, s:s?}", "path", m->path, "kind", kinds[m->kind], "size",
+	              (json_int_t)m->size, "mode", (int)m->perm, "target", m->target);
+	if (!e || json_array_append_new(u->members, e) != 0) {
+		snprintf(u->err, sizeof(u->err), "out of memory for the archive's member list");
+		return -ERR_INTERNAL;
+	}
+	return 0;
 }
 
 /* Number, register and audit the finished version, in one transaction. */
@@ -197,6 +289,18 @@ static int upload_register(api_req *rq, upload *u, const code_version_info *in, 
 		    " FROM code_versions WHERE bundle_id = $2 RETURNING *)"
 		    " SELECT row_to_json(x) FROM (SELECT " VERSION_COLS " FROM v) x",
 		    11, p, out);
+	char *members = rc == 0 ? json_dumps(u->members, JSON_COMPACT) : NULL;
+	if (rc == 0 && !members)
+		rc = -ERR_INTERNAL;
+	const char *m[] = {u->version_id, members};
+	if (rc == 0)
+		rc = db_query(
+		    rq->db, NULL,
+		    "INSERT INTO code_files (version_id, path, kind, size, mode, target)"
+		    " SELECT $1, e->>'path', e->>'kind', (e->>'size')::bigint,"
+		    " (e->>'mode')::int, e->>'target' FROM json_array_elements($2::json) e",
+		    2, m);
+	free(members);
 	if (rc == 0) {
 		char res[128];
 		snprintf(res, sizeof(res), "code/%s@%lld", u->name,
@@ -217,7 +321,10 @@ static int upload_finish(api_req *rq)
 	upload *u = rq->upload.ctx;
 	code_version_info info;
 	uint64_t max_bytes = (uint64_t)rq->cfg->code_unpacked_mib << 20;
-	int rc = code_writer_finish(u->w, max_bytes, &info, u->err, sizeof(u->err));
+	u->members = json_array();
+	int rc = u->members ? code_writer_finish(u->w, max_bytes, note_member, u, &info, u->err,
+	                                         sizeof(u->err))
+	                    : -ERR_INTERNAL;
 	if (rc)
 		return upload_failed(rq, u, rc);
 	json_t *out = NULL;

@@ -69,6 +69,7 @@ int h_code_create(api_req *rq);
 int h_code_list(api_req *rq);
 int h_code_get(api_req *rq);
 int h_code_version_create(api_req *rq);
+int h_code_files(api_req *rq);
 int h_dataset_create(api_req *rq);
 int h_dataset_list(api_req *rq);
 int h_dataset_get(api_req *rq);

@@ -84,6 +84,7 @@ static const route table[] = {
 	{"GET",    "/v1/tenants/{tenant}/code",           PERM_CODE_READ,       SCOPE_TENANT,   NULL,             0,   h_code_list},
 	{"GET",    "/v1/tenants/{tenant}/code/{code}",    PERM_CODE_READ,       SCOPE_TENANT,   NULL,             0,   h_code_get},
 	{"POST",   "/v1/tenants/{tenant}/code/{code}/versions", PERM_CODE_WRITE, SCOPE_TENANT, "code.version.create", UPL, h_code_version_create},
+	{"GET",    "/v1/tenants/{tenant}/code/{code}/versions/{version}/files", PERM_CODE_READ, SCOPE_TENANT, NULL, 0, h_code_files},
 	/* the dataset registry (docs/datasets.md) */
 	{"POST",   "/v1/tenants/{tenant}/datasets",       PERM_DATASET_WRITE,   SCOPE_TENANT,   "dataset.create", 0,   h_dataset_create},
 	{"GET",    "/v1/tenants/{tenant}/datasets",       PERM_DATASET_READ,    SCOPE_TENANT,   NULL,             0,   h_dataset_list},

@@ -95,8 +95,8 @@ static int unseal_source(void *arg, void *buf, size_t n, size_t *got)
 }
 
 /* Read the sealed archive back from the partial directory and check it. */
-static int check_stored(code_writer *w, uint64_t max_bytes, bundle_summary *sum, char *err,
-                        size_t errlen)
+static int check_stored(code_writer *w, uint64_t max_bytes, bundle_member_fn each_member,
+                        void *member_arg, bundle_summary *sum, char *err, size_t errlen)
 {
 	int fd = tenantfs_openat(w->dir.pfd, CODE_ARCHIVE_FILE, O_RDONLY, 0, TENANTFS_FILE,
 	                         w->owners.tenant, err, errlen);
@@ -106,14 +106,15 @@ static int check_stored(code_writer *w, uint64_t max_bytes, bundle_summary *sum,
 	int rc =
 	    crypt_object_reader_open(&w->ctx, w->name, crypt_fd_source, &fd, &u.r, err, errlen);
 	if (rc == 0)
-		rc = bundle_check(unseal_source, &u, max_bytes, NULL, NULL, sum, err, errlen);
+		rc = bundle_check(unseal_source, &u, max_bytes, each_member, member_arg, sum, err,
+		                  errlen);
 	crypt_object_reader_free(u.r);
 	close(fd);
 	return rc;
 }
 
-int code_writer_finish(code_writer *w, uint64_t max_bytes, code_version_info *info, char *err,
-                       size_t errlen)
+int code_writer_finish(code_writer *w, uint64_t max_bytes, bundle_member_fn each_member,
+                       void *member_arg, code_version_info *info, char *err, size_t errlen)
 {
 	memset(info, 0, sizeof(*info));
 	info->archive_bytes = crypt_object_writer_bytes(w->cw);
@@ -129,7 +130,7 @@ int code_writer_finish(code_writer *w, uint64_t max_bytes, code_version_info *in
 	unsigned len = 0;
 	if (EVP_DigestFinal_ex(w->sha, info->sha256, &len) != 1)
 		return -ERR_INTERNAL;
-	if ((rc = check_stored(w, max_bytes, &info->sum, err, errlen)))
+	if ((rc = check_stored(w, max_bytes, each_member, member_arg, &info->sum, err, errlen)))
 		return rc;
 	if ((rc = storage_partial_commit(&w->dir, err, errlen)))
 		return rc;

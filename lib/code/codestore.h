@@ -51,12 +51,13 @@ int code_writer_write(code_writer *w, const void *buf, size_t n, char *err, size
 uint64_t code_writer_sealed_bytes(const code_writer *w);
 /*
  * Seal the end, read the archive back through its seal, check it
- * (bundle_check, files adding up to at most max_bytes) and put the version
- * in place. OUT *info. RET 0; -ERR_CODE_BUNDLE_INVALID (err names the
- * member and the rule); -ERR_*.
+ * (bundle_check, files adding up to at most max_bytes; each_member, may be
+ * NULL, sees every member that passed) and put the version in place. OUT
+ * *info. RET 0; -ERR_CODE_BUNDLE_INVALID (err names the member and the
+ * rule); each_member's code; -ERR_*.
  */
-int code_writer_finish(code_writer *w, uint64_t max_bytes, code_version_info *info, char *err,
-                       size_t errlen);
+int code_writer_finish(code_writer *w, uint64_t max_bytes, bundle_member_fn each_member,
+                       void *member_arg, code_version_info *info, char *err, size_t errlen);
 /* Free; the version stays only when it was finished and keep is set (it was registered). */
 void code_writer_free(code_writer *w, bool keep);
 

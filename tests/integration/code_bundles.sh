@@ -97,6 +97,37 @@ check_eq "each upload is audited with the archive's hash" \
 		AND tenant_id = '$TA_ID' ORDER BY id LIMIT 1")"
 check_eq "under a data key of the bundle's own" 1 \
 	"$(q "SELECT count(*) FROM code_keys WHERE bundle_id = '$BUNDLE_ID'")"
+# the members, as tar(1) lists them (the top ./ and trailing slashes aside)
+want=$(tar -tf "$TY_TMP/code.tar" | sed -e 's|^\./||' -e 's|/$||' | grep -v '^$' | LC_ALL=C sort |
+	paste -sd, -)
+TOKEN=$VIC
+check_status "a viewer lists version 1's members" 200 \
+	GET "/v1/tenants/$TA/code/trainer/versions/1/files"
+check_json "every member, in path order" "$want" '[.items[].path] | join(",")'
+# shellcheck disable=SC2016 # $l and $f are jq's
+check_json "with kinds, sizes, modes and link targets" \
+	"symlink train.py file $(stat -c %s "$SRC/pkg/train.py") $((8#$(stat -c %a "$SRC/pkg/train.py")))" \
+	'(.items[] | select(.path == "pkg/latest.py")) as $l |
+	(.items[] | select(.path == "pkg/train.py")) as $f |
+	"\($l.kind) \($l.target) \($f.kind) \($f.size) \($f.mode)"'
+pages=0 got="" cursor=""
+while :; do
+	api GET "/v1/tenants/$TA/code/trainer/versions/1/files?limit=2${cursor:+&cursor=$cursor}" >/dev/null
+	pages=$((pages + 1))
+	got=$got${got:+,}$(jb '[.items[].path] | join(",")')
+	cursor=$(jb '.next_cursor // empty')
+	[[ -n $cursor && $pages -lt 10 ]] || break
+done
+check_eq "two at a time, the cursor walks them all" "$want 3" "$got $pages"
+check_status "a version that does not exist: 404" 404 \
+	GET "/v1/tenants/$TA/code/trainer/versions/9/files"
+check_json "code_not_found" code_not_found .code
+check_status "a cursor it did not hand out: 400" 400 \
+	GET "/v1/tenants/$TA/code/trainer/versions/1/files?cursor=zz"
+TOKEN=$BOB
+check_status "another tenant sees none of them: 404" 404 \
+	GET "/v1/tenants/$TA/code/trainer/versions/1/files"
+TOKEN=$ALICE
 
 # ---- the same through yardctl (a file, gzip found by its first bytes; stdin) --
 y "$ALICE" code create "$TA" cli-trainer --classification confidential

@@ -102,7 +102,7 @@ static int store(const char *tar, size_t len, size_t step, code_version_info *in
 		ck_assert_int_eq(
 		    code_writer_write(w, tar + at, len - at < step ? len - at : step, err, 512), 0);
 	*counted = code_writer_sealed_bytes(w);
-	rc = code_writer_finish(w, 1 << 20, info, err, 512);
+	rc = code_writer_finish(w, 1 << 20, NULL, NULL, info, err, 512);
 	code_writer_free(w, keep);
 	return rc;
 }
