@@ -98,13 +98,8 @@ static int upload_feed(api_req *rq, const char *buf, size_t n)
 	else
 		rc = masker_feed(u->m, buf, n, emit_text, u, u->err, sizeof(u->err));
 	uint64_t sealed = dataset_writer_sealed_bytes(u->w);
-	if (rc == 0 && sealed > (uint64_t)u->storage_left) {
-		snprintf(u->err, sizeof(u->err),
-		         "the version passes the %lld bytes the tenant's storage quota had left "
-		         "when the upload began (%llu bytes sealed so far)",
-		         (long long)u->storage_left, (unsigned long long)sealed);
-		rc = -ERR_STORAGE_QUOTA_EXCEEDED;
-	}
+	if (rc == 0)
+		rc = tenant_storage_passed(u->storage_left, sealed, u->err, sizeof(u->err));
 	return rc ? upload_failed(rq, u, rc) : 0;
 }
 
@@ -284,15 +279,8 @@ static int upload_open(api_req *rq, upload *u)
 		rc = -ERR_INTERNAL;
 	PQclear(r);
 	if (rc == 0)
-		rc = tenant_storage_left(rq, false, &u->storage_left);
-	if (rc == 0 && u->storage_left < VERSION_SEALED_MIN) {
-		snprintf(u->err, sizeof(u->err),
-		         "the tenant's storage quota has %lld bytes left, fewer than the smallest "
-		         "version takes (%d)",
-		         (long long)(u->storage_left < 0 ? 0 : u->storage_left),
-		         VERSION_SEALED_MIN);
-		rc = -ERR_STORAGE_QUOTA_EXCEEDED;
-	}
+		rc = tenant_storage_begin(rq, VERSION_SEALED_MIN, &u->storage_left, u->err,
+		                          sizeof(u->err));
 	if (rc == 0)
 		tenant_dirs_sweep(rq, "datasets", u->dataset_id,
 		                  "SELECT id FROM dataset_versions WHERE dataset_id = $1");

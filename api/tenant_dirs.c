@@ -102,3 +102,27 @@ int tenant_storage_room(api_req *rq, uint64_t sealed, char *err, size_t errlen)
 	}
 	return rc;
 }
+
+int tenant_storage_begin(api_req *rq, int64_t min, int64_t *left, char *err, size_t errlen)
+{
+	int rc = tenant_storage_left(rq, false, left);
+	if (rc == 0 && *left < min) {
+		snprintf(err, errlen,
+		         "the tenant's storage quota has %lld bytes left, fewer than the smallest "
+		         "version takes (%lld)",
+		         (long long)(*left < 0 ? 0 : *left), (long long)min);
+		rc = -ERR_STORAGE_QUOTA_EXCEEDED;
+	}
+	return rc;
+}
+
+int tenant_storage_passed(int64_t left, uint64_t sealed, char *err, size_t errlen)
+{
+	if (left >= 0 && sealed <= (uint64_t)left)
+		return 0;
+	snprintf(err, errlen,
+	         "the version passes the %lld bytes the tenant's storage quota had left when the "
+	         "upload began (%llu bytes sealed so far)",
+	         (long long)left, (unsigned long long)sealed);
+	return -ERR_STORAGE_QUOTA_EXCEEDED;
+}

@@ -49,6 +49,20 @@ int tenant_dirs_stage(api_req *rq, const char *owner_id, const char *dataset_id,
 int tenant_storage_left(api_req *rq, bool lock, int64_t *left);
 
 /*
+ * An upload's first check, before a byte of its body is read: OUT *left,
+ * what the tenant may still store (tenant_storage_left, no lock). RET 0;
+ * -ERR_STORAGE_QUOTA_EXCEEDED (err says so) when that is less than min,
+ * the smallest version on disk; -ERR_*.
+ */
+int tenant_storage_begin(api_req *rq, int64_t min, int64_t *left, char *err, size_t errlen);
+
+/*
+ * As the body arrives: RET 0, or -ERR_STORAGE_QUOTA_EXCEEDED (err says so)
+ * once the sealed bytes so far pass left, what there was at the start.
+ */
+int tenant_storage_passed(int64_t left, uint64_t sealed, char *err, size_t errlen);
+
+/*
  * A version's registration check, inside its transaction: sealed bytes
  * against what the tenant has left now, under the lock. RET 0,
  * -ERR_STORAGE_QUOTA_EXCEEDED (err says by how much) or -ERR_*.
