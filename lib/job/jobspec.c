@@ -9,9 +9,11 @@
 #include "jobspec.h"
 #include "dataset.h"
 #include "datapath.h"
+#include "jobspec_command.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define PTR_MAX 256
@@ -62,9 +64,19 @@ static const char *const lr_convention_names[] = {"trainyard", "llmc", "nanogpt"
 static const char *const precision_names[] = {"fp32", "bf16", "fp16", NULL};
 static const char *const recompute_names[] = {"none", "selective", "full", NULL};
 
-static const char *const top_fields[] = {"name",       "model",           "data",
-                                         "parallel",   "resources",       "training",
-                                         "checkpoint", "fault_tolerance", NULL};
+static const char *const kind_names[] = {"train", "command", NULL};
+
+static const char *const top_fields[] = {
+    "name",     "kind",       "model",           "data", "parallel", "resources",
+    "training", "checkpoint", "fault_tolerance", NULL};
+/* a command job's: no model, no layout (jobspec.h) */
+static const char *const command_top_fields[] = {
+    "name",      "kind",     "code",       "command",         "env", "data",
+    "resources", "training", "checkpoint", "fault_tolerance", NULL};
+static const char *const command_data_fields[] = {"dataset", "val_dataset", NULL};
+static const char *const command_training_fields[] = {"steps", NULL};
+static const char *const command_checkpoint_fields[] = {"keep", NULL};
+static const char *const command_fault_fields[] = {"max_restarts", "heartbeat_timeout_s", NULL};
 static const char *const model_fields[] = {"preset",     "layers",  "d_model", "heads",
                                            "vocab_size", "seq_len", NULL};
 static const char *const data_fields[] = {"train",       "val",     "dataset",
@@ -73,6 +85,9 @@ static const char *const data_fields[] = {"train",       "val",     "dataset",
 static const char *const parallel_others[] = {"global_batch", NULL};
 static const char *const resources_fields[] = {
     "nodes", "gpus_per_node", "ranks_per_node", "time_limit_minutes", "partition", NULL};
+static const char *const command_resources_fields[] = {
+    "nodes", "gpus_per_node", "ranks_per_node", "time_limit_minutes", "partition", "min_nodes",
+    NULL};
 static const char *const training_fields[] = {
     "steps",           "lr",        "warmup_steps",  "schedule",     "lr_convention",
     "min_lr_fraction", "precision", "grad_clip",     "weight_decay", "seed",
@@ -439,13 +454,13 @@ static void read_parallel(ctx *c, const json_t *root)
 	            &c->s->global_batch));
 }
 
-static void read_resources(ctx *c, const json_t *root)
+static void read_resources(ctx *c, const json_t *root, const char *const *fields)
 {
 	static const char *const B = "/resources";
 	const json_t *r;
 	if (rd_obj(c, root, "resources", true, &r) <= 0)
 		return;
-	only(c, r, B, resources_fields);
+	only(c, r, B, fields);
 	jobspec_resources *x = &c->s->resources;
 	mark(c, K_NODES, rd_int(c, r, B, "nodes", true, 1, JOBSPEC_MAX_NODES, 0, &x->nodes));
 	mark(c, K_GPN, rd_int(c, r, B, "gpus_per_node", false, 0, 64, 0, &x->gpus_per_node));
@@ -460,6 +475,15 @@ static void read_resources(ctx *c, const json_t *root)
 	     rd_int(c, r, B, "time_limit_minutes", false, 1, 525600, 60, &x->time_limit_minutes));
 	rd_text(c, r, B, "partition", false, TEXT_WORD, JOBSPEC_PARTITION_MAX, x->partition,
 	        sizeof(x->partition));
+	if (fields != command_resources_fields)
+		return;
+	int *min = &c->s->command.min_nodes;
+	if (rd_int(c, r, B, "min_nodes", false, 1, JOBSPEC_MAX_NODES, 0, min) > 0 &&
+	    (c->known & K_NODES) && *min > x->nodes)
+		problem(c, "/resources/min_nodes", ERR_F_OUT_OF_RANGE,
+		        "min_nodes must be between 1 and nodes (%d)", x->nodes);
+	if (*min == 0 || *min > x->nodes)
+		*min = x->nodes;
 }
 
 static void read_training(ctx *c, const json_t *root)
@@ -774,6 +798,281 @@ static json_t *spec_json(const jobspec *s)
 	    s->fault_tolerance.heartbeat_timeout_s, "fallback", fallback_json(s));
 }
 
+/* ---- a command job (kind "command") --------------------------------- */
+
+const char *jobspec_command_arg(const jobspec_command *c, int i)
+{
+	const char *p = c->args;
+	while (i-- > 0)
+		p += strlen(p) + 1;
+	return p;
+}
+
+const char *jobspec_command_env(const jobspec_command *c, int i)
+{
+	const char *p = c->env;
+	while (i-- > 0)
+		p += strlen(p) + 1;
+	return p;
+}
+
+/* Append the n bytes of s and a NUL to the packed strings buf (*used of cap). RET 0 or -1. */
+static int pack(char *buf, size_t cap, size_t *used, const char *s, size_t n)
+{
+	if (*used + n + 1 > cap)
+		return -1;
+	memcpy(buf + *used, s, n);
+	buf[*used + n] = '\0';
+	*used += n + 1;
+	return 0;
+}
+
+static void read_code(ctx *c, const json_t *root)
+{
+	char why[160], owner[DATASET_TENANT_MAX + 1], name[DATASET_NAME_MAX + 1];
+	int version;
+	char *dst = c->s->command.code;
+	if (rd_text(c, root, "", "code", true, TEXT_PATH, DATASET_REF_MAX, dst,
+	            sizeof(c->s->command.code)) <= 0)
+		return;
+	if (dataset_ref_parse(dst, owner, name, &version, why, sizeof(why)) < 0)
+		problem(c, "/code", ERR_F_INVALID_VALUE, "code must be name or name@version: %s",
+		        why);
+	else if (owner[0])
+		problem(c, "/code", ERR_F_UNKNOWN_CODE,
+		        "code names a bundle of the job's own tenant, without a tenant");
+	else
+		return;
+	dst[0] = '\0';
+}
+
+/* The argv, packed, then what of the bundle it runs. */
+static void read_argv(ctx *c, const json_t *root)
+{
+	jobspec_command *x = &c->s->command;
+	const json_t *a = json_object_get(root, "command");
+	if (!a || json_is_null(a)) {
+		problem(c, "/command", ERR_F_REQUIRED, "command is required: the argv to run");
+		return;
+	}
+	if (json_is_string(a)) {
+		problem(c, "/command", ERR_F_COMMAND_NOT_ARGV,
+		        "command is an array of arguments, [\"python3\", \"train.py\", ...]; a "
+		        "shell string is not run");
+		return;
+	}
+	if (!json_is_array(a) || json_array_size(a) < 1 || json_array_size(a) > JOBSPEC_ARGV_MAX) {
+		problem(c, "/command", json_is_array(a) ? ERR_F_OUT_OF_RANGE : ERR_F_WRONG_TYPE,
+		        "command is an array of 1 to %d arguments", JOBSPEC_ARGV_MAX);
+		return;
+	}
+	size_t used = 0, i;
+	const json_t *e;
+	int bad = 0;
+	json_array_foreach (a, i, e) {
+		char ptr[PTR_MAX];
+		snprintf(ptr, sizeof(ptr), "/command/%zu", i);
+		const char *s = json_string_value(e);
+		size_t n = json_string_length(e);
+		if (!s || strlen(s) != n || (i == 0 && n == 0)) {
+			problem(c, ptr, s ? ERR_F_INVALID_VALUE : ERR_F_WRONG_TYPE,
+			        "an argument is a string without NUL bytes%s",
+			        i == 0 ? ", and the first is not empty" : "");
+			bad++;
+		} else if (pack(x->args, sizeof(x->args), &used, s, n) < 0) {
+			problem(c, "/command", ERR_F_OUT_OF_RANGE,
+			        "the arguments hold more than %d bytes together",
+			        JOBSPEC_ARGV_BYTES);
+			return;
+		}
+	}
+	if (bad)
+		return;
+	x->argc = (int)json_array_size(a);
+	jobspec_target t;
+	char why[160], ptr[PTR_MAX];
+	int at, rc = jobspec_command_target(x, &t, &at, why, sizeof(why));
+	if (rc < 0) {
+		snprintf(ptr, sizeof(ptr), "/command/%d", at);
+		problem(c, ptr, (err_code)-rc, "command: \"%.64s\" %s", jobspec_command_arg(x, at),
+		        why);
+	}
+}
+
+static void read_env(ctx *c, const json_t *root)
+{
+	jobspec_command *x = &c->s->command;
+	const json_t *o;
+	if (rd_obj(c, root, "env", false, &o) <= 0)
+		return;
+	if (json_object_size(o) > JOBSPEC_ENV_MAX) {
+		problem(c, "/env", ERR_F_OUT_OF_RANGE, "env sets at most %d variables",
+		        JOBSPEC_ENV_MAX);
+		return;
+	}
+	size_t used = 0;
+	const char *k;
+	const json_t *val;
+	json_object_foreach ((json_t *)o, k, val) {
+		char ptr[PTR_MAX];
+		jsonx_pointer(ptr, sizeof(ptr), "/env", k);
+		const char *s = json_string_value(val);
+		size_t n = json_string_length(val);
+		if (!jobspec_env_allowed(k)) {
+			problem(c, ptr, ERR_F_ENV_NOT_ALLOWED,
+			        "a job may not set %.64s: the names it may set are in "
+			        "docs/own-code.md (APP_* for its own)",
+			        k);
+			continue;
+		}
+		if (!s || strlen(s) != n) {
+			problem(c, ptr, s ? ERR_F_INVALID_VALUE : ERR_F_WRONG_TYPE,
+			        "a variable's value is a string without NUL bytes");
+			continue;
+		}
+		size_t kn = strlen(k);
+		char *entry = malloc(kn + 1 + n + 1);
+		int rc = entry ? 0 : -1;
+		if (entry) {
+			memcpy(entry, k, kn);
+			entry[kn] = '=';
+			memcpy(entry + kn + 1, s, n + 1);
+			rc = pack(x->env, sizeof(x->env), &used, entry, kn + 1 + n);
+			free(entry);
+		}
+		if (rc < 0) {
+			problem(c, "/env", ERR_F_OUT_OF_RANGE,
+			        "the variables hold more than %d bytes together",
+			        JOBSPEC_ENV_BYTES);
+			return;
+		}
+		x->n_env++;
+	}
+}
+
+/* data, training, checkpoint and fault_tolerance: what of them a command job takes. */
+static void read_command_sections(ctx *c, const json_t *root)
+{
+	const json_t *o;
+	if (rd_obj(c, root, "data", false, &o) > 0) {
+		only(c, o, "/data", command_data_fields);
+		rd_dataset_ref(c, o, "dataset", c->s->data.dataset, sizeof(c->s->data.dataset));
+		rd_dataset_ref(c, o, "val_dataset", c->s->data.val_dataset,
+		               sizeof(c->s->data.val_dataset));
+	}
+	if (rd_obj(c, root, "training", false, &o) > 0) {
+		only(c, o, "/training", command_training_fields);
+		rd_int(c, o, "/training", "steps", false, 1, 100000000, 0, &c->s->training.steps);
+	}
+	jobspec_checkpoint *k = &c->s->checkpoint;
+	k->keep = 3;
+	if (rd_obj(c, root, "checkpoint", false, &o) > 0) {
+		only(c, o, "/checkpoint", command_checkpoint_fields);
+		rd_int(c, o, "/checkpoint", "keep", false, 1, 1000, 3, &k->keep);
+	}
+	jobspec_fault *f = &c->s->fault_tolerance;
+	f->max_restarts = 3;
+	f->heartbeat_timeout_s = 300;
+	if (rd_obj(c, root, "fault_tolerance", false, &o) > 0) {
+		only(c, o, "/fault_tolerance", command_fault_fields);
+		rd_int(c, o, "/fault_tolerance", "max_restarts", false, 0, 100, 3,
+		       &f->max_restarts);
+		rd_int(c, o, "/fault_tolerance", "heartbeat_timeout_s", false, 10, 86400, 300,
+		       &f->heartbeat_timeout_s);
+	}
+}
+
+/*
+ * A command job's layout: one task per rank, data_parallel over them; its
+ * fallbacks the same on fewer whole nodes, down to min_nodes (at most
+ * JOBSPEC_MAX_FALLBACK of them, min_nodes always the last).
+ */
+static void command_ladder(jobspec *s)
+{
+	int rpn = s->resources.ranks_per_node;
+	s->parallel = (layout){.data_parallel = s->resources.nodes * rpn,
+	                       .tensor_parallel = 1,
+	                       .pipeline_parallel = 1,
+	                       .micro_batch = 1,
+	                       .grad_accum = 1};
+	s->global_batch = s->parallel.data_parallel;
+	s->fallback_auto = false;
+	s->n_fallback = 0;
+	int lo = s->command.min_nodes;
+	for (int n = s->resources.nodes - 1; n >= lo; n--) {
+		if (s->n_fallback == JOBSPEC_MAX_FALLBACK - 1 && n != lo)
+			n = lo;
+		layout *l = &s->fallback[s->n_fallback++];
+		*l = s->parallel;
+		l->data_parallel = n * rpn;
+		l->grad_accum = 1;
+	}
+}
+
+static void read_command_job(ctx *c, const json_t *in)
+{
+	only(c, in, "", command_top_fields);
+	read_name(c, in);
+	read_code(c, in);
+	read_argv(c, in);
+	read_env(c, in);
+	read_command_sections(c, in);
+	read_resources(c, in, command_resources_fields);
+	const jobspec_resources *r = &c->s->resources;
+	if (c->rpn_given && (c->known & K_GPN) && r->gpus_per_node > 0 &&
+	    r->ranks_per_node != r->gpus_per_node)
+		problem(c, "/resources/ranks_per_node", ERR_F_GPUS_RANKS_MISMATCH,
+		        "ranks_per_node (%d) must equal gpus_per_node (%d)", r->ranks_per_node,
+		        r->gpus_per_node);
+	if (all_known(c->known, K_NODES | K_RPN))
+		command_ladder(c->s);
+}
+
+static json_t *command_argv_json(const jobspec_command *x)
+{
+	json_t *a = json_array();
+	for (int i = 0; a && i < x->argc; i++)
+		if (json_array_append_new(a, json_string(jobspec_command_arg(x, i))) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
+static json_t *command_env_json(const jobspec_command *x)
+{
+	json_t *o = json_object();
+	for (int i = 0; o && i < x->n_env; i++) {
+		const char *e = jobspec_command_env(x, i);
+		const char *eq = strchr(e, '=');
+		char name[JOBSPEC_ENV_NAME_MAX + 1];
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - e), e);
+		if (json_object_set_new(o, name, json_string(eq + 1)) < 0) {
+			json_decref(o);
+			return NULL;
+		}
+	}
+	return o;
+}
+
+static json_t *command_spec_json(const jobspec *s)
+{
+	const jobspec_resources *r = &s->resources;
+	return json_pack(
+	    "{s:s, s:s, s:s, s:o, s:o, s:{s:s*, s:s*}, s:{s:i, s:i, s:i, s:i, s:i, s:s*}, "
+	    "s:{s:o}, s:{s:i}, s:{s:i, s:i}}",
+	    "name", s->name, "kind", "command", "code", s->command.code, "command",
+	    command_argv_json(&s->command), "env", command_env_json(&s->command), "data", "dataset",
+	    or_null(s->data.dataset), "val_dataset", or_null(s->data.val_dataset), "resources",
+	    "nodes", r->nodes, "min_nodes", s->command.min_nodes, "gpus_per_node", r->gpus_per_node,
+	    "ranks_per_node", r->ranks_per_node, "time_limit_minutes", r->time_limit_minutes,
+	    "partition", or_null(r->partition), "training", "steps",
+	    s->training.steps > 0 ? json_integer(s->training.steps) : json_null(), "checkpoint",
+	    "keep", s->checkpoint.keep, "fault_tolerance", "max_restarts",
+	    s->fault_tolerance.max_restarts, "heartbeat_timeout_s",
+	    s->fault_tolerance.heartbeat_timeout_s);
+}
+
 int jobspec_parse(const json_t *in, const quota_limits *quota, jobspec *out, json_t **normalized,
                   verrs *v)
 {
@@ -785,12 +1084,25 @@ int jobspec_parse(const json_t *in, const quota_limits *quota, jobspec *out, jso
 		problem(&c, "", ERR_F_WRONG_TYPE, "the job spec must be a JSON object");
 		return -ERR_VALIDATION_FAILED;
 	}
+	int kind = JOBSPEC_KIND_TRAIN;
+	rd_enum(&c, in, "", "kind", kind_names, &kind);
+	out->kind = (jobspec_kind)kind;
+	if (out->kind == JOBSPEC_KIND_COMMAND) {
+		read_command_job(&c, in);
+		if (quota)
+			check_quota(&c, quota);
+		if (c.problems > 0)
+			return -ERR_VALIDATION_FAILED;
+		if (normalized && (*normalized = command_spec_json(out)) == NULL)
+			return -ERR_INTERNAL;
+		return 0;
+	}
 	only(&c, in, "", top_fields);
 	read_name(&c, in);
 	read_model(&c, in);
 	read_data(&c, in);
 	read_parallel(&c, in);
-	read_resources(&c, in);
+	read_resources(&c, in, resources_fields);
 	read_training(&c, in);
 	read_checkpoint(&c, in);
 	read_fault(&c, in);

@@ -29,6 +29,21 @@
 #define JOBSPEC_MAX_NODES     256  /* resources.nodes: the most nodes the scheduler places */
 #define JOBSPEC_PARTITION_MAX 64   /* partition: ASCII characters */
 #define JOBSPEC_PRESET_MAX    15   /* longest preset name */
+#define JOBSPEC_ARGV_MAX      256  /* command: arguments */
+#define JOBSPEC_ARGV_BYTES    8192 /* command: every argument with its NUL */
+#define JOBSPEC_ENV_MAX       64   /* env: variables */
+#define JOBSPEC_ENV_BYTES     8192 /* env: every "NAME=value" with its NUL */
+#define JOBSPEC_ENV_NAME_MAX  128  /* env: bytes of a name */
+
+/*
+ * What a job runs: the built-in GPT trainer (the default; model, parallel
+ * and training say what), or a team's own program from a code bundle
+ * (command; jobspec_command.h has its rules).
+ */
+typedef enum jobspec_kind {
+	JOBSPEC_KIND_TRAIN = 0,
+	JOBSPEC_KIND_COMMAND,
+} jobspec_kind;
 
 typedef enum jobspec_schedule {
 	JOBSPEC_SCHEDULE_COSINE = 0,
@@ -104,6 +119,21 @@ typedef struct jobspec_training {
 	char init_from[37]; /* a checkpoint's id: the initial weights; "" when absent */
 } jobspec_training;
 
+/*
+ * A command job's program: the code version it runs, its argv (never a
+ * shell string), the variables it adds to the platform's, and the fewest
+ * nodes a retry may shrink to. Strings are packed one after another, each
+ * with its NUL (jobspec_command_arg(), jobspec_command_env()).
+ */
+typedef struct jobspec_command {
+	char code[DATASET_REF_MAX + 1]; /* "name" or "name@N"; pinned to "name@N" at submission */
+	int argc;
+	char args[JOBSPEC_ARGV_BYTES];
+	int n_env;
+	char env[JOBSPEC_ENV_BYTES]; /* "NAME=value" */
+	int min_nodes;               /* resources.min_nodes: 1..nodes, nodes when absent */
+} jobspec_command;
+
 typedef struct jobspec_checkpoint {
 	int every_steps, keep;
 } jobspec_checkpoint;
@@ -118,6 +148,14 @@ typedef struct jobspec_fault {
  */
 typedef struct jobspec {
 	char name[JOBSPEC_NAME_CHARS * 4 + 1]; /* UTF-8 */
+	jobspec_kind kind;
+	/*
+	 * kind COMMAND: the program. Such a job has no model; its parallel
+	 * layout is data_parallel over its ranks (one task each, micro_batch
+	 * and grad_accum 1), and its fallbacks are the same on fewer whole
+	 * nodes, down to min_nodes: the elastic range.
+	 */
+	jobspec_command command;
 	jobspec_model model;
 	jobspec_data data;
 	layout parallel;
@@ -171,6 +209,10 @@ int jobspec_load(const char *path, char *const *overrides, int n_overrides, jobs
  * RET: 0, or -ERR_VALIDATION_FAILED when rows were added.
  */
 int jobspec_model_parse(const json_t *body, jobspec_model *out, verrs *v);
+
+/* RET: the i-th argument (0 <= i < argc) or "NAME=value" of a command job. */
+const char *jobspec_command_arg(const jobspec_command *c, int i);
+const char *jobspec_command_env(const jobspec_command *c, int i);
 
 /* RET: the job's ranks, nodes x ranks_per_node. */
 int64_t jobspec_ranks(const jobspec *s);

@@ -54,6 +54,12 @@
 #define E8   E1 E1 E1 E1 E1 E1 E1 E1
 #define E128 E8 E8 E8 E8 E8 E8 E8 E8 E8 E8 E8 E8 E8 E8 E8 E8
 
+/* A command job: the team's own program from a code bundle, on 2 nodes x 2 ranks. */
+#define CMD                                                                                        \
+	"{'name': 'own ddp', 'kind': 'command', 'code': 'trainer@3',"                              \
+	" 'command': ['python3', '-u', 'train.py', '--steps', '20'],"                              \
+	" 'resources': {'nodes': 2, 'ranks_per_node': 2}}"
+
 #define OK0 0
 #define BAD (-ERR_VALIDATION_FAILED)
 
@@ -1007,6 +1013,130 @@ static const spec_case cases[] = {
       {"/training/lr", "out_of_range"},
       {"/training/schedule", "invalid_value"},
       {"/fault_tolerance/max_restarts", "out_of_range"}}},
+    /* ---- kind "command" ---- */
+    {"command job validates", CMD, "{}", NULL, OK0, {{0}}},
+    {"command job with everything",
+     CMD,
+     "{'env': {'OMP_NUM_THREADS': '1', 'APP_MODE': 'fast', 'NCCL_DEBUG': 'INFO'},"
+     " 'data': {'dataset': 'corpus@2'}, 'training': {'steps': 40}, 'checkpoint': {'keep': 2},"
+     " 'fault_tolerance': {'max_restarts': 1, 'heartbeat_timeout_s': 30},"
+     " 'resources': {'min_nodes': 1, 'gpus_per_node': 2, 'partition': 'main'}}",
+     NULL,
+     OK0,
+     {{0}}},
+    {"command: the bundle's own executable",
+     CMD,
+     "{'command': ['./bin/run.sh', 'a b', '']}",
+     NULL,
+     OK0,
+     {{0}}},
+    {"command: python -m a module of the bundle",
+     CMD,
+     "{'command': ['python3', '-W', 'ignore', '-m', 'pkg.train']}",
+     NULL,
+     OK0,
+     {{0}}},
+    {"command: a shell string",
+     CMD,
+     "{'command': 'python3 train.py; rm -rf ~'}",
+     NULL,
+     BAD,
+     {{"/command", "command_not_argv"}}},
+    {"command: a program string",
+     CMD,
+     "{'command': ['bash', '-c', 'echo hi']}",
+     NULL,
+     BAD,
+     {{"/command/1", "command_not_argv"}}},
+    {"command: python -c",
+     CMD,
+     "{'command': ['python3', '-uc', 'print(1)']}",
+     NULL,
+     BAD,
+     {{"/command/1", "command_not_argv"}}},
+    {"command: paths out of the bundle",
+     CMD,
+     "{'command': ['/usr/bin/python3', 'x.py']}",
+     NULL,
+     BAD,
+     {{"/command/0", "command_not_in_bundle"}}},
+    {"command: a script above the bundle",
+     CMD,
+     "{'command': ['python3', '../x.py']}",
+     NULL,
+     BAD,
+     {{"/command/1", "command_not_in_bundle"}}},
+    {"command: an interpreter with nothing to run",
+     CMD,
+     "{'command': ['python3', '-u']}",
+     NULL,
+     BAD,
+     {{"/command/0", "command_not_in_bundle"}}},
+    {"command: empty, and not strings",
+     CMD,
+     "{'command': []}",
+     NULL,
+     BAD,
+     {{"/command", "out_of_range"}}},
+    {"command: arguments of the wrong type",
+     CMD,
+     "{'command': ['python3', 5, '']}",
+     NULL,
+     BAD,
+     {{"/command/1", "wrong_type"}}},
+    {"command: env names the platform keeps",
+     CMD,
+     "{'env': {'RANK': '3', 'LD_PRELOAD': '/x.so', 'PATH': '/tmp', 'TRAINYARD_DATA_KEY': 'k',"
+     " 'APP_': 'x', 'APP_OK': 7}}",
+     NULL,
+     BAD,
+     {{"/env/RANK", "env_not_allowed"},
+      {"/env/LD_PRELOAD", "env_not_allowed"},
+      {"/env/PATH", "env_not_allowed"},
+      {"/env/TRAINYARD_DATA_KEY", "env_not_allowed"},
+      {"/env/APP_", "env_not_allowed"},
+      {"/env/APP_OK", "wrong_type"}}},
+    {"command: code of another tenant, or badly named",
+     CMD,
+     "{'code': 'other/trainer@1'}",
+     NULL,
+     BAD,
+     {{"/code", "unknown_code"}}},
+    {"command: what only the built-in trainer takes",
+     CMD,
+     "{'model': {'preset': 'tiny'}, 'parallel': {'micro_batch': 1},"
+     " 'data': {'train': 'x/*.bin'}, 'training': {'lr': 0.1},"
+     " 'checkpoint': {'every_steps': 5}, 'fault_tolerance': {'fallback': 'auto'}}",
+     NULL,
+     BAD,
+     {{"/model", "unknown_field"},
+      {"/parallel", "unknown_field"},
+      {"/data/train", "unknown_field"},
+      {"/training/lr", "unknown_field"},
+      {"/checkpoint/every_steps", "unknown_field"},
+      {"/fault_tolerance/fallback", "unknown_field"}}},
+    {"command: required fields",
+     NULL,
+     "{'name': 'x', 'kind': 'command'}",
+     NULL,
+     BAD,
+     {{"/code", "required"}, {"/command", "required"}, {"/resources", "required"}}},
+    {"command: min_nodes above nodes",
+     CMD,
+     "{'resources': {'min_nodes': 3}}",
+     NULL,
+     BAD,
+     {{"/resources/min_nodes", "out_of_range"}}},
+    {"the trainer takes no command fields",
+     TINY,
+     "{'command': ['python3', 'x.py'], 'code': 'x', 'env': {}, 'resources': {'min_nodes': 1}}",
+     NULL,
+     BAD,
+     {{"/command", "unknown_field"},
+      {"/code", "unknown_field"},
+      {"/env", "unknown_field"},
+      {"/resources/min_nodes", "unknown_field"}}},
+    {"an unknown kind", TINY, "{'kind': 'notebook'}", NULL, BAD, {{"/kind", "invalid_value"}}},
 };
 
 #define N_CASES ((int)(sizeof(cases) / sizeof(cases[0])))
@@ -1154,6 +1284,48 @@ static void want_str(json_t *j, const char *pointer, const char *x)
 	ck_assert_msg(json_is_string(m), "%s is not a string", pointer);
 	ck_assert_str_eq(json_string_value(m), x);
 }
+
+START_TEST(test_command_normal_form)
+{
+	jobspec s;
+	json_t *n =
+	    valid(CMD, "{'env': {'APP_X': 'y'}, 'resources': {'nodes': 5, 'min_nodes': 2}}", &s);
+	ck_assert_int_eq(s.kind, JOBSPEC_KIND_COMMAND);
+	want_str(n, "/kind", "command");
+	want_str(n, "/command/2", "train.py");
+	want_str(n, "/env/APP_X", "y");
+	want_int(n, "/resources/min_nodes", 2);
+	want_int(n, "/checkpoint/keep", 3);
+	want_int(n, "/fault_tolerance/heartbeat_timeout_s", 300);
+	ck_assert_ptr_null(json_object_get(n, "model"));
+	ck_assert_int_eq(s.command.argc, 5);
+	ck_assert_str_eq(jobspec_command_arg(&s.command, 4), "20");
+	ck_assert_str_eq(jobspec_command_env(&s.command, 0), "APP_X=y");
+	/* the elastic range: whole nodes of 2 ranks, 5 down to 2 */
+	ck_assert_int_eq(s.parallel.data_parallel, 10);
+	ck_assert_int_eq(s.n_fallback, 3);
+	ck_assert_int_eq(s.fallback[0].data_parallel, 8);
+	ck_assert_int_eq(s.fallback[2].data_parallel, 4);
+	ck_assert(!s.fallback_auto);
+	/* the normal form reads back as itself */
+	jobspec again;
+	json_t *n2 = NULL;
+	verrs v;
+	verrs_init(&v);
+	ck_assert_int_eq(jobspec_parse(n, NULL, &again, &n2, &v), 0);
+	ck_assert(json_equal(n, n2));
+	verrs_release(&v);
+	json_decref(n2);
+	json_decref(n);
+	/* a wide range keeps at most JOBSPEC_MAX_FALLBACK rungs, the last at min_nodes */
+	n = valid(CMD, "{'resources': {'nodes': 40, 'min_nodes': 1}}", &s);
+	ck_assert_int_eq(s.n_fallback, JOBSPEC_MAX_FALLBACK);
+	ck_assert_int_eq(s.fallback[JOBSPEC_MAX_FALLBACK - 1].data_parallel, 2);
+	for (int i = 1; i < s.n_fallback; i++)
+		ck_assert_int_lt(s.fallback[i].data_parallel, s.fallback[i - 1].data_parallel);
+	json_decref(n);
+}
+END_TEST
 
 START_TEST(test_defaults_filled)
 {
@@ -1579,6 +1751,7 @@ static Suite *jobspec_suite(void)
 	tcase_add_test(t, test_fallback_ladder);
 	tcase_add_test(t, test_devices);
 	tcase_add_test(t, test_normal_form_round_trips);
+	tcase_add_test(t, test_command_normal_form);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("contract");
