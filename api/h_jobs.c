@@ -19,6 +19,7 @@
 #include "grants.h"
 #include "handlers.h"
 #include "hex.h"
+#include "jobcode.h"
 #include "jobinit.h"
 #include "jobdoc.h"
 #include "jobspec.h"
@@ -181,7 +182,9 @@ static int datasets_resolve(api_req *rq, const jobspec *js, json_t *spec, job_da
 			    refs[i]);
 			continue;
 		}
-		if (atoi(PQgetvalue(r, row, 3)) >= js->model.vocab_size) {
+		/* a command job's program reads the tokens; it has no vocab_size to hold them to */
+		if (js->kind == JOBSPEC_KIND_TRAIN &&
+		    atoi(PQgetvalue(r, row, 3)) >= js->model.vocab_size) {
 			verrs_add(
 			    v, ptr, ERR_F_DATASET_VOCAB,
 			    "%s@%s holds token ids up to %s, beyond the model's vocab_size %d",
@@ -246,8 +249,8 @@ static int data_paths(const api_req *rq, const jobspec *js, verrs *v)
  * the job's document, the answer.
  */
 static void job_insert(api_req *rq, const json_t *spec, const jobspec *js, const job_datasets *ds,
-                       const job_init *init, const char *key, const char *body_hex,
-                       const char *job_id)
+                       const job_init *init, const char *code_version, const char *key,
+                       const char *body_hex, const char *job_id)
 {
 	/* 15 digits: 3e-4 is stored as 0.0003, not its 17-digit binary neighbour */
 	char *text = json_dumps(spec, JSON_COMPACT | JSON_REAL_PRECISION(15));
@@ -268,6 +271,7 @@ static void job_insert(api_req *rq, const json_t *spec, const jobspec *js, const
 		         3, q);
 	}
 	jobinit_insert(rq, job_id, init);
+	jobcode_insert(rq, job_id, code_version);
 	if (key) {
 		const char *q[] = {rq->who.user_id, rq->scope.tenant_id, key, body_hex, job_id};
 		db_query(rq->db, NULL,
@@ -336,14 +340,18 @@ static int submit_once(api_req *rq, const json_t *in, const char *key, const cha
 	job_datasets ds = {0};
 	job_init init;
 	memset(&init, 0, sizeof(init));
+	char code_version[37] = "";
 	rc = jobspec_parse(in, &quota, &js, &spec, &v);
 	if (rc == 0 && cluster_check(nodes, &js, &v) > 0)
 		rc = -ERR_VALIDATION_FAILED;
 	json_decref(nodes);
-	if (rc == 0 && plan_check_job(&js, job_device_memory(rq->cfg, &js), &v) > 0)
+	/* a command job's memory is its program's own: nothing for the planner to check */
+	if (rc == 0 && js.kind == JOBSPEC_KIND_TRAIN &&
+	    plan_check_job(&js, job_device_memory(rq->cfg, &js), &v) > 0)
 		rc = -ERR_VALIDATION_FAILED;
 	if (rc == 0 && (rc = datasets_resolve(rq, &js, spec, &ds, &v)) == 0 &&
-	    (rc = jobinit_resolve(rq, &js, spec, &init, &v)) == 0 && verrs_count(&v))
+	    (rc = jobinit_resolve(rq, &js, spec, &init, &v)) == 0 &&
+	    (rc = jobcode_resolve(rq, &js, spec, code_version, &v)) == 0 && verrs_count(&v))
 		rc = -ERR_VALIDATION_FAILED;
 	if (rc == 0 && data_paths(rq, &js, &v) > 0)
 		rc = -ERR_VALIDATION_FAILED;
@@ -356,7 +364,7 @@ static int submit_once(api_req *rq, const json_t *in, const char *key, const cha
 		json_decref(spec);
 		return rc;
 	}
-	job_insert(rq, spec, &js, &ds, &init, key, body_hex, job_id);
+	job_insert(rq, spec, &js, &ds, &init, code_version, key, body_hex, job_id);
 	json_decref(spec);
 	PGresult *doc;
 	if ((rc = db_pipeline_end(rq->db, &doc))) {

@@ -59,8 +59,9 @@ int h_checkpoint_get(api_req *rq)
  * GET /v1/checkpoints/{checkpoint}/lineage: what the checkpoint was trained
  * on and from. Its job's dataset versions (with their owners, hashes and
  * classifications) or data paths, the checkpoint of the same job it
- * follows (parent_step; its id while it is kept), and the checkpoint of
- * another job its job started from (init_from; its own lineage goes on).
+ * follows (parent_step; its id while it is kept), the checkpoint of
+ * another job its job started from (init_from; its own lineage goes on),
+ * and for a command job the code version that wrote it (code).
  */
 int h_checkpoint_lineage(api_req *rq)
 {
@@ -77,6 +78,10 @@ int h_checkpoint_lineage(api_req *rq)
 	    " JOIN dataset_versions v ON v.id = jd.version_id JOIN datasets d ON d.id = "
 	    "v.dataset_id"
 	    " JOIN tenants ot ON ot.id = d.tenant_id WHERE jd.job_id = j.id) AS datasets,"
+	    " (SELECT json_build_object('bundle', b.name, 'version', v.version, 'version_id', v.id,"
+	    " 'classification', b.classification, 'sha256', encode(v.sha256, 'hex'))"
+	    " FROM job_code jc JOIN code_versions v ON v.id = jc.version_id"
+	    " JOIN code_bundles b ON b.id = v.bundle_id WHERE jc.job_id = j.id) AS code,"
 	    " CASE WHEN j.spec->'data'->>'train' IS NOT NULL AND NOT EXISTS (SELECT 1"
 	    " FROM job_datasets jd WHERE jd.job_id = j.id AND jd.role = 'train')"
 	    " THEN json_build_object('train', j.spec->'data'->>'train',"

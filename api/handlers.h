@@ -95,6 +95,7 @@ int h_checkpoint_grant_revoke(api_req *rq);
 int h_shared_checkpoints(api_req *rq);
 int h_shared_checkpoint_download(api_req *rq);
 int h_attempt_init_key(api_req *rq);
+int h_attempt_code_key(api_req *rq); /* jobcode.c */
 int h_attempt_init_file(api_req *rq);
 
 /* h_results.c */

@@ -113,6 +113,7 @@ static const route table[] = {
 	{"POST",   "/internal/v1/attempts/{attempt}/key", PERM_ATTEMPT_REPORT,  SCOPE_ATTEMPT,  "key.release",    0,   h_attempt_key},
 	{"POST",   "/internal/v1/attempts/{attempt}/datasets/{version}/key", PERM_ATTEMPT_REPORT, SCOPE_ATTEMPT, "dataset.read", 0, h_attempt_dataset_key},
 	{"POST",   "/internal/v1/attempts/{attempt}/init/key", PERM_ATTEMPT_REPORT, SCOPE_ATTEMPT, "checkpoint.read", 0, h_attempt_init_key},
+	{"POST",   "/internal/v1/attempts/{attempt}/code/key", PERM_ATTEMPT_REPORT, SCOPE_ATTEMPT, "code.read", 0, h_attempt_code_key},
 	{"GET",    "/internal/v1/attempts/{attempt}/init/files/{file}", PERM_ATTEMPT_REPORT, SCOPE_ATTEMPT, NULL, 0, h_attempt_init_file},
 	{"POST",   "/internal/v1/attempts/{attempt}/heartbeat", PERM_ATTEMPT_REPORT, SCOPE_ATTEMPT, "attempt.heartbeat", 0, h_attempt_heartbeat},
 	{"POST",   "/internal/v1/attempts/{attempt}/metrics", PERM_ATTEMPT_REPORT, SCOPE_ATTEMPT, "attempt.metrics", 0,  h_attempt_metrics},
