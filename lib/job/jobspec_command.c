@@ -57,7 +57,8 @@ static int bundle_path(const char *arg, char *out, size_t outlen, char *why, siz
 		return -ERR_F_COMMAND_NOT_IN_BUNDLE;
 	}
 	if (arg[0] == '/') {
-		snprintf(why, whylen, "is an absolute path; the command runs the code bundle's files");
+		snprintf(why, whylen,
+		         "is an absolute path; the command runs the code bundle's files");
 		return -ERR_F_COMMAND_NOT_IN_BUNDLE;
 	}
 	for (const char *p = arg; *p;) {
@@ -113,14 +114,16 @@ static int interpreted(const jobspec_command *c, bool python, jobspec_target *t,
 		const char *a = jobspec_command_arg(c, i);
 		*bad = i;
 		if (a[0] == '-' && a[1] != '-' && strchr(a + 1, 'c')) {
-			snprintf(why, whylen, "a program given as a string (-c) is a shell string; "
-			                      "run a file of the code bundle");
+			snprintf(why, whylen,
+			         "a program given as a string (-c) is a shell string; "
+			         "run a file of the code bundle");
 			return -ERR_F_COMMAND_NOT_ARGV;
 		}
 		if (python && strcmp(a, "-m") == 0) {
-			if (i + 1 >= c->argc ||
-			    module_path(jobspec_command_arg(c, i + 1), t->path, sizeof(t->path)) < 0) {
-				snprintf(why, whylen, "-m needs the name of a module of the code bundle");
+			if (i + 1 >= c->argc || module_path(jobspec_command_arg(c, i + 1), t->path,
+			                                    sizeof(t->path)) < 0) {
+				snprintf(why, whylen,
+				         "-m needs the name of a module of the code bundle");
 				return -ERR_F_COMMAND_NOT_IN_BUNDLE;
 			}
 			t->runs = JOBSPEC_RUNS_MODULE;

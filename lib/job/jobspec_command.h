@@ -39,7 +39,7 @@ typedef enum jobspec_runs {
 /* What of the bundle a command runs. */
 typedef struct jobspec_target {
 	jobspec_runs runs;
-	int arg;                            /* the argument that names it */
+	int arg;                           /* the argument that names it */
 	char path[JOBSPEC_TARGET_MAX + 1]; /* its path in the bundle, without "./"; a module's
 	                                       dots become '/' and it has no suffix */
 } jobspec_target;

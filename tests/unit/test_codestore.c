@@ -4,7 +4,8 @@
  * under "<version>/bundle.tar", with its SHA-256, sizes and members'
  * summary; the sealed size counted while writing is the file's; an
  * archive that breaks a rule, or is no archive, is refused at the finish
- * and leaves nothing behind; a version never finished leaves nothing.
+ * and leaves nothing behind; a version never finished leaves nothing; a
+ * stored version unpacks as packed, and only when its hash and seal hold.
  */
 #include <archive.h>
 #include <archive_entry.h>
@@ -182,6 +183,72 @@ START_TEST(an_unfinished_or_unkept_version_leaves_nothing)
 }
 END_TEST
 
+/* A version unpacks as it was packed; another hash, or a sealed file altered, unpacks nothing. */
+START_TEST(a_version_unpacks_for_an_attempt)
+{
+	size_t cap = 1 << 20;
+	char *tar = malloc(cap), err[512] = "", out[512];
+	size_t len = make_tar(tar, cap, "train.py");
+	code_version_info info;
+	uint64_t counted;
+	ck_assert_int_eq(store(tar, len, 65536, &info, &counted, true, err), 0);
+	snprintf(out, sizeof(out), "%s/unpacked", root);
+	ck_assert_int_eq(mkdir(out, 0700), 0);
+	int dfd = open(out, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(dfd, 0);
+	char cwd[512], after[512];
+	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
+	bundle_summary sum;
+	int rc = code_version_unpack(root, &ctx, VERSION, info.sha256, 1 << 20, dfd, &sum, err,
+	                             sizeof(err));
+	ck_assert_msg(rc == 0, "%s", err);
+	ck_assert_ptr_nonnull(getcwd(after, sizeof(after)));
+	ck_assert_str_eq(cwd, after);
+	ck_assert_int_eq(sum.files, 1);
+	struct stat st;
+	char p[600];
+	snprintf(p, sizeof(p), "%s/train.py", out);
+	ck_assert_int_eq(lstat(p, &st), 0);
+	ck_assert_uint_eq((uint64_t)st.st_size, 4000 * strlen(MARKER));
+	ck_assert_uint_eq(st.st_mode & 0777, 0755);
+	snprintf(p, sizeof(p), "%s/latest.py", out);
+	ck_assert_int_eq(lstat(p, &st), 0);
+	ck_assert(S_ISLNK(st.st_mode));
+	ck_assert_int_eq(stat(out, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 0777, 0700); /* the top directory keeps its own mode */
+
+	/* the database's hash is another: nothing is written */
+	unsigned char other[32];
+	memcpy(other, info.sha256, 32);
+	other[0] ^= 1;
+	snprintf(out, sizeof(out), "%s/second", root);
+	ck_assert_int_eq(mkdir(out, 0700), 0);
+	int d2 = open(out, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_eq(
+	    code_version_unpack(root, &ctx, VERSION, other, 1 << 20, d2, &sum, err, sizeof(err)),
+	    -ERR_CODE_BUNDLE_INVALID);
+	snprintf(p, sizeof(p), "%s/train.py", out);
+	ck_assert_int_ne(lstat(p, &st), 0);
+	/* one byte of the sealed file altered: its seal refuses it */
+	snprintf(p, sizeof(p), "%s/tenants/%s/code/%s/%s/%s", root, TENANT, BUNDLE, VERSION,
+	         CODE_ARCHIVE_FILE);
+	int fd = open(p, O_RDWR);
+	char b;
+	ck_assert_int_eq(pread(fd, &b, 1, 2000), 1);
+	b ^= 0x40;
+	ck_assert_int_eq(pwrite(fd, &b, 1, 2000), 1);
+	close(fd);
+	ck_assert_int_lt(code_version_unpack(root, &ctx, VERSION, info.sha256, 1 << 20, d2, &sum,
+	                                     err, sizeof(err)),
+	                 0);
+	snprintf(p, sizeof(p), "%s/train.py", out);
+	ck_assert_int_ne(lstat(p, &st), 0);
+	close(d2);
+	close(dfd);
+	free(tar);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("codestore");
@@ -190,6 +257,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, a_version_is_stored_sealed_and_checked);
 	tcase_add_test(tc, a_refused_archive_leaves_nothing);
 	tcase_add_test(tc, an_unfinished_or_unkept_version_leaves_nothing);
+	tcase_add_test(tc, a_version_unpacks_for_an_attempt);
 	suite_add_tcase(s, tc);
 	return s;
 }
