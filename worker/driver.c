@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "ladder.h"
 #include "launch.h"
+#include "program.h"
 #include "relay.h"
 #include "stopsig.h"
 
@@ -44,6 +45,9 @@ typedef struct driver {
 	bool cuda;       /* the ranks train on their GPUs (launch_device_cuda) */
 	int slurm_nodes; /* nodes of the Slurm allocation; 0 without Slurm */
 	relay rl;
+	bool command; /* a command job: prog is open */
+	program prog;
+	program_where where;
 } driver;
 
 /* The stop escalation of one launch. */
@@ -114,6 +118,7 @@ typedef struct pump {
 	launch l;
 	int status;
 	bool ended;
+	bool silent; /* a command job's ranks reported nothing for heartbeat_timeout_s */
 	double ended_at;
 	int stop;          /* STOP_*: how far the stop escalation went */
 	double stop_since; /* when that stage was reached */
@@ -158,6 +163,17 @@ static void pump_stop(driver *d, pump *p, double t)
 	p->stop_since = t;
 }
 
+/* A command job's ranks silent for longer than the job allows: the launch is killed. */
+static void pump_silence(driver *d, pump *p, double t)
+{
+	int limit = d->spec.fault_tolerance.heartbeat_timeout_s;
+	if (!d->command || p->ended || p->silent || t - d->rl.last_report < limit)
+		return;
+	say(d, "no report from any rank for %d s (heartbeat_timeout_s): killing the launch", limit);
+	p->silent = true;
+	launch_signal(&p->l, SIGKILL, true);
+}
+
 /* Relay the launch's output until it ended and its pipes are drained. */
 static void pump_run(driver *d, pump *p)
 {
@@ -165,6 +181,7 @@ static void pump_run(driver *d, pump *p)
 		double t = clock_mono_s();
 		sink_tick(d->sink, t);
 		pump_stop(d, p, t);
+		pump_silence(d, p, t);
 		if (!p->ended && launch_reap(&p->l, &p->status)) {
 			p->ended = true;
 			p->ended_at = t;
@@ -203,18 +220,18 @@ extern char **environ;
 
 /*
  * The launcher's environment: this process's, at this moment (the thread
- * defaults included), with o->launch_env added over variables of the same
+ * defaults included), with add ("NAME=value") over variables of the same
  * names. RET NULL when there is nothing to add or no memory (see the
  * caller); free() the array, not its strings.
  */
-static char **launch_envp(const runtime_options *o)
+static char **launch_envp(char *const *add)
 {
-	if (!o->launch_env || !o->launch_env[0])
+	if (!add || !add[0])
 		return NULL;
 	size_t n = 0, extra = 0;
 	while (environ[n])
 		n++;
-	while (o->launch_env[extra])
+	while (add[extra])
 		extra++;
 	char **envp = calloc(n + extra + 1, sizeof(char *));
 	if (!envp)
@@ -223,16 +240,41 @@ static char **launch_envp(const runtime_options *o)
 	for (size_t i = 0; i < n; i++) {
 		bool replaced = false;
 		for (size_t j = 0; j < extra && !replaced; j++) {
-			const char *eq = strchr(o->launch_env[j], '=');
-			size_t len = eq ? (size_t)(eq - o->launch_env[j]) + 1 : 0;
-			replaced = len && strncmp(environ[i], o->launch_env[j], len) == 0;
+			const char *eq = strchr(add[j], '=');
+			size_t len = eq ? (size_t)(eq - add[j]) + 1 : 0;
+			replaced = len && strncmp(environ[i], add[j], len) == 0;
 		}
 		if (!replaced)
 			envp[k++] = environ[i];
 	}
 	for (size_t j = 0; j < extra; j++)
-		envp[k++] = o->launch_env[j];
+		envp[k++] = add[j];
 	return envp;
+}
+
+/*
+ * A command job's launch: the newest checkpoint unsealed to resume from,
+ * the ranks' environment. RET 0, or -1 after saying why.
+ */
+static int program_launch(driver *d, launch_plan *plan)
+{
+	char err[1024];
+	if (program_prepare_launch(&d->prog, &d->where, err, sizeof(err)) < 0) {
+		say(d, "launch %d: %s", d->launches, err);
+		return -1;
+	}
+	if (d->prog.resume_step > 0) {
+		say(d, "launch %d resumes from the checkpoint of step %d", d->launches,
+		    d->prog.resume_step);
+		d->rl.last_checkpoint = d->prog.resume_step;
+		d->rl.last_step = d->prog.resume_step;
+	}
+	plan->command = &d->spec.command;
+	plan->worker_bin = d->o->worker_bin;
+	plan->ranks_per_node = d->spec.resources.ranks_per_node;
+	plan->export_env = (const char *const *)d->prog.names;
+	d->rl.last_report = clock_mono_s();
+	return 0;
 }
 
 /* Run the rung's launch to its end. OUT *end. */
@@ -255,6 +297,10 @@ static void run_launch(driver *d, const layout *rung, launch_end *end)
 	memset(end, 0, sizeof(*end));
 	d->launches++;
 	relay_begin(&d->rl, d->launches);
+	if (d->command && program_launch(d, &plan) < 0) {
+		end->start_failed = true;
+		return;
+	}
 	char **argv = launch_argv(&plan);
 	if (!argv) {
 		say(d, "launch %d: out of memory for the command line", d->launches);
@@ -267,8 +313,9 @@ static void run_launch(driver *d, const layout *rung, launch_end *end)
 	               "launcher", argv[0]));
 	pump p = {0};
 	char err[512];
-	char **envp = launch_envp(d->o);
-	if (d->o->launch_env && d->o->launch_env[0] && !envp) {
+	char *const *add = d->command ? d->prog.env : d->o->launch_env;
+	char **envp = launch_envp(add);
+	if (add && add[0] && !envp) {
 		say(d, "launch %d: out of memory for the environment", d->launches);
 		end->start_failed = true;
 	} else if (launch_start(&p.l, argv, envp, err, sizeof(err)) < 0) {
@@ -278,7 +325,9 @@ static void run_launch(driver *d, const layout *rung, launch_end *end)
 		pump_run(d, &p);
 		end->exit_status = p.status;
 		end->ranks_lost = d->rl.ranks_lost;
+		end->oom_kills = d->rl.oom_kills;
 		end->start_failed = d->rl.start_failures > 0;
+		end->silent = p.silent;
 	}
 	free(envp);
 	launch_argv_free(argv);
@@ -313,6 +362,63 @@ static int finish(driver *d, failure_class c, const char *fmt, ...)
 	return o.exit_status;
 }
 
+/* How long the nodes of an allocation get to answer a probe after a rank was lost. */
+#define PROBE_SECONDS 20.0
+
+/*
+ * Whether every node of the Slurm allocation still runs a step: one task
+ * of `true` on each, within PROBE_SECONDS. A node that is gone makes srun
+ * fail, or wait until slurmctld notices; either way, not healthy.
+ */
+static bool nodes_answer(driver *d)
+{
+	char nodes[16];
+	snprintf(nodes, sizeof(nodes), "%d", d->slurm_nodes);
+	char a0[] = "srun", a1[] = "--quiet", a2[] = "-N", a4[] = "--ntasks-per-node=1",
+	     a5[] = "--mpi=none", a6[] = "true";
+	char *argv[] = {a0, a1, a2, nodes, a4, a5, a6, NULL};
+	launch l;
+	char err[256];
+	if (launch_start(&l, argv, NULL, err, sizeof(err)) < 0)
+		return false;
+	double until = clock_mono_s() + PROBE_SECONDS;
+	int status = -1;
+	bool ended = false;
+	while (!(ended = launch_reap(&l, &status)) && clock_mono_s() < until) {
+		char buf[4096];
+		/* drain: srun's messages are of no interest, but must not block it */
+		ssize_t n = l.out_fd >= 0 ? read(l.out_fd, buf, sizeof(buf)) : 0;
+		n += l.err_fd >= 0 ? read(l.err_fd, buf, sizeof(buf)) : 0;
+		(void)n;
+		struct timespec ts = {0, 100 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	if (!ended) {
+		launch_signal(&l, SIGKILL, true);
+		while (!launch_reap(&l, &status))
+			;
+	}
+	launch_kill_leftovers(&l);
+	launch_close(&l);
+	return ended && status == 0;
+}
+
+/*
+ * A command job's rank ended by a signal: its program died, or its node.
+ * RET 1 when the same layout may run again (every node answers), 0 when
+ * the attempt ends for the scheduler to retry on fewer nodes.
+ */
+static int command_rank_lost(driver *d, char *why, size_t whylen)
+{
+	if (d->slurm_nodes <= 1 || nodes_answer(d))
+		return 1;
+	snprintf(why, whylen,
+	         "launch %d lost rank %d and a node of the %d does not answer; the attempt ends "
+	         "so that a new allocation of healthy nodes replaces it",
+	         d->launches, d->rl.first_lost_rank, d->slurm_nodes);
+	return 0;
+}
+
 /*
  * After a retryable failure of the launch on rung cur. RET the next rung,
  * or -1 with the reason there is none in why.
@@ -321,6 +427,12 @@ static int fall_back(driver *d, int cur, failure_class c, const launch_end *e, c
                      size_t whylen)
 {
 	int max = d->spec.fault_tolerance.max_restarts;
+	bool same = false;
+	if (d->command && c == FAILURE_RANK_LOST) {
+		if (!command_rank_lost(d, why, whylen))
+			return -1;
+		same = true;
+	}
 	/*
 	 * A rank lost in an allocation of several nodes most likely means a
 	 * node is gone. The allocation still holds it, and Slurm ends the job
@@ -328,21 +440,21 @@ static int fall_back(driver *d, int cur, failure_class c, const launch_end *e, c
 	 * that. The attempt ends instead; the scheduler retries it on a new
 	 * allocation of healthy nodes.
 	 */
-	if (c == FAILURE_RANK_LOST && d->slurm_nodes > 1) {
+	if (!same && c == FAILURE_RANK_LOST && d->slurm_nodes > 1) {
 		snprintf(why, whylen,
 		         "launch %d lost a rank in an allocation of %d nodes; the attempt ends so "
 		         "that a new allocation of healthy nodes replaces it",
 		         d->launches, d->slurm_nodes);
 		return -1;
 	}
-	if (c == FAILURE_RANK_LOST)
+	if (c == FAILURE_RANK_LOST && !same)
 		d->healthy -= e->ranks_lost > 0 ? e->ranks_lost : 1;
 	if (d->restarts >= max) {
 		snprintf(why, whylen, "launch %d failed and max_restarts (%d) is reached",
 		         d->launches, max);
 		return -1;
 	}
-	int next = ladder_pick(d->rungs, d->n_rungs, cur + 1, d->healthy);
+	int next = same ? cur : ladder_pick(d->rungs, d->n_rungs, cur + 1, d->healthy);
 	if (next < 0) {
 		snprintf(why, whylen,
 		         "launch %d failed and no smaller layout fits the %d healthy slots",
@@ -355,9 +467,17 @@ static int fall_back(driver *d, int cur, failure_class c, const launch_end *e, c
 	               layout_json(&d->rungs[cur]), "to", layout_json(&d->rungs[next]),
 	               "steps_lost", lost > 0 ? lost : 0, "healthy_slots", d->healthy, "restart",
 	               d->restarts + 1));
-	say(d, "falling back after %s: %lld ranks -> %lld ranks, from the newest valid checkpoint",
-	    failure_name(c), (long long)layout_ranks(&d->rungs[cur]),
-	    (long long)layout_ranks(&d->rungs[next]));
+	if (same)
+		say(d,
+		    "rank %d ended by a signal and every node answers: the same %lld ranks again, "
+		    "from the newest valid checkpoint",
+		    d->rl.first_lost_rank, (long long)layout_ranks(&d->rungs[cur]));
+	else
+		say(d,
+		    "falling back after %s: %lld ranks -> %lld ranks, from the newest valid "
+		    "checkpoint",
+		    failure_name(c), (long long)layout_ranks(&d->rungs[cur]),
+		    (long long)layout_ranks(&d->rungs[next]));
 	d->restarts++;
 	return next;
 }
@@ -398,6 +518,33 @@ static int drive(driver *d)
 	}
 }
 
+/* A command job's program: its store of checkpoints, its directories. RET 0, or -1 with err. */
+static int command_open(driver *d, char *err, size_t errlen)
+{
+	const runtime_options *o = d->o;
+	if (d->spec.kind != JOBSPEC_KIND_COMMAND)
+		return 0;
+	if (!o->code_dir || !o->work_dir || !o->worker_bin) {
+		snprintf(err, errlen, "a command job needs its code and work directories");
+		return -1;
+	}
+	d->where = (program_where){.code_dir = o->code_dir,
+	                           .work_dir = o->work_dir,
+	                           .data_dir = o->program_data_dir,
+	                           .job_id = o->job_id,
+	                           .attempt = o->attempt_number,
+	                           .sdk_python = o->sdk_python};
+	ckpt_store *store =
+	    o->seal ? ckpt_store_encrypted(o->ckpt_dir, o->seal) : ckpt_store_dir(o->ckpt_dir);
+	if (program_open(&d->prog, &d->spec, store, &d->where, err, errlen) < 0) {
+		program_release(&d->prog);
+		return -1;
+	}
+	d->command = true;
+	d->rl.prog = &d->prog;
+	return 0;
+}
+
 int runtime_run(const runtime_options *o, runtime_sink *sink)
 {
 	driver *d = calloc(1, sizeof(*d));
@@ -417,6 +564,8 @@ int runtime_run(const runtime_options *o, runtime_sink *sink)
 	if (jobspec_load(o->spec_path, o->overrides, o->n_overrides, &d->spec, NULL, err,
 	                 sizeof(err)) < 0) {
 		rc = finish(d, FAILURE_INVALID_CONFIG, "%s", err);
+	} else if (command_open(d, err, sizeof(err)) < 0) {
+		rc = finish(d, FAILURE_INTERNAL, "%s", err);
 	} else {
 		d->n_rungs = ladder_build(&d->spec, d->rungs);
 		d->cuda = launch_device_cuda(&d->spec, NULL);
@@ -425,6 +574,8 @@ int runtime_run(const runtime_options *o, runtime_sink *sink)
 			launch_default_threads((int)layout_ranks(&d->rungs[0]));
 		rc = drive(d);
 	}
+	if (d->command)
+		program_release(&d->prog);
 	relay_release(&d->rl);
 	free(d);
 	return rc;

@@ -11,6 +11,14 @@
  * checkpoint directory, at most fault_tolerance.max_restarts times. Any
  * other end finishes the run.
  *
+ * A command job runs the team's program instead (program.h): one task per
+ * rank (task.h), reports on the launcher's stdout, checkpoints sealed by
+ * the driver and the newest unsealed before each launch. A rank ended by
+ * a signal there restarts the same layout when every node of the
+ * allocation still answers (a lost node ends the attempt, and the
+ * scheduler retries on fewer nodes); no report from any rank within the
+ * job's heartbeat_timeout_s kills the launch and ends the run as a hang.
+ *
  * SIGTERM or SIGINT asks the launch to stop: the driver sends SIGUSR1 to
  * the launcher, which passes it to every rank (mpirun and srun both
  * forward it); the trainer writes a checkpoint and exits with status 16.
@@ -48,6 +56,22 @@ typedef struct runtime_options {
 	char *const *launch_env;
 	/* names of variables mpirun passes on to the ranks (-x); may be NULL */
 	const char *const *export_env;
+	/*
+	 * A command job's (the spec's kind; program.h, task.h): the unpacked
+	 * bundle, the attempt's private work directory shared by the nodes,
+	 * its unsealed datasets (NULL: none), this program (each rank runs
+	 * `WORKER task`), the Python module's directory (NULL: none), the
+	 * job and attempt (NULL, 0 outside the platform), and the job's data
+	 * key to seal its checkpoints with (NULL: plain files).
+	 */
+	const char *code_dir;
+	const char *work_dir;
+	const char *program_data_dir;
+	const char *worker_bin;
+	const char *sdk_python;
+	const char *job_id;
+	int attempt_number;
+	const struct crypt_object_ctx *seal;
 } runtime_options;
 
 /*

@@ -55,12 +55,34 @@ static void addf(argv_builder *b, const char *fmt, ...)
 	add(b, buf);
 }
 
+/* The ranks of a command job: the task of each, then the program's argv. */
+static void command_argv(argv_builder *b, const launch_plan *p)
+{
+	add(b, p->worker_bin);
+	add(b, "task");
+	if (p->rank_memory_limit) {
+		add(b, "--memory-limit");
+		addf(b, "%zu", p->rank_memory_limit);
+	}
+	add(b, "--");
+	for (int i = 0; i < p->command->argc; i++)
+		add(b, jobspec_command_arg(p->command, i));
+}
+
 char **launch_argv(const launch_plan *p)
 {
 	argv_builder b = {0};
 	const layout *l = &p->layout;
 	int ranks = (int)layout_ranks(l);
-	if (p->slurm) {
+	if (p->slurm && p->command) {
+		add(&b, "srun");
+		add(&b, "--kill-on-bad-exit=1");
+		add(&b, "--label");
+		add(&b, "--mpi=none");
+		add(&b, "--ntasks-per-node");
+		addf(&b, "%d", p->ranks_per_node > 0 ? p->ranks_per_node : 1);
+		add(&b, "-n");
+	} else if (p->slurm) {
 		add(&b, "srun");
 		add(&b, "--mpi=pmix");
 		add(&b, "--kill-on-bad-exit=1");
@@ -74,6 +96,8 @@ char **launch_argv(const launch_plan *p)
 		add(&b, "-np");
 	}
 	addf(&b, "%d", ranks);
+	if (!p->slurm && p->command)
+		add(&b, "--tag-output");
 	if (!p->slurm) {
 		add(&b, "-x");
 		add(&b, "OMP_NUM_THREADS");
@@ -83,6 +107,10 @@ char **launch_argv(const launch_plan *p)
 			add(&b, "-x");
 			add(&b, p->export_env[i]);
 		}
+	}
+	if (p->command) {
+		command_argv(&b, p);
+		goto done;
 	}
 	add(&b, p->train_bin);
 	add(&b, "train");
@@ -124,6 +152,7 @@ char **launch_argv(const launch_plan *p)
 	layout_format(l, text, sizeof(text));
 	add(&b, "--layout");
 	add(&b, text);
+done:
 	if (b.broken) {
 		launch_argv_free(b.v);
 		return NULL;
@@ -142,6 +171,8 @@ char **launch_argv_shown(const launch_plan *p)
 	launch_plan shown = *p;
 	const char *slash = p->train_bin ? strrchr(p->train_bin, '/') : NULL;
 	shown.train_bin = slash ? slash + 1 : p->train_bin;
+	slash = p->worker_bin ? strrchr(p->worker_bin, '/') : NULL;
+	shown.worker_bin = slash ? slash + 1 : p->worker_bin;
 	shown.spec_path = LAUNCH_SHOWN_SPEC;
 	shown.ckpt_dir = LAUNCH_SHOWN_CKPT;
 	if (p->data_root)

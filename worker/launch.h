@@ -35,6 +35,13 @@ typedef struct launch_plan {
 	const char *init_encrypt_for; /* "TENANT_ID:JOB_ID": --init-encrypt; NULL: none */
 	/* names of variables mpirun passes to the ranks (-x); NULL-terminated, may be NULL */
 	const char *const *export_env;
+	/*
+	 * A command job's program instead of the trainer (NULL: the trainer):
+	 * each rank is worker_bin's `task` (task.h), with the argv after "--".
+	 */
+	const jobspec_command *command;
+	const char *worker_bin;
+	int ranks_per_node; /* srun --ntasks-per-node for a command job */
 } launch_plan;
 
 /*
@@ -48,6 +55,10 @@ typedef struct launch_plan {
  * caller's --set overrides, then --layout
  * with the rung (layout_format(): the trainer runs that one layout of the
  * job's spec, which it reads as it is; the ladder is the driver's).
+ * A command job's launch labels each line with its rank instead:
+ *   srun --kill-on-bad-exit=1 --label --mpi=none -n N --ntasks-per-node R
+ *        WORKER task [--memory-limit B] -- ARGV...
+ *   mpirun ... -np N --tag-output -x ... WORKER task [--memory-limit B] -- ARGV...
  * RET: the argv (launch_argv_free() it), or NULL when out of memory.
  */
 char **launch_argv(const launch_plan *p);

@@ -19,6 +19,7 @@
 #include "failure.h"
 #include "sink.h"
 #include "specopt.h"
+#include "task.h"
 
 static void usage(FILE *f)
 {
@@ -27,6 +28,7 @@ static void usage(FILE *f)
 	        "                            --log-out FILE [options]\n"
 	        "       trainyard-worker attempt [--url URL] [--slots N]\n"
 	        "                            [--rank-memory-limit BYTES] [--set ...]\n"
+	        "       trainyard-worker task [--memory-limit BYTES] -- ARGV...\n"
 	        "\n"
 	        "Runs the job's trainer ranks (mpirun; srun --mpi=pmix when SLURM_JOB_ID is set),\n"
 	        "and after an out-of-memory, a communication failure or a lost rank runs them\n"
@@ -44,6 +46,9 @@ static void usage(FILE *f)
 	        "  --slots N            ranks the allocation holds (default: the spec's ranks)\n"
 	        "  --rank-memory-limit BYTES  address space of each rank (trainyard-train\n"
 	        "                       --memory-limit)\n"
+	        "  --code-dir DIR       a command job's program (docs/own-code.md): its files\n"
+	        "  --work-dir DIR       a command job's checkpoints being written and the one\n"
+	        "                       resumed from (default: a new directory in $TMPDIR)\n"
 	        "\n"
 	        "attempt runs attempt TRAINYARD_ATTEMPT of a platform job with the credential\n"
 	        "TRAINYARD_ATTEMPT_TOKEN (both from the environment; the credential is removed\n"
@@ -51,6 +56,8 @@ static void usage(FILE *f)
 	        "TRAINYARD_URL), checkpoints and the sealed log under TRAINYARD_STORAGE_ROOT,\n"
 	        "the data in the tenant's directory of TRAINYARD_DATA_ROOT, metrics,\n"
 	        "checkpoints, fallbacks and the end reported to the API.\n"
+	        "\n"
+	        "task is one rank of a command job, as the launcher starts it (worker/README.md).\n"
 	        "\n"
 	        "The trainer is TRAINYARD_TRAIN_BIN, else trainyard-train next to this program.\n"
 	        "Exit status: 0 succeeded, 16 stopped, else the failure class's trainer status\n"
@@ -68,6 +75,38 @@ static int parse_count(const char *text, unsigned long long min, unsigned long l
 		return -1;
 	*out = v;
 	return 0;
+}
+
+/* This program's own path (each rank of a command job runs its `task`). */
+static void self_path(char *out, size_t n, const char *argv0)
+{
+	ssize_t len = readlink("/proc/self/exe", out, n - 1);
+	if (len > 0)
+		out[len] = '\0';
+	else
+		snprintf(out, n, "%s", argv0);
+}
+
+/*
+ * The Python module of the report protocol (sdk/python): TRAINYARD_SDK_PYTHON,
+ * else sdk/python of the source tree this program was built in (build/bin/..),
+ * else none. RET out, or NULL.
+ */
+static const char *find_sdk_python(char *out, size_t n, const char *self)
+{
+	const char *env = getenv("TRAINYARD_SDK_PYTHON");
+	if (env && *env) {
+		snprintf(out, n, "%s", env);
+		return out;
+	}
+	const char *slash = strrchr(self, '/');
+	if (!slash)
+		return NULL;
+	snprintf(out, n, "%.*s/../../sdk/python/trainyard.py", (int)(slash - self), self);
+	if (access(out, R_OK) != 0)
+		return NULL;
+	out[strlen(out) - strlen("/trainyard.py")] = '\0';
+	return out;
 }
 
 /* trainyard-train: TRAINYARD_TRAIN_BIN, else next to this program, else from PATH. */
@@ -106,6 +145,8 @@ static int cmd_run(int argc, char **argv, const char *argv0, bool attempt)
 	                                     {"events-out", required_argument, 0, 'e'},
 	                                     {"slots", required_argument, 0, 'n'},
 	                                     {"rank-memory-limit", required_argument, 0, 'M'},
+	                                     {"code-dir", required_argument, 0, 'C'},
+	                                     {"work-dir", required_argument, 0, 'W'},
 	                                     {"help", no_argument, 0, 'h'},
 	                                     {0, 0, 0, 0}};
 	runtime_options o = {0};
@@ -130,6 +171,15 @@ static int cmd_run(int argc, char **argv, const char *argv0, bool attempt)
 			break;
 		case 'D':
 			o.data_root = optarg;
+			o.program_data_dir = optarg;
+			bad = attempt;
+			break;
+		case 'C':
+			o.code_dir = optarg;
+			bad = attempt;
+			break;
+		case 'W':
+			o.work_dir = optarg;
 			bad = attempt;
 			break;
 		case 'm':
@@ -163,6 +213,10 @@ static int cmd_run(int argc, char **argv, const char *argv0, bool attempt)
 	o.spec_path = so.spec;
 	o.overrides = so.overrides;
 	o.n_overrides = so.n_overrides;
+	char self[PATH_MAX], sdk[PATH_MAX + 32], work[PATH_MAX] = "";
+	self_path(self, sizeof(self), argv0);
+	o.worker_bin = self;
+	o.sdk_python = find_sdk_python(sdk, sizeof(sdk), self);
 	if (attempt && !bad && optind == argc) {
 		char train_bin[PATH_MAX + 32];
 		find_train_bin(train_bin, sizeof(train_bin), argv0);
@@ -181,6 +235,12 @@ static int cmd_run(int argc, char **argv, const char *argv0, bool attempt)
 	char train_bin[PATH_MAX + 32];
 	find_train_bin(train_bin, sizeof(train_bin), argv0);
 	o.train_bin = train_bin;
+	if (o.code_dir && !o.work_dir) {
+		const char *tmp = getenv("TMPDIR");
+		snprintf(work, sizeof(work), "%s/trainyard-work-XXXXXX",
+		         tmp && *tmp ? tmp : "/tmp");
+		o.work_dir = mkdtemp(work);
+	}
 	char err[1024];
 	runtime_sink *sink = sink_file_new(metrics, log, events, err, sizeof(err));
 	if (!sink) {
@@ -191,6 +251,8 @@ static int cmd_run(int argc, char **argv, const char *argv0, bool attempt)
 	int rc = runtime_run(&o, sink);
 	sink_free(sink);
 	specopt_release(&so);
+	if (work[0])
+		rmdir(work);
 	return rc;
 }
 
@@ -204,6 +266,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1, argv[0], false);
 	if (strcmp(argv[1], "attempt") == 0)
 		return cmd_run(argc - 1, argv + 1, argv[0], true);
+	if (strcmp(argv[1], "task") == 0)
+		return task_main(argc - 2, argv + 2);
 	fprintf(stderr, "trainyard-worker: unknown command \"%s\"\n", argv[1]);
 	usage(stderr);
 	return TRAIN_USAGE;

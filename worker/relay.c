@@ -37,6 +37,8 @@ void relay_begin(relay *r, int launch)
 	r->err.len = 0;
 	r->ranks_lost = 0;
 	r->start_failures = 0;
+	r->first_lost_rank = -1;
+	r->oom_kills = 0;
 }
 
 static void send_batch(relay *r)
@@ -96,15 +98,72 @@ static void on_out_line(relay *r, const char *text, double now)
 	json_decref(line);
 }
 
+/* A refused report: said in the log, the first few times. */
+static void report_refused(relay *r, int rank, const char *why)
+{
+	if (++r->bad_reports > 20)
+		return;
+	char msg[512];
+	snprintf(msg, sizeof(msg), "trainyard-worker: a report of rank %d is refused: %s%s", rank,
+	         why, r->bad_reports == 20 ? " (no more of these are said)" : "");
+	relay_worker_line(r, msg);
+}
+
+/* One report of a command job's rank (relay.h). */
+static void on_report(relay *r, const char *line, double now)
+{
+	int rank, step;
+	const char *text = program_label(line, &rank);
+	char why[256];
+	json_t *metrics = NULL;
+	program_report kind =
+	    program_report_read(r->prog, text, now, &step, &metrics, why, sizeof(why));
+	if (kind == PROGRAM_REPORT_BAD) {
+		report_refused(r, rank, why);
+		return;
+	}
+	r->last_report = now;
+	if (kind == PROGRAM_REPORT_PROGRESS)
+		return;
+	if (rank > 0) {
+		json_decref(metrics);
+		report_refused(r, rank, "steps and checkpoints count from rank 0 only");
+		return;
+	}
+	if (kind == PROGRAM_REPORT_STEP) {
+		on_step(r, metrics, now);
+		json_decref(metrics);
+		return;
+	}
+	char manifest[128], err[1024];
+	send_batch(r); /* a checkpoint covers the steps before it */
+	if (program_checkpoint(r->prog, step, manifest, sizeof(manifest), err, sizeof(err)) < 0) {
+		report_refused(r, rank, err);
+		return;
+	}
+	char path[4096 + 160];
+	snprintf(path, sizeof(path), "%s/%s", r->ckpt_dir, manifest);
+	r->last_checkpoint = step;
+	if (step > r->last_step)
+		r->last_step = step;
+	count(r, sink_checkpoint_done(r->sink, step, path));
+}
+
 static void on_line(relay *r, runtime_stream from, const char *text, double now)
 {
 	count(r, sink_log_line(r->sink, from, text));
-	if (from == RUNTIME_STREAM_OUT)
+	if (from == RUNTIME_STREAM_OUT && r->prog)
+		on_report(r, text, now);
+	else if (from == RUNTIME_STREAM_OUT)
 		on_out_line(r, text, now);
 	else if (from == RUNTIME_STREAM_ERR) {
-		launch_line kind = launch_line_kind(text);
+		int rank = -1;
+		launch_line kind = launch_line_kind_rank(text, &rank);
 		r->ranks_lost += kind == LAUNCH_LINE_RANK_LOST;
 		r->start_failures += kind == LAUNCH_LINE_START_FAILED;
+		r->oom_kills += kind == LAUNCH_LINE_OOM;
+		if (kind == LAUNCH_LINE_RANK_LOST && r->first_lost_rank < 0)
+			r->first_lost_rank = rank;
 	}
 }
 

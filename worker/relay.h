@@ -11,7 +11,14 @@
  *     with DIR/step_%08d/manifest.json;
  *   - other trainer events go to event("trainer", the line's object).
  * Lines of stderr are checked for a launcher's report of a rank ended by a
- * signal, or of ranks it could not start (classify.h). A line longer than RELAY_LINE_MAX bytes is
+ * signal, or of ranks it could not start (classify.h).
+ *
+ * For a command job (relay.prog set) stdout is the ranks' report channel
+ * instead (sdk/README.md), each line labelled by the launcher with its
+ * rank: rank 0's steps are batched as above, its checkpoints sealed
+ * (program_checkpoint()) before checkpoint_done(); any report from any
+ * rank is a heartbeat. Other ranks' steps and checkpoints, and lines that
+ * are no report, are logged and otherwise dropped. A line longer than RELAY_LINE_MAX bytes is
  * passed on in pieces of that size.
  *
  * The relay also keeps what the driver needs to know about progress: the
@@ -22,6 +29,7 @@
 
 #include <jansson.h>
 
+#include "program.h"
 #include "sink.h"
 
 #define RELAY_LINE_MAX      65536
@@ -45,6 +53,15 @@ typedef struct relay {
 	int ranks_lost;       /* this launch's stderr lines that report a rank lost */
 	int start_failures;   /* ... and those that report ranks it could not start */
 	int sink_failures;    /* sink calls that failed */
+	/*
+	 * A command job's (program.h; NULL for the trainer): stdout carries
+	 * the ranks' reports, each line labelled with its rank.
+	 */
+	program *prog;
+	double last_report;  /* when a rank last reported (monotonic s): its heartbeat */
+	int first_lost_rank; /* the rank the launcher said ended first; -1: none */
+	int oom_kills;       /* the launcher's reports of a rank killed for memory */
+	int bad_reports;     /* report lines refused */
 } relay;
 
 /* A relay into sink, for checkpoints under ckpt_dir. RET 0, or -1 out of memory. */
