@@ -141,23 +141,23 @@ int h_attempt_code_key(api_req *rq)
 		rc = keys_code_key_existing(rq->db, &rq->srv->master, tenant, bundle, &ring, &kv);
 		char res[160];
 		snprintf(res, sizeof(res), "code/%s@%s", PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 3));
-		json_t *d = json_pack("{s:i, s:s, s:s, s:s, s:s}", "tenant_key_version", kv,
-		                      "attempt_id", rq->scope.attempt_id, "job_id", rq->scope.job_id,
-		                      "version_id", PQgetvalue(r, 0, 4), "sha256",
-		                      PQgetvalue(r, 0, 5));
+		json_t *d =
+		    json_pack("{s:i, s:s, s:s, s:s, s:s}", "tenant_key_version", kv, "attempt_id",
+		              rq->scope.attempt_id, "job_id", rq->scope.job_id, "version_id",
+		              PQgetvalue(r, 0, 4), "sha256", PQgetvalue(r, 0, 5));
 		if (rc == 0)
 			rc = api_audit(rq, 200, res, d);
 		json_decref(d);
 		if (rc == 0)
 			rc = db_commit(rq->db);
 		if (rc == 0) {
-			out = json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:i, s:I, s:s, s:i}",
-			                "bundle_id", bundle, "tenant_id", tenant, "name",
-			                PQgetvalue(r, 0, 2), "version", atoi(PQgetvalue(r, 0, 3)),
-			                "version_id", PQgetvalue(r, 0, 4), "sha256", PQgetvalue(r, 0, 5),
-			                "files", atoi(PQgetvalue(r, 0, 6)), "bytes",
-			                (json_int_t)strtoll(PQgetvalue(r, 0, 7), NULL, 10),
-			                "classification", PQgetvalue(r, 0, 8), "tenant_key_version", kv);
+			out = json_pack(
+			    "{s:s, s:s, s:s, s:i, s:s, s:s, s:i, s:I, s:s, s:i}", "bundle_id",
+			    bundle, "tenant_id", tenant, "name", PQgetvalue(r, 0, 2), "version",
+			    atoi(PQgetvalue(r, 0, 3)), "version_id", PQgetvalue(r, 0, 4), "sha256",
+			    PQgetvalue(r, 0, 5), "files", atoi(PQgetvalue(r, 0, 6)), "bytes",
+			    (json_int_t)strtoll(PQgetvalue(r, 0, 7), NULL, 10), "classification",
+			    PQgetvalue(r, 0, 8), "tenant_key_version", kv);
 			if (out == NULL || jobdata_keys_set(out, &ring) != 0) {
 				json_decref(out);
 				out = NULL;

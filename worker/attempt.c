@@ -17,14 +17,17 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "codestore.h"
 #include "config.h"
 #include "crypt.h"
 #include "datapath.h"
 #include "datasets.h"
 #include "failure.h"
 #include "fileio.h"
+#include "hex.h"
 #include "identity.h"
 #include "initfrom.h"
+#include "program.h"
 #include "sink.h"
 #include "storage.h"
 #include "tenantfs.h"
@@ -44,12 +47,16 @@ typedef struct attempt {
 	char *launch_env[3];  /* {key_env, init key, NULL}: what the driver adds for the launcher */
 	const char *export_env[3]; /* the names of launch_env's variables */
 	char encrypt_for[2 * STORAGE_UUID_LEN + 2];
-	json_t *spec;        /* the normalised spec, until it is written for the trainer */
-	json_t *datasets;    /* [{role, version_id}]: the registered datasets to unseal */
-	char data_dir[4096]; /* where they were unsealed; "" when none */
-	json_t *init_from;   /* the checkpoint to start from, or NULL */
-	init_fetched init;   /* its copy */
-	char refused[64];    /* the code of the last set-up call the API refused */
+	json_t *spec;           /* the normalised spec, until it is written for the trainer */
+	json_t *datasets;       /* [{role, version_id}]: the registered datasets to unseal */
+	char data_dir[4096];    /* where they were unsealed; "" when none */
+	json_t *init_from;      /* the checkpoint to start from, or NULL */
+	init_fetched init;      /* its copy */
+	char refused[64];       /* the code of the last set-up call the API refused */
+	bool command;           /* a command job: its code and work directories below */
+	char attempt_dir[4096]; /* the tenant's data directory's attempts/<id>, for a command job */
+	char code_dir[4200];
+	char work_dir[4200];
 } attempt;
 
 static void sleep_s(double s)
@@ -236,7 +243,11 @@ static void attempt_release(attempt *at)
 	if (at->spec_path[0])
 		unlink(at->spec_path);
 	init_remove(&at->init);
+	program_tree_remove(at->code_dir);
+	program_tree_remove(at->work_dir);
 	datasets_remove(at->data_dir);
+	if (at->attempt_dir[0])
+		rmdir(at->attempt_dir);
 	json_decref(at->spec);
 	json_decref(at->datasets);
 	json_decref(at->init_from);
@@ -289,6 +300,81 @@ static int log_open(const ty_config *cfg, const attempt *at, const char *rel, ch
 	return fd;
 }
 
+/* One directory of the attempt's own below the tenant's data directory: attempts/<id>/name. */
+static int attempt_subdir(const ty_config *cfg, attempt *at, const char *name, char *out,
+                          size_t outlen, char *err, size_t errlen)
+{
+	const char *steps[] = {"tenants", at->tenant_id, DATAPATH_ATTEMPTS_DIR, at->id, name};
+	storage_owners self = storage_owners_self();
+	int fd = storage_private_dirs_fd(cfg->data_root, steps, 5, &self, err, errlen);
+	if (fd < 0)
+		return -1;
+	char tdir[3900];
+	if (datapath_tenant_dir(cfg->data_root, at->tenant_id, tdir, sizeof(tdir)) < 0) {
+		close(fd);
+		return -1;
+	}
+	snprintf(at->attempt_dir, sizeof(at->attempt_dir), "%s/" DATAPATH_ATTEMPTS_DIR "/%s", tdir,
+	         at->id);
+	snprintf(out, outlen, "%s/%s", at->attempt_dir, name);
+	return fd;
+}
+
+/*
+ * A command job's code: the bundle's key from the API (a recorded read),
+ * the version unpacked into attempts/<id>/code, checked against its hash;
+ * and attempts/<id>/work for the driver. RET 0, or -1 after saying why.
+ */
+static int code_fetch(attempt *at, const ty_config *cfg)
+{
+	rt_answer a;
+	char err[1024] = "";
+	if (call_setup(at, "POST", "/code/key", &a) < 0)
+		return -1;
+	const json_t *b = a.body;
+	char *text = (char *)json_string_value(json_object_get(b, "keys"));
+	const char *bundle = json_string_value(json_object_get(b, "bundle_id"));
+	const char *tenant = json_string_value(json_object_get(b, "tenant_id"));
+	const char *version = json_string_value(json_object_get(b, "version_id"));
+	const char *sha = json_string_value(json_object_get(b, "sha256"));
+	unsigned char digest[32];
+	crypt_object_ctx ctx = {0};
+	int rc = -1;
+	if (!bundle || !tenant || !version || !sha || strcmp(tenant, at->tenant_id) != 0 ||
+	    !hex_decode(sha, strlen(sha), digest, sizeof(digest)) ||
+	    crypt_object_ctx_init_text(&ctx, tenant, bundle, text) != 0) {
+		fprintf(stderr,
+		        "trainyard-worker: the API's answer for the job's code is incomplete\n");
+	} else {
+		int fd = attempt_subdir(cfg, at, "code", at->code_dir, sizeof(at->code_dir), err,
+		                        sizeof(err));
+		bundle_summary sum;
+		rc = fd < 0 ? -1
+		            : code_version_unpack(cfg->storage_root, &ctx, version, digest,
+		                                  (uint64_t)cfg->code_unpacked_mib << 20, fd, &sum,
+		                                  err, sizeof(err));
+		if (fd >= 0)
+			close(fd);
+		if (rc == 0 && (fd = attempt_subdir(cfg, at, "work", at->work_dir,
+		                                    sizeof(at->work_dir), err, sizeof(err))) >= 0)
+			close(fd);
+		else if (rc == 0)
+			rc = -1;
+		if (rc == 0)
+			fprintf(stderr, "trainyard-worker: code %s@%lld: %d files, %llu bytes\n",
+			        json_string_value(json_object_get(b, "name")),
+			        (long long)json_integer_value(json_object_get(b, "version")),
+			        sum.files, (unsigned long long)sum.bytes);
+		else
+			fprintf(stderr, "trainyard-worker: the job's code: %s\n", err);
+	}
+	crypt_object_ctx_clear(&ctx);
+	if (text)
+		OPENSSL_cleanse(text, strlen(text));
+	rt_answer_release(&a);
+	return rc ? -1 : 0;
+}
+
 /* Storage, the sink, the driver. RET the driver's exit status, or -1 before it ran. */
 static int attempt_train(attempt *at, const ty_config *cfg, runtime_options *o)
 {
@@ -326,6 +412,10 @@ static int attempt_train(attempt *at, const ty_config *cfg, runtime_options *o)
 	if (init_fetch(at->init_from, &where, dataset_call, at, at->client, &at->init) < 0)
 		return setup_refused(at, "the checkpoint to start from",
 		                     "fetch the checkpoint to start from");
+	const char *kind = json_string_value(json_object_get(at->spec, "kind"));
+	at->command = kind && strcmp(kind, "command") == 0;
+	if (at->command && code_fetch(at, cfg) < 0)
+		return setup_refused(at, "the job's code", "unpack the job's code");
 	if (spec_write(at, at->spec) < 0) {
 		finish_early(at, FAILURE_INTERNAL, "the worker could not write the job's spec");
 		return -1;
@@ -351,12 +441,23 @@ static int attempt_train(attempt *at, const ty_config *cfg, runtime_options *o)
 		o->init_ckpt = at->init.dir;
 		o->init_encrypt_for = at->init.encrypt_for;
 	}
-	at->launch_env[0] = at->key_env;
-	at->launch_env[1] = at->init.key_env; /* NULL when there is none */
-	at->export_env[0] = KEY_ENV;
-	at->export_env[1] = at->init.key_env ? INIT_KEY_ENV : NULL;
-	o->launch_env = at->launch_env;
-	o->export_env = at->export_env;
+	if (at->command) {
+		/* the team's program gets no key: the driver seals its checkpoints */
+		o->code_dir = at->code_dir;
+		o->work_dir = at->work_dir;
+		o->program_data_dir = at->data_dir[0] ? at->data_dir : NULL;
+		o->seal = &at->ctx;
+		o->program_path = cfg->program_path;
+		o->job_id = at->job_id;
+		o->attempt_number = at->number;
+	} else {
+		at->launch_env[0] = at->key_env;
+		at->launch_env[1] = at->init.key_env; /* NULL when there is none */
+		at->export_env[0] = KEY_ENV;
+		at->export_env[1] = at->init.key_env ? INIT_KEY_ENV : NULL;
+		o->launch_env = at->launch_env;
+		o->export_env = at->export_env;
+	}
 	fprintf(stderr, "trainyard-worker: attempt %d of job %s (tenant %s), log %s\n", at->number,
 	        at->job_id, at->tenant_id, log_name);
 	int rc = runtime_run(o, sink);

@@ -533,7 +533,8 @@ static int command_open(driver *d, char *err, size_t errlen)
 	                           .data_dir = o->program_data_dir,
 	                           .job_id = o->job_id,
 	                           .attempt = o->attempt_number,
-	                           .sdk_python = o->sdk_python};
+	                           .sdk_python = o->sdk_python,
+	                           .path = o->program_path};
 	ckpt_store *store =
 	    o->seal ? ckpt_store_encrypted(o->ckpt_dir, o->seal) : ckpt_store_dir(o->ckpt_dir);
 	if (program_open(&d->prog, &d->spec, store, &d->where, err, errlen) < 0) {

@@ -69,6 +69,7 @@ typedef struct runtime_options {
 	const char *program_data_dir;
 	const char *worker_bin;
 	const char *sdk_python;
+	const char *program_path; /* the program's PATH; NULL: PROGRAM_PATH_DEFAULT */
 	const char *job_id;
 	int attempt_number;
 	const struct crypt_object_ctx *seal;

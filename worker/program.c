@@ -56,14 +56,14 @@ static int collect(const char *p, const struct stat *st, int flag, struct FTW *f
 		return 0;
 	const char *rel = p + walk.base;
 	if (flag != FTW_F || !S_ISREG(st->st_mode) || !storage_name_valid(rel)) {
-		snprintf(walk.bad, sizeof(walk.bad),
-		         "\"%.200s\" is not a regular file of a plain name ([A-Za-z0-9._-] components)",
-		         rel);
+		snprintf(
+		    walk.bad, sizeof(walk.bad),
+		    "\"%.200s\" is not a regular file of a plain name ([A-Za-z0-9._-] components)",
+		    rel);
 		return 1;
 	}
 	if (walk.n == PROGRAM_CKPT_FILES_MAX) {
-		snprintf(walk.bad, sizeof(walk.bad), "more than %d files",
-		         PROGRAM_CKPT_FILES_MAX);
+		snprintf(walk.bad, sizeof(walk.bad), "more than %d files", PROGRAM_CKPT_FILES_MAX);
 		return 1;
 	}
 	if (walk.n == walk.cap) {
@@ -150,15 +150,15 @@ static int parents(ckpt_store *s, const char *name, char *err, size_t errlen)
 
 /* ---- checkpoints -------------------------------------------------------- */
 
-int program_checkpoint(program *p, int step, char *manifest, size_t mlen, char *err,
-                       size_t errlen)
+int program_checkpoint(program *p, int step, char *manifest, size_t mlen, char *err, size_t errlen)
 {
 	char dir[4300];
 	snprintf(dir, sizeof(dir), "%s/%d", p->ckpt_out, step);
 	struct stat st;
 	if (step < 1 || step > CKPT_STEP_MAX || lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		err_printf(err, errlen, "checkpoint %d: no directory %d in TRAINYARD_CHECKPOINT_DIR",
-		           step, step);
+		err_printf(err, errlen,
+		           "checkpoint %d: no directory %d in TRAINYARD_CHECKPOINT_DIR", step,
+		           step);
 		return -1;
 	}
 	walk_free();
@@ -167,7 +167,8 @@ int program_checkpoint(program *p, int step, char *manifest, size_t mlen, char *
 	if (rc == 0 && walk.n == 0)
 		snprintf(walk.bad, sizeof(walk.bad), "no file");
 	if (rc || walk.n == 0) {
-		err_printf(err, errlen, "checkpoint %d: %s", step, walk.bad[0] ? walk.bad : "unreadable");
+		err_printf(err, errlen, "checkpoint %d: %s", step,
+		           walk.bad[0] ? walk.bad : "unreadable");
 		walk_free();
 		return -1;
 	}
@@ -193,9 +194,8 @@ int program_checkpoint(program *p, int step, char *manifest, size_t mlen, char *
 		if (rc == 0 && json_array_append_new(files, json_string(walk.paths[i])) < 0)
 			rc = -ERR_INTERNAL;
 	}
-	json_t *config = rc == 0 ? json_pack("{s:s, s:O}", "kind", PROGRAM_CKPT_KIND, "files",
-	                                     files)
-	                         : NULL;
+	json_t *config =
+	    rc == 0 ? json_pack("{s:s, s:O}", "kind", PROGRAM_CKPT_KIND, "files", files) : NULL;
 	if (rc == 0 && !config)
 		rc = -ERR_INTERNAL;
 	if (rc == 0)
@@ -250,9 +250,11 @@ static int unseal_step(program *p, int step, char *err, size_t errlen)
 			rc = parents(out, path, err, errlen);
 		if (rc == 0)
 			rc = copy_file(p->store, name, out, path, sha, &bytes, err, errlen);
-		if (rc == 0 && (strcmp(sha, m.shards[i].sha256) != 0 || bytes != m.shards[i].bytes)) {
-			err_printf(err, errlen, "checkpoint %d: %s does not hash as its manifest says",
-			           step, path);
+		if (rc == 0 &&
+		    (strcmp(sha, m.shards[i].sha256) != 0 || bytes != m.shards[i].bytes)) {
+			err_printf(err, errlen,
+			           "checkpoint %d: %s does not hash as its manifest says", step,
+			           path);
 			rc = -ERR_CHECKPOINT_CORRUPT;
 		}
 	}
@@ -338,7 +340,7 @@ static int env_add(program *p, size_t *n, const char *name, const char *value)
 static int build_env(program *p, const program_where *w)
 {
 	const jobspec_command *c = &p->spec->command;
-	size_t cap = 16 + (size_t)c->n_env, n = 0;
+	size_t cap = 20 + (size_t)c->n_env, n = 0;
 	env_free(p);
 	p->env = calloc(cap + 1, sizeof(char *));
 	p->names = calloc(cap + 1, sizeof(char *));
@@ -372,7 +374,8 @@ static int build_env(program *p, const program_where *w)
 	    env_add(p, &n, "TRAINYARD_STEPS", steps[0] ? steps : NULL) ||
 	    env_add(p, &n, "MASTER_ADDR", slurm ? NULL : "127.0.0.1") ||
 	    env_add(p, &n, "MASTER_PORT", p->master_port) ||
-	    env_add(p, &n, "PYTHONPATH", pypath[0] ? pypath : NULL))
+	    env_add(p, &n, "PYTHONPATH", pypath[0] ? pypath : NULL) ||
+	    env_add(p, &n, "PATH", w->path ? w->path : PROGRAM_PATH_DEFAULT))
 		return -1;
 	for (size_t i = 0; i < n; i++) {
 		char *eq = strchr(p->env[i], '=');
@@ -500,8 +503,11 @@ static int step_fields(const json_t *in, json_t *out, char *why, size_t whylen)
 		json_object_foreach ((json_t *)metrics, k, v) {
 			size_t n = strlen(k);
 			if (!finite_number(v) || n < 1 || n > 64 ||
-			    strspn(k, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/-") != n) {
-				snprintf(why, whylen, "metric \"%.64s\" is not a finite number of a plain name", k);
+			    strspn(k, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234567"
+			              "89._/-") != n) {
+				snprintf(why, whylen,
+				         "metric \"%.64s\" is not a finite number of a plain name",
+				         k);
 				return -1;
 			}
 		}
@@ -542,8 +548,9 @@ program_report program_report_read(program *p, const char *text, double now, int
 			if (since > 0) {
 				json_object_set_new(o, "time_ms", json_real(since * 1000.0));
 				if (tokens)
-					json_object_set_new(o, "tokens_per_s",
-					                    json_real((double)json_integer_value(tokens) / since));
+					json_object_set_new(
+					    o, "tokens_per_s",
+					    json_real((double)json_integer_value(tokens) / since));
 			}
 			p->last_step_at = now;
 			*out = o;

@@ -28,27 +28,31 @@
 #define PROGRAM_CKPT_KIND      "command"
 
 typedef struct program {
-	const jobspec *spec;  /* borrowed */
-	ckpt_store *store;    /* the job's checkpoints (sealed in attempt mode); owned */
-	char work_dir[4096];  /* the attempt's; checkpoint/ and resume/ below it */
-	char ckpt_out[4200];  /* work_dir/checkpoint */
+	const jobspec *spec; /* borrowed */
+	ckpt_store *store;   /* the job's checkpoints (sealed in attempt mode); owned */
+	char work_dir[4096]; /* the attempt's; checkpoint/ and resume/ below it */
+	char ckpt_out[4200]; /* work_dir/checkpoint */
 	char resume_dir[4200];
-	int resume_step;      /* the checkpoint the next launch resumes from; 0: none */
-	char master_port[8];  /* this launch's */
-	char **env;           /* "NAME=value" for the launcher, NULL-terminated; owned */
-	const char **names;   /* their names (mpirun -x); owned, pointing into env */
-	double last_step_at;  /* when rank 0 last reported a step (monotonic s); 0: not yet */
+	int resume_step;     /* the checkpoint the next launch resumes from; 0: none */
+	char master_port[8]; /* this launch's */
+	char **env;          /* "NAME=value" for the launcher, NULL-terminated; owned */
+	const char **names;  /* their names (mpirun -x); owned, pointing into env */
+	double last_step_at; /* when rank 0 last reported a step (monotonic s); 0: not yet */
 } program;
 
 /* What a program needs from the driver's options: where things are. Borrowed. */
 typedef struct program_where {
-	const char *code_dir; /* the unpacked bundle */
-	const char *work_dir; /* private, shared by the nodes */
-	const char *data_dir; /* TRAINYARD_DATA_DIR; NULL: none */
-	const char *job_id;   /* NULL outside the platform */
-	int attempt;          /* 0 outside the platform */
+	const char *code_dir;   /* the unpacked bundle */
+	const char *work_dir;   /* private, shared by the nodes */
+	const char *data_dir;   /* TRAINYARD_DATA_DIR; NULL: none */
+	const char *job_id;     /* NULL outside the platform */
+	int attempt;            /* 0 outside the platform */
 	const char *sdk_python; /* prepended to PYTHONPATH; NULL: none */
+	const char *path;       /* the program's PATH (TRAINYARD_PROGRAM_PATH) */
 } program_where;
+
+/* The program's PATH where no setting says (config.def's default) */
+#define PROGRAM_PATH_DEFAULT "/usr/local/bin:/usr/bin:/bin"
 
 /*
  * Open the job's checkpoint store (store: taken over) and the work
@@ -70,8 +74,7 @@ int program_prepare_launch(program *p, const program_where *w, char *err, size_t
  * step, prune to checkpoint.keep, remove the plain files.
  * OUT manifest: the manifest's path as the sink takes it. RET 0, or -1 with err.
  */
-int program_checkpoint(program *p, int step, char *manifest, size_t mlen, char *err,
-                       size_t errlen);
+int program_checkpoint(program *p, int step, char *manifest, size_t mlen, char *err, size_t errlen);
 
 /* A report line's kinds (sdk/README.md). */
 typedef enum program_report {

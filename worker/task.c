@@ -66,12 +66,13 @@ static int set_ranks(void)
 	const char *node = first_env("SLURM_NODEID", "OMPI_COMM_WORLD_NODE_RANK");
 	char local_size[16] = "";
 	if (getenv("SLURM_PROCID")) {
-		int n = slurm_tasks_on_node(getenv("SLURM_STEP_TASKS_PER_NODE"),
-		                            node ? atoi(node) : 0);
+		int n =
+		    slurm_tasks_on_node(getenv("SLURM_STEP_TASKS_PER_NODE"), node ? atoi(node) : 0);
 		if (n > 0)
 			snprintf(local_size, sizeof(local_size), "%d", n);
 	} else if (getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) {
-		snprintf(local_size, sizeof(local_size), "%s", getenv("OMPI_COMM_WORLD_LOCAL_SIZE"));
+		snprintf(local_size, sizeof(local_size), "%s",
+		         getenv("OMPI_COMM_WORLD_LOCAL_SIZE"));
 	}
 	if (!rank || !world || !local || !local_size[0])
 		return -1;

@@ -114,7 +114,8 @@ static int verify(const char *root, const crypt_object_ctx *ctx, const char *ver
 	if (rc == 0 && EVP_DigestFinal_ex(s->sha, digest, &len) != 1)
 		rc = -ERR_INTERNAL;
 	if (rc == 0 && memcmp(digest, sha256, sizeof(digest)) != 0) {
-		err_printf(err, errlen, "the stored archive does not hash to the version's SHA-256");
+		err_printf(err, errlen,
+		           "the stored archive does not hash to the version's SHA-256");
 		rc = -ERR_CODE_BUNDLE_INVALID;
 	}
 	sealed_close(s);
@@ -132,8 +133,8 @@ static bool top_dir(struct archive_entry *e)
 }
 
 /* Pass 2: every member written beneath the current directory (dirfd, by fchdir). */
-static int extract(const char *root, const crypt_object_ctx *ctx, const char *version_id,
-                   char *err, size_t errlen)
+static int extract(const char *root, const crypt_object_ctx *ctx, const char *version_id, char *err,
+                   size_t errlen)
 {
 	sealed_read *s = calloc(1, sizeof(*s));
 	struct archive *a = archive_read_new(), *w = archive_write_disk_new();
@@ -142,9 +143,9 @@ static int extract(const char *root, const crypt_object_ctx *ctx, const char *ve
 		archive_read_support_filter_gzip(a);
 		archive_read_support_format_tar(a);
 		archive_write_disk_set_options(
-		    w, ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_SECURE_SYMLINKS |
-		           ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS |
-		           ARCHIVE_EXTRACT_NO_OVERWRITE);
+		    w, ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |
+		           ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
+		           ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS | ARCHIVE_EXTRACT_NO_OVERWRITE);
 		if (archive_read_open(a, s, NULL, archive_cb, NULL) != ARCHIVE_OK)
 			rc = -ERR_CODE_BUNDLE_INVALID;
 	}
@@ -170,7 +171,7 @@ static int extract(const char *root, const crypt_object_ctx *ctx, const char *ve
 		if (rc)
 			err_printf(err, errlen, "could not unpack \"%.200s\": %s",
 			           archive_entry_pathname(e),
-			           archive_error_string(w) ? archive_error_string(w)
+			           archive_error_string(w)   ? archive_error_string(w)
 			           : archive_error_string(a) ? archive_error_string(a)
 			                                     : "a read failed");
 	}
