@@ -76,6 +76,13 @@ static int set_ranks(void)
 	}
 	if (!rank || !world || !local || !local_size[0])
 		return -1;
+	/* Under srun the driver's port is on the node that launched the step,
+	 * which is also the allocation's first node and so rank 0's. */
+	if (!getenv("MASTER_ADDR")) {
+		const char *launch = getenv("SLURM_LAUNCH_NODE_IPADDR");
+		if (setenv("MASTER_ADDR", launch && *launch ? launch : "127.0.0.1", 1) != 0)
+			return -1;
+	}
 	return setenv("RANK", rank, 1) || setenv("WORLD_SIZE", world, 1) ||
 	               setenv("LOCAL_RANK", local, 1) ||
 	               setenv("LOCAL_WORLD_SIZE", local_size, 1) ||
