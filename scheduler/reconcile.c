@@ -163,14 +163,15 @@ static const char *end_class(const followed *f, const sl_job *j)
 	return sl_failure_class(j->state);
 }
 
-/* The smallest rung of the job's fallback ladder, in ranks. */
-static int min_rung_ranks(const json_t *spec)
+/* The smallest rung of the job's fallback ladder, in ranks; *command: a command job's spec. */
+static int min_rung_ranks(const json_t *spec, bool *command)
 {
 	jobspec js;
 	verrs v;
 	verrs_init(&v);
 	int rc = jobspec_parse(spec, NULL, &js, NULL, &v);
 	verrs_release(&v);
+	*command = rc == 0 && js.kind == JOBSPEC_KIND_COMMAND;
 	if (rc)
 		return 1 << 30; /* a spec that no longer reads: no smaller retry */
 	layout rungs[LADDER_MAX];
@@ -235,11 +236,11 @@ static int job_after(sched *s, const followed *f, const char *c, json_t *story)
 	    .max_restarts = atoi(PQgetvalue(r, 0, 1)),
 	    .nodes = f->nodes,
 	    .ranks_per_node = atoi(PQgetvalue(r, 0, 2)),
-	    .min_rung_ranks = min_rung_ranks(spec),
 	    .recompute_full = f->recompute_full,
 	    .backoff_base_s = s->backoff_s,
 	    .node_grace_s = s->node_grace_s,
 	};
+	in.min_rung_ranks = min_rung_ranks(spec, &in.own_program);
 	PQclear(r);
 	json_decref(spec);
 	retry_decision d = retry_decide(&in);

@@ -37,6 +37,8 @@ retry_decision retry_decide(const retry_input *in)
 		return d;
 	}
 	failure_retry rule = failure_retry_rule(failure_by_name(c));
+	if (rule == FAILURE_RETRY_RECOMPUTE && in->own_program)
+		rule = FAILURE_RETRY_SAME; /* its memory is the program's own business */
 	if (rule == FAILURE_RETRY_FEWER_NODES) {
 		int fewer = in->nodes - 1;
 		if (fewer < 1 || (long)fewer * in->ranks_per_node < in->min_rung_ranks) {

@@ -102,6 +102,19 @@ START_TEST(out_of_memory_recomputes_once)
 }
 END_TEST
 
+/* A command job's program has no recompute setting: the same configuration again. */
+START_TEST(out_of_memory_of_an_own_program_retries_the_same)
+{
+	retry_input in = input("out_of_memory");
+	in.own_program = true;
+	retry_decision d = retry_decide(&in);
+	ck_assert_msg(d.retry, "%s", d.why);
+	ck_assert(!d.set_recompute_full);
+	ck_assert_int_eq(d.nodes, 4);
+	assert_why(&d, "same configuration");
+}
+END_TEST
+
 /* ------------------------------------------------------------ transient, permanent */
 
 /* The table's third row: the same configuration, nothing added. */
@@ -258,6 +271,7 @@ static Suite *make_suite(void)
 	tcase_add_test(c, lost_node_goes_one_node_fewer);
 	tcase_add_test(c, lost_node_needs_one_node_left);
 	tcase_add_test(c, out_of_memory_recomputes_once);
+	tcase_add_test(c, out_of_memory_of_an_own_program_retries_the_same);
 	tcase_add_test(c, transient_keeps_configuration);
 	tcase_add_test(c, permanent_never_retries);
 	suite_add_tcase(s, c);
