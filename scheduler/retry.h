@@ -34,7 +34,7 @@ typedef struct retry_input {
 	int ranks_per_node;  /* the spec's */
 	int min_rung_ranks;  /* ranks of the smallest rung of the job's ladder */
 	bool recompute_full; /* the failed attempt already ran with full recompute */
-	bool own_program;    /* a command job: no recompute to add; out of memory retries the same */
+	bool own_program; /* a command job: no recompute to add; out of memory retries the same */
 	int backoff_base_s;
 	/*
 	 * A retry after node_failure or rank_lost waits at least this long:

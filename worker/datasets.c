@@ -5,6 +5,7 @@
 #include "datasets.h"
 
 #include <openssl/crypto.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -77,6 +78,8 @@ int datasets_fetch(const json_t *list, const datasets_where *w, json_t *spec, da
 	if (json_array_size(list) == 0)
 		return 0;
 	json_t *data = json_object_get(spec, "data");
+	const char *kind = json_string_value(json_object_get(spec, "kind"));
+	bool command = kind && strcmp(kind, "command") == 0;
 	if (datapath_tenant_dir(w->data_root, w->tenant_id, tdir, sizeof(tdir)) < 0 ||
 	    !storage_uuid_valid(w->attempt_id) || !json_is_object(data)) {
 		fprintf(stderr, "trainyard-worker: no place for the job's datasets\n");
@@ -106,10 +109,13 @@ int datasets_fetch(const json_t *list, const datasets_where *w, json_t *spec, da
 			return -1;
 		snprintf(pattern, sizeof(pattern), DATAPATH_ATTEMPTS_DIR "/%s/%s/shard_*.bin",
 		         w->attempt_id, role);
-		json_object_set_new(data, strcmp(role, "train") == 0 ? "train" : "val",
-		                    json_string(pattern));
-		json_object_set_new(data, strcmp(role, "train") == 0 ? "dataset" : "val_dataset",
-		                    json_null());
+		if (!command) { /* the trainer reads paths; a command job's program, dir */
+			json_object_set_new(data, strcmp(role, "train") == 0 ? "train" : "val",
+			                    json_string(pattern));
+			json_object_set_new(data,
+			                    strcmp(role, "train") == 0 ? "dataset" : "val_dataset",
+			                    json_null());
+		}
 	}
 	return 0;
 }

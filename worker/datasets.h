@@ -30,7 +30,8 @@ typedef struct datasets_where {
 
 /*
  * Unseal every version of list (the attempt's "datasets": [{role,
- * version_id}]) and rewrite spec's data section to read them.
+ * version_id}]) and rewrite spec's data section to read them (a trainer
+ * job's; a command job's program finds them under dir: train/, val/).
  * OUT dir: the attempt's data directory, for datasets_remove ("" when list is empty).
  * RET 0, or -1 after saying why on stderr.
  */

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "error.h"
@@ -543,10 +544,17 @@ program_report program_report_read(program *p, const char *text, double now, int
 		*step = (int)json_integer_value(s);
 		json_t *o = json_pack("{s:s, s:i}", "type", "step", "step", *step);
 		if (o && step_fields(in, o, why, whylen) == 0) {
+			/* as the trainer's lines: time_ms the wall clock at the step's end, step_s
+			 * its length */
 			double since = p->last_step_at > 0 ? now - p->last_step_at : 0;
 			const json_t *tokens = json_object_get(o, "tokens");
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			json_object_set_new(
+			    o, "time_ms",
+			    json_integer((json_int_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000));
 			if (since > 0) {
-				json_object_set_new(o, "time_ms", json_real(since * 1000.0));
+				json_object_set_new(o, "step_s", json_real(since));
 				if (tokens)
 					json_object_set_new(
 					    o, "tokens_per_s",

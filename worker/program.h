@@ -87,8 +87,9 @@ typedef enum program_report {
 /*
  * Read one report line. A step becomes the metrics object the platform
  * keeps (*out, a new reference: type, step, loss, tokens, lr, grad_norm,
- * metrics as given; time_ms and tokens_per_s measured since the last
- * step, at now). OUT *step for a step or checkpoint. RET its kind; BAD
+ * metrics as given; time_ms the wall clock, as the trainer's lines have
+ * it; step_s and tokens_per_s measured since the last step, at now,
+ * a monotonic clock's seconds). OUT *step for a step or checkpoint. RET its kind; BAD
  * with why for a line that breaks the protocol.
  */
 program_report program_report_read(program *p, const char *text, double now, int *step,

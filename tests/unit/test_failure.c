@@ -45,7 +45,8 @@ START_TEST(the_decisions_written_out)
 	ck_assert_int_eq(TRAIN_COMM, 12);
 	ck_assert_int_eq(failure_status(FAILURE_RANK_LOST), TRAIN_COMM);
 	ck_assert_int_eq(failure_status(FAILURE_LAUNCH_FAILED), TRAIN_INTERNAL);
-	ck_assert_int_eq(failure_status(FAILURE_HANG), TRAIN_COMM); /* a command job's silent ranks */
+	ck_assert_int_eq(failure_status(FAILURE_HANG),
+	                 TRAIN_COMM); /* a command job's silent ranks */
 	ck_assert_int_eq(failure_status(FAILURE_TIMEOUT), -1);
 	static const failure_class falls_back[] = {FAILURE_RANK_LOST, FAILURE_OOM, FAILURE_COMM};
 	int n = 0;

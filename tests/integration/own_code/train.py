@@ -140,7 +140,10 @@ def main():
             lr=opt.param_groups[0]["lr"],
             world=world,
         )
-        stop = trainyard.should_stop()
+        # SIGTERM reaches the ranks at different steps: they agree to stop together
+        stop = torch.tensor([int(trainyard.should_stop())])
+        dist.all_reduce(stop, op=dist.ReduceOp.MAX)
+        stop = bool(stop.item())
         if step % args.every == 0 or step == steps or stop:
             if rank == 0:  # DDP keeps every rank's model and optimizer the same
                 d = trainyard.checkpoint_dir(step)
