@@ -113,7 +113,12 @@ static void start_failed(const char *what, const char *arg)
 /* In the child: the program itself. Never returns. */
 static void exec_program(char **argv, size_t memory_limit)
 {
-	signal(SIGUSR1, SIG_DFL);
+	/*
+	 * The driver's stop request is SIGUSR1 to the launcher, and slurmstepd
+	 * passes a step's signal to every process of the task, the program
+	 * too: ignored, it does not kill it; the task's SIGTERM stops it.
+	 */
+	signal(SIGUSR1, SIG_IGN);
 	signal(SIGTERM, SIG_DFL);
 	if (memory_limit) {
 		struct rlimit rl = {(rlim_t)memory_limit, (rlim_t)memory_limit};

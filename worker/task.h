@@ -26,8 +26,10 @@
  * driver's stop, forwarded by the launcher) becomes SIGTERM to the
  * program, and it ends as the program did: the same exit status, or the
  * same signal raised on itself, so the launcher reports the rank as the
- * program ended. A program that cannot be started is exit 127, with a
- * line that starts TASK_START_FAILED on stderr.
+ * program ended. The program starts with SIGUSR1 ignored: slurmstepd
+ * passes a step's signal to every process of a task, not only the task.
+ * A program that cannot be started is exit 127, with a line that starts
+ * TASK_START_FAILED on stderr.
  */
 #ifndef TY_WORKER_TASK_H
 #define TY_WORKER_TASK_H

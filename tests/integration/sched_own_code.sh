@@ -214,6 +214,15 @@ CID=$(q "SELECT id FROM checkpoints WHERE job_id = '$N' AND step = 40")
 check_status "the last checkpoint's lineage" 200 GET "/v1/checkpoints/$CID/lineage"
 check_json "names the code and the dataset" "lm 1 corpus" \
 	'"\(.code.bundle) \(.code.version) \(.datasets[0].dataset)"'
+y "$ALICE" job show "$N"
+expect_rc "yardctl job show" 0
+check_match "shows the command job and its goodput" 'goodput_s +[0-9.]+' "$OUT"
+y "$ALICE" job metrics "$N" -o json
+expect_rc "yardctl job metrics" 0
+check_eq "every step's metrics, the last at 40" "40" "$(jq_out '[.. | objects | select(has("step")) | .step] | max')"
+y "$ALICE" job logs "$N"
+expect_rc "yardctl job logs" 0
+check_match "the log has the program's resume, labelled with its rank" "0: rank 0: resumed from step $CKPT" "$OUT"
 stack_slurm start-node n2 >/dev/null
 
 # ---- 4. cancelled: every rank stops, the program's last checkpoint kept --------
