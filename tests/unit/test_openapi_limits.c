@@ -258,7 +258,8 @@ START_TEST(job_spec_limits_are_the_codes)
 	verrs_init(&v);
 	ck_assert_int_eq(jobspec_parse(base, NULL, &js, NULL, &v), 0);
 	verrs_release(&v);
-	json_t *s = schema("JobSpec");
+	json_t *s = schema(
+	    "JobSpecTrain"); /* the trainer's kind; the command kind's rules are test_jobspec.c's */
 	ck_assert_ptr_nonnull(s);
 	ck_assert(json_is_false(json_object_get(s, "additionalProperties")));
 	const char *key;
