@@ -44,6 +44,7 @@ START=$(last_id)
 N=90
 BAD="ty_$(head -c 32 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
 denied=0 limited=0 other=0
+t0=$(date +%s%N)
 for ((i = 0; i < N; i++)); do
 	case $((i % 3)) in
 	0) TOKEN= ;;
@@ -62,9 +63,13 @@ for ((i = 0; i < N; i++)); do
 	*) other=$((other + 1)) ;;
 	esac
 done
+# the flood's length in whole seconds, rounded up: what the bucket refilled
+# in it, and how many 3 s windows it spans, bound what follows
+secs=$((($(date +%s%N) - t0 + 999999999) / 1000000000))
+windows=$(((secs + 2) / 3))
 check_eq "every answer is 401 or 429" 0 "$other"
-check "about the burst is let through (20 and what refilled): $denied" \
-	test "$denied" -ge 20 -a "$denied" -le 30
+check "about the burst is let through (20 and what refilled in ${secs}s): $denied" \
+	test "$denied" -ge 20 -a "$denied" -le $((20 + secs + 1))
 check_eq "the rest answer 429" $((N - denied)) "$limited"
 check_eq "a refusal is rate_limited" rate_limited "$(printf '%s' "${L_BODY:-}" | jq -r .code)"
 check_match "by the client address's limit, says the detail" "per client address" \
@@ -75,13 +80,15 @@ check_status "while the address's bucket is empty, a valid token from it waits t
 
 sleep 5 # the interval closes; its record is written within a second
 read -r records counted <<<"$(failures_since "$START")"
-check "the audit log grew by a few records, not one a failure: $records" \
-	test "$records" -ge 1 -a "$records" -le 3
+# the first at once, then at most one a window the flood touched
+check "the audit log grew by a few records, not one a failure: $records in ${secs}s" \
+	test "$records" -ge 2 -a "$records" -le $((windows + 2)) -a "$records" -lt "$denied"
 check_eq "whose counts add up to the failures let through" "$denied" "$counted"
-check_eq "one record counts many" 1 \
-	"$(q "SELECT count(*) FROM audit_log WHERE action = 'authz.deny' AND status = 401
+many=$(q "SELECT count(*) FROM audit_log WHERE action = 'authz.deny' AND status = 401
 	      AND id > $START AND (detail->>'count')::int > 1 AND detail->'routes' IS NOT NULL
-	      AND detail->'codes'->>'unauthenticated' IS NOT NULL")"
+	      AND detail->'codes'->>'unauthenticated' IS NOT NULL")
+check "a record counts many, with their routes and codes: $many" \
+	test "$many" -ge 1 -a "$many" -lt "$records"
 
 # ---- the failures still counted when the API stops are written then -------
 check "restart the API counting over an hour" \
