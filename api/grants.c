@@ -33,6 +33,15 @@ bool grant_approved_at_once(const char *cls, bool by_admin)
 	return strcmp(cls, "public") == 0 || strcmp(cls, "internal") == 0 || by_admin;
 }
 
+int grant_no_grantee(api_req *rq, json_t *in, const char *tenant)
+{
+	verrs v;
+	verrs_init(&v);
+	verrs_add(&v, "/tenant", ERR_F_INVALID_VALUE, "no other tenant is named \"%s\"", tenant);
+	json_decref(in);
+	return api_fail_validation(rq, &v);
+}
+
 int grant_change(api_req *rq, const grant_sql *sql, int rc, const char *object_id, bool approve,
                  const char *res, int (*failed)(api_req *rq, int rc))
 {

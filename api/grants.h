@@ -1,7 +1,8 @@
 /*
- * grants.h - what a grant of a dataset (h_dataset_grants.c) and a grant of
- * a checkpoint (h_checkpoint_grants.c) have in common: another tenant's
- * leave until an expiry, in force once approved and while not revoked.
+ * grants.h - what a grant of a dataset or a code bundle
+ * (h_registry_grants.c) and a grant of a checkpoint (h_checkpoint_grants.c)
+ * have in common: another tenant's leave until an expiry, in force once
+ * approved and while not revoked.
  * Tables of grants have the columns created_at, expires_at, approved_at
  * and revoked_at; "g" is the grant's alias in the SQL below.
  */
@@ -52,6 +53,12 @@ void grant_body_check(const json_t *in, const char *const *fields, const char **
  * rest waits for a platform admin's approval (unless an admin grants it).
  */
 bool grant_approved_at_once(const char *cls, bool by_admin);
+
+/*
+ * Answer a grant whose "tenant" names no other tenant (the insert made no
+ * row): 422 at /tenant. Frees in. RET 0 (answered).
+ */
+int grant_no_grantee(api_req *rq, json_t *in, const char *tenant);
 
 /* The statements of one kind of grant for grant_change(). */
 typedef struct grant_sql {

@@ -103,17 +103,21 @@ int h_attempt_create(api_req *rq)
 }
 
 /*
- * The classification of what job $1 trains on: the most sensitive of its
- * datasets ('internal' for data paths) and of the checkpoint it started
- * from (docs/datasets.md).
+ * The classification of what job $1 trains: the most sensitive of its
+ * datasets ('internal' for data paths), of the checkpoint it started from
+ * (docs/datasets.md) and, for a command job, of its code bundle
+ * (docs/own-code.md).
  */
 #define JOB_CLASSIFICATION                                                                         \
 	"(SELECT x.c FROM (SELECT d.classification FROM job_datasets jd"                           \
 	" JOIN dataset_versions v ON v.id = jd.version_id JOIN datasets d ON d.id = v.dataset_id"  \
 	" WHERE jd.job_id = $1 UNION ALL SELECT 'internal' WHERE NOT EXISTS (SELECT 1"             \
 	" FROM job_datasets WHERE job_id = $1 AND role = 'train') UNION ALL SELECT"                \
-	" classification FROM job_init WHERE job_id = $1) x (c) ORDER BY array_position("          \
-	"ARRAY['public', 'internal', 'confidential', 'restricted'], x.c) DESC LIMIT 1)"
+	" classification FROM job_init WHERE job_id = $1 UNION ALL SELECT b.classification"        \
+	" FROM job_code jc JOIN code_versions v ON v.id = jc.version_id"                           \
+	" JOIN code_bundles b ON b.id = v.bundle_id WHERE jc.job_id = $1) x (c)"                   \
+	" ORDER BY array_position(ARRAY['public', 'internal', 'confidential', 'restricted'], x.c)" \
+	" DESC LIMIT 1)"
 
 /*
  * The tenants whose terms hold what job $1 trains (migration 0013): those

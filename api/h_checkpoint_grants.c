@@ -127,13 +127,8 @@ int h_checkpoint_grant_create(api_req *rq)
 		    " FROM tenants t WHERE t.name = $6 AND t.id <> $7 RETURNING *)"
 		    " SELECT row_to_json(x) FROM (SELECT " GRANT_COLS GRANT_FROM_CTE ") x",
 		    7, p, &out);
-	if (rc == 0 && !out) {
-		verrs_init(&v);
-		verrs_add(&v, "/tenant", ERR_F_INVALID_VALUE, "no other tenant is named \"%s\"",
-		          tenant);
-		json_decref(in);
-		return api_fail_validation(rq, &v);
-	}
+	if (rc == 0 && !out)
+		return grant_no_grantee(rq, in, tenant);
 	char res[160];
 	grant_resource(rq, json_string_value(json_object_get(out, "id")), res, sizeof(res));
 	rc = api_audit_commit(

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "dataset.h"
+#include "grants.h"
 #include "handlers.h"
 #include "jobdata.h"
 #include "keys.h"
@@ -220,8 +221,7 @@ int h_attempt_dataset_key(api_req *rq)
 		    "SELECT d.id, d.tenant_id, d.name, d.classification, v.version, v.shards,"
 		    " v.tokens, encode(v.sha256, 'hex'), jd.role, d.tenant_id = j.tenant_id"
 		    " OR EXISTS (SELECT 1 FROM dataset_grants g WHERE g.dataset_id = d.id"
-		    " AND g.tenant_id = j.tenant_id AND g.approved_at IS NOT NULL"
-		    " AND g.revoked_at IS NULL AND g.expires_at > clock_timestamp()),"
+		    " AND g.tenant_id = j.tenant_id AND " GRANT_IN_FORCE "),"
 		    " ot.name FROM job_datasets jd JOIN jobs j ON j.id = jd.job_id"
 		    " JOIN dataset_versions v ON v.id = jd.version_id"
 		    " JOIN datasets d ON d.id = v.dataset_id JOIN tenants ot ON ot.id = d.tenant_id"

@@ -61,7 +61,10 @@ int h_key_rotate(api_req *rq);
 int h_key_shred(api_req *rq);
 int h_master_key_status(api_req *rq);
 
-/* h_datasets.c, h_dataset_upload.c, h_dataset_grants.c: the dataset registry (docs/datasets.md) */
+/*
+ * h_code.c, h_datasets.c, h_dataset_upload.c, h_registry_grants.c: the code
+ * bundle and dataset registries (docs/own-code.md, docs/datasets.md)
+ */
 /* How sensitive data or code is, least first (NULL-terminated): datasets', code bundles'. */
 extern const char *const api_classifications[];
 
@@ -70,6 +73,11 @@ int h_code_list(api_req *rq);
 int h_code_get(api_req *rq);
 int h_code_version_create(api_req *rq);
 int h_code_files(api_req *rq);
+int h_code_grant_create(api_req *rq);
+int h_code_grant_list(api_req *rq);
+int h_code_grant_approve(api_req *rq);
+int h_code_grant_revoke(api_req *rq);
+int h_shared_code(api_req *rq);
 int h_dataset_create(api_req *rq);
 int h_dataset_list(api_req *rq);
 int h_dataset_get(api_req *rq);

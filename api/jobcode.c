@@ -9,11 +9,13 @@
 #include <string.h>
 
 #include "dataset.h"
+#include "grants.h"
 #include "handlers.h"
 #include "jobdata.h"
 #include "jobspec_command.h"
 #include "keys.h"
 #include "server.h"
+#include "tenant_dirs.h"
 
 /*
  * Whether the version holds what t runs: a regular file (or a hard link to
@@ -57,26 +59,32 @@ int jobcode_resolve(api_req *rq, const jobspec *js, json_t *spec, char version_i
 	if (dataset_ref_parse(js->command.code, owner, name, &version, why, sizeof(why)) < 0)
 		return 0; /* jobspec_parse() said so */
 	snprintf(ver, sizeof(ver), "%d", version);
-	const char *p[] = {rq->scope.tenant_id, name, ver};
+	/* the tenant's own bundle, or another tenant's under a grant in force */
+	const char *p[] = {rq->scope.tenant_id, owner, name, ver};
 	PGresult *r;
 	int rc = db_query(rq->db, &r,
 	                  "SELECT v.id, v.version FROM code_bundles b JOIN code_versions v"
-	                  " ON v.bundle_id = b.id WHERE b.tenant_id = $1 AND b.name = $2"
-	                  " AND ($3::int = 0 OR v.version = $3::int)"
+	                  " ON v.bundle_id = b.id WHERE b.tenant_id = CASE WHEN $2 = '' THEN $1"
+	                  " ELSE (SELECT id FROM tenants WHERE name = $2) END AND b.name = $3"
+	                  " AND ($4::int = 0 OR v.version = $4::int)"
+	                  " AND (b.tenant_id = $1 OR EXISTS (SELECT 1 FROM code_grants g"
+	                  " WHERE g.bundle_id = b.id AND g.tenant_id = $1 AND " GRANT_IN_FORCE "))"
 	                  " ORDER BY v.version DESC LIMIT 1",
-	                  3, p);
+	                  4, p);
 	if (rc)
 		return rc;
 	if (PQntuples(r) != 1) {
 		PQclear(r);
 		verrs_add(v, "/code", ERR_F_UNKNOWN_CODE,
-		          "no code bundle \"%s\" in this tenant, or it has no such version",
+		          "no code bundle \"%s\" for this tenant (its own, or granted to it and in "
+		          "force), or it has no such version",
 		          js->command.code);
 		return 0;
 	}
 	char id[37], pinned[DATASET_REF_MAX + 1];
 	snprintf(id, sizeof(id), "%s", PQgetvalue(r, 0, 0));
-	snprintf(pinned, sizeof(pinned), "%s@%s", name, PQgetvalue(r, 0, 1));
+	snprintf(pinned, sizeof(pinned), "%s%s%s@%s", owner, owner[0] ? "/" : "", name,
+	         PQgetvalue(r, 0, 1));
 	PQclear(r);
 	jobspec_target t;
 	int at;
@@ -127,12 +135,20 @@ int h_attempt_code_key(api_req *rq)
 	if (rc == 0)
 		rc = db_query(rq->db, &r,
 		              "SELECT b.id, b.tenant_id, b.name, v.version, v.id,"
-		              " encode(v.sha256, 'hex'), v.files, v.bytes, b.classification"
-		              " FROM job_code jc JOIN code_versions v ON v.id = jc.version_id"
-		              " JOIN code_bundles b ON b.id = v.bundle_id WHERE jc.job_id = $1",
+		              " encode(v.sha256, 'hex'), v.files, v.bytes, b.classification,"
+		              " b.tenant_id = j.tenant_id OR EXISTS (SELECT 1 FROM code_grants g"
+		              " WHERE g.bundle_id = b.id AND g.tenant_id = j.tenant_id"
+		              " AND " GRANT_IN_FORCE "), ot.name"
+		              " FROM job_code jc JOIN jobs j ON j.id = jc.job_id"
+		              " JOIN code_versions v ON v.id = jc.version_id"
+		              " JOIN code_bundles b ON b.id = v.bundle_id"
+		              " JOIN tenants ot ON ot.id = b.tenant_id WHERE jc.job_id = $1",
 		              1, p);
 	if (rc == 0 && PQntuples(r) != 1)
 		rc = -ERR_CODE_NOT_FOUND;
+	/* another tenant's bundle: only under a grant in force when the attempt asks */
+	if (rc == 0 && strcmp(PQgetvalue(r, 0, 9), "t") != 0)
+		rc = -ERR_GRANT_NOT_IN_FORCE;
 	crypt_object_ctx ring = {0};
 	int kv = 0;
 	json_t *out = NULL;
@@ -142,9 +158,13 @@ int h_attempt_code_key(api_req *rq)
 		char res[160];
 		snprintf(res, sizeof(res), "code/%s@%s", PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 3));
 		json_t *d =
-		    json_pack("{s:i, s:s, s:s, s:s, s:s}", "tenant_key_version", kv, "attempt_id",
-		              rq->scope.attempt_id, "job_id", rq->scope.job_id, "version_id",
-		              PQgetvalue(r, 0, 4), "sha256", PQgetvalue(r, 0, 5));
+		    json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:s}", "tenant_key_version", kv,
+		              "attempt_id", rq->scope.attempt_id, "job_id", rq->scope.job_id,
+		              "version_id", PQgetvalue(r, 0, 4), "sha256", PQgetvalue(r, 0, 5),
+		              "code_tenant_id", tenant, "code_tenant", PQgetvalue(r, 0, 10));
+		/* another tenant's version: copied to the grantee's tree for its attempts */
+		if (rc == 0 && strcmp(tenant, rq->scope.tenant_id) != 0)
+			rc = tenant_dirs_stage_code(rq, tenant, bundle, PQgetvalue(r, 0, 4));
 		if (rc == 0)
 			rc = api_audit(rq, 200, res, d);
 		json_decref(d);
@@ -171,6 +191,11 @@ int h_attempt_code_key(api_req *rq)
 		return api_fail(rq, rc, "the attempt's job runs no code bundle");
 	if (rc == -ERR_KEYS_UNAVAILABLE)
 		return api_fail(rq, rc, "the code bundle's keys were destroyed");
+	if (rc == -ERR_GRANT_NOT_IN_FORCE)
+		return api_fail(
+		    rq, rc,
+		    "the code bundle is another tenant's, and no grant to this job's tenant is in "
+		    "force: it was revoked or has expired");
 	if (rc)
 		return api_fail_db(rq, rc);
 	return api_reply(rq, 200, out);

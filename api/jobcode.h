@@ -13,9 +13,10 @@
 #include "jobspec.h"
 
 /*
- * Resolve js->command.code ("name" or "name@N") to a version of one of the
- * scope tenant's bundles, the newest where none is named, pin it in spec
- * ("name@N"), and check that the command runs a file of that version
+ * Resolve js->command.code ("name", "name@N" or "owner/name@N") to a
+ * version of one of the scope tenant's bundles, or of another tenant's
+ * under a grant to it in force, the newest where none is named, pin it in
+ * spec ("name@N", "owner/name@N"), and check that the command runs a file of that version
  * (jobspec_command.h). An unknown bundle or version is unknown_code at
  * /code, a command that names no member command_not_in_bundle at its
  * argument. Nothing for a job of another kind.

@@ -85,6 +85,11 @@ static const route table[] = {
 	{"GET",    "/v1/tenants/{tenant}/code/{code}",    PERM_CODE_READ,       SCOPE_TENANT,   NULL,             0,   h_code_get},
 	{"POST",   "/v1/tenants/{tenant}/code/{code}/versions", PERM_CODE_WRITE, SCOPE_TENANT, "code.version.create", UPL, h_code_version_create},
 	{"GET",    "/v1/tenants/{tenant}/code/{code}/versions/{version}/files", PERM_CODE_READ, SCOPE_TENANT, NULL, 0, h_code_files},
+	{"POST",   "/v1/tenants/{tenant}/code/{code}/grants", PERM_CODE_GRANT, SCOPE_TENANT,   "code.grant",     0,   h_code_grant_create},
+	{"GET",    "/v1/tenants/{tenant}/code/{code}/grants", PERM_CODE_READ,  SCOPE_TENANT,   NULL,             0,   h_code_grant_list},
+	{"POST",   "/v1/tenants/{tenant}/code/{code}/grants/{grant}/approve", PERM_CODE_APPROVE, SCOPE_TENANT, "code.grant.approve", 0, h_code_grant_approve},
+	{"DELETE", "/v1/tenants/{tenant}/code/{code}/grants/{grant}", PERM_CODE_GRANT, SCOPE_TENANT, "code.grant.revoke", 0, h_code_grant_revoke},
+	{"GET",    "/v1/tenants/{tenant}/shared-code",    PERM_CODE_READ,       SCOPE_TENANT,   NULL,             0,   h_shared_code},
 	/* the dataset registry (docs/datasets.md) */
 	{"POST",   "/v1/tenants/{tenant}/datasets",       PERM_DATASET_WRITE,   SCOPE_TENANT,   "dataset.create", 0,   h_dataset_create},
 	{"GET",    "/v1/tenants/{tenant}/datasets",       PERM_DATASET_READ,    SCOPE_TENANT,   NULL,             0,   h_dataset_list},

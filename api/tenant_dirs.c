@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codestore.h"
 #include "dataset.h"
 #include "log.h"
 
@@ -28,19 +29,39 @@ int tenant_dirs_prepare(api_req *rq, const char *tenant_id, tenant_identity *id,
 	return rc;
 }
 
-int tenant_dirs_stage(api_req *rq, const char *owner_id, const char *dataset_id,
-                      const char *version_id, int shards)
+/* The scope tenant's user, for the copy of another tenant's version into its tree. */
+static int grantee_owners(api_req *rq, storage_owners *o)
 {
 	tenant_identity id;
 	char why[1024];
 	int rc = tenant_dirs_prepare(rq, rq->scope.tenant_id, &id, why, sizeof(why));
-	if (rc)
-		return rc;
-	storage_owners o = storage_owners_for(id.uid, id.gid);
-	rc = dataset_stage(rq->cfg->storage_root, owner_id, dataset_id, version_id, shards,
-	                   rq->scope.tenant_id, &o, why, sizeof(why));
-	if (rc)
+	if (rc == 0)
+		*o = storage_owners_for(id.uid, id.gid);
+	return rc;
+}
+
+int tenant_dirs_stage(api_req *rq, const char *owner_id, const char *dataset_id,
+                      const char *version_id, int shards)
+{
+	storage_owners o;
+	char why[1024];
+	int rc = grantee_owners(rq, &o);
+	if (rc == 0 && (rc = dataset_stage(rq->cfg->storage_root, owner_id, dataset_id, version_id,
+	                                   shards, rq->scope.tenant_id, &o, why, sizeof(why))))
 		log_printf(LOG_ERROR, "dataset version %s for tenant %s: %s", version_id,
+		           rq->scope.tenant_id, why);
+	return rc;
+}
+
+int tenant_dirs_stage_code(api_req *rq, const char *owner_id, const char *bundle_id,
+                           const char *version_id)
+{
+	storage_owners o;
+	char why[1024];
+	int rc = grantee_owners(rq, &o);
+	if (rc == 0 && (rc = code_stage(rq->cfg->storage_root, owner_id, bundle_id, version_id,
+	                                rq->scope.tenant_id, &o, why, sizeof(why))))
+		log_printf(LOG_ERROR, "code version %s for tenant %s: %s", version_id,
 		           rq->scope.tenant_id, why);
 	return rc;
 }

@@ -38,6 +38,9 @@ int tenant_dirs_prepare(api_req *rq, const char *tenant_id, tenant_identity *id,
  */
 int tenant_dirs_stage(api_req *rq, const char *owner_id, const char *dataset_id,
                       const char *version_id, int shards);
+/* The same for another tenant's code version (code_stage): its sealed archive. */
+int tenant_dirs_stage_code(api_req *rq, const char *owner_id, const char *bundle_id,
+                           const char *version_id);
 
 /*
  * What the scope's tenant may still store: max_storage_bytes less

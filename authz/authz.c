@@ -23,7 +23,8 @@ static const perm_bits role_perms[ROLE__COUNT] = {
                               P(AUDIT_READ) | P(METRICS_READ),
     [ROLE_OWNER] = P(AUTHENTICATED) | READS | P(MEMBER_WRITE) | P(JOB_SUBMIT) | P(JOB_CANCEL) |
                    P(AUDIT_READ) | P(CHECKPOINT_DOWNLOAD) | P(KEY_ROTATE) | P(DATASET_WRITE) |
-                   P(DATASET_GRANT) | P(CHECKPOINT_GRANT) | P(WEBHOOK_MANAGE) | P(CODE_WRITE),
+                   P(DATASET_GRANT) | P(CHECKPOINT_GRANT) | P(WEBHOOK_MANAGE) | P(CODE_WRITE) |
+                   P(CODE_GRANT),
     [ROLE_EDITOR] = P(AUTHENTICATED) | READS | P(JOB_SUBMIT) | P(JOB_CANCEL) |
                     P(CHECKPOINT_DOWNLOAD) | P(DATASET_WRITE) | P(CODE_WRITE),
     [ROLE_VIEWER] = P(AUTHENTICATED) | READS,
@@ -77,6 +78,8 @@ static const char *const perm_names[PERM__COUNT] = {
     [PERM_WEBHOOK_MANAGE] = "webhook.manage",
     [PERM_CODE_READ] = "code.read",
     [PERM_CODE_WRITE] = "code.write",
+    [PERM_CODE_GRANT] = "code.grant",
+    [PERM_CODE_APPROVE] = "code.approve",
 };
 
 static const char *const scope_names[SCOPE__COUNT] = {

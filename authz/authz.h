@@ -66,6 +66,8 @@ typedef enum perm {
 	                      */
 	PERM_CODE_READ,      /* see a tenant's code bundles and their versions */
 	PERM_CODE_WRITE,     /* register code bundles, upload versions */
+	PERM_CODE_GRANT,     /* grant another tenant the running of a code bundle, revoke it */
+	PERM_CODE_APPROVE,   /* put a grant of a confidential or restricted bundle in force */
 	PERM__COUNT
 } perm;
 

@@ -97,6 +97,33 @@ int cmd_grant(const cli_ctx *ctx, char *path, const char *tenant, const char *ex
 	return rc;
 }
 
+int cmd_registry_grant(cli_ctx *ctx, const cli_command *self, int argc, char **argv,
+                       const char *route, const out_col *fields)
+{
+	static const opt_spec opts[] = {
+	    {"expires", true, true},
+	    {NULL, false, false},
+	};
+	opt_result o;
+	int rc = args_parse_cmd(ctx, self, opts, 3, 3, argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	return cmd_grant(ctx, URL_PATH(route, o.pos[0], o.pos[1]), o.pos[2], o.val[0], -1, fields);
+}
+
+const out_col cmd_grant_cols[] = {
+    {"ID", "id"}, {"TENANT", "tenant"}, {"STATE", "state"}, {"EXPIRES", "expires_at"}, {NULL, NULL},
+};
+
+const out_col cmd_shared_cols[] = {
+    {"OWNER", "owner"},
+    {"NAME", "name"},
+    {"CLASSIFICATION", "classification"},
+    {"LATEST_VERSION", "latest_version"},
+    {"EXPIRES", "expires_at"},
+    {NULL, NULL},
+};
+
 int cmd_call(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
 {
 	const cli_call *call = self->call;

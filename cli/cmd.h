@@ -70,6 +70,18 @@ int cmd_do(const cli_ctx *ctx, const char *method, char *path, const char *done,
 int cmd_grant(const cli_ctx *ctx, char *path, const char *tenant, const char *expires, int download,
               const out_col *fields);
 
+/*
+ * "yardctl dataset|code grant TENANT NAME GRANTEE --expires TIME": grant
+ * GRANTEE an entry of TENANT's registry at route (its grants, two
+ * segments), shown with fields. RET: exit status.
+ */
+int cmd_registry_grant(cli_ctx *ctx, const cli_command *self, int argc, char **argv,
+                       const char *route, const out_col *fields);
+
+/* The tables of a registry's grants and of the entries other tenants granted (datasets, code). */
+extern const out_col cmd_grant_cols[];
+extern const out_col cmd_shared_cols[];
+
 /* The call of a row (cli_command.call; cmd_call() runs it): method route, shown with fields. */
 #define CMD_SHOW(method_, route_, npos_, fields_)                                                  \
 	(&(const cli_call){.kind = CLI_CALL_SHOW,                                                  \

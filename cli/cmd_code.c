@@ -1,6 +1,7 @@
 /*
- * cmd_code.c - yardctl code create | list | show | upload: a tenant's code
- * bundles and their versions (docs/own-code.md).
+ * cmd_code.c - yardctl code create | list | show | upload | grant | grants |
+ * approve | revoke | shared: a tenant's code bundles, their versions, and
+ * other tenants' leave to run them (docs/own-code.md).
  *
  * An upload streams the archive to the API as it reads it (http_upload()),
  * as a dataset upload does; the server checks every member.
@@ -137,6 +138,24 @@ static int code_upload(cli_ctx *ctx, const cli_command *self, int argc, char **a
 	return rc;
 }
 
+static const out_col grant_fields[] = {
+    {"id", "id"},
+    {"code", "code"},
+    {"tenant", "tenant"},
+    {"classification", "classification"},
+    {"state", "state"},
+    {"created_at", "created_at"},
+    {"expires_at", "expires_at"},
+    {"approved_at", "approved_at"},
+    {"revoked_at", "revoked_at"},
+    {NULL, NULL},
+};
+
+static int code_grant(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
+{
+	return cmd_registry_grant(ctx, self, argc, argv, ROUTE_CODE_GRANTS, grant_fields);
+}
+
 const cli_command code_commands[] = {
     {"create", "TENANT NAME --classification C [--description TEXT]",
      "register a code bundle in TENANT",
@@ -153,5 +172,20 @@ const cli_command code_commands[] = {
      "checks every member (docs/own-code.md) before it keeps the version; the file is\n"
      "streamed as it is read, stdin chunked.\n",
      code_upload, NULL, NULL},
+    {"grant", "TENANT NAME GRANTEE --expires TIME",
+     "let GRANTEE's command jobs run the bundle until TIME",
+     "TIME is RFC 3339, within 366 days. A confidential or restricted bundle's grant waits\n"
+     "for a platform admin's approval. GRANTEE's jobs name it as TENANT/NAME[@VERSION].\n"
+     "Tenant owners grant.\n",
+     code_grant, NULL, NULL},
+    {"grants", "TENANT NAME", "list a code bundle's grants", NULL, NULL, NULL,
+     CMD_LIST(ROUTE_CODE_GRANTS, 2, cmd_grant_cols, true)},
+    {"approve", "TENANT NAME GRANT_ID", "put a pending grant in force (platform admins)", NULL,
+     NULL, NULL, CMD_SHOW("POST", ROUTE_CODE_GRANT_OK, 3, grant_fields)},
+    {"revoke", "TENANT NAME GRANT_ID",
+     "revoke a grant: no attempt that starts after it runs the bundle", NULL, NULL, NULL,
+     CMD_DO("DELETE", ROUTE_CODE_GRANT, 3, "revoked", grant_fields)},
+    {"shared", "TENANT", "list the code bundles other tenants granted to TENANT", NULL, NULL, NULL,
+     CMD_LIST(ROUTE_SHARED_CODE, 1, cmd_shared_cols, true)},
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 };

@@ -270,34 +270,10 @@ static const out_col grant_fields[] = {
     {NULL, NULL},
 };
 
-enum { OPT_EXPIRES };
-static const opt_spec grant_opts[] = {
-    {"expires", true, true},
-    {NULL, false, false},
-};
-
 static int dataset_grant(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
 {
-	opt_result o;
-	int rc = args_parse_cmd(ctx, self, grant_opts, 3, 3, argc, argv, &o);
-	if (rc >= 0)
-		return rc;
-	return cmd_grant(ctx, URL_PATH(ROUTE_DATASET_GRANTS, o.pos[0], o.pos[1]), o.pos[2],
-	                 o.val[OPT_EXPIRES], -1, grant_fields);
+	return cmd_registry_grant(ctx, self, argc, argv, ROUTE_DATASET_GRANTS, grant_fields);
 }
-
-static const out_col grant_cols[] = {
-    {"ID", "id"}, {"TENANT", "tenant"}, {"STATE", "state"}, {"EXPIRES", "expires_at"}, {NULL, NULL},
-};
-
-static const out_col shared_cols[] = {
-    {"OWNER", "owner"},
-    {"NAME", "name"},
-    {"CLASSIFICATION", "classification"},
-    {"LATEST_VERSION", "latest_version"},
-    {"EXPIRES", "expires_at"},
-    {NULL, NULL},
-};
 
 const cli_command dataset_commands[] = {
     {"create",
@@ -331,13 +307,13 @@ const cli_command dataset_commands[] = {
      "Tenant owners grant.\n",
      dataset_grant, NULL, NULL},
     {"grants", "TENANT NAME", "list a dataset's grants", NULL, NULL, NULL,
-     CMD_LIST(ROUTE_DATASET_GRANTS, 2, grant_cols, true)},
+     CMD_LIST(ROUTE_DATASET_GRANTS, 2, cmd_grant_cols, true)},
     {"approve", "TENANT NAME GRANT_ID", "put a pending grant in force (platform admins)", NULL,
      NULL, NULL, CMD_SHOW("POST", ROUTE_DATASET_GRANT_OK, 3, grant_fields)},
     {"revoke", "TENANT NAME GRANT_ID",
      "revoke a grant: no attempt that starts after it reads the dataset", NULL, NULL, NULL,
      CMD_DO("DELETE", ROUTE_DATASET_GRANT, 3, "revoked", grant_fields)},
     {"shared", "TENANT", "list the datasets other tenants granted to TENANT", NULL, NULL, NULL,
-     CMD_LIST(ROUTE_SHARED_DATASETS, 1, shared_cols, true)},
+     CMD_LIST(ROUTE_SHARED_DATASETS, 1, cmd_shared_cols, true)},
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 };

@@ -23,15 +23,15 @@
 
 /*
  * The same, where a tenant's report also takes the records that name it in
- * detail->>field or detail->>field2: another tenant's read of its dataset
- * or checkpoint, a grant to it.
+ * one of the detail members of the list ("a.detail->>'x', ..."): another
+ * tenant's read of its dataset, checkpoint or code, a grant to it.
  */
-#define LOGGED_OR(field, field2)                                                                   \
+#define LOGGED_OR(members)                                                                         \
 	" FROM audit_log a JOIN audit_leaves l ON l.id = a.id"                                     \
 	" LEFT JOIN tenants t ON t.id = a.tenant_id"                                               \
 	" WHERE l.seq < $1 AND a.at >= $2 AND a.at < $3"                                           \
-	" AND ($4::uuid IS NULL OR a.tenant_id = $4 OR a.detail->>'" #field "' = $4::text"         \
-	" OR a.detail->>'" #field2 "' = $4::text)"
+	" AND ($4::uuid IS NULL OR a.tenant_id = $4 OR $4::text IN (" members "))"
+#define GRANTEE "a.detail->>'grantee_tenant_id'"
 
 /*
  * Roles at the moment $3, replayed from the log: the newest grant or
@@ -132,6 +132,10 @@ static const report_column grant_cols[] = {
 	{"at", RT_TIME}, {"actor", RT_TEXT}, {"tenant", RT_TEXT}, {"action", RT_TEXT},
 	{"dataset", RT_TEXT}, {"grantee", RT_TEXT}, {"expires_at_or_reason", RT_TEXT}, {NULL, 0},
 };
+static const report_column code_grant_cols[] = {
+	{"at", RT_TIME}, {"actor", RT_TEXT}, {"tenant", RT_TEXT}, {"action", RT_TEXT},
+	{"bundle", RT_TEXT}, {"grantee", RT_TEXT}, {"expires_at", RT_TEXT}, {NULL, 0},
+};
 static const report_section permission_changes[] = {
 	{"changes", "Grants, revocations, platform roles and quotas", change_cols,
 	 "SELECT " TS("x.at") ", x.actor_name, x.actor_role, x.tenant, x.action,"
@@ -154,7 +158,7 @@ static const report_section permission_changes[] = {
 	 "SELECT " TS("a.at") ", a.actor_name, coalesce(t.name, ''), a.action,"
 	 " split_part(a.resource, '/', 2), coalesce(a.detail->>'grantee', ''),"
 	 " coalesce(a.detail->>'expires_at', a.detail->>'reason', ''), ARRAY[l.seq]"
-	 LOGGED_OR(grantee_tenant_id, grantee_tenant_id) " AND a.outcome = 'success' AND a.action IN"
+	 LOGGED_OR(GRANTEE) " AND a.outcome = 'success' AND a.action IN"
 	 " ('dataset.grant', 'dataset.grant.approve', 'dataset.grant.revoke', 'dataset.exempt')"
 	 " ORDER BY l.seq",
 	 false},
@@ -162,8 +166,16 @@ static const report_section permission_changes[] = {
 	 "SELECT " TS("a.at") ", a.actor_name, coalesce(t.name, ''), a.action,"
 	 " split_part(a.resource, '/', 2), coalesce(a.detail->>'grantee', ''),"
 	 " coalesce(a.detail->>'expires_at', ''), ARRAY[l.seq]"
-	 LOGGED_OR(grantee_tenant_id, grantee_tenant_id) " AND a.outcome = 'success' AND a.action IN"
+	 LOGGED_OR(GRANTEE) " AND a.outcome = 'success' AND a.action IN"
 	 " ('checkpoint.grant', 'checkpoint.grant.approve', 'checkpoint.grant.revoke')"
+	 " ORDER BY l.seq",
+	 false},
+	{"code", "Code bundle grants, approvals and revocations", code_grant_cols,
+	 "SELECT " TS("a.at") ", a.actor_name, coalesce(t.name, ''), a.action,"
+	 " split_part(a.resource, '/', 2), coalesce(a.detail->>'grantee', ''),"
+	 " coalesce(a.detail->>'expires_at', ''), ARRAY[l.seq]"
+	 LOGGED_OR(GRANTEE) " AND a.outcome = 'success' AND a.action IN"
+	 " ('code.grant', 'code.grant.approve', 'code.grant.revoke')"
 	 " ORDER BY l.seq",
 	 false},
 };
@@ -180,7 +192,7 @@ static const report_column access_cols[] = {
 	{NULL, 0},
 };
 static const report_section data_access[] = {
-	{"access", "Log reads, checkpoint downloads, data keys, dataset versions and checkpoints to start from released to attempts",
+	{"access", "Log reads, checkpoint downloads, data keys, dataset versions, code versions and checkpoints to start from released to attempts",
 	 access_cols,
 	 "SELECT " TS("a.at") ", a.actor_name, coalesce(t.name, ''),"
 	 " CASE WHEN a.detail->>'route' = " DATA_LOGS " THEN 'log.read'"
@@ -188,11 +200,13 @@ static const report_section data_access[] = {
 	 " ELSE a.action END,"
 	 " coalesce(a.detail->>'job_id', CASE WHEN a.resource LIKE 'job/%'"
 	 " THEN split_part(a.resource, '/', 2) END, ''), coalesce(a.detail->>'file',"
-	 " CASE WHEN a.action IN ('dataset.read', 'checkpoint.read') THEN a.resource END, ''),"
+	 " CASE WHEN a.action IN ('dataset.read', 'checkpoint.read', 'code.read')"
+	 " THEN a.resource END, ''),"
 	 " a.detail->>'tenant_key_version', a.outcome, ARRAY[l.seq]"
-	 LOGGED_OR(dataset_tenant_id, checkpoint_tenant_id)
+	 LOGGED_OR("a.detail->>'dataset_tenant_id', a.detail->>'checkpoint_tenant_id',"
+	           " a.detail->>'code_tenant_id'")
 	 " AND (a.action IN ('log.read', 'checkpoint.download', 'key.release', 'dataset.read',"
-	 " 'checkpoint.read')"
+	 " 'checkpoint.read', 'code.read')"
 	 " OR (a.action = 'authz.deny'"
 	 " AND a.detail->>'route' IN (" DATA_LOGS ", " DATA_DOWNLOAD ")))"
 	 " ORDER BY l.seq",
@@ -266,11 +280,11 @@ static const report_kind kinds[] = {
      true, access_review, N(access_review)},
     {"permission-changes", "Permission changes",
      "Grants, revocations, platform roles and quota changes in the period, with their actor; "
-     "dataset and checkpoint grants and masking exemptions.",
+     "dataset, checkpoint and code bundle grants and masking exemptions.",
      false, permission_changes, N(permission_changes)},
     {"data-access", "Data access",
-     "Log reads, checkpoint downloads, and the data keys, dataset versions and checkpoints to "
-     "start from fetched by job attempts, with the tenant key version used.",
+     "Log reads, checkpoint downloads, and the data keys, dataset versions, code versions and "
+     "checkpoints to start from fetched by job attempts, with the tenant key version used.",
      false, data_access, N(data_access)},
     {"denials", "Denials",
      "Denied requests and failed authentications, grouped by actor, tenant and route.", false,

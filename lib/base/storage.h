@@ -229,6 +229,34 @@ int storage_sweep_versions(const char *root, const char *tenant_id, const char *
                            void *arg, double older_than, int *removed);
 
 /*
+ * Another tenant's registry entries (a dataset's versions, a code bundle's)
+ * that a grant lets a tenant's attempts read are copied, as sealed, into
+ * the grantee's tree: "<root>/tenants/<grantee>/granted/<entry>/<version>"
+ * (storage_stage.c). The files stay sealed under the owner's key, which
+ * the attempt gets only while the grant is in force.
+ */
+
+/* OUT buf: the grantee's copy of the version. RET 0 or -ERR_STORAGE_PATH_INVALID. */
+int storage_granted_dir(const char *root, const char *grantee_id, const char *entry_id,
+                        const char *version_id, char *buf, size_t n);
+
+/* The name of a version's file i into buf. RET 0, or -1 when it does not fit. */
+typedef int (*storage_stage_name_fn)(int i, char *buf, size_t n);
+
+/*
+ * Copy the files of "<owner's tree>/<area>/<entry_id>/<version_id>" (the
+ * names name_of gives for 0 .. files-1: plain files of the owner's user
+ * with one link each) to the grantee's storage_granted_dir(), owned as
+ * owners says (the grantee's user). The copy is made in a directory of its
+ * own and renamed whole; a copy already there is kept (its reader checks
+ * it against the version's hash). RET 0 or a negative storage code, err
+ * set.
+ */
+int storage_stage(const char *root, const char *owner_id, const char *area, const char *entry_id,
+                  const char *version_id, storage_stage_name_fn name_of, int files,
+                  const char *grantee_id, const storage_owners *owners, char *err, size_t errlen);
+
+/*
  * Check that path is a directory (not a symlink) owned by the caller
  * (geteuid(): the service user, or a tenant's own process for its tenant's
  * tree) with no group or other permission bits. RET 0; -ERR_STORAGE_UNSAFE;

@@ -150,3 +150,16 @@ void code_writer_free(code_writer *w, bool keep)
 	crypt_object_ctx_clear(&w->ctx);
 	free(w);
 }
+
+static int archive_file(int i, char *buf, size_t n)
+{
+	return i == 0 && snprintf(buf, n, "%s", CODE_ARCHIVE_FILE) < (int)n ? 0 : -1;
+}
+
+int code_stage(const char *root, const char *owner_id, const char *bundle_id,
+               const char *version_id, const char *grantee_id, const storage_owners *owners,
+               char *err, size_t errlen)
+{
+	return storage_stage(root, owner_id, "code", bundle_id, version_id, archive_file, 1,
+	                     grantee_id, owners, err, errlen);
+}

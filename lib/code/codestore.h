@@ -61,22 +61,35 @@ int code_writer_finish(code_writer *w, uint64_t max_bytes, bundle_member_fn each
 /* Free; the version stays only when it was finished and keep is set (it was registered). */
 void code_writer_free(code_writer *w, bool keep);
 
-#endif
-
 /* ---- reading a version back: a job's attempt unpacks it ------------------ */
 
 /*
  * Unpack version version_id of the bundle ctx names (ctx as for
  * code_writer_open) into the empty directory dirfd, for a job's attempt
- * (codeunpack.c). The sealed archive is read twice, each time through its
- * seal: first it must hash to sha256 (the version's, from the database)
- * and pass the bundle check again (at most max_bytes unpacked), then it is
- * written out by libarchive with its secure flags (no absolute path, no
- * "..", no write through a symbolic link), modes kept, owners not. Links
- * stay inside: bundle.h holds them to pointing down.
+ * (codeunpack.c). holder_id is the tenant whose tree holds the version:
+ * the bundle's own (ctx's tenant), or a grantee's, which reads the copy
+ * code_stage() put in its tree. The sealed archive is read twice, each
+ * time through its seal: first it must hash to sha256 (the version's,
+ * from the database) and pass the bundle check again (at most max_bytes
+ * unpacked), then it is written out by libarchive with its secure flags
+ * (no absolute path, no "..", no write through a symbolic link), modes
+ * kept, owners not. Links stay inside: bundle.h holds them to pointing
+ * down.
  * OUT *sum. RET 0; -ERR_CODE_BUNDLE_INVALID (another hash, or a check that
  * fails); -ERR_STORAGE_* (the version is not there, or fails its seal).
  */
-int code_version_unpack(const char *root, const crypt_object_ctx *ctx, const char *version_id,
-                        const unsigned char sha256[32], uint64_t max_bytes, int dirfd,
-                        bundle_summary *sum, char *err, size_t errlen);
+int code_version_unpack(const char *root, const char *holder_id, const crypt_object_ctx *ctx,
+                        const char *version_id, const unsigned char sha256[32], uint64_t max_bytes,
+                        int dirfd, bundle_summary *sum, char *err, size_t errlen);
+
+/*
+ * Copy version version_id of bundle bundle_id of tenant owner_id, as
+ * sealed, into the grantee's tree (storage_stage), owned as owners says:
+ * the platform does it when a grant lets the grantee's attempt run the
+ * version. RET 0 or a negative storage code, err set.
+ */
+int code_stage(const char *root, const char *owner_id, const char *bundle_id,
+               const char *version_id, const char *grantee_id, const storage_owners *owners,
+               char *err, size_t errlen);
+
+#endif

@@ -31,8 +31,9 @@ typedef struct sealed_read {
 	char buf[UNPACK_BLOCK];
 } sealed_read;
 
-static int sealed_open(sealed_read *s, const char *root, const crypt_object_ctx *ctx,
-                       const char *version_id, char *err, size_t errlen)
+static int sealed_open(sealed_read *s, const char *root, const char *holder_id,
+                       const crypt_object_ctx *ctx, const char *version_id, char *err,
+                       size_t errlen)
 {
 	char rel[STORAGE_NAME_MAX + 1], name[STORAGE_UUID_LEN + sizeof("/" CODE_ARCHIVE_FILE)];
 	s->fd = -1;
@@ -42,10 +43,13 @@ static int sealed_open(sealed_read *s, const char *root, const crypt_object_ctx 
 		err_printf(err, errlen, "invalid bundle or version id");
 		return -ERR_STORAGE_PATH_INVALID;
 	}
-	snprintf(rel, sizeof(rel), "code/%s/%s/" CODE_ARCHIVE_FILE, ctx->job_id, version_id);
+	/* the bundle's own tree, or the copy a grant put in the grantee's (code_stage) */
+	bool own = strcmp(holder_id, ctx->tenant_id) == 0;
+	snprintf(rel, sizeof(rel), "%s/%s/%s/" CODE_ARCHIVE_FILE, own ? "code" : "granted",
+	         ctx->job_id, version_id);
 	snprintf(name, sizeof(name), "%s/" CODE_ARCHIVE_FILE, version_id);
 	tenant_tree t;
-	int rc = tenant_tree_open(&t, root, ctx->tenant_id, err, errlen);
+	int rc = tenant_tree_open(&t, root, holder_id, err, errlen);
 	if (rc)
 		return rc;
 	s->fd = tenant_tree_openat(&t, rel, O_RDONLY, 0, TENANTFS_FILE, err, errlen);
@@ -95,14 +99,14 @@ static la_ssize_t archive_cb(struct archive *a, void *arg, const void **out)
 }
 
 /* Pass 1: the hash of the whole archive, and the bundle check. */
-static int verify(const char *root, const crypt_object_ctx *ctx, const char *version_id,
-                  const unsigned char sha256[32], uint64_t max_bytes, bundle_summary *sum,
-                  char *err, size_t errlen)
+static int verify(const char *root, const char *holder_id, const crypt_object_ctx *ctx,
+                  const char *version_id, const unsigned char sha256[32], uint64_t max_bytes,
+                  bundle_summary *sum, char *err, size_t errlen)
 {
 	sealed_read *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ERR_INTERNAL;
-	int rc = sealed_open(s, root, ctx, version_id, err, errlen);
+	int rc = sealed_open(s, root, holder_id, ctx, version_id, err, errlen);
 	if (rc == 0)
 		rc = bundle_check(check_source, s, max_bytes, NULL, NULL, sum, err, errlen);
 	/* bundle_check stops at the archive's end: the rest (tar padding) is hashed too */
@@ -133,12 +137,13 @@ static bool top_dir(struct archive_entry *e)
 }
 
 /* Pass 2: every member written beneath the current directory (dirfd, by fchdir). */
-static int extract(const char *root, const crypt_object_ctx *ctx, const char *version_id, char *err,
-                   size_t errlen)
+static int extract(const char *root, const char *holder_id, const crypt_object_ctx *ctx,
+                   const char *version_id, char *err, size_t errlen)
 {
 	sealed_read *s = calloc(1, sizeof(*s));
 	struct archive *a = archive_read_new(), *w = archive_write_disk_new();
-	int rc = s && a && w ? sealed_open(s, root, ctx, version_id, err, errlen) : -ERR_INTERNAL;
+	int rc = s && a && w ? sealed_open(s, root, holder_id, ctx, version_id, err, errlen)
+	                     : -ERR_INTERNAL;
 	if (rc == 0) {
 		archive_read_support_filter_gzip(a);
 		archive_read_support_format_tar(a);
@@ -192,11 +197,11 @@ static int extract(const char *root, const crypt_object_ctx *ctx, const char *ve
 	return rc;
 }
 
-int code_version_unpack(const char *root, const crypt_object_ctx *ctx, const char *version_id,
-                        const unsigned char sha256[32], uint64_t max_bytes, int dirfd,
-                        bundle_summary *sum, char *err, size_t errlen)
+int code_version_unpack(const char *root, const char *holder_id, const crypt_object_ctx *ctx,
+                        const char *version_id, const unsigned char sha256[32], uint64_t max_bytes,
+                        int dirfd, bundle_summary *sum, char *err, size_t errlen)
 {
-	int rc = verify(root, ctx, version_id, sha256, max_bytes, sum, err, errlen);
+	int rc = verify(root, holder_id, ctx, version_id, sha256, max_bytes, sum, err, errlen);
 	if (rc)
 		return rc;
 	char here[4096];
@@ -204,7 +209,7 @@ int code_version_unpack(const char *root, const crypt_object_ctx *ctx, const cha
 		err_printf(err, errlen, "could not enter the directory to unpack into: %m");
 		return -ERR_STORAGE_IO;
 	}
-	rc = extract(root, ctx, version_id, err, errlen);
+	rc = extract(root, holder_id, ctx, version_id, err, errlen);
 	/* back where the caller was: its own relative paths go on meaning what they did */
 	if (chdir(here) != 0 && rc == 0) {
 		err_printf(err, errlen, "could not go back to \"%s\": %m", here);

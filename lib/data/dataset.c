@@ -123,7 +123,21 @@ int dataset_version_dir(const char *root, const char *tenant_id, const char *dat
 int dataset_granted_dir(const char *root, const char *grantee_id, const char *dataset_id,
                         const char *version_id, char *buf, size_t n)
 {
-	return version_path(root, grantee_id, "granted", dataset_id, version_id, buf, n);
+	return storage_granted_dir(root, grantee_id, dataset_id, version_id, buf, n);
+}
+
+static int shard_file(int i, char *buf, size_t n)
+{
+	int k = snprintf(buf, n, SHARD_FMT, i);
+	return k > 0 && (size_t)k < n ? 0 : -1;
+}
+
+int dataset_stage(const char *root, const char *owner_id, const char *dataset_id,
+                  const char *version_id, int shards, const char *grantee_id,
+                  const storage_owners *owners, char *err, size_t errlen)
+{
+	return storage_stage(root, owner_id, "datasets", dataset_id, version_id, shard_file, shards,
+	                     grantee_id, owners, err, errlen);
 }
 
 int dataset_shard_name(const char *version_id, int index, char *buf, size_t n)

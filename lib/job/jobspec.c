@@ -835,14 +835,10 @@ static void read_code(ctx *c, const json_t *root)
 	if (rd_text(c, root, "", "code", true, TEXT_PATH, DATASET_REF_MAX, dst,
 	            sizeof(c->s->command.code)) <= 0)
 		return;
-	if (dataset_ref_parse(dst, owner, name, &version, why, sizeof(why)) < 0)
-		problem(c, "/code", ERR_F_INVALID_VALUE, "code must be name or name@version: %s",
-		        why);
-	else if (owner[0])
-		problem(c, "/code", ERR_F_UNKNOWN_CODE,
-		        "code names a bundle of the job's own tenant, without a tenant");
-	else
+	if (dataset_ref_parse(dst, owner, name, &version, why, sizeof(why)) == 0)
 		return;
+	problem(c, "/code", ERR_F_INVALID_VALUE,
+	        "code must be name, name@version or tenant/name@version: %s", why);
 	dst[0] = '\0';
 }
 

@@ -21,14 +21,14 @@ static bool expected_has(role r, perm p)
 	        "checkpoint.download key.rotate key.shred dataset.read dataset.write "
 	        "dataset.exempt dataset.grant dataset.approve checkpoint.grant "
 	        "checkpoint.approve tenant.identity metrics.read webhook.manage code.read "
-	        "code.write",
+	        "code.write code.grant code.approve",
 	    [ROLE_PLATFORM_AUDITOR] = "authenticated tenant.list_all tenant.read quota.read "
 	                              "member.read user.read job.read audit.read dataset.read "
 	                              "metrics.read code.read",
 	    [ROLE_OWNER] = "authenticated tenant.read quota.read member.read member.write "
 	                   "job.submit job.read job.cancel audit.read checkpoint.download "
 	                   "key.rotate dataset.read dataset.write dataset.grant checkpoint.grant "
-	                   "webhook.manage code.read code.write",
+	                   "webhook.manage code.read code.write code.grant",
 	    [ROLE_EDITOR] = "authenticated tenant.read quota.read member.read job.submit "
 	                    "job.read job.cancel checkpoint.download dataset.read dataset.write "
 	                    "code.read code.write",

@@ -5,7 +5,9 @@
  * summary; the sealed size counted while writing is the file's; an
  * archive that breaks a rule, or is no archive, is refused at the finish
  * and leaves nothing behind; a version never finished leaves nothing; a
- * stored version unpacks as packed, and only when its hash and seal hold.
+ * stored version unpacks as packed, and only when its hash and seal hold;
+ * a grantee's copy is the sealed archive as it is, and unpacks from its
+ * own tree.
  */
 #include <archive.h>
 #include <archive_entry.h>
@@ -199,8 +201,8 @@ START_TEST(a_version_unpacks_for_an_attempt)
 	char cwd[512], after[512];
 	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
 	bundle_summary sum;
-	int rc = code_version_unpack(root, &ctx, VERSION, info.sha256, 1 << 20, dfd, &sum, err,
-	                             sizeof(err));
+	int rc = code_version_unpack(root, ctx.tenant_id, &ctx, VERSION, info.sha256, 1 << 20, dfd,
+	                             &sum, err, sizeof(err));
 	ck_assert_msg(rc == 0, "%s", err);
 	ck_assert_ptr_nonnull(getcwd(after, sizeof(after)));
 	ck_assert_str_eq(cwd, after);
@@ -224,9 +226,9 @@ START_TEST(a_version_unpacks_for_an_attempt)
 	snprintf(out, sizeof(out), "%s/second", root);
 	ck_assert_int_eq(mkdir(out, 0700), 0);
 	int d2 = open(out, O_RDONLY | O_DIRECTORY);
-	ck_assert_int_eq(
-	    code_version_unpack(root, &ctx, VERSION, other, 1 << 20, d2, &sum, err, sizeof(err)),
-	    -ERR_CODE_BUNDLE_INVALID);
+	ck_assert_int_eq(code_version_unpack(root, ctx.tenant_id, &ctx, VERSION, other, 1 << 20, d2,
+	                                     &sum, err, sizeof(err)),
+	                 -ERR_CODE_BUNDLE_INVALID);
 	snprintf(p, sizeof(p), "%s/train.py", out);
 	ck_assert_int_ne(lstat(p, &st), 0);
 	/* one byte of the sealed file altered: its seal refuses it */
@@ -238,12 +240,72 @@ START_TEST(a_version_unpacks_for_an_attempt)
 	b ^= 0x40;
 	ck_assert_int_eq(pwrite(fd, &b, 1, 2000), 1);
 	close(fd);
-	ck_assert_int_lt(code_version_unpack(root, &ctx, VERSION, info.sha256, 1 << 20, d2, &sum,
-	                                     err, sizeof(err)),
+	ck_assert_int_lt(code_version_unpack(root, ctx.tenant_id, &ctx, VERSION, info.sha256,
+	                                     1 << 20, d2, &sum, err, sizeof(err)),
 	                 0);
 	snprintf(p, sizeof(p), "%s/train.py", out);
 	ck_assert_int_ne(lstat(p, &st), 0);
 	close(d2);
+	close(dfd);
+	free(tar);
+}
+END_TEST
+
+#define GRANTEE "0b9e0c52-0000-4000-8000-0000000000a2"
+
+/*
+ * A grantee's copy: the sealed archive as it is, in the grantee's tree,
+ * unpacked from there with the owner's key; without the copy the grantee
+ * reads nothing of the owner's tree.
+ */
+START_TEST(a_granted_copy_unpacks_in_the_grantees_tree)
+{
+	size_t cap = 1 << 20;
+	char *tar = malloc(cap), err[512] = "", out[512], p[600], q[600];
+	size_t len = make_tar(tar, cap, "train.py");
+	code_version_info info;
+	uint64_t counted;
+	ck_assert_int_eq(store(tar, len, 65536, &info, &counted, true, err), 0);
+	snprintf(out, sizeof(out), "%s/unpacked", root);
+	ck_assert_int_eq(mkdir(out, 0700), 0);
+	int dfd = open(out, O_RDONLY | O_DIRECTORY);
+	bundle_summary sum;
+	/* no copy yet: the grantee's tree holds nothing to read */
+	ck_assert_int_eq(storage_tenant_dirs(root, GRANTEE, &self, err, sizeof(err)), 0);
+	ck_assert_int_lt(code_version_unpack(root, GRANTEE, &ctx, VERSION, info.sha256, 1 << 20,
+	                                     dfd, &sum, err, sizeof(err)),
+	                 0);
+	ck_assert_msg(code_stage(root, TENANT, BUNDLE, VERSION, GRANTEE, &self, err, sizeof(err)) ==
+	                  0,
+	              "%s", err);
+	snprintf(p, sizeof(p), "%s/tenants/%s/code/%s/%s/%s", root, TENANT, BUNDLE, VERSION,
+	         CODE_ARCHIVE_FILE);
+	snprintf(q, sizeof(q), "%s/tenants/%s/granted/%s/%s/%s", root, GRANTEE, BUNDLE, VERSION,
+	         CODE_ARCHIVE_FILE);
+	struct stat a, b;
+	ck_assert_int_eq(lstat(p, &a), 0);
+	ck_assert_int_eq(lstat(q, &b), 0);
+	ck_assert(S_ISREG(b.st_mode) && (b.st_mode & 0777) == 0600);
+	ck_assert_int_eq(a.st_size, b.st_size); /* still sealed: the same bytes */
+	int rc = code_version_unpack(root, GRANTEE, &ctx, VERSION, info.sha256, 1 << 20, dfd, &sum,
+	                             err, sizeof(err));
+	ck_assert_msg(rc == 0, "%s", err);
+	ck_assert_int_eq(sum.files, 1);
+	snprintf(p, sizeof(p), "%s/train.py", out);
+	ck_assert_int_eq(lstat(p, &a), 0);
+	/* a copy already there is kept; a link where the owner's archive should be is not followed
+	 */
+	ck_assert_int_eq(
+	    code_stage(root, TENANT, BUNDLE, VERSION, GRANTEE, &self, err, sizeof(err)), 0);
+	snprintf(p, sizeof(p), "%s/tenants/%s/code/%s/%s/%s", root, TENANT, BUNDLE, VERSION,
+	         CODE_ARCHIVE_FILE);
+	ck_assert_int_eq(unlink(p), 0);
+	ck_assert_int_eq(symlink("/etc/passwd", p), 0);
+	const char *other = "0b9e0c52-0000-4000-8000-0000000000a3";
+	ck_assert_int_eq(code_stage(root, TENANT, BUNDLE, VERSION, other, &self, err, sizeof(err)),
+	                 -ERR_STORAGE_IO);
+	snprintf(q, sizeof(q), "%s/tenants/%s/granted/%s/%s", root, other, BUNDLE, VERSION);
+	ck_assert_int_eq(lstat(q, &b), -1);
 	close(dfd);
 	free(tar);
 }
@@ -258,6 +320,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, a_refused_archive_leaves_nothing);
 	tcase_add_test(tc, an_unfinished_or_unkept_version_leaves_nothing);
 	tcase_add_test(tc, a_version_unpacks_for_an_attempt);
+	tcase_add_test(tc, a_granted_copy_unpacks_in_the_grantees_tree);
 	suite_add_tcase(s, tc);
 	return s;
 }

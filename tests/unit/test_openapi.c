@@ -288,6 +288,7 @@ static bool body_optional(const route *r)
 	     strcmp(r->pattern, "/v1/tenants/{tenant}/datasets/{dataset}/grants/{grant}/approve") ==
 	         0 ||
 	     strcmp(r->pattern, "/v1/checkpoints/{checkpoint}/grants/{grant}/approve") == 0 ||
+	     strcmp(r->pattern, "/v1/tenants/{tenant}/code/{code}/grants/{grant}/approve") == 0 ||
 	     strcmp(r->pattern, "/internal/v1/attempts/{attempt}/init/key") == 0 ||
 	     strcmp(r->pattern, "/internal/v1/attempts/{attempt}/code/key") == 0);
 	return strcmp(r->method, "DELETE") == 0 || cancel || token_create || no_body;

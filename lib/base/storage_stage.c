@@ -1,16 +1,15 @@
 /*
- * dataset_stage.c - a copy of another tenant's dataset version, as sealed,
- * in the grantee's tree (dataset.h, dataset_stage).
+ * storage_stage.c - a version of another tenant's registry entry, as
+ * sealed, copied into the grantee's tree (storage.h, storage_stage).
  *
  * The platform runs this with the power to read every tenant's tree and to
  * chown. Both trees belong to tenants' users, who may put links or other
  * files where a version's should be, so nothing here goes by path below
- * the tenants' directories: the source is walked with O_NOFOLLOW and every
- * shard must be a plain file of the owner's user with one link, and the
- * copy is written relative to directories opened the same way.
+ * the tenants' directories: the source is opened beneath its tenant's
+ * directory (tenantfs.h), every file must be a plain file of the owner's
+ * user with one link, and the copy is written relative to directories
+ * opened the same way.
  */
-#include "dataset.h"
-
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/rand.h>
@@ -21,31 +20,45 @@
 
 #include "error.h"
 #include "hex.h"
+#include "storage.h"
 #include "tenantfs.h"
 
-#define SHARD_FMT "shard_%06d.bin"
-#define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-
-/* The owner's version directory, opened without following links; -1 with err. */
-static int source_open(const char *root, const char *owner_id, const char *dataset_id,
-                       const char *version_id, char *err, size_t errlen)
+int storage_granted_dir(const char *root, const char *grantee_id, const char *entry_id,
+                        const char *version_id, char *buf, size_t n)
 {
-	char rel[128];
+	char t[4096];
+	int rc = storage_tenant_dir(root, grantee_id, t, sizeof(t));
+	if (rc == 0 && (!storage_uuid_valid(entry_id) || !storage_uuid_valid(version_id)))
+		rc = -ERR_STORAGE_PATH_INVALID;
+	if (rc == 0) {
+		int k = snprintf(buf, n, "%s/granted/%s/%s", t, entry_id, version_id);
+		if (k < 0 || (size_t)k >= n)
+			rc = -ERR_STORAGE_PATH_INVALID;
+	}
+	if (rc && n > 0)
+		buf[0] = '\0';
+	return rc;
+}
+
+/* The owner's version directory, opened beneath its tree; -1 with err. */
+static int source_open(const char *root, const char *owner_id, const char *area,
+                       const char *entry_id, const char *version_id, char *err, size_t errlen)
+{
+	char rel[160];
 	tenant_tree t;
 	if (tenant_tree_open(&t, root, owner_id, err, errlen) != 0)
 		return -1;
-	snprintf(rel, sizeof(rel), "datasets/%s/%s", dataset_id, version_id);
+	snprintf(rel, sizeof(rel), "%s/%s/%s", area, entry_id, version_id);
 	int fd = tenant_tree_openat(&t, rel, O_RDONLY, 0, TENANTFS_DIR, err, errlen);
 	tenant_tree_release(&t);
 	return fd < 0 ? -1 : fd;
 }
 
-/* Copy shard idx from src to dst (directory fds), the copy owned as o says. RET 0 or -1. */
-static int copy_shard(int src, int dst, int idx, uid_t owner, const storage_owners *o, char *err,
-                      size_t errlen)
+/* Copy file name from src to dst (directory fds), the copy owned as o says. RET 0 or -1. */
+static int copy_file(int src, int dst, const char *name, uid_t owner, const storage_owners *o,
+                     char *err, size_t errlen)
 {
-	char name[32], buf[1 << 16];
-	snprintf(name, sizeof(name), SHARD_FMT, idx);
+	char buf[1 << 16];
 	int in = tenantfs_openat(src, name, O_RDONLY, 0, TENANTFS_FILE, owner, err, errlen);
 	if (in < 0)
 		return -1;
@@ -72,23 +85,23 @@ static int copy_shard(int src, int dst, int idx, uid_t owner, const storage_owne
 	return rc;
 }
 
-int dataset_stage(const char *root, const char *owner_id, const char *dataset_id,
-                  const char *version_id, int shards, const char *grantee_id,
-                  const storage_owners *owners, char *err, size_t errlen)
+int storage_stage(const char *root, const char *owner_id, const char *area, const char *entry_id,
+                  const char *version_id, storage_stage_name_fn name_of, int files,
+                  const char *grantee_id, const storage_owners *owners, char *err, size_t errlen)
 {
-	char path[4096], tmp[64];
-	int rc = dataset_granted_dir(root, grantee_id, dataset_id, version_id, path, sizeof(path));
-	if (rc || !storage_uuid_valid(owner_id) || shards < 1) {
-		err_printf(err, errlen, "invalid storage root, ids or shard count");
+	char path[4096], tmp[64], name[STORAGE_NAME_MAX + 1];
+	int rc = storage_granted_dir(root, grantee_id, entry_id, version_id, path, sizeof(path));
+	if (rc || !storage_uuid_valid(owner_id) || files < 1) {
+		err_printf(err, errlen, "invalid storage root, ids or file count");
 		return -ERR_STORAGE_PATH_INVALID;
 	}
-	const char *steps[] = {"tenants", grantee_id, "granted", dataset_id};
+	const char *steps[] = {"tenants", grantee_id, "granted", entry_id};
 	int dfd = storage_private_dirs_fd(root, steps, 4, owners, err, errlen);
 	if (dfd < 0)
 		return dfd;
 	struct stat st;
 	if (fstatat(dfd, version_id, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
-		close(dfd); /* copied before; the worker checks it against its hash */
+		close(dfd); /* copied before; the reader checks it against its hash */
 		return 0;
 	}
 	unsigned char r[8];
@@ -99,7 +112,7 @@ int dataset_stage(const char *root, const char *owner_id, const char *dataset_id
 	}
 	hex_encode(r, sizeof(r), hex);
 	snprintf(tmp, sizeof(tmp), "%s.copy-%s", version_id, hex);
-	int src = source_open(root, owner_id, dataset_id, version_id, err, errlen);
+	int src = source_open(root, owner_id, area, entry_id, version_id, err, errlen);
 	uid_t owner = 0;
 	rc = src >= 0 && fstat(src, &st) == 0 ? 0 : -ERR_STORAGE_IO;
 	owner = st.st_uid;
@@ -112,8 +125,9 @@ int dataset_stage(const char *root, const char *owner_id, const char *dataset_id
 		           strerror(errno));
 		rc = -ERR_STORAGE_IO;
 	}
-	for (int i = 0; rc == 0 && i < shards; i++)
-		if (copy_shard(src, out, i, owner, owners, err, errlen) < 0)
+	for (int i = 0; rc == 0 && i < files; i++)
+		if (name_of(i, name, sizeof(name)) != 0 ||
+		    copy_file(src, out, name, owner, owners, err, errlen) < 0)
 			rc = -ERR_STORAGE_IO;
 	if (rc == 0 && (fsync(out) != 0 || renameat(dfd, tmp, dfd, version_id) != 0) &&
 	    errno != EEXIST && errno != ENOTEMPTY) {
