@@ -268,7 +268,8 @@ GPU_A      := $(BUILD)/lib/libtygpu.a
 # model's kernels, the device choice, and gpt.c's layout, built again as
 # position-independent code.
 GPU_SO     := $(BUILD)/lib/libtytrain-cuda.so
-GPU_SO_OBJ := $(GPU_OBJ) $(call obj,trainer/gpu/device.c trainer/gpu/backend.c) \
+GPU_SO_OBJ := $(GPU_OBJ) $(call obj,trainer/gpu/device.c trainer/gpu/staging_cuda.c \
+                                     trainer/gpu/backend.c) \
               $(BUILD)/obj/pic/trainer/gpt.o
 # The toolkit's libraries are named by path, even with no unversioned link
 # name (a toolkit assembled from wheels ships libX.so.N only), so that
@@ -296,7 +297,7 @@ $(BUILD)/obj/%.o: %.cu
 	@echo "  NVCC    $<"
 	$(Q)$(NVCC) $(NVCC_FLAGS) -c -o $@ $<
 
-$(GPU_A): $(GPU_OBJ) $(call obj,trainer/gpu/device.c $(NCCL_SRC))
+$(GPU_A): $(GPU_OBJ) $(call obj,trainer/gpu/device.c trainer/gpu/staging_cuda.c $(NCCL_SRC))
 	@mkdir -p $(@D)
 	@echo "  AR      $@"
 	$(Q)rm -f $@ && ar rcs $@ $^

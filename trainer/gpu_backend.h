@@ -15,7 +15,7 @@
 
 #include "gpu/model_gpu.h"
 
-#define GPU_BACKEND_ABI    2
+#define GPU_BACKEND_ABI    3
 #define GPU_BACKEND_SYMBOL "ty_gpu_backend"
 #define GPU_BACKEND_FILE   "libtytrain-cuda.so"
 
@@ -41,6 +41,8 @@ typedef struct gpu_backend {
 	             char *err, size_t errlen);
 	int (*get)(gpu_model *m, gpu_array which, float *host, char *err, size_t errlen);
 	int (*set)(gpu_model *m, gpu_array which, const float *host, char *err, size_t errlen);
+	/* device buffers through pinned host memory, for comm_staged_new() (gpu/device.h) */
+	const struct comm_staging *(*staging)(void);
 } gpu_backend;
 
 /*

@@ -1,6 +1,6 @@
 /*
  * mpitest_zero.c - the communication layer and the data-parallel runtime
- * (comm.h, zero.h) across ranks.
+ * (comm.h, comm_staged.h, zero.h) across ranks.
  *
  *   mpirun --allow-run-as-root --oversubscribe -np 2 build/tests/mpitest_zero
  *   build/tests/mpitest_zero                      (a world of one, no MPI)
@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "comm.h"
+#include "comm_staged.h"
 #include "gpt.h"
 #include "mpicheck.h"
 #include "optim.h"
@@ -252,6 +253,106 @@ static void test_comm(comm *c)
 	comm_seconds_reset(c);
 	CHECK(comm_seconds(c) == 0.0, "reset");
 	CHECK(strcmp(comm_strerror(COMM_ERR_FAILED), "communication failed") == 0, "strerror");
+}
+
+/*
+ * The staging of a staged comm over host memory, as a GPU's would be over
+ * its device: every copy counted, every fresh host buffer filled with
+ * 0xff bytes (a NaN as float) so that a result never copied out shows.
+ */
+typedef struct test_staging {
+	size_t to_host, to_caller;
+	int live; /* host buffers not yet freed */
+} test_staging;
+
+static void *ts_alloc(void *ctx, size_t bytes)
+{
+	void *p = malloc(bytes);
+	if (p) {
+		memset(p, 0xff, bytes);
+		((test_staging *)ctx)->live++;
+	}
+	return p;
+}
+
+static void ts_free(void *ctx, void *p)
+{
+	((test_staging *)ctx)->live--;
+	free(p);
+}
+
+static int ts_to_host(void *ctx, void *host, const void *from, size_t bytes)
+{
+	((test_staging *)ctx)->to_host += bytes;
+	memcpy(host, from, bytes);
+	return 0;
+}
+
+static int ts_to_caller(void *ctx, void *to, const void *host, size_t bytes)
+{
+	((test_staging *)ctx)->to_caller += bytes;
+	memcpy(to, host, bytes);
+	return 0;
+}
+
+/*
+ * comm_staged.h over a split of c: every check of test_comm through host
+ * staging buffers; a nonblocking result written only when waited for; a
+ * split staged too; every host buffer freed.
+ */
+static void test_staged(comm *c)
+{
+	static test_staging t;
+	static const comm_staging host = {
+	    .name = "the test's memory",
+	    .ctx = &t,
+	    .host_alloc = ts_alloc,
+	    .host_free = ts_free,
+	    .to_host = ts_to_host,
+	    .to_caller = ts_to_caller,
+	};
+	int r = comm_rank(c), P = comm_size(c);
+	comm *inner = NULL, *sc;
+	char err[256] = "";
+	CHECK(comm_split(c, 0, r, &inner) == 0, "split for the staged comm: %s", comm_error(c));
+	sc = inner ? comm_staged_new(inner, &host, err, sizeof(err)) : NULL;
+	CHECK(sc != NULL, "a staged comm: %s", err);
+	if (!sc)
+		return;
+	CHECK(comm_rank(sc) == r && comm_size(sc) == P && strcmp(comm_name(sc), "staged") == 0,
+	      "its ranks are the inner comm's");
+	test_comm(sc);
+	CHECK(t.to_host > 0 && t.to_caller > 0,
+	      "the data went through host buffers: %zu in, %zu out", t.to_host, t.to_caller);
+
+	float v[4] = {1, 1, 1, 1};
+	comm_request req = {0};
+	CHECK(comm_iallreduce_sum(sc, v, 4, &req) == 0, "staged iallreduce");
+	CHECK(v[0] == 1 && v[3] == 1, "the caller's buffer is untouched while in flight");
+	CHECK(comm_wait(&req) == 0 && req.c == NULL, "staged wait");
+	CHECK(v[0] == (float)P && v[3] == (float)P, "the result is copied out at the wait: %g",
+	      v[0]);
+	float rs[2] = {0, 0}, full[2 * 8];
+	for (int k = 0; k < 2 * P && k < 16; k++)
+		full[k] = 1;
+	CHECK(comm_ireduce_scatter_sum(sc, full, rs, 2, &req) == 0, "staged ireduce-scatter");
+	int done = 0;
+	for (int i = 0; i < 100000 && !done; i++)
+		CHECK(comm_test(&req, &done) == 0, "staged test");
+	CHECK(done && req.c == NULL && rs[0] == (float)P && rs[1] == (float)P,
+	      "a test that finds it done copies it out: %g %g", rs[0], rs[1]);
+
+	comm *half = NULL;
+	CHECK(comm_split(sc, r % 2, r, &half) == 0, "a staged comm splits");
+	if (half) {
+		CHECK(strcmp(comm_name(half), "staged") == 0, "into staged comms");
+		float one = 1;
+		CHECK(comm_allreduce_sum(half, &one, 1) == 0 && one == (float)((P - r % 2 + 1) / 2),
+		      "over its own ranks: %g", one);
+		comm_free(half);
+	}
+	comm_free(sc);
+	CHECK(t.live == 0, "every host buffer was freed (%d left)", t.live);
 }
 
 /* Expected per-stage accounting (bytes) for cfg on a world of P. */
@@ -685,6 +786,8 @@ int main(void)
 
 	say("comm (logged errors follow: deliberate bad arguments)\n");
 	test_comm(c);
+	say("comm through host buffers (the same deliberate errors)\n");
+	test_staged(c);
 	say("memory accounting\n");
 	test_memory(c);
 	say("equivalence with one rank\n");

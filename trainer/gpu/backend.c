@@ -23,6 +23,7 @@ const gpu_backend *ty_gpu_backend(void)
 	    .adamw = gpu_model_adamw,
 	    .get = gpu_model_get,
 	    .set = gpu_model_set,
+	    .staging = gpu_staging,
 	};
 	return &table;
 }

@@ -26,6 +26,14 @@ int gpu_local_device(char *err, size_t errlen);
  */
 int gpu_open_device(char *desc, size_t desclen, char *err, size_t errlen);
 
+/*
+ * How ranks that share this GPU communicate: the staging of comm_staged.h
+ * for device buffers (staging_cuda.c), pinned host memory between the
+ * device and MPI.
+ */
+struct comm_staging;
+const struct comm_staging *gpu_staging(void);
+
 #ifdef __cplusplus
 }
 #endif
