@@ -160,10 +160,19 @@ $(TRAIN_A): $(call obj,$(TRAIN_SRC))
 	@mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+# -rdynamic: a GPU backend may use the trainer's own functions (the CPU
+# stand-in of tests/trainer/host_device.c uses its model).
 $(BUILD)/bin/trainyard-train: $(call obj,trainer/main.c) $(TRAIN_A) $(LIB_A)
 	@mkdir -p $(@D)
 	@echo "  LINK    $@"
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(TRAIN_LIBS) $(LDLIBS)
+	$(Q)$(CC) $(LDFLAGS) -rdynamic -o $@ $^ $(TRAIN_LIBS) $(LDLIBS)
+
+# The CPU stand-in for the GPU backend (train_device.sh): its symbols from trainyard-train.
+HOSTDEV_SO := $(BUILD)/tests/libty-hostdevice.so
+$(HOSTDEV_SO): tests/trainer/host_device.c
+	@mkdir -p $(@D)
+	@echo "  CC      $< (shared)"
+	$(Q)$(CC) $(CFLAGS) $(TRAIN_CFLAGS) -Itrainer -fPIC -shared -o $@ $<
 
 $(RUNTIME_A): $(call obj,$(RUNTIME_SRC))
 	@mkdir -p $(@D)
@@ -342,7 +351,7 @@ gpu-build: $(GPU_A) $(if $(GPU_MISSING),,$(GPU_SO) $(GPU_TESTS))
 unit: $(UNIT_BINS)
 	@tests/run-unit $(UNIT_BINS)
 
-test: $(BINS) $(UNIT_BINS) $(ITEST_BINS) $(TOOL_BINS) $(MPI_TEST_BINS)
+test: $(BINS) $(UNIT_BINS) $(ITEST_BINS) $(TOOL_BINS) $(MPI_TEST_BINS) $(HOSTDEV_SO)
 	@BUILD=$(BUILD) tests/run
 
 # The chaos test of make test, longer: every service killed again and again.

@@ -218,7 +218,8 @@ static int staged_ireduce_scatter_sum(comm *c, const float *send, float *recv, s
 	op->out = h + P * block;
 	op->bytes = bytes;
 	return op_started(
-	    c, op, comm_ireduce_scatter_sum(st(c)->inner, h, h + P * block, block, &op->inner), req);
+	    c, op, comm_ireduce_scatter_sum(st(c)->inner, h, h + P * block, block, &op->inner),
+	    req);
 }
 
 static int staged_iallgather(comm *c, const float *send, float *recv, size_t block,
@@ -329,7 +330,8 @@ static const comm_ops staged_ops = {
 comm *comm_staged_new(comm *inner, const comm_staging *s, char *err, size_t errlen)
 {
 	if (!inner || !s || !s->host_alloc || !s->host_free || !s->to_host || !s->to_caller) {
-		err_printf(err, errlen, "a staged comm needs an inner comm and a whole staging table");
+		err_printf(err, errlen,
+		           "a staged comm needs an inner comm and a whole staging table");
 		comm_free(inner);
 		return NULL;
 	}

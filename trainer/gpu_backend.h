@@ -36,6 +36,7 @@ typedef struct gpu_backend {
 	               char *err, size_t errlen);
 	int (*backward)(gpu_model *m, float dloss, char *err, size_t errlen);
 	void (*zero_grad)(gpu_model *m);
+	float *(*grads)(gpu_model *m); /* device memory: data parallel sums it */
 	int (*step_stats)(gpu_model *m, double *sumsq, double *loss_sum, char *err, size_t errlen);
 	int (*adamw)(gpu_model *m, const adamw_config *a, float lr, float grad_scale, int t,
 	             char *err, size_t errlen);

@@ -8,19 +8,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm_staged.h"
 #include "failure.h"
 
-int train_gpu_open(train_gpu *g, const train_config *tc, int world, const adamw_config *adam,
+/* A comm failure as a train_exit, its message in err. */
+static int comm_exit(comm *c, int rc, char *err, size_t errlen)
+{
+	snprintf(err, errlen, "%s", comm_error(c));
+	return rc == COMM_ERR_NOMEM    ? TRAIN_OOM
+	       : rc == COMM_ERR_FAILED ? TRAIN_COMM
+	                               : TRAIN_INTERNAL;
+}
+
+int train_gpu_open(train_gpu *g, const train_config *tc, comm *world, const adamw_config *adam,
                    char *err, size_t errlen)
 {
 	memset(g, 0, sizeof(*g));
 	const layout *l = &tc->run;
-	if (world != 1 || l->data_parallel != 1 || l->tensor_parallel != 1 ||
-	    l->pipeline_parallel != 1) {
+	int P = comm_size(world);
+	if (l->data_parallel != P || l->tensor_parallel != 1 || l->pipeline_parallel != 1 ||
+	    (P > 1 && l->zero_stage != 0)) {
 		snprintf(err, errlen,
-		         "--device cuda trains on one GPU for now: the layout must be one rank "
-		         "(data, tensor and pipeline parallel 1), not %d ranks as %dx%dx%d",
-		         world, l->data_parallel, l->tensor_parallel, l->pipeline_parallel);
+		         "--device cuda trains data parallel with ZeRO 0 for now: the layout must "
+		         "be data parallel only (tensor and pipeline parallel 1, zero_stage 0 with "
+		         "several ranks), not %d ranks as %dx%dx%d with zero_stage %d",
+		         P, l->data_parallel, l->tensor_parallel, l->pipeline_parallel,
+		         l->zero_stage);
 		return TRAIN_INVALID_CONFIG;
 	}
 	if (!(g->be = gpu_backend_load(err, errlen)) ||
@@ -40,7 +53,22 @@ int train_gpu_open(train_gpu *g, const train_config *tc, int world, const adamw_
 	g->tg = g->in + N;
 	g->tc = tc;
 	g->adam = *adam;
+	g->host = world;
 	g->on = true;
+	if (P > 1) {
+		/* ranks may share a GPU, where NCCL cannot run: through host memory over MPI */
+		comm *inner = NULL;
+		int rc = comm_split(world, 0, comm_rank(world), &inner);
+		if (rc) {
+			rc = comm_exit(world, rc, err, errlen);
+			train_gpu_close(g);
+			return rc;
+		}
+		if (!(g->dev = comm_staged_new(inner, g->be->staging(), err, errlen))) {
+			train_gpu_close(g);
+			return TRAIN_OOM;
+		}
+	}
 	return TRAIN_OK;
 }
 
@@ -52,6 +80,11 @@ static int device_status(const char *err)
 
 int train_gpu_upload(train_gpu *g, const dp_runtime *dp, char *err, size_t errlen)
 {
+	/* each rank owns a range of every unit (checkpoints write it); the device holds all */
+	size_t np = gpt_num_params(&g->tc->model);
+	int P = comm_size(g->host), rc;
+	for (int k = 0; P > 1 && k < 3; k++)
+		memset(g->stage[k], 0, np * sizeof(float));
 	for (int u = 0; u < dp_num_units(dp); u++) {
 		dp_range r = dp_owned_range(dp, u);
 		size_t n = (r.end - r.begin) * sizeof(float);
@@ -59,6 +92,10 @@ int train_gpu_upload(train_gpu *g, const dp_runtime *dp, char *err, size_t errle
 		memcpy(g->stage[1] + r.begin, dp_owned_m(dp, u), n);
 		memcpy(g->stage[2] + r.begin, dp_owned_v(dp, u), n);
 	}
+	/* the ranges are disjoint: their sum is the whole, on every rank */
+	for (int k = 0; P > 1 && k < 3; k++)
+		if ((rc = comm_allreduce_sum(g->host, g->stage[k], np)))
+			return comm_exit(g->host, rc, err, errlen);
 	g->opt_step = dp_opt_step(dp);
 	if (!g->model) {
 		g->model = g->be->model_new(&g->tc->model, g->tc->run.micro_batch,
@@ -100,19 +137,27 @@ int train_gpu_step(train_gpu *g, int accum, train_gpu_batch_fn next, void *ctx, 
                    char *err, size_t errlen)
 {
 	const gpu_backend *be = g->be;
+	int P = comm_size(g->host), rc;
 	be->zero_grad(g->model);
 	/* the device runs ahead: the host reads the next micro-batch meanwhile */
 	for (int k = 0; k < accum; k++) {
 		if ((*data_rc = next(ctx, g->in, g->tg)) < 0)
 			return TRAIN_DATA;
 		if (be->forward(g->model, g->in, g->tg, NULL, err, errlen) < 0 ||
-		    be->backward(g->model, loss_scale / (float)accum, err, errlen) < 0)
+		    be->backward(g->model, loss_scale / (float)(accum * P), err, errlen) < 0)
 			return device_status(err);
 	}
+	/* every rank's share of the mean gradient, summed: the same gradient on every rank */
+	if (g->dev &&
+	    (rc = comm_allreduce_sum(g->dev, be->grads(g->model), gpt_num_params(&g->tc->model))))
+		return comm_exit(g->dev, rc, err, errlen);
 	double sq = 0.0, loss_sum = 0.0;
 	if (be->step_stats(g->model, &sq, &loss_sum, err, errlen) < 0)
 		return device_status(err);
-	*loss = (float)(loss_sum / accum);
+	float mean = (float)(loss_sum / accum);
+	if (P > 1 && (rc = comm_allreduce_sum(g->host, &mean, 1)))
+		return comm_exit(g->host, rc, err, errlen);
+	*loss = mean / (float)P;
 	memset(info, 0, sizeof(*info));
 	info->grad_norm = (float)(sqrt(sq) / loss_scale);
 	info->finite = isfinite(info->grad_norm) && isfinite(*loss);
@@ -129,6 +174,7 @@ int train_gpu_step(train_gpu *g, int accum, train_gpu_batch_fn next, void *ctx, 
 
 void train_gpu_close(train_gpu *g)
 {
+	comm_free(g->dev);
 	if (g->model)
 		g->be->model_free(g->model);
 	free(g->in);

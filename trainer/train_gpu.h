@@ -1,9 +1,13 @@
 /*
  * train_gpu.h - a run's model on a GPU (trainyard-train --device cuda).
  *
- * One rank for now, in fp32, bf16 or fp16 (training.precision): the
- * whole model, its gradients and AdamW moments live on the device
- * (gpu_backend.h); the data-parallel runtime
+ * One rank, or data parallel with ZeRO 0, in fp32, bf16 or fp16
+ * (training.precision): each rank's whole model, its gradients and AdamW
+ * moments live on its device (gpu_backend.h). Data-parallel ranks sum
+ * their gradients on a staged comm (comm_staged.h: device buffers through
+ * pinned host memory over MPI), which works whether or not the ranks
+ * share a GPU; NCCL between ranks of their own GPUs is still to come. The
+ * data-parallel runtime
  * (zero.h) keeps the host copies that checkpoints, resumes and exports
  * read and write, so a checkpoint is the same whichever device wrote it:
  * a CPU run resumes on a GPU and back. train_gpu_upload puts the runtime's
@@ -16,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "comm.h"
 #include "gpu_backend.h"
 #include "optim.h"
 #include "train_config.h"
@@ -29,18 +34,21 @@ typedef struct train_gpu {
 	adamw_config adam;
 	int opt_step;     /* the last applied update */
 	int32_t *in, *tg; /* one micro-batch */
+	comm *dev;        /* data parallel: the gradients' all-reduce (device buffers); else NULL */
+	comm *host;       /* the world, for the loss (host memory); borrowed */
 	float *stage[3];  /* params, m, v on the host, gpt_num_params floats each */
 	char device[160]; /* what train_gpu_open chose */
 } train_gpu;
 
 /*
- * Check the run fits the GPU path (world 1, layout 1 x 1 x 1), load
- * the backend and open this rank's device. OUT: *g (zeroed first).
- * RET a train_exit: TRAIN_OK; TRAIN_INVALID_CONFIG (another layout or
- * precision, a backend that is not built); TRAIN_INTERNAL (no usable
- * device). err says why.
+ * Check the run fits the GPU path (a layout of data parallel only, ZeRO 0
+ * when there are several ranks), load the backend and open this rank's
+ * device; with several ranks, a staged comm over world (collective).
+ * OUT: *g (zeroed first). RET a train_exit: TRAIN_OK; TRAIN_INVALID_CONFIG
+ * (another layout or precision, a backend that is not built);
+ * TRAIN_INTERNAL (no usable device); TRAIN_COMM. err says why.
  */
-int train_gpu_open(train_gpu *g, const train_config *tc, int world, const adamw_config *adam,
+int train_gpu_open(train_gpu *g, const train_config *tc, comm *world, const adamw_config *adam,
                    char *err, size_t errlen);
 
 /* Copy dp's state to the device, allocating the model the first time. RET a train_exit. */
@@ -54,13 +62,16 @@ typedef int (*train_gpu_batch_fn)(void *ctx, int32_t *inputs, int32_t *targets);
 
 /*
  * One optimizer step: accum micro-batches from next (gradients summed
- * with dloss loss_scale / accum: numerics.h's scaler, 1 but in fp16),
- * the mean loss into *loss, the unscaled norm, clipping and AdamW when
- * the gradient is finite (info says what happened; the caller's
- * numerics rules act on it as on the CPU's). The host waits for the
- * device once, for the loss and the norm together.
+ * with dloss loss_scale / (accum x ranks): numerics.h's scaler, 1 but in
+ * fp16), summed over the data-parallel ranks, the mean loss of every
+ * rank into *loss, the unscaled norm, clipping and AdamW when the
+ * gradient is finite (info says what happened; the caller's numerics
+ * rules act on it as on the CPU's). The host waits for the device once,
+ * for the loss and the norm together (and for the gradients' copy out,
+ * with several ranks).
  * RET a train_exit: TRAIN_OK, TRAIN_DATA (next failed; its code in
- * *data_rc), TRAIN_OOM or TRAIN_INTERNAL (the device failed).
+ * *data_rc), TRAIN_OOM or TRAIN_INTERNAL (the device failed), TRAIN_COMM
+ * (the all-reduce failed).
  */
 int train_gpu_step(train_gpu *g, int accum, train_gpu_batch_fn next, void *ctx, float lr,
                    float clip, float loss_scale, float *loss, dp_step_info *info, int *data_rc,

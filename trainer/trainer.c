@@ -458,7 +458,7 @@ static int next_batch(void *ctx, int32_t *inputs, int32_t *targets)
 	return rc;
 }
 
-/* A step on the GPU (train_gpu.h): one rank, no communication. */
+/* A step on the GPU (train_gpu.h): the data-parallel ranks sum their gradients there. */
 static int train_step_gpu(run *r, int s, step_result *out)
 {
 	const train_config *tc = r->tc;
@@ -636,7 +636,7 @@ static int open_device(run *r)
 	if (!r->o->cuda)
 		return TRAIN_OK;
 	adamw_config a = run_adamw(r->tc);
-	int rc = train_gpu_open(&r->gpu, r->tc, r->world, &a, r->err, sizeof(r->err));
+	int rc = train_gpu_open(&r->gpu, r->tc, r->c, &a, r->err, sizeof(r->err));
 	if (rc != TRAIN_OK)
 		return fail(r, rc, "cannot train on a GPU");
 	metrics_emit(

@@ -5,8 +5,12 @@
 # a layout the GPU path does not train yet (10), and, where the backend
 # is built (make GPU=1) but no device is visible, for heads the 16-bit
 # path's fused attention does not take (10, before any device is asked)
-# and for the missing device (1, which the scheduler retries). Training on a GPU is
-# checked by tests/gpu/run on a machine with one.
+# and for the missing device (1, which the scheduler retries). Then the
+# device path itself through a CPU stand-in for the backend
+# (host_device.c): one rank and two data-parallel ranks (their gradients
+# summed on the staged comm) train as the CPU does, within 1e-6, and a
+# run checkpointed on the "device" resumes on the CPU. Training on a GPU
+# is checked by tests/gpu/run on a machine with one.
 set -uo pipefail
 # shellcheck source=SCRIPTDIR/../integration/lib.sh
 . "$(dirname "$0")/../integration/lib.sh"
@@ -15,6 +19,8 @@ set -uo pipefail
 
 spec "$TY_TMP/spec.json"
 check "make the corpus" make_corpus
+HOSTDEV=$(dirname "$TRAIN_BIN")/../tests/libty-hostdevice.so
+on_hostdev() { TRAINYARD_GPU_BACKEND=$HOSTDEV "$@"; } # on_hostdev CMD...: with the CPU stand-in
 
 # refused RC PATTERN DESC ARGS...: the run exits RC and says PATTERN on stderr
 refused() {
@@ -34,9 +40,12 @@ printf 'not a library' >"$TY_TMP/bad.so"
 refused 10 'could not load the GPU backend' "a file that is not a library" \
 	env TRAINYARD_GPU_BACKEND="$TY_TMP/bad.so" "$TRAIN_BIN" train --data-root "$DATA" \
 	--spec "$TY_TMP/spec.json" --device cuda
-refused 10 'one GPU for now' "two data-parallel ranks" \
-	trainN 2 --spec "$TY_TMP/spec.json" --device cuda --set parallel.data_parallel=2 \
-	--set resources.ranks_per_node=2
+refused 10 'data parallel with ZeRO 0 for now' "two tensor-parallel ranks" \
+	on_hostdev trainN 2 --spec "$TY_TMP/spec.json" --device cuda \
+	--set parallel.tensor_parallel=2 --set resources.ranks_per_node=2
+refused 10 'zero_stage 0 with several ranks' "two data-parallel ranks with ZeRO 1" \
+	on_hostdev trainN 2 --spec "$TY_TMP/spec.json" --device cuda \
+	--set parallel.data_parallel=2 --set parallel.zero_stage=1 --set resources.ranks_per_node=2
 
 backend=$(dirname "$TRAIN_BIN")/../lib/libtytrain-cuda.so
 if [[ ! -e $backend ]]; then
@@ -56,4 +65,35 @@ else
 fi
 check "the CPU still trains with --device cpu" train1 --spec "$TY_TMP/spec.json" \
 	--device cpu --stop-after 1
+
+# ---- the device path through the CPU stand-in -----------------------------------
+# run NAME N ARGS...: N ranks of the spec for 8 steps, metrics in $TY_TMP/NAME.m
+run() {
+	local name=$1 n=$2
+	shift 2
+	rm -rf "$TY_TMP/$name.ck"
+	on_hostdev trainN "$n" --spec "$TY_TMP/spec.json" \
+		--set training.steps=8 --ckpt-dir "$TY_TMP/$name.ck" --metrics "$TY_TMP/$name.m" "$@" \
+		>/dev/null 2>"$TY_TMP/$name.err"
+}
+within() { awk -v d="$1" 'BEGIN { exit !(d != "none" && d + 0 <= 1e-6) }'; }
+DP2=(--set parallel.data_parallel=2 --set resources.ranks_per_node=2)
+check "one rank on the stand-in" run dev1 1 --device cuda
+check_match "it says which device it trained on" 'CPU stand-in' \
+	"$(jq -r 'select(.event == "device") | .name' "$TY_TMP/dev1.m")"
+check "one rank on the CPU" run cpu1 1 --device cpu
+check_eq "8 steps each" "8 8" "$(losses "$TY_TMP/dev1.m" | wc -l) $(losses "$TY_TMP/cpu1.m" | wc -l)"
+d=$(max_rel_diff "$TY_TMP/dev1.m" "$TY_TMP/cpu1.m")
+check "the device path trains as the CPU does (max relative $d)" within "$d"
+check "two data-parallel ranks on the stand-in (the staged comm)" run dev2 2 --device cuda "${DP2[@]}"
+check "two on the CPU" run cpu2 2 --device cpu "${DP2[@]}"
+d=$(max_rel_diff "$TY_TMP/dev2.m" "$TY_TMP/cpu2.m")
+check "data parallel on the device path trains as on the CPU (max relative $d)" within "$d"
+check "the device path stopped after 6 steps" run stop 2 --device cuda "${DP2[@]}" --stop-after 6
+check "its checkpoint resumes on the CPU" trainN 2 --spec "$TY_TMP/spec.json" --device cpu \
+	"${DP2[@]}" --set training.steps=8 --ckpt-dir "$TY_TMP/stop.ck" --metrics "$TY_TMP/back.m"
+check_match "from a step past the first, to the last" '^[2-8]( [0-9]+)* 8$' \
+	"$(losses "$TY_TMP/back.m" | cut -d' ' -f1 | xargs)"
+d=$(max_rel_diff "$TY_TMP/back.m" "$TY_TMP/cpu2.m")
+check "as an uninterrupted run on the CPU (max relative $d)" within "$d"
 summary

@@ -19,6 +19,7 @@ const gpu_backend *ty_gpu_backend(void)
 	    .forward = gpu_model_forward,
 	    .backward = gpu_model_backward,
 	    .zero_grad = gpu_model_zero_grad,
+	    .grads = gpu_model_grads,
 	    .step_stats = gpu_model_step_stats,
 	    .adamw = gpu_model_adamw,
 	    .get = gpu_model_get,

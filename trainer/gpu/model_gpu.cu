@@ -453,6 +453,11 @@ void gpu_model_zero_grad(gpu_model *m)
 	cudaMemsetAsync(m->loss_acc, 0, sizeof(double));
 }
 
+float *gpu_model_grads(gpu_model *m)
+{
+	return m->arr[GPU_GRADS];
+}
+
 int gpu_model_grad_sumsq(gpu_model *m, double *sumsq, char *err, size_t errlen)
 {
 	double loss_sum;

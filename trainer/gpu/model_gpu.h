@@ -80,6 +80,8 @@ int gpu_model_forward(gpu_model *m, const int32_t *inputs, const int32_t *target
 int gpu_model_backward(gpu_model *m, float dloss, char *err, size_t errlen);
 /* Gradients and the step's loss (gpu_model_step_stats) to 0. */
 void gpu_model_zero_grad(gpu_model *m);
+/* The device's gradient array (gpt_num_params floats, fp32), which data parallel sums. */
+float *gpu_model_grads(gpu_model *m);
 
 /*
  * The squared L2 norm of the gradients, summed in double, and the sum of

@@ -1,0 +1,225 @@
+/*
+ * host_device.c - a stand-in for the GPU backend (trainer/gpu_backend.h)
+ * on the CPU, for what a machine without a GPU can check of the trainer's
+ * device path: the same table, loaded the same way (TRAINYARD_GPU_BACKEND),
+ * its "device" arrays in host memory and its model the trainer's own CPU
+ * model (gpt.h), which trainyard-train exports to it (-rdynamic).
+ *
+ * What it checks is the path around the device: the upload and download
+ * of the runtime's state, checkpoints and resumes through them, data
+ * parallel ranks summing their gradients on a staged comm (its staging is
+ * a copy of host memory), the loss and the norm. The CUDA kernels are not
+ * in it: tests/gpu/run checks them on a GPU. Built as
+ * build/tests/libty-hostdevice.so; used by tests/trainer/train_device.sh.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm_staged.h"
+#include "gpu_backend.h"
+
+struct gpu_model {
+	gpt_config cfg;
+	gpt_model *m;
+	gpt_flat flat;
+	gpt_hooks hooks;
+	size_t np;
+	float *arr[4]; /* gpu_array */
+	double loss_sum;
+	gpt_tensor *tensors;
+	int ntensors;
+};
+
+static int open_device(char *desc, size_t desclen, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	snprintf(desc, desclen, "a CPU stand-in for a GPU (tests/trainer/host_device.c)");
+	return 0;
+}
+
+static int model_fits(const gpt_config *cfg, gpt_precision precision, char *err, size_t errlen)
+{
+	(void)cfg;
+	(void)precision;
+	(void)err;
+	(void)errlen;
+	return 0;
+}
+
+static void model_free(gpu_model *g)
+{
+	if (!g)
+		return;
+	gpt_free(g->m);
+	for (int k = 0; k < 4; k++)
+		free(g->arr[k]);
+	free(g->tensors);
+	free(g);
+}
+
+static gpu_model *model_new(const gpt_config *cfg, int B, int T, gpt_precision precision,
+                            const float *params, char *err, size_t errlen)
+{
+	gpu_model *g = calloc(1, sizeof(*g));
+	if (!g) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	g->cfg = *cfg;
+	g->np = gpt_num_params(cfg);
+	for (int k = 0; k < 4; k++)
+		g->arr[k] = calloc(g->np, sizeof(float));
+	g->tensors = calloc(GPT_MAX_TENSORS, sizeof(gpt_tensor));
+	g->m = gpt_new(cfg, B, T, precision, err, errlen);
+	if (!g->m || !g->arr[0] || !g->arr[1] || !g->arr[2] || !g->arr[3] || !g->tensors) {
+		if (g->m)
+			snprintf(err, errlen, "out of memory");
+		model_free(g);
+		return NULL;
+	}
+	g->ntensors = gpt_tensors(cfg, g->tensors, GPT_MAX_TENSORS);
+	memcpy(g->arr[GPU_PARAMS], params, g->np * sizeof(float));
+	g->flat =
+	    (gpt_flat){.cfg = &g->cfg, .params = g->arr[GPU_PARAMS], .grads = g->arr[GPU_GRADS]};
+	g->hooks = gpt_hooks_flat(&g->flat);
+	return g;
+}
+
+static size_t model_bytes(const gpu_model *g)
+{
+	return 4 * g->np * sizeof(float) + gpt_activation_bytes(g->m);
+}
+
+static int forward(gpu_model *g, const int32_t *inputs, const int32_t *targets, float *loss,
+                   char *err, size_t errlen)
+{
+	float l = gpt_forward(g->m, &g->hooks, inputs, targets);
+	if (gpt_error(g->m)) {
+		snprintf(err, errlen, "the forward pass failed (a token out of range)");
+		return -1;
+	}
+	g->loss_sum += l;
+	if (loss)
+		*loss = l;
+	return 0;
+}
+
+static int backward(gpu_model *g, float dloss, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	gpt_backward(g->m, &g->hooks, dloss);
+	return 0;
+}
+
+static void zero_grad(gpu_model *g)
+{
+	memset(g->arr[GPU_GRADS], 0, g->np * sizeof(float));
+	g->loss_sum = 0;
+}
+
+static float *grads(gpu_model *g)
+{
+	return g->arr[GPU_GRADS];
+}
+
+static int step_stats(gpu_model *g, double *sumsq, double *loss_sum, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	double s = 0;
+	for (size_t i = 0; i < g->np; i++)
+		s += (double)g->arr[GPU_GRADS][i] * g->arr[GPU_GRADS][i];
+	*sumsq = s;
+	*loss_sum = g->loss_sum;
+	g->loss_sum = 0;
+	return 0;
+}
+
+static int adamw(gpu_model *g, const adamw_config *a, float lr, float grad_scale, int t, char *err,
+                 size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	for (int i = 0; i < g->ntensors; i++) {
+		const gpt_tensor *x = &g->tensors[i];
+		adamw_update(a, g->arr[GPU_PARAMS] + x->offset, g->arr[GPU_GRADS] + x->offset,
+		             g->arr[GPU_ADAM_M] + x->offset, g->arr[GPU_ADAM_V] + x->offset,
+		             x->numel, lr, grad_scale, x->decay, t);
+	}
+	return 0;
+}
+
+static int get(gpu_model *g, gpu_array which, float *host, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	memcpy(host, g->arr[which], g->np * sizeof(float));
+	return 0;
+}
+
+static int set(gpu_model *g, gpu_array which, const float *host, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	memcpy(g->arr[which], host, g->np * sizeof(float));
+	return 0;
+}
+
+/* The staging of host "device" memory: plain copies. */
+static void *host_alloc(void *ctx, size_t bytes)
+{
+	(void)ctx;
+	return malloc(bytes);
+}
+
+static void host_free(void *ctx, void *p)
+{
+	(void)ctx;
+	free(p);
+}
+
+static int host_copy(void *ctx, void *to, const void *from, size_t bytes)
+{
+	(void)ctx;
+	memcpy(to, from, bytes);
+	return 0;
+}
+
+static const comm_staging *staging(void)
+{
+	static const comm_staging host = {
+	    .name = "the stand-in's memory",
+	    .host_alloc = host_alloc,
+	    .host_free = host_free,
+	    .to_host = host_copy,
+	    .to_caller = host_copy,
+	};
+	return &host;
+}
+
+const gpu_backend *ty_gpu_backend(void);
+
+const gpu_backend *ty_gpu_backend(void)
+{
+	static const gpu_backend table = {
+	    .abi = GPU_BACKEND_ABI,
+	    .open_device = open_device,
+	    .model_fits = model_fits,
+	    .model_new = model_new,
+	    .model_free = model_free,
+	    .model_bytes = model_bytes,
+	    .forward = forward,
+	    .backward = backward,
+	    .zero_grad = zero_grad,
+	    .grads = grads,
+	    .step_stats = step_stats,
+	    .adamw = adamw,
+	    .get = get,
+	    .set = set,
+	    .staging = staging,
+	};
+	return &table;
+}
