@@ -5,7 +5,9 @@
 # the GPU and a GPU checkpoint on the CPU (one format), and a GPU run
 # stopped and resumed giving the same losses as one run straight through;
 # then bf16 on the GPU within 1% of fp32, an fp32 CPU checkpoint resumed
-# in bf16 on the GPU and back, and a bf16 resume bit for bit.
+# in bf16 on the GPU and back, and a bf16 resume bit for bit; and two
+# data-parallel ranks sharing the GPU (their gradients summed through
+# host memory, comm_staged.h) against two on the CPU.
 set -uo pipefail
 # shellcheck source=SCRIPTDIR/../integration/lib.sh
 . "$(dirname "$0")/../integration/lib.sh"
@@ -68,4 +70,17 @@ check "5 steps on the GPU, stopped" run g5 cuda gpu-resume --stop-after 5
 check "5 more, resumed" run g10 cuda gpu-resume
 check_eq "the same losses as the GPU run straight through" \
 	"$(losses "$TY_TMP/gpu.jsonl" | tail -n 5)" "$(losses "$TY_TMP/g10.jsonl")"
+
+# two data-parallel ranks on the one GPU: ZeRO 0, gradients summed through host memory
+dp2() { # dp2 NAME DEVICE ARGS...: 2 ranks, metrics in $TY_TMP/NAME.jsonl
+	local name=$1 device=$2
+	shift 2
+	trainN 2 --spec "$TY_TMP/spec.json" --device "$device" --ckpt-dir "$TY_TMP/$name-ckpt" \
+		--set parallel.data_parallel=2 --set resources.ranks_per_node=2 \
+		--metrics "$TY_TMP/$name.jsonl" "$@"
+}
+check "10 steps on 2 CPU ranks" dp2 cpu2 cpu
+check "10 steps on 2 ranks sharing the GPU" dp2 gpu2 cuda
+d=$(max_rel_diff "$TY_TMP/cpu2.jsonl" "$TY_TMP/gpu2.jsonl")
+check "their losses within 1e-4 of the CPU's (worst $d)" within "$d" 1e-4
 summary
