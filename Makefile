@@ -274,11 +274,13 @@ GPU_SRC    := $(wildcard trainer/gpu/*.cu)
 GPU_OBJ    := $(patsubst %.cu,$(BUILD)/obj/%.o,$(GPU_SRC))
 GPU_A      := $(BUILD)/lib/libtygpu.a
 # The trainer loads the backend at run time (trainer/gpu_backend.h): the
-# model's kernels, the device choice, and gpt.c's layout, built again as
+# model's kernels, the device choice, the communicators between devices
+# (NCCL's where nccl.h is found; they call the trainer's comm.c, which
+# trainyard-train exports), and gpt.c's layout, built again as
 # position-independent code.
 GPU_SO     := $(BUILD)/lib/libtytrain-cuda.so
-GPU_SO_OBJ := $(GPU_OBJ) $(call obj,trainer/gpu/device.c trainer/gpu/staging_cuda.c \
-                                     trainer/gpu/backend.c) \
+GPU_SO_OBJ = $(GPU_OBJ) $(call obj,trainer/gpu/device.c trainer/gpu/staging_cuda.c \
+                                    trainer/gpu/backend.c $(NCCL_SRC)) \
               $(BUILD)/obj/pic/trainer/gpt.o
 # The toolkit's libraries are named by path, even with no unversioned link
 # name (a toolkit assembled from wheels ships libX.so.N only), so that
@@ -314,7 +316,7 @@ $(GPU_A): $(GPU_OBJ) $(call obj,trainer/gpu/device.c trainer/gpu/staging_cuda.c 
 $(GPU_SO): $(GPU_SO_OBJ)
 	@mkdir -p $(@D)
 	@echo "  LINK    $@"
-	$(Q)$(CC) -shared -o $@ $^ $(GPU_LIBS) -fopenmp
+	$(Q)$(CC) -shared -o $@ $^ $(GPU_LIBS) $(NCCL_LIBS) -fopenmp
 
 $(BUILD)/obj/pic/%.o: %.c
 	@mkdir -p $(@D)
@@ -324,6 +326,7 @@ $(BUILD)/obj/pic/%.o: %.c
 $(BUILD)/obj/pic/trainer/%.o: CFLAGS += $(TRAIN_CFLAGS) -Itrainer
 $(BUILD)/obj/trainer/gpu/%.o: CFLAGS += $(TRAIN_CFLAGS) -fPIC -Itrainer \
                                         $(addprefix -isystem ,$(CUDA_INC) $(NCCL_INC))
+$(BUILD)/obj/trainer/gpu/backend.o: CFLAGS += $(if $(NCCL_SRC),-DTY_HAVE_NCCL)
 
 $(BUILD)/gpu/test_%: $(BUILD)/obj/tests/gpu/test_%.o $(GPU_A) $(TRAIN_A) $(LIB_A)
 	@mkdir -p $(@D)

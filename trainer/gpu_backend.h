@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 
+#include "comm.h"
 #include "gpu/model_gpu.h"
 
 #define GPU_BACKEND_ABI    3
@@ -44,6 +45,11 @@ typedef struct gpu_backend {
 	int (*set)(gpu_model *m, gpu_array which, const float *host, char *err, size_t errlen);
 	/* device buffers through pinned host memory, for comm_staged_new() (gpu/device.h) */
 	const struct comm_staging *(*staging)(void);
+	/*
+	 * NCCL over boot's ranks on device, for ranks of a GPU each
+	 * (gpu/comm_nccl.h); NULL in a backend built without NCCL.
+	 */
+	comm *(*nccl_new)(comm *boot, int device, char *err, size_t errlen);
 } gpu_backend;
 
 /*

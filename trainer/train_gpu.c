@@ -4,9 +4,11 @@
 #include "train_gpu.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "comm_staged.h"
 #include "failure.h"
@@ -18,6 +20,57 @@ static int comm_exit(comm *c, int rc, char *err, size_t errlen)
 	return rc == COMM_ERR_NOMEM    ? TRAIN_OOM
 	       : rc == COMM_ERR_FAILED ? TRAIN_COMM
 	                               : TRAIN_INTERNAL;
+}
+
+/*
+ * Whether every rank of world has a GPU of its own: no two ranks of one
+ * node (a hash of its host name) on the same device. Every rank gets the
+ * same answer, from an all-reduce of each rank's pair. Two nodes whose
+ * names hash alike can only make it say no, and the staged comm is right
+ * either way. RET 1, 0, or a negative COMM_ERR_*.
+ */
+static int own_devices(comm *world, int device)
+{
+	int P = comm_size(world), r = comm_rank(world);
+	float *pairs = calloc(2 * (size_t)P, sizeof(float));
+	if (!pairs)
+		return COMM_ERR_NOMEM;
+	char host[256] = "";
+	gethostname(host, sizeof(host) - 1);
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (const char *p = host; *p; p++)
+		h = (h ^ (uint8_t)*p) * 16777619u;
+	pairs[2 * r] = (float)(h & 0xfffffu); /* 20 bits: exact in a float */
+	pairs[2 * r + 1] = (float)device;
+	int rc = comm_allreduce_sum(world, pairs, 2 * (size_t)P), own = 1;
+	for (int a = 0; rc == 0 && a < P; a++)
+		for (int b = a + 1; b < P; b++)
+			if (pairs[2 * a] == pairs[2 * b] && pairs[2 * a + 1] == pairs[2 * b + 1])
+				own = 0;
+	free(pairs);
+	return rc ? rc : own;
+}
+
+/*
+ * The data-parallel ranks' comm for device buffers: NCCL where every rank
+ * has a GPU of its own and the backend has it, else through host memory
+ * (comm_staged.h) over MPI. Collective over world. RET a train_exit.
+ */
+static int device_comm(train_gpu *g, comm *world, int device, char *err, size_t errlen)
+{
+	int own = own_devices(world, device);
+	if (own < 0)
+		return comm_exit(world, own, err, errlen);
+	if (own && g->be->nccl_new) {
+		g->dev = g->be->nccl_new(world, device, err, errlen);
+		return g->dev ? TRAIN_OK : TRAIN_COMM;
+	}
+	comm *inner = NULL;
+	int rc = comm_split(world, 0, comm_rank(world), &inner);
+	if (rc)
+		return comm_exit(world, rc, err, errlen);
+	g->dev = comm_staged_new(inner, g->be->staging(), err, errlen);
+	return g->dev ? TRAIN_OK : TRAIN_OOM;
 }
 
 int train_gpu_open(train_gpu *g, const train_config *tc, comm *world, const adamw_config *adam,
@@ -39,7 +92,8 @@ int train_gpu_open(train_gpu *g, const train_config *tc, comm *world, const adam
 	if (!(g->be = gpu_backend_load(err, errlen)) ||
 	    g->be->model_fits(&tc->model, tc->precision, err, errlen) < 0)
 		return TRAIN_INVALID_CONFIG;
-	if (g->be->open_device(g->device, sizeof(g->device), err, errlen) < 0)
+	int device = g->be->open_device(g->device, sizeof(g->device), err, errlen);
+	if (device < 0)
 		return TRAIN_INTERNAL;
 	size_t np = gpt_num_params(&tc->model), N = (size_t)l->micro_batch * tc->model.max_seq_len;
 	g->in = malloc(2 * N * sizeof(int32_t));
@@ -55,21 +109,10 @@ int train_gpu_open(train_gpu *g, const train_config *tc, comm *world, const adam
 	g->adam = *adam;
 	g->host = world;
 	g->on = true;
-	if (P > 1) {
-		/* ranks may share a GPU, where NCCL cannot run: through host memory over MPI */
-		comm *inner = NULL;
-		int rc = comm_split(world, 0, comm_rank(world), &inner);
-		if (rc) {
-			rc = comm_exit(world, rc, err, errlen);
-			train_gpu_close(g);
-			return rc;
-		}
-		if (!(g->dev = comm_staged_new(inner, g->be->staging(), err, errlen))) {
-			train_gpu_close(g);
-			return TRAIN_OOM;
-		}
-	}
-	return TRAIN_OK;
+	int rc = P > 1 ? device_comm(g, world, device, err, errlen) : TRAIN_OK;
+	if (rc != TRAIN_OK)
+		train_gpu_close(g);
+	return rc;
 }
 
 /* A device failure: out of device memory is TRAIN_OOM, the rest TRAIN_INTERNAL. */

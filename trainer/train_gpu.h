@@ -4,9 +4,10 @@
  * One rank, or data parallel with ZeRO 0, in fp32, bf16 or fp16
  * (training.precision): each rank's whole model, its gradients and AdamW
  * moments live on its device (gpu_backend.h). Data-parallel ranks sum
- * their gradients on a staged comm (comm_staged.h: device buffers through
- * pinned host memory over MPI), which works whether or not the ranks
- * share a GPU; NCCL between ranks of their own GPUs is still to come. The
+ * their gradients on NCCL where every rank has a GPU of its own (and the
+ * backend was built with it), else on a staged comm (comm_staged.h:
+ * device buffers through pinned host memory over MPI), which works
+ * whether or not the ranks share a GPU. The
  * data-parallel runtime
  * (zero.h) keeps the host copies that checkpoints, resumes and exports
  * read and write, so a checkpoint is the same whichever device wrote it:
@@ -34,7 +35,8 @@ typedef struct train_gpu {
 	adamw_config adam;
 	int opt_step;     /* the last applied update */
 	int32_t *in, *tg; /* one micro-batch */
-	comm *dev;        /* data parallel: the gradients' all-reduce (device buffers); else NULL */
+	comm *
+	    dev; /* data parallel: the gradients' all-reduce (device buffers, "nccl" or "staged") */
 	comm *host;       /* the world, for the loss (host memory); borrowed */
 	float *stage[3];  /* params, m, v on the host, gpt_num_params floats each */
 	char device[160]; /* what train_gpu_open chose */

@@ -639,9 +639,9 @@ static int open_device(run *r)
 	int rc = train_gpu_open(&r->gpu, r->tc, r->c, &a, r->err, sizeof(r->err));
 	if (rc != TRAIN_OK)
 		return fail(r, rc, "cannot train on a GPU");
-	metrics_emit(
-	    &r->met, "event",
-	    json_pack("{s:s, s:s, s:s}", "event", "device", "kind", "cuda", "name", r->gpu.device));
+	metrics_emit(&r->met, "event",
+	             json_pack("{s:s, s:s, s:s, s:s}", "event", "device", "kind", "cuda", "name",
+	                       r->gpu.device, "comm", r->gpu.dev ? comm_name(r->gpu.dev) : "none"));
 	return TRAIN_OK;
 }
 

@@ -79,13 +79,15 @@ run() {
 within() { awk -v d="$1" 'BEGIN { exit !(d != "none" && d + 0 <= 1e-6) }'; }
 DP2=(--set parallel.data_parallel=2 --set resources.ranks_per_node=2)
 check "one rank on the stand-in" run dev1 1 --device cuda
-check_match "it says which device it trained on" 'CPU stand-in' \
-	"$(jq -r 'select(.event == "device") | .name' "$TY_TMP/dev1.m")"
+check_match "it says which device it trained on, with no comm between devices" 'CPU stand-in.* none' \
+	"$(jq -r 'select(.event == "device") | "\(.name) \(.comm)"' "$TY_TMP/dev1.m")"
 check "one rank on the CPU" run cpu1 1 --device cpu
 check_eq "8 steps each" "8 8" "$(losses "$TY_TMP/dev1.m" | wc -l) $(losses "$TY_TMP/cpu1.m" | wc -l)"
 d=$(max_rel_diff "$TY_TMP/dev1.m" "$TY_TMP/cpu1.m")
 check "the device path trains as the CPU does (max relative $d)" within "$d"
 check "two data-parallel ranks on the stand-in (the staged comm)" run dev2 2 --device cuda "${DP2[@]}"
+check_eq "ranks that share a device sum through host memory" staged \
+	"$(jq -r 'select(.event == "device") | .comm' "$TY_TMP/dev2.m")"
 check "two on the CPU" run cpu2 2 --device cpu "${DP2[@]}"
 d=$(max_rel_diff "$TY_TMP/dev2.m" "$TY_TMP/cpu2.m")
 check "data parallel on the device path trains as on the CPU (max relative $d)" within "$d"

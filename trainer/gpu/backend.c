@@ -1,9 +1,15 @@
 /*
  * backend.c - what libtytrain-cuda.so hands the trainer (../gpu_backend.h):
- * the functions of model_gpu.h and the device choice of device.h.
+ * the functions of model_gpu.h, the device choice of device.h, the staging
+ * of device buffers and NCCL's communicator where it was built.
  */
 #include "device.h"
 #include "gpu_backend.h"
+#ifdef TY_HAVE_NCCL
+#include "comm_nccl.h"
+#else
+#define comm_nccl_new NULL
+#endif
 
 const gpu_backend *ty_gpu_backend(void);
 
@@ -25,6 +31,7 @@ const gpu_backend *ty_gpu_backend(void)
 	    .get = gpu_model_get,
 	    .set = gpu_model_set,
 	    .staging = gpu_staging,
+	    .nccl_new = comm_nccl_new,
 	};
 	return &table;
 }
