@@ -150,19 +150,30 @@ static int staged_barrier(comm *c)
 
 /* ---- nonblocking: a host buffer each, copied out when done ----------------------------- */
 
-/* A new operation with a host buffer of bytes. RET it, or NULL after recording the failure. */
-static staged_op *op_new(comm *c, size_t bytes)
+/*
+ * A new operation with a host buffer of bytes, whose in_bytes from `from`
+ * are copied in at byte offset at. OUT *out. RET 0, or the failure (recorded).
+ */
+static int op_new(comm *c, size_t bytes, size_t at, const void *from, size_t in_bytes,
+                  staged_op **out)
 {
 	const comm_staging *s = st(c)->s;
 	staged_op *op = calloc(1, sizeof(*op));
+	*out = NULL;
 	if (op)
 		op->host = s->host_alloc(s->ctx, bytes ? bytes : 1);
 	if (!op || !op->host) {
 		free(op);
-		FAIL(c, COMM_ERR_NOMEM, "could not stage %zu bytes in host memory", bytes);
-		return NULL;
+		return FAIL(c, COMM_ERR_NOMEM, "could not stage %zu bytes in host memory", bytes);
 	}
-	return op;
+	int rc = in(c, (char *)op->host + at, from, in_bytes);
+	if (rc) {
+		s->host_free(s->ctx, op->host);
+		free(op);
+		return rc;
+	}
+	*out = op;
+	return 0;
 }
 
 static void op_free(comm *c, staged_op *op)
@@ -172,13 +183,20 @@ static void op_free(comm *c, staged_op *op)
 	free(op);
 }
 
-/* Start op (its inner request begun with rc) on req, or free it. RET 0 or the failure. */
-static int op_started(comm *c, staged_op *op, int rc, comm_request *req)
+/*
+ * Start op (its inner request begun with rc) on req, its result the bytes
+ * at out copied to `to` when done (to NULL: none); or free it. RET 0 or the failure.
+ */
+static int op_started(comm *c, staged_op *op, int rc, void *to, const void *out, size_t bytes,
+                      comm_request *req)
 {
 	if (rc) {
 		op_free(c, op);
 		return inner_failed(c, rc);
 	}
+	op->to = to;
+	op->out = out;
+	op->bytes = bytes;
 	req->impl.ptr = op;
 	req->c = c;
 	return 0;
@@ -187,74 +205,49 @@ static int op_started(comm *c, staged_op *op, int rc, comm_request *req)
 static int staged_iallreduce_sum(comm *c, float *buf, size_t n, comm_request *req)
 {
 	size_t bytes = n * sizeof(float);
-	staged_op *op = op_new(c, bytes);
-	if (!op)
-		return COMM_ERR_NOMEM;
-	int rc = in(c, op->host, buf, bytes);
-	if (rc) {
-		op_free(c, op);
+	staged_op *op;
+	int rc = op_new(c, bytes, 0, buf, bytes, &op);
+	if (rc)
 		return rc;
-	}
-	op->to = buf;
-	op->out = op->host;
-	op->bytes = bytes;
-	return op_started(c, op, comm_iallreduce_sum(st(c)->inner, op->host, n, &op->inner), req);
+	rc = comm_iallreduce_sum(st(c)->inner, op->host, n, &op->inner);
+	return op_started(c, op, rc, buf, op->host, bytes, req);
 }
 
 static int staged_ireduce_scatter_sum(comm *c, const float *send, float *recv, size_t block,
                                       comm_request *req)
 {
 	size_t P = (size_t)comm_size(c), bytes = block * sizeof(float);
-	staged_op *op = op_new(c, (P + 1) * bytes);
-	if (!op)
-		return COMM_ERR_NOMEM;
-	float *h = op->host;
-	int rc = in(c, h, send, P * bytes);
-	if (rc) {
-		op_free(c, op);
+	staged_op *op; /* the full send, then the block received */
+	int rc = op_new(c, (P + 1) * bytes, 0, send, P * bytes, &op);
+	if (rc)
 		return rc;
-	}
-	op->to = recv;
-	op->out = h + P * block;
-	op->bytes = bytes;
-	return op_started(
-	    c, op, comm_ireduce_scatter_sum(st(c)->inner, h, h + P * block, block, &op->inner),
-	    req);
+	float *h = op->host;
+	rc = comm_ireduce_scatter_sum(st(c)->inner, h, h + P * block, block, &op->inner);
+	return op_started(c, op, rc, recv, h + P * block, bytes, req);
 }
 
 static int staged_iallgather(comm *c, const float *send, float *recv, size_t block,
                              comm_request *req)
 {
 	size_t P = (size_t)comm_size(c), r = (size_t)comm_rank(c), bytes = block * sizeof(float);
-	staged_op *op = op_new(c, P * bytes);
-	if (!op)
-		return COMM_ERR_NOMEM;
-	float *h = op->host;
-	int rc = in(c, h + r * block, send, bytes);
-	if (rc) {
-		op_free(c, op);
+	staged_op *op; /* this rank's block in its place, gathered in place */
+	int rc = op_new(c, P * bytes, r * bytes, send, bytes, &op);
+	if (rc)
 		return rc;
-	}
-	op->to = recv;
-	op->out = h;
-	op->bytes = P * bytes;
-	return op_started(c, op, comm_iallgather(st(c)->inner, h + r * block, h, block, &op->inner),
-	                  req);
+	float *h = op->host;
+	rc = comm_iallgather(st(c)->inner, h + r * block, h, block, &op->inner);
+	return op_started(c, op, rc, recv, h, P * bytes, req);
 }
 
 static int staged_isend(comm *c, const void *buf, size_t bytes, int peer, int tag,
                         comm_request *req)
 {
-	staged_op *op = op_new(c, bytes);
-	if (!op)
-		return COMM_ERR_NOMEM;
-	int rc = in(c, op->host, buf, bytes);
-	if (rc) {
-		op_free(c, op);
+	staged_op *op;
+	int rc = op_new(c, bytes, 0, buf, bytes, &op);
+	if (rc)
 		return rc;
-	}
-	return op_started(c, op, comm_isend(st(c)->inner, op->host, bytes, peer, tag, &op->inner),
-	                  req);
+	rc = comm_isend(st(c)->inner, op->host, bytes, peer, tag, &op->inner);
+	return op_started(c, op, rc, NULL, NULL, 0, req);
 }
 
 /* op's inner request is done (with rc): copy its result out, free it, idle req. */

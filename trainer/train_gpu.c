@@ -17,9 +17,7 @@
 static int comm_exit(comm *c, int rc, char *err, size_t errlen)
 {
 	snprintf(err, errlen, "%s", comm_error(c));
-	return rc == COMM_ERR_NOMEM    ? TRAIN_OOM
-	       : rc == COMM_ERR_FAILED ? TRAIN_COMM
-	                               : TRAIN_INTERNAL;
+	return dp_train_exit(rc);
 }
 
 /*

@@ -92,17 +92,10 @@ static int fail(run *r, int status, const char *what)
 	return status;
 }
 
-/* comm_status() and restore() tell these codes from err_codes (error.h) */
+/* dp_train_exit() and restore() tell these codes from err_codes (error.h) */
 _Static_assert(-COMM_ERR_ARG > ERR__COUNT && -COMM_ERR_FAILED > ERR__COUNT &&
                    -DP_ERR_ARG > ERR__COUNT && -DP_ERR_CONTRACT > ERR__COUNT,
                "COMM_ERR_* and DP_ERR_* must lie outside the err_code space");
-
-static int comm_status(int rc)
-{
-	return rc == COMM_ERR_NOMEM || rc == DP_ERR_NOMEM ? TRAIN_OOM
-	       : rc == COMM_ERR_FAILED                    ? TRAIN_COMM
-	                                                  : TRAIN_INTERNAL;
-}
 
 /* ---- checkpoints ---------------------------------------------------- */
 
@@ -487,20 +480,20 @@ static int train_step(run *r, int s, step_result *out)
 	reset_seconds(r);
 	int rc = dp_begin_step(r->dp, tc->run.grad_accum);
 	if (rc < 0)
-		return comm_status(rc);
+		return dp_train_exit(rc);
 	float dloss = r->scaler.scale / (float)(tc->run.grad_accum * r->grid.dp);
 	double loss_sum = 0;
 	if ((rc = pipe_step(&r->pipe, tc->run.grad_accum, dloss, &loss_sum)) < 0) {
 		if (r->data_failed) /* pipe_step passed on next_batch's code */
 			return fail(r, TRAIN_DATA, "could not read training data");
 		snprintf(r->err, sizeof(r->err), "%s", "a pipeline transfer failed");
-		return fail(r, comm_status(rc), "the step failed");
+		return fail(r, dp_train_exit(rc), "the step failed");
 	}
 	/* the loss lives on the last stage: one copy per data-parallel replica */
 	bool counts = r->grid.pp_rank == r->grid.pp - 1 && r->grid.tp_rank == 0;
 	float loss = counts ? (float)(loss_sum / tc->run.grad_accum) : 0.0f;
 	if ((rc = comm_allreduce_sum(r->c, &loss, 1)) < 0)
-		return comm_status(rc);
+		return dp_train_exit(rc);
 	out->loss = loss / (float)r->grid.dp;
 	out->lr = lr_at(&r->sched, s);
 	float clip = (float)tc->spec.training.grad_clip;
@@ -508,7 +501,7 @@ static int train_step(run *r, int s, step_result *out)
 	             &out->info);
 	if (rc < 0) {
 		snprintf(r->err, sizeof(r->err), "%s", comm_error(r->c));
-		return fail(r, comm_status(rc), "the optimizer step failed");
+		return fail(r, dp_train_exit(rc), "the optimizer step failed");
 	}
 	out->seconds = clock_mono_s() - t0;
 	out->tp_s = group_seconds(r, G_TP);
@@ -652,7 +645,7 @@ static int setup_parallel(run *r, const float *init)
 	int rc = form_groups(r);
 	if (rc < 0) {
 		snprintf(r->err, sizeof(r->err), "%s", comm_error(r->c));
-		return fail(r, comm_status(rc), "could not form the parallel groups");
+		return fail(r, dp_train_exit(rc), "could not form the parallel groups");
 	}
 	r->lay =
 	    mp_layout_new(&tc->model, g->tp, g->tp_rank, g->pp, g->pp_rank, r->err, sizeof(r->err));
@@ -880,8 +873,7 @@ static int export_weights(run *r)
 	if (rc < 0) {
 		free(full);
 		snprintf(r->err, sizeof(r->err), "could not assemble the weights");
-		return fail(r, rc == DP_ERR_NOMEM ? TRAIN_OOM : comm_status(rc),
-		            "could not export weights");
+		return fail(r, dp_train_exit(rc), "could not export weights");
 	}
 	if (r->rank == 0 &&
 	    llmc_write(r->o->export_path, &r->tc->model, full, r->err, sizeof(r->err)) < 0) {

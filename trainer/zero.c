@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "failure.h"
 #include "log.h"
 
 #define DP_MAGIC 0x7a65726fU /* "zero" */
@@ -895,4 +896,11 @@ void dp_memory_bytes(const dp_runtime *dp, dp_mem_info *out)
 {
 	DP_CHECK(dp);
 	*out = dp->mem;
+}
+
+int dp_train_exit(int rc)
+{
+	return rc == COMM_ERR_NOMEM || rc == DP_ERR_NOMEM ? TRAIN_OOM
+	       : rc == COMM_ERR_FAILED                    ? TRAIN_COMM
+	                                                  : TRAIN_INTERNAL;
 }

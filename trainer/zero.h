@@ -85,6 +85,13 @@
 #define DP_ERR_NOMEM    (-212) /* out of memory */
 #define DP_ERR_CONTRACT (-213) /* the hooks were used against the contract above */
 
+/*
+ * The train_exit (failure.h) of a COMM_ERR_* or DP_ERR_* code: out of
+ * memory, a lost transport (comm_failure), else internal. The one mapping,
+ * for the CPU's runtime and the GPU path alike.
+ */
+int dp_train_exit(int rc);
+
 typedef struct dp_runtime dp_runtime;
 
 /* Result of one optimizer step. */

@@ -336,9 +336,10 @@ static void test_staged(comm *c)
 	for (int k = 0; k < 2 * P && k < 16; k++)
 		full[k] = 1;
 	CHECK(comm_ireduce_scatter_sum(sc, full, rs, 2, &req) == 0, "staged ireduce-scatter");
-	int done = 0;
-	for (int i = 0; i < 100000 && !done; i++)
-		CHECK(comm_test(&req, &done) == 0, "staged test");
+	int done = 0, trc = 0;
+	for (int i = 0; i < 100000 && !done && trc == 0; i++)
+		trc = comm_test(&req, &done);
+	CHECK(trc == 0, "staged test: %s", comm_error(sc));
 	CHECK(done && req.c == NULL && rs[0] == (float)P && rs[1] == (float)P,
 	      "a test that finds it done copies it out: %g %g", rs[0], rs[1]);
 
