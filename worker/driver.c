@@ -358,7 +358,7 @@ static int finish(driver *d, failure_class c, const char *fmt, ...)
 	if (d->rl.sink_failures)
 		fprintf(stderr, "trainyard-worker: %d sink calls failed; some output is lost\n",
 		        d->rl.sink_failures);
-	sink_finish(d->sink, &o);
+	sink_finish(d->sink, &o); /* which may make o a failure it learnt of */
 	return o.exit_status;
 }
 

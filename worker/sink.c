@@ -23,7 +23,7 @@ int sink_event(runtime_sink *s, const char *kind, json_t *detail)
 	return s->ops->event(s, kind, detail);
 }
 
-int sink_finish(runtime_sink *s, const runtime_outcome *o)
+int sink_finish(runtime_sink *s, runtime_outcome *o)
 {
 	return s->ops->finish(s, o);
 }

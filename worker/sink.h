@@ -46,8 +46,13 @@ typedef struct runtime_sink_ops {
 	int (*checkpoint_done)(runtime_sink *s, int step, const char *manifest_path);
 	/* A runtime event: kind "launch", "launch_end", "fallback", "trainer"; detail borrowed. */
 	int (*event)(runtime_sink *s, const char *kind, json_t *detail);
-	/* The last call before free: the outcome of the whole run. */
-	int (*finish)(runtime_sink *s, const runtime_outcome *o);
+	/*
+	 * The last call before free: the outcome of the whole run. A sink that
+	 * learnt of a failure the launches did not show (a checkpoint refused
+	 * for the quota) makes o that failure, exit status included: the
+	 * driver exits with what o says after this call.
+	 */
+	int (*finish)(runtime_sink *s, runtime_outcome *o);
 	void (*free)(runtime_sink *s);
 	/*
 	 * The sink's own timers (heartbeats, retries); may be NULL. now: monotonic
@@ -65,7 +70,7 @@ int sink_log_line(runtime_sink *s, runtime_stream from, const char *line);
 int sink_metrics_batch(runtime_sink *s, json_t *lines);
 int sink_checkpoint_done(runtime_sink *s, int step, const char *manifest_path);
 int sink_event(runtime_sink *s, const char *kind, json_t *detail);
-int sink_finish(runtime_sink *s, const runtime_outcome *o);
+int sink_finish(runtime_sink *s, runtime_outcome *o);
 void sink_tick(runtime_sink *s, double now); /* nothing when the sink has no tick */
 void sink_free(runtime_sink *s);             /* NULL is fine */
 

@@ -351,10 +351,27 @@ static void as_tick(runtime_sink *base, double now)
 }
 
 /*
+ * A checkpoint refused for the quota fails the run, however the launches
+ * ended: the refusal may come while the outbox is flushed, after the last
+ * step; the worker's exit status says so too.
+ */
+static void quota_failed(api_sink *s, runtime_outcome *o)
+{
+	const char *name = failure_name(FAILURE_STORAGE_QUOTA);
+	if (o->failure && strcmp(o->failure, name) == 0)
+		return;
+	o->result = "failed";
+	o->failure = name;
+	o->exit_status = failure_status(FAILURE_STORAGE_QUOTA);
+	snprintf(o->message, sizeof(o->message), "a checkpoint was refused for the storage quota");
+	note(s, "failed with %s: %s", name, o->message);
+}
+
+/*
  * The end: the outbox first (waiting out passing failures up to
  * FINISH_FLUSH_S), then the sealed log is closed, then the attempt ends.
  */
-static int as_finish(runtime_sink *base, const runtime_outcome *o)
+static int as_finish(runtime_sink *base, runtime_outcome *o)
 {
 	api_sink *s = (api_sink *)base;
 	double deadline = clock_mono_s() + FINISH_FLUSH_S;
@@ -365,6 +382,8 @@ static int as_finish(runtime_sink *base, const runtime_outcome *o)
 	if (s->head && !s->ended)
 		note(s, "the API did not take every report in %.0f s; some are lost",
 		     FINISH_FLUSH_S);
+	if (s->quota_refused)
+		quota_failed(s, o);
 	int rc = 0;
 	if (s->log) {
 		char err[512];
@@ -375,11 +394,10 @@ static int as_finish(runtime_sink *base, const runtime_outcome *o)
 		}
 		s->log = NULL;
 	}
-	bool ok = strcmp(o->result, "succeeded") == 0 && !s->quota_refused;
-	failure_class c = s->quota_refused ? FAILURE_STORAGE_QUOTA
-	                  : o->failure     ? failure_of_reason(o->failure)
-	                  : s->cancelling  ? FAILURE_CANCELLED
-	                                   : FAILURE_STOPPED;
+	bool ok = strcmp(o->result, "succeeded") == 0;
+	failure_class c = o->failure      ? failure_of_reason(o->failure)
+	                  : s->cancelling ? FAILURE_CANCELLED
+	                                  : FAILURE_STOPPED;
 	json_t *body =
 	    ok ? json_pack("{s:s, s:s}", "outcome", "succeeded", "reason", "all steps done")
 	       : json_pack("{s:s, s:s, s:s}", "outcome", "failed", "reason", failure_name(c),

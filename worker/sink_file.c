@@ -84,7 +84,7 @@ static int fs_event(runtime_sink *s, const char *kind, json_t *detail)
 	return put_event((file_sink *)s, kind, detail);
 }
 
-static int fs_finish(runtime_sink *s, const runtime_outcome *o)
+static int fs_finish(runtime_sink *s, runtime_outcome *o)
 {
 	json_t *d = json_pack("{s:s, s:s?, s:i, s:i, s:i, s:i, s:i, s:s}", "result", o->result,
 	                      "failure", o->failure, "exit", o->exit_status, "launches",

@@ -54,7 +54,7 @@ static int rec_event(runtime_sink *s, const char *kind, json_t *detail)
 	return 0;
 }
 
-static int rec_finish(runtime_sink *s, const runtime_outcome *o)
+static int rec_finish(runtime_sink *s, runtime_outcome *o)
 {
 	record((recorder *)s, json_pack("{s:s, s:s}", "call", "finish", "result", o->result));
 	return 0;
