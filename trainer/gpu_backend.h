@@ -16,7 +16,7 @@
 #include "comm.h"
 #include "gpu/model_gpu.h"
 
-#define GPU_BACKEND_ABI    3
+#define GPU_BACKEND_ABI    4
 #define GPU_BACKEND_SYMBOL "ty_gpu_backend"
 #define GPU_BACKEND_FILE   "libtytrain-cuda.so"
 
@@ -30,14 +30,18 @@ typedef struct gpu_backend {
 	int (*open_device)(char *desc, size_t desclen, char *err, size_t errlen);
 	int (*model_fits)(const gpt_config *cfg, gpt_precision precision, char *err, size_t errlen);
 	gpu_model *(*model_new)(const gpt_config *cfg, int B, int T, gpt_precision precision,
-	                        const float *params, char *err, size_t errlen);
+	                        const float *params, const gpu_shard *shard, char *err,
+	                        size_t errlen);
 	void (*model_free)(gpu_model *m);
 	size_t (*model_bytes)(const gpu_model *m);
 	int (*forward)(gpu_model *m, const int32_t *inputs, const int32_t *targets, float *loss,
 	               char *err, size_t errlen);
 	int (*backward)(gpu_model *m, float dloss, char *err, size_t errlen);
 	void (*zero_grad)(gpu_model *m);
-	float *(*grads)(gpu_model *m); /* device memory: data parallel sums it */
+	float *(*grads)(gpu_model *m);      /* device memory: data parallel sums it */
+	float *(*grad_shard)(gpu_model *m); /* ZeRO 1: where the owned sums arrive */
+	float *(*params)(gpu_model *m);     /* ZeRO 1: all-gathered after the update */
+	int (*params_sync)(gpu_model *m, char *err, size_t errlen);
 	int (*step_stats)(gpu_model *m, double *sumsq, double *loss_sum, char *err, size_t errlen);
 	int (*adamw)(gpu_model *m, const adamw_config *a, float lr, float grad_scale, int t,
 	             char *err, size_t errlen);

@@ -71,6 +71,52 @@ static int device_comm(train_gpu *g, comm *world, int device, char *err, size_t 
 	return g->dev ? TRAIN_OK : TRAIN_OOM;
 }
 
+/*
+ * ZeRO 1's cut of the model for this rank of P: each unit's padded block
+ * (dp_partition's), where it lands in the shard, and the owned pieces,
+ * one tensor each, in flat order (the CPU runtime's update segments).
+ * RET 0, or -1 out of memory.
+ */
+static int shard_cut(train_gpu *g, const gpt_config *cfg, int P, int rank)
+{
+	int U = gpt_num_units(cfg);
+	gpt_tensor *t = calloc(GPT_MAX_TENSORS, sizeof(*t));
+	gpu_shard_piece *pc = calloc(GPT_MAX_TENSORS, sizeof(*pc));
+	g->unit_off = calloc((size_t)U, sizeof(size_t));
+	g->unit_block = calloc((size_t)U, sizeof(size_t));
+	g->unit_at = calloc((size_t)U, sizeof(size_t));
+	if (!t || !pc || !g->unit_off || !g->unit_block || !g->unit_at) {
+		free(t);
+		free(pc);
+		return -1;
+	}
+	int nt = gpt_tensors(cfg, t, GPT_MAX_TENSORS), n = 0;
+	size_t at = 0, reach = gpt_num_params(cfg);
+	for (int u = 0; u < U; u++) {
+		size_t off = gpt_unit_offset(cfg, u), numel = gpt_unit_numel(cfg, u);
+		dp_range own = dp_partition(numel, P, rank);
+		g->unit_off[u] = off;
+		g->unit_block[u] = (numel + (size_t)P - 1) / (size_t)P;
+		g->unit_at[u] = at;
+		if (off + (size_t)P * g->unit_block[u] > reach)
+			reach = off + (size_t)P * g->unit_block[u];
+		for (int k = 0; k < nt; k++) {
+			if (t[k].unit != u)
+				continue;
+			size_t tb = t[k].offset - off, te = tb + t[k].numel;
+			size_t b = tb > own.begin ? tb : own.begin, e = te < own.end ? te : own.end;
+			if (b < e)
+				pc[n++] = (gpu_shard_piece){off + b, at + (b - own.begin), e - b,
+				                            t[k].decay};
+		}
+		at += g->unit_block[u];
+	}
+	free(t);
+	g->nunits = U;
+	g->shard = (gpu_shard){.size = at, .reach = reach, .npieces = n, .pieces = pc};
+	return 0;
+}
+
 int train_gpu_open(train_gpu *g, const train_config *tc, comm *world, const adamw_config *adam,
                    char *err, size_t errlen)
 {
@@ -78,11 +124,11 @@ int train_gpu_open(train_gpu *g, const train_config *tc, comm *world, const adam
 	const layout *l = &tc->run;
 	int P = comm_size(world);
 	if (l->data_parallel != P || l->tensor_parallel != 1 || l->pipeline_parallel != 1 ||
-	    (P > 1 && l->zero_stage != 0)) {
+	    (P > 1 && l->zero_stage > 1)) {
 		snprintf(err, errlen,
-		         "--device cuda trains data parallel with ZeRO 0 for now: the layout must "
-		         "be data parallel only (tensor and pipeline parallel 1, zero_stage 0 with "
-		         "several ranks), not %d ranks as %dx%dx%d with zero_stage %d",
+		         "--device cuda trains data parallel with ZeRO 0 or 1 for now: the layout "
+		         "must be data parallel only (tensor and pipeline parallel 1, zero_stage 0 "
+		         "or 1 with several ranks), not %d ranks as %dx%dx%d with zero_stage %d",
 		         P, l->data_parallel, l->tensor_parallel, l->pipeline_parallel,
 		         l->zero_stage);
 		return TRAIN_INVALID_CONFIG;
@@ -102,6 +148,11 @@ int train_gpu_open(train_gpu *g, const train_config *tc, comm *world, const adam
 		snprintf(err, errlen, "out of memory for the GPU path's host buffers");
 		return TRAIN_OOM;
 	}
+	if (P > 1 && l->zero_stage == 1 && shard_cut(g, &tc->model, P, comm_rank(world)) < 0) {
+		train_gpu_close(g);
+		snprintf(err, errlen, "out of memory for the GPU path's shard tables");
+		return TRAIN_OOM;
+	}
 	g->tg = g->in + N;
 	g->tc = tc;
 	g->adam = *adam;
@@ -119,29 +170,39 @@ static int device_status(const char *err)
 	return strstr(err, "out of memory") ? TRAIN_OOM : TRAIN_INTERNAL;
 }
 
+/* Where unit u's owned moments are in the host stage: the flat range, or its shard's. */
+static size_t moment_at(const train_gpu *g, int u, dp_range r)
+{
+	return g->unit_at ? g->unit_at[u] : r.begin;
+}
+
 int train_gpu_upload(train_gpu *g, const dp_runtime *dp, char *err, size_t errlen)
 {
-	/* each rank owns a range of every unit (checkpoints write it); the device holds all */
+	/*
+	 * Each rank owns a range of every unit (checkpoints write it); the
+	 * device holds all the parameters, and the moments of all (ZeRO 0) or
+	 * of its own ranges, in the shard's layout (ZeRO 1).
+	 */
 	size_t np = gpt_num_params(&g->tc->model);
-	int P = comm_size(g->host), rc;
+	int P = comm_size(g->host), rc, gathered = g->unit_at ? 1 : 3;
 	for (int k = 0; P > 1 && k < 3; k++)
 		memset(g->stage[k], 0, np * sizeof(float));
 	for (int u = 0; u < dp_num_units(dp); u++) {
 		dp_range r = dp_owned_range(dp, u);
-		size_t n = (r.end - r.begin) * sizeof(float);
+		size_t n = (r.end - r.begin) * sizeof(float), at = moment_at(g, u, r);
 		memcpy(g->stage[0] + r.begin, dp_owned_params(dp, u), n);
-		memcpy(g->stage[1] + r.begin, dp_owned_m(dp, u), n);
-		memcpy(g->stage[2] + r.begin, dp_owned_v(dp, u), n);
+		memcpy(g->stage[1] + at, dp_owned_m(dp, u), n);
+		memcpy(g->stage[2] + at, dp_owned_v(dp, u), n);
 	}
 	/* the ranges are disjoint: their sum is the whole, on every rank */
-	for (int k = 0; P > 1 && k < 3; k++)
+	for (int k = 0; P > 1 && k < gathered; k++)
 		if ((rc = comm_allreduce_sum(g->host, g->stage[k], np)))
 			return comm_exit(g->host, rc, err, errlen);
 	g->opt_step = dp_opt_step(dp);
 	if (!g->model) {
 		g->model = g->be->model_new(&g->tc->model, g->tc->run.micro_batch,
 		                            g->tc->model.max_seq_len, g->tc->precision, g->stage[0],
-		                            err, errlen);
+		                            g->unit_at ? &g->shard : NULL, err, errlen);
 		if (!g->model)
 			return device_status(err);
 	}
@@ -160,8 +221,9 @@ int train_gpu_download(train_gpu *g, dp_runtime *dp, char *err, size_t errlen)
 			return TRAIN_INTERNAL;
 	for (int u = 0; u < dp_num_units(dp); u++) {
 		dp_range r = dp_owned_range(dp, u);
-		if (dp_load_shard(dp, u, g->stage[0] + r.begin, g->stage[1] + r.begin,
-		                  g->stage[2] + r.begin) < 0) {
+		size_t at = moment_at(g, u, r);
+		if (dp_load_shard(dp, u, g->stage[0] + r.begin, g->stage[1] + at,
+		                  g->stage[2] + at) < 0) {
 			snprintf(err, errlen, "could not hand unit %d back to the host", u);
 			return TRAIN_INTERNAL;
 		}
@@ -171,6 +233,65 @@ int train_gpu_download(train_gpu *g, dp_runtime *dp, char *err, size_t errlen)
 		return TRAIN_INTERNAL;
 	}
 	return TRAIN_OK;
+}
+
+/*
+ * The backward passes' gradients summed over the data-parallel ranks:
+ * all-reduced (ZeRO 0: the same gradient on every rank), or each unit's
+ * reduce-scattered into the owners' shards (ZeRO 1). RET a train_exit.
+ */
+static int reduce_grads(train_gpu *g, char *err, size_t errlen)
+{
+	float *grads = g->be->grads(g->model);
+	int rc = 0;
+	if (!g->unit_at)
+		rc = g->dev ? comm_allreduce_sum(g->dev, grads, gpt_num_params(&g->tc->model)) : 0;
+	for (int u = g->unit_at ? g->nunits - 1 : -1; u >= 0 && rc == 0; u--)
+		rc = comm_reduce_scatter_sum(g->dev, grads + g->unit_off[u],
+		                             g->be->grad_shard(g->model) + g->unit_at[u],
+		                             g->unit_block[u]);
+	return rc ? comm_exit(g->dev, rc, err, errlen) : TRAIN_OK;
+}
+
+/*
+ * The step's unscaled gradient norm and the mean loss of every rank, in
+ * one all-reduce: under ZeRO 1 each rank's norm is of its shard, summed
+ * over the ranks as the CPU runtime sums it. RET a train_exit.
+ */
+static int norm_and_loss(train_gpu *g, int accum, float loss_scale, float *norm, float *loss,
+                         char *err, size_t errlen)
+{
+	int P = comm_size(g->host), rc;
+	double sq = 0.0, loss_sum = 0.0;
+	if (g->be->step_stats(g->model, &sq, &loss_sum, err, errlen) < 0)
+		return device_status(err);
+	double unscale = 1.0 / loss_scale;
+	float pair[2] = {g->unit_at ? (float)(sq * unscale * unscale) : 0.0f,
+	                 (float)(loss_sum / accum)};
+	if (P > 1 && (rc = comm_allreduce_sum(g->host, pair, 2)))
+		return comm_exit(g->host, rc, err, errlen);
+	*norm = g->unit_at ? sqrtf(pair[0]) : (float)(sqrt(sq) / loss_scale);
+	*loss = pair[1] / (float)P;
+	return TRAIN_OK;
+}
+
+/*
+ * ZeRO 1, after the owners' update: the parameters all-gathered in place.
+ * A unit's padded blocks reach into the next one, so the units go last
+ * first: what a block carries past its unit's end is the next unit's
+ * gathered values. Then the 16-bit weights follow. RET a train_exit.
+ */
+static int gather_params(train_gpu *g, char *err, size_t errlen)
+{
+	float *params = g->be->params(g->model);
+	int rank = comm_rank(g->dev), rc;
+	for (int u = g->nunits - 1; u >= 0; u--) {
+		float *unit = params + g->unit_off[u];
+		if ((rc = comm_allgather(g->dev, unit + (size_t)rank * g->unit_block[u], unit,
+		                         g->unit_block[u])))
+			return comm_exit(g->dev, rc, err, errlen);
+	}
+	return g->be->params_sync(g->model, err, errlen) < 0 ? device_status(err) : TRAIN_OK;
 }
 
 int train_gpu_step(train_gpu *g, int accum, train_gpu_batch_fn next, void *ctx, float lr,
@@ -188,19 +309,11 @@ int train_gpu_step(train_gpu *g, int accum, train_gpu_batch_fn next, void *ctx, 
 		    be->backward(g->model, loss_scale / (float)(accum * P), err, errlen) < 0)
 			return device_status(err);
 	}
-	/* every rank's share of the mean gradient, summed: the same gradient on every rank */
-	if (g->dev &&
-	    (rc = comm_allreduce_sum(g->dev, be->grads(g->model), gpt_num_params(&g->tc->model))))
-		return comm_exit(g->dev, rc, err, errlen);
-	double sq = 0.0, loss_sum = 0.0;
-	if (be->step_stats(g->model, &sq, &loss_sum, err, errlen) < 0)
-		return device_status(err);
-	float mean = (float)(loss_sum / accum);
-	if (P > 1 && (rc = comm_allreduce_sum(g->host, &mean, 1)))
-		return comm_exit(g->host, rc, err, errlen);
-	*loss = mean / (float)P;
 	memset(info, 0, sizeof(*info));
-	info->grad_norm = (float)(sqrt(sq) / loss_scale);
+	if ((rc = reduce_grads(g, err, errlen)) != TRAIN_OK ||
+	    (rc = norm_and_loss(g, accum, loss_scale, &info->grad_norm, loss, err, errlen)) !=
+	        TRAIN_OK)
+		return rc;
 	info->finite = isfinite(info->grad_norm) && isfinite(*loss);
 	info->clip_scale = clip_scale(info->grad_norm, clip, g->adam.clip_eps);
 	if (!info->finite)
@@ -208,6 +321,8 @@ int train_gpu_step(train_gpu *g, int accum, train_gpu_batch_fn next, void *ctx, 
 	if (be->adamw(g->model, &g->adam, lr, info->clip_scale / loss_scale, g->opt_step + 1, err,
 	              errlen) < 0)
 		return device_status(err);
+	if (g->unit_at && (rc = gather_params(g, err, errlen)) != TRAIN_OK)
+		return rc;
 	g->opt_step++;
 	info->updated = true;
 	return TRAIN_OK;
@@ -221,5 +336,9 @@ void train_gpu_close(train_gpu *g)
 	free(g->in);
 	for (int k = 0; k < 3; k++)
 		free(g->stage[k]);
+	free(g->unit_off);
+	free(g->unit_block);
+	free(g->unit_at);
+	free((void *)g->shard.pieces);
 	memset(g, 0, sizeof(*g));
 }

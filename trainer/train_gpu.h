@@ -1,13 +1,17 @@
 /*
  * train_gpu.h - a run's model on a GPU (trainyard-train --device cuda).
  *
- * One rank, or data parallel with ZeRO 0, in fp32, bf16 or fp16
- * (training.precision): each rank's whole model, its gradients and AdamW
- * moments live on its device (gpu_backend.h). Data-parallel ranks sum
- * their gradients on NCCL where every rank has a GPU of its own (and the
- * backend was built with it), else on a staged comm (comm_staged.h:
- * device buffers through pinned host memory over MPI), which works
- * whether or not the ranks share a GPU. The
+ * One rank, or data parallel with ZeRO 0 or 1, in fp32, bf16 or fp16
+ * (training.precision): each rank's whole model and its gradients live
+ * on its device (gpu_backend.h), and the AdamW moments of what it
+ * updates: everything under ZeRO 0, where the ranks all-reduce their
+ * gradients and each updates the whole model; its shard under ZeRO 1
+ * (zero.h's partition), where the gradients are reduce-scattered into
+ * the owners' shards, each updates its own and the parameters are then
+ * all-gathered. The ranks communicate on NCCL where every rank has a GPU
+ * of its own (and the backend was built with it), else on a staged comm
+ * (comm_staged.h: device buffers through pinned host memory over MPI),
+ * which works whether or not the ranks share a GPU. The
  * data-parallel runtime
  * (zero.h) keeps the host copies that checkpoints, resumes and exports
  * read and write, so a checkpoint is the same whichever device wrote it:
@@ -37,14 +41,18 @@ typedef struct train_gpu {
 	int32_t *in, *tg; /* one micro-batch */
 	comm *
 	    dev; /* data parallel: the gradients' all-reduce (device buffers, "nccl" or "staged") */
-	comm *host;       /* the world, for the loss (host memory); borrowed */
-	float *stage[3];  /* params, m, v on the host, gpt_num_params floats each */
+	comm *host;      /* the world, for the loss (host memory); borrowed */
+	float *stage[3]; /* params, m, v on the host, gpt_num_params floats each */
+	/* ZeRO 1 with several ranks: each unit's flat offset, padded block, shard offset */
+	int nunits;
+	size_t *unit_off, *unit_block, *unit_at;
+	gpu_shard shard;  /* what the device model is told (pieces owned here) */
 	char device[160]; /* what train_gpu_open chose */
 } train_gpu;
 
 /*
  * Check the run fits the GPU path (a layout of data parallel only, ZeRO 0
- * when there are several ranks), load the backend and open this rank's
+ * or 1 when there are several ranks), load the backend and open this rank's
  * device; with several ranks, a staged comm over world (collective).
  * OUT: *g (zeroed first). RET a train_exit: TRAIN_OK; TRAIN_INVALID_CONFIG
  * (another layout or precision, a backend that is not built);

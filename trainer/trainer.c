@@ -942,7 +942,12 @@ static int to_device(run *r)
 	if (!r->gpu.on)
 		return TRAIN_OK;
 	int rc = train_gpu_upload(&r->gpu, r->dp, r->err, sizeof(r->err));
-	return rc == TRAIN_OK ? rc : fail(r, rc, "could not set the model up on the GPU");
+	if (rc != TRAIN_OK)
+		return fail(r, rc, "could not set the model up on the GPU");
+	metrics_emit(&r->met, "event",
+	             json_pack("{s:s, s:I}", "event", "device_model", "bytes",
+	                       (json_int_t)r->gpu.be->model_bytes(r->gpu.model)));
+	return TRAIN_OK;
 }
 
 int train_run(const train_config *tc, const train_options *o)

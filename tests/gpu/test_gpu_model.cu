@@ -191,7 +191,7 @@ static void check_parity(float *cpu_loss)
 	int32_t *inp = (int32_t *)malloc(N * sizeof(int32_t)),
 	        *tgt = (int32_t *)malloc(N * sizeof(int32_t));
 
-	gpu_model *gm = gpu_model_new(&cfg, B, T, GPT_FP32, p, err, sizeof err);
+	gpu_model *gm = gpu_model_new(&cfg, B, T, GPT_FP32, p, NULL, err, sizeof err);
 	gpt_model *cm = gpt_new(&cfg, B, T, GPT_FP32, err, sizeof err);
 	if (!gm || !cm)
 		die("the parity models", err);
@@ -257,7 +257,7 @@ static void check_lowp(gpt_precision prec, const float *cpu_loss)
 	gpt_init_params(&cfg, p, 42);
 	int32_t *inp = (int32_t *)malloc(N * sizeof(int32_t)),
 	        *tgt = (int32_t *)malloc(N * sizeof(int32_t));
-	gpu_model *gm = gpu_model_new(&cfg, B, T, prec, p, err, sizeof err);
+	gpu_model *gm = gpu_model_new(&cfg, B, T, prec, p, NULL, err, sizeof err);
 	if (!gm)
 		die("the 16-bit model", err);
 	step_config sc = step_defaults(STEPS);
@@ -297,7 +297,7 @@ static void check_resume(gpt_precision prec)
 	        *tgt = (int32_t *)malloc(N * sizeof(int32_t));
 	step_config sc = step_defaults(10);
 
-	gpu_model *m = gpu_model_new(&cfg, B, T, prec, init, err, sizeof err);
+	gpu_model *m = gpu_model_new(&cfg, B, T, prec, init, NULL, err, sizeof err);
 	if (!m)
 		die("the resume model", err);
 	for (int s = 1; s <= 10; s++) {
@@ -307,7 +307,7 @@ static void check_resume(gpt_precision prec)
 	gpu_model_get(m, GPU_PARAMS, a, err, sizeof err);
 	gpu_model_free(m);
 
-	m = gpu_model_new(&cfg, B, T, prec, init, err, sizeof err);
+	m = gpu_model_new(&cfg, B, T, prec, init, NULL, err, sizeof err);
 	for (int s = 1; s <= 5; s++) {
 		batch(inp, tgt, N, cfg.vocab_size, s);
 		gpu_step(m, prec, &sc, inp, tgt, s);
@@ -316,7 +316,7 @@ static void check_resume(gpt_precision prec)
 	for (int k = 0; k < 3; k++)
 		gpu_model_get(m, kept[k], state[k], err, sizeof err);
 	gpu_model_free(m);
-	m = gpu_model_new(&cfg, B, T, prec, state[0], err, sizeof err);
+	m = gpu_model_new(&cfg, B, T, prec, state[0], NULL, err, sizeof err);
 	if (!m || gpu_model_set(m, GPU_ADAM_M, state[1], err, sizeof err) < 0 ||
 	    gpu_model_set(m, GPU_ADAM_V, state[2], err, sizeof err) < 0)
 		die("the resumed model", err);
@@ -360,7 +360,7 @@ static void time_124m(gpt_precision prec, double peak_tflops)
 	gpt_init_params(&cfg, init, 1);
 	int32_t *inp = (int32_t *)malloc(N * sizeof(int32_t)),
 	        *tgt = (int32_t *)malloc(N * sizeof(int32_t));
-	gpu_model *m = gpu_model_new(&cfg, B, T, prec, init, err, sizeof err);
+	gpu_model *m = gpu_model_new(&cfg, B, T, prec, init, NULL, err, sizeof err);
 	if (!m)
 		die("the 124M model", err);
 	step_config sc = step_defaults(WARM + TIMED);

@@ -8,10 +8,12 @@
  * What it checks is the path around the device: the upload and download
  * of the runtime's state, checkpoints and resumes through them, data
  * parallel ranks summing their gradients on a staged comm (its staging is
- * a copy of host memory), the loss and the norm. The CUDA kernels are not
+ * a copy of host memory), ZeRO 1's shard (gpu_shard), the loss and the
+ * norm. The CUDA kernels are not
  * in it: tests/gpu/run checks them on a GPU. Built as
  * build/tests/libty-hostdevice.so; used by tests/trainer/train_device.sh.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +29,10 @@ struct gpu_model {
 	size_t np;
 	float *arr[4]; /* gpu_array */
 	double loss_sum;
+	gpu_shard_piece *pieces; /* ZeRO 1 (gpu_shard); grad_shard NULL: not sharded */
+	int npieces;
+	size_t shard_size;
+	float *grad_shard;
 	gpt_tensor *tensors;
 	int ntensors;
 };
@@ -55,12 +61,21 @@ static void model_free(gpu_model *g)
 	gpt_free(g->m);
 	for (int k = 0; k < 4; k++)
 		free(g->arr[k]);
+	free(g->pieces);
+	free(g->grad_shard);
 	free(g->tensors);
 	free(g);
 }
 
+/* Floats of the "device" array which (model_gpu.h's gpu_array). */
+static size_t array_len(const gpu_model *g, gpu_array which)
+{
+	bool moment = which == GPU_ADAM_M || which == GPU_ADAM_V;
+	return g->grad_shard && moment ? g->shard_size : g->np;
+}
+
 static gpu_model *model_new(const gpt_config *cfg, int B, int T, gpt_precision precision,
-                            const float *params, char *err, size_t errlen)
+                            const float *params, const gpu_shard *shard, char *err, size_t errlen)
 {
 	gpu_model *g = calloc(1, sizeof(*g));
 	if (!g) {
@@ -69,11 +84,25 @@ static gpu_model *model_new(const gpt_config *cfg, int B, int T, gpt_precision p
 	}
 	g->cfg = *cfg;
 	g->np = gpt_num_params(cfg);
-	for (int k = 0; k < 4; k++)
-		g->arr[k] = calloc(g->np, sizeof(float));
+	bool sharded = shard != NULL;
+	if (sharded) {
+		g->npieces = shard->npieces;
+		g->shard_size = shard->size;
+		g->pieces = malloc(((size_t)shard->npieces + 1) * sizeof(*shard->pieces));
+		g->grad_shard = calloc(shard->size + 1, sizeof(float));
+		if (g->pieces)
+			memcpy(g->pieces, shard->pieces,
+			       (size_t)shard->npieces * sizeof(*g->pieces));
+	}
+	for (int k = 0; k < 4; k++) {
+		bool flat = k == GPU_PARAMS || k == GPU_GRADS;
+		size_t n = sharded && flat ? shard->reach : array_len(g, (gpu_array)k);
+		g->arr[k] = calloc(n + 1, sizeof(float));
+	}
 	g->tensors = calloc(GPT_MAX_TENSORS, sizeof(gpt_tensor));
 	g->m = gpt_new(cfg, B, T, precision, err, errlen);
-	if (!g->m || !g->arr[0] || !g->arr[1] || !g->arr[2] || !g->arr[3] || !g->tensors) {
+	if (!g->m || !g->arr[0] || !g->arr[1] || !g->arr[2] || !g->arr[3] || !g->tensors ||
+	    (sharded && (!g->pieces || !g->grad_shard))) {
 		if (g->m)
 			snprintf(err, errlen, "out of memory");
 		model_free(g);
@@ -89,7 +118,9 @@ static gpu_model *model_new(const gpt_config *cfg, int B, int T, gpt_precision p
 
 static size_t model_bytes(const gpu_model *g)
 {
-	return 4 * g->np * sizeof(float) + gpt_activation_bytes(g->m);
+	size_t arrays = 2 * array_len(g, GPU_PARAMS) + 2 * array_len(g, GPU_ADAM_M);
+	return (arrays + (g->grad_shard ? g->shard_size : 0)) * sizeof(float) +
+	       gpt_activation_bytes(g->m);
 }
 
 static int forward(gpu_model *g, const int32_t *inputs, const int32_t *targets, float *loss,
@@ -125,13 +156,39 @@ static float *grads(gpu_model *g)
 	return g->arr[GPU_GRADS];
 }
 
+static float *grad_shard(gpu_model *g)
+{
+	return g->grad_shard;
+}
+
+static float *params(gpu_model *g)
+{
+	return g->arr[GPU_PARAMS];
+}
+
+static int params_sync(gpu_model *g, char *err, size_t errlen)
+{
+	(void)g; /* fp32 only: nothing derives from the parameters */
+	(void)err;
+	(void)errlen;
+	return 0;
+}
+
+static double sumsq_of(const float *x, size_t n)
+{
+	double s = 0;
+	for (size_t i = 0; i < n; i++)
+		s += (double)x[i] * x[i];
+	return s;
+}
+
 static int step_stats(gpu_model *g, double *sumsq, double *loss_sum, char *err, size_t errlen)
 {
 	(void)err;
 	(void)errlen;
-	double s = 0;
-	for (size_t i = 0; i < g->np; i++)
-		s += (double)g->arr[GPU_GRADS][i] * g->arr[GPU_GRADS][i];
+	double s = g->grad_shard ? 0 : sumsq_of(g->arr[GPU_GRADS], g->np);
+	for (int k = 0; k < g->npieces; k++) /* piece by piece, as the device sums them */
+		s += sumsq_of(g->grad_shard + g->pieces[k].at, g->pieces[k].n);
 	*sumsq = s;
 	*loss_sum = g->loss_sum;
 	g->loss_sum = 0;
@@ -143,7 +200,13 @@ static int adamw(gpu_model *g, const adamw_config *a, float lr, float grad_scale
 {
 	(void)err;
 	(void)errlen;
-	for (int i = 0; i < g->ntensors; i++) {
+	for (int k = 0; k < g->npieces; k++) {
+		const gpu_shard_piece *pc = &g->pieces[k];
+		adamw_update(a, g->arr[GPU_PARAMS] + pc->flat, g->grad_shard + pc->at,
+		             g->arr[GPU_ADAM_M] + pc->at, g->arr[GPU_ADAM_V] + pc->at, pc->n, lr,
+		             grad_scale, pc->decay, t);
+	}
+	for (int i = 0; !g->grad_shard && i < g->ntensors; i++) {
 		const gpt_tensor *x = &g->tensors[i];
 		adamw_update(a, g->arr[GPU_PARAMS] + x->offset, g->arr[GPU_GRADS] + x->offset,
 		             g->arr[GPU_ADAM_M] + x->offset, g->arr[GPU_ADAM_V] + x->offset,
@@ -156,7 +219,7 @@ static int get(gpu_model *g, gpu_array which, float *host, char *err, size_t err
 {
 	(void)err;
 	(void)errlen;
-	memcpy(host, g->arr[which], g->np * sizeof(float));
+	memcpy(host, g->arr[which], array_len(g, which) * sizeof(float));
 	return 0;
 }
 
@@ -164,7 +227,7 @@ static int set(gpu_model *g, gpu_array which, const float *host, char *err, size
 {
 	(void)err;
 	(void)errlen;
-	memcpy(g->arr[which], host, g->np * sizeof(float));
+	memcpy(g->arr[which], host, array_len(g, which) * sizeof(float));
 	return 0;
 }
 
@@ -215,6 +278,9 @@ const gpu_backend *ty_gpu_backend(void)
 	    .backward = backward,
 	    .zero_grad = zero_grad,
 	    .grads = grads,
+	    .grad_shard = grad_shard,
+	    .params = params,
+	    .params_sync = params_sync,
 	    .step_stats = step_stats,
 	    .adamw = adamw,
 	    .get = get,

@@ -8,8 +8,9 @@
 # and for the missing device (1, which the scheduler retries). Then the
 # device path itself through a CPU stand-in for the backend
 # (host_device.c): one rank and two data-parallel ranks (their gradients
-# summed on the staged comm) train as the CPU does, within 1e-6, and a
-# run checkpointed on the "device" resumes on the CPU. Training on a GPU
+# summed on the staged comm, with ZeRO 0 and with ZeRO 1, whose moments
+# are the shard's alone) train as the CPU does, within 1e-6, and runs
+# checkpointed on the "device" resume on the CPU and under ZeRO 0. Training on a GPU
 # is checked by tests/gpu/run on a machine with one.
 set -uo pipefail
 # shellcheck source=SCRIPTDIR/../integration/lib.sh
@@ -40,12 +41,12 @@ printf 'not a library' >"$TY_TMP/bad.so"
 refused 10 'could not load the GPU backend' "a file that is not a library" \
 	env TRAINYARD_GPU_BACKEND="$TY_TMP/bad.so" "$TRAIN_BIN" train --data-root "$DATA" \
 	--spec "$TY_TMP/spec.json" --device cuda
-refused 10 'data parallel with ZeRO 0 for now' "two tensor-parallel ranks" \
+refused 10 'data parallel with ZeRO 0 or 1 for now' "two tensor-parallel ranks" \
 	on_hostdev trainN 2 --spec "$TY_TMP/spec.json" --device cuda \
 	--set parallel.tensor_parallel=2 --set resources.ranks_per_node=2
-refused 10 'zero_stage 0 with several ranks' "two data-parallel ranks with ZeRO 1" \
+refused 10 'zero_stage 0 or 1 with several ranks' "two data-parallel ranks with ZeRO 2" \
 	on_hostdev trainN 2 --spec "$TY_TMP/spec.json" --device cuda \
-	--set parallel.data_parallel=2 --set parallel.zero_stage=1 --set resources.ranks_per_node=2
+	--set parallel.data_parallel=2 --set parallel.zero_stage=2 --set resources.ranks_per_node=2
 
 backend=$(dirname "$TRAIN_BIN")/../lib/libtytrain-cuda.so
 if [[ ! -e $backend ]]; then
@@ -91,11 +92,26 @@ check_eq "ranks that share a device sum through host memory" staged \
 check "two on the CPU" run cpu2 2 --device cpu "${DP2[@]}"
 d=$(max_rel_diff "$TY_TMP/dev2.m" "$TY_TMP/cpu2.m")
 check "data parallel on the device path trains as on the CPU (max relative $d)" within "$d"
+# ZeRO 1: the moments of the owned shard alone on each "device"
+model_bytes() { jq -r 'select(.event == "device_model") | .bytes' "$TY_TMP/$1.m"; }
+check "two ranks with ZeRO 1 on the stand-in" run dev2z1 2 --device cuda "${DP2[@]}" \
+	--set parallel.zero_stage=1
+d=$(max_rel_diff "$TY_TMP/dev2z1.m" "$TY_TMP/cpu2.m")
+check "they train as the CPU does (max relative $d)" within "$d"
+check "each holds less on its device than under ZeRO 0 ($(model_bytes dev2z1) < $(model_bytes dev2))" \
+	test "$(model_bytes dev2z1)" -lt "$(model_bytes dev2)"
 check "the device path stopped after 6 steps" run stop 2 --device cuda "${DP2[@]}" --stop-after 6
 check "its checkpoint resumes on the CPU" trainN 2 --spec "$TY_TMP/spec.json" --device cpu \
 	"${DP2[@]}" --set training.steps=8 --ckpt-dir "$TY_TMP/stop.ck" --metrics "$TY_TMP/back.m"
 check_match "from a step past the first, to the last" '^[2-8]( [0-9]+)* 8$' \
 	"$(losses "$TY_TMP/back.m" | cut -d' ' -f1 | xargs)"
 d=$(max_rel_diff "$TY_TMP/back.m" "$TY_TMP/cpu2.m")
+check "as an uninterrupted run on the CPU (max relative $d)" within "$d"
+check "a ZeRO 1 run on the device path stopped after 5 steps" run stopz1 2 --device cuda \
+	"${DP2[@]}" --set parallel.zero_stage=1 --stop-after 5
+check "its checkpoint resumes on the device path under ZeRO 0" on_hostdev trainN 2 \
+	--spec "$TY_TMP/spec.json" --device cuda "${DP2[@]}" --set training.steps=8 \
+	--ckpt-dir "$TY_TMP/stopz1.ck" --metrics "$TY_TMP/backz1.m"
+d=$(max_rel_diff "$TY_TMP/backz1.m" "$TY_TMP/cpu2.m")
 check "as an uninterrupted run on the CPU (max relative $d)" within "$d"
 summary

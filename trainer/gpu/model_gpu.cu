@@ -257,8 +257,48 @@ int gpu_model_fits(const gpt_config *cfg, gpt_precision precision, char *err, si
 	return 0;
 }
 
+/* Floats of the device array which. */
+static size_t array_len(const gpu_model *m, gpu_array which)
+{
+	bool moment = which == GPU_ADAM_M || which == GPU_ADAM_V;
+	return m->grad_shard && moment ? m->shard_size : m->np;
+}
+
+/* Floats allocated for the device array which (the padded blocks' reach). */
+static size_t array_alloc(const gpu_model *m, gpu_array which)
+{
+	bool flat = which == GPU_PARAMS || which == GPU_GRADS;
+	return m->grad_shard && flat ? m->reach : array_len(m, which);
+}
+
+/* The shard's tables on the host, and its device arrays. RET a CUDA error. */
+static cudaError_t shard_new(gpu_model *m, const gpu_shard *sh)
+{
+	m->npieces = sh->npieces;
+	m->shard_size = sh->size;
+	m->reach = sh->reach;
+	size_t np1 = (size_t)sh->npieces + 1; /* a rank may own no piece */
+	m->pieces = (gpu_shard_piece *)malloc(np1 * sizeof(*sh->pieces));
+	m->piece_sq_host = (double *)calloc(np1, sizeof(double));
+	if (!m->pieces || !m->piece_sq_host)
+		return cudaErrorMemoryAllocation;
+	memcpy(m->pieces, sh->pieces, (size_t)sh->npieces * sizeof(*sh->pieces));
+	const gpu_span two[2] = {{0, 0}, {0, 1}};
+	cudaError_t e = cudaMalloc((void **)&m->decay_span, sizeof(two));
+	if (e == cudaSuccess)
+		e = cudaMemcpy(m->decay_span, two, sizeof(two), cudaMemcpyHostToDevice);
+	if (e == cudaSuccess)
+		e = cudaMalloc((void **)&m->grad_shard, (sh->size ? sh->size : 1) * sizeof(float));
+	if (e == cudaSuccess)
+		e = cudaMemset(m->grad_shard, 0, (sh->size ? sh->size : 1) * sizeof(float));
+	if (e == cudaSuccess)
+		e = cudaMalloc((void **)&m->piece_sq, np1 * sizeof(double));
+	return e;
+}
+
 gpu_model *gpu_model_new(const gpt_config *cfg, int B, int T, gpt_precision precision,
-                         const float *params, char *err, size_t errlen)
+                         const float *params, const gpu_shard *shard, char *err,
+                         size_t errlen)
 {
 	if (gpt_config_check(cfg, err, errlen) < 0)
 		return NULL;
@@ -297,11 +337,12 @@ gpu_model *gpu_model_new(const gpt_config *cfg, int B, int T, gpt_precision prec
 		return NULL;
 	}
 	gpt_tensors(cfg, m->tensors, m->ntensors);
-	cudaError_t e = cudaSuccess;
+	cudaError_t e = shard ? shard_new(m, shard) : cudaSuccess;
 	for (int k = 0; k < 4 && e == cudaSuccess; k++) {
-		e = cudaMalloc((void **)&m->arr[k], m->np * sizeof(float));
+		size_t n = array_alloc(m, (gpu_array)k);
+		e = cudaMalloc((void **)&m->arr[k], (n ? n : 1) * sizeof(float));
 		if (e == cudaSuccess)
-			e = cudaMemset(m->arr[k], 0, m->np * sizeof(float));
+			e = cudaMemset(m->arr[k], 0, (n ? n : 1) * sizeof(float));
 	}
 	if (e == cudaSuccess && fmt != GPU_NO_LOWP)
 		e = cudaMalloc(&m->wlow, m->np * 2);
@@ -344,6 +385,11 @@ void gpu_model_free(gpu_model *m)
 	for (int k = 0; k < 4; k++)
 		cudaFree(m->arr[k]);
 	cudaFree(m->wlow);
+	cudaFree(m->grad_shard);
+	cudaFree(m->piece_sq);
+	cudaFree(m->decay_span);
+	free(m->pieces);
+	free(m->piece_sq_host);
 	cudaFree(m->inputs);
 	cudaFree(m->block);
 	cudaFree(m->spans);
@@ -364,7 +410,10 @@ void gpu_model_free(gpu_model *m)
 
 size_t gpu_model_bytes(const gpu_model *m)
 {
-	return 4 * m->np * sizeof(float) + (m->wlow ? m->np * 2 : 0) +
+	size_t arrays = 0;
+	for (int k = 0; k < 4; k++)
+		arrays += array_alloc(m, (gpu_array)k) * sizeof(float);
+	return arrays + m->shard_size * sizeof(float) + (m->wlow ? m->np * 2 : 0) +
 	       stage_ints(m) * sizeof(int32_t) + m->block_bytes;
 }
 
@@ -458,6 +507,24 @@ float *gpu_model_grads(gpu_model *m)
 	return m->arr[GPU_GRADS];
 }
 
+float *gpu_model_grad_shard(gpu_model *m)
+{
+	return m->grad_shard;
+}
+
+float *gpu_model_params(gpu_model *m)
+{
+	return m->arr[GPU_PARAMS];
+}
+
+int gpu_model_params_sync(gpu_model *m, char *err, size_t errlen)
+{
+	if (!m->wlow)
+		return 0;
+	gpu_lowp_from_f32(m->wlow, m->arr[GPU_PARAMS], m->np, m->fmt);
+	return launched("the 16-bit copy of the weights failed on the GPU", err, errlen);
+}
+
 int gpu_model_grad_sumsq(gpu_model *m, double *sumsq, char *err, size_t errlen)
 {
 	double loss_sum;
@@ -466,12 +533,24 @@ int gpu_model_grad_sumsq(gpu_model *m, double *sumsq, char *err, size_t errlen)
 
 int gpu_model_step_stats(gpu_model *m, double *sumsq, double *loss_sum, char *err, size_t errlen)
 {
-	gpu_sumsq(m->sumsq, m->sumsq + 2, m->arr[GPU_GRADS], m->np);
+	if (!m->grad_shard)
+		gpu_sumsq(m->sumsq, m->sumsq + 2, m->arr[GPU_GRADS], m->np);
+	for (int k = 0; k < m->npieces; k++)
+		gpu_sumsq(m->piece_sq + k, m->sumsq + 2, m->grad_shard + m->pieces[k].at,
+		          m->pieces[k].n);
 	double pair[2];
 	cudaError_t e = cudaMemcpy(pair, m->sumsq, sizeof(pair), cudaMemcpyDeviceToHost);
+	if (e == cudaSuccess && m->grad_shard)
+		e = cudaMemcpy(m->piece_sq_host, m->piece_sq, (size_t)m->npieces * sizeof(double),
+		               cudaMemcpyDeviceToHost);
 	if (e != cudaSuccess)
 		return cuda_fail(e, "the step failed on the GPU", err, errlen);
 	cudaMemsetAsync(m->loss_acc, 0, sizeof(double));
+	if (m->grad_shard) { /* piece by piece, in flat order */
+		pair[0] = 0;
+		for (int k = 0; k < m->npieces; k++)
+			pair[0] += m->piece_sq_host[k];
+	}
 	*sumsq = pair[0];
 	*loss_sum = pair[1];
 	return 0;
@@ -481,22 +560,30 @@ int gpu_model_adamw(gpu_model *m, const adamw_config *a, float lr, float grad_sc
                     char *err, size_t errlen)
 {
 	gpu_adamw_args args = {lr, a->beta1, a->beta2, a->eps, a->weight_decay, grad_scale, t};
-	gpu_adamw_flat(m->arr[GPU_PARAMS], m->wlow, m->arr[GPU_GRADS], m->arr[GPU_ADAM_M],
-	               m->arr[GPU_ADAM_V], m->np, m->spans, m->ntensors, &args, m->fmt);
+	if (!m->grad_shard)
+		gpu_adamw_flat(m->arr[GPU_PARAMS], m->wlow, m->arr[GPU_GRADS], m->arr[GPU_ADAM_M],
+		               m->arr[GPU_ADAM_V], m->np, m->spans, m->ntensors, &args, m->fmt);
+	for (int k = 0; k < m->npieces; k++) { /* a piece is of one tensor: one span */
+		const gpu_shard_piece *pc = &m->pieces[k];
+		void *low = m->wlow ? (char *)m->wlow + 2 * pc->flat : NULL; /* 16-bit values */
+		gpu_adamw_flat(m->arr[GPU_PARAMS] + pc->flat, low, m->grad_shard + pc->at,
+		               m->arr[GPU_ADAM_M] + pc->at, m->arr[GPU_ADAM_V] + pc->at, pc->n,
+		               m->decay_span + (pc->decay ? 1 : 0), 1, &args, m->fmt);
+	}
 	return launched("the optimizer step failed on the GPU", err, errlen);
 }
 
 int gpu_model_get(gpu_model *m, gpu_array which, float *host, char *err, size_t errlen)
 {
-	cudaError_t e =
-	    cudaMemcpy(host, m->arr[which], m->np * sizeof(float), cudaMemcpyDeviceToHost);
+	cudaError_t e = cudaMemcpy(host, m->arr[which], array_len(m, which) * sizeof(float),
+	                           cudaMemcpyDeviceToHost);
 	return e == cudaSuccess ? 0 : cuda_fail(e, "could not copy from the GPU", err, errlen);
 }
 
 int gpu_model_set(gpu_model *m, gpu_array which, const float *host, char *err, size_t errlen)
 {
-	cudaError_t e =
-	    cudaMemcpy(m->arr[which], host, m->np * sizeof(float), cudaMemcpyHostToDevice);
+	cudaError_t e = cudaMemcpy(m->arr[which], host, array_len(m, which) * sizeof(float),
+	                           cudaMemcpyHostToDevice);
 	if (e == cudaSuccess && which == GPU_PARAMS && m->wlow) {
 		gpu_lowp_from_f32(m->wlow, m->arr[GPU_PARAMS], m->np, m->fmt);
 		e = cudaDeviceSynchronize();

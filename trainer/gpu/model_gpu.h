@@ -25,8 +25,9 @@
  * backward and AdamW only queue work; a kernel's failure shows at the
  * next wait.
  *
- * Not yet here: tensor and pipeline parallelism (gpt_part), activation
- * recomputation.
+ * Data parallel ranks with ZeRO 1 keep the moments of their shard alone
+ * (gpu_shard). Not yet here: ZeRO 2 and 3, tensor and pipeline
+ * parallelism (gpt_part), activation recomputation.
  */
 #ifndef TY_MODEL_GPU_H
 #define TY_MODEL_GPU_H
@@ -43,8 +44,35 @@ extern "C" {
 
 typedef struct gpu_model gpu_model;
 
-/* The device arrays of gpt_num_params(cfg) floats each. */
+/*
+ * The device arrays: gpt_num_params(cfg) floats each, but the moments of
+ * a sharded model (gpu_shard), which are its shard's size.
+ */
 typedef enum gpu_array { GPU_PARAMS = 0, GPU_GRADS, GPU_ADAM_M, GPU_ADAM_V } gpu_array;
+
+/* Owned elements of one tensor: flat [flat, flat + n), at shard [at, at + n). */
+typedef struct gpu_shard_piece {
+	size_t flat, at, n;
+	int decay; /* the tensor takes weight decay (gpt_tensors) */
+} gpu_shard_piece;
+
+/*
+ * The share of the optimizer one data-parallel rank owns under ZeRO 1
+ * (zero.h's partition), as train_gpu.c cuts it: its summed gradients
+ * arrive in a shard array of `size` floats (each unit's padded block, the
+ * comm's reduce-scatter writes them), the AdamW moments are kept in the
+ * same layout, and AdamW updates the owned pieces of the parameters
+ * alone (the caller all-gathers them, then gpu_model_params_sync). reach:
+ * the floats of the flat parameter and gradient arrays a unit's padded
+ * blocks touch (>= gpt_num_params); the model allocates that many, the
+ * rest zero. Pieces in flat order, none empty (a rank may own none),
+ * copied by gpu_model_new.
+ */
+typedef struct gpu_shard {
+	size_t size, reach;
+	int npieces;
+	const gpu_shard_piece *pieces;
+} gpu_shard;
 
 /*
  * Whether the model trains on the GPU in precision: 16-bit needs heads
@@ -56,12 +84,13 @@ int gpu_model_fits(const gpt_config *cfg, gpt_precision precision, char *err, si
 /*
  * Allocate everything for micro-batches of B sequences of T <= max_seq_len
  * tokens in precision (GPT_FP32, GPT_BF16, GPT_FP16) and copy params
- * (unit-major, host) in; gradients and moments 0. RET: the model, or NULL
- * with a message (no device, out of device memory, heads the fused
+ * (unit-major, host) in; gradients and moments 0. shard: the rank's share
+ * under ZeRO 1, or NULL (the model updates everything). RET: the model,
+ * or NULL with a message (no device, out of device memory, heads the fused
  * attention does not take).
  */
 gpu_model *gpu_model_new(const gpt_config *cfg, int B, int T, gpt_precision precision,
-                         const float *params, char *err, size_t errlen);
+                         const float *params, const gpu_shard *shard, char *err, size_t errlen);
 void gpu_model_free(gpu_model *m);
 
 /* Bytes of device memory the model holds. */
@@ -82,9 +111,16 @@ int gpu_model_backward(gpu_model *m, float dloss, char *err, size_t errlen);
 void gpu_model_zero_grad(gpu_model *m);
 /* The device's gradient array (gpt_num_params floats, fp32), which data parallel sums. */
 float *gpu_model_grads(gpu_model *m);
+/* A sharded model's: the summed gradients of its shard (gpu_shard's size); else NULL. */
+float *gpu_model_grad_shard(gpu_model *m);
+/* The device's parameter array (fp32), which a sharded model's caller all-gathers. */
+float *gpu_model_params(gpu_model *m);
+/* After the parameters changed on the device outside the model: the 16-bit copy follows. */
+int gpu_model_params_sync(gpu_model *m, char *err, size_t errlen);
 
 /*
- * The squared L2 norm of the gradients, summed in double, and the sum of
+ * The squared L2 norm of the gradients (a sharded model's: of its owned
+ * pieces of the shard, piece by piece), summed in double, and the sum of
  * the micro-batch mean losses since the last call (forward with loss
  * NULL), in one copy from the device: the step's one wait. RET 0 or -1.
  */
@@ -94,13 +130,14 @@ int gpu_model_grad_sumsq(gpu_model *m, double *sumsq, char *err, size_t errlen);
 
 /*
  * One AdamW step of every tensor (weight decay on those gpt_tensors()
- * marks), the gradients scaled by grad_scale (clipping, 1 / loss scale);
- * t is the 1-based step. RET 0 or -1.
+ * marks), or of a sharded model's pieces from its shard, the gradients
+ * scaled by grad_scale (clipping, 1 / loss scale); t is the 1-based step.
+ * RET 0 or -1.
  */
 int gpu_model_adamw(gpu_model *m, const adamw_config *a, float lr, float grad_scale, int t,
                     char *err, size_t errlen);
 
-/* Copy one array to or from host memory (gpt_num_params floats). RET 0 or -1. */
+/* Copy one array to or from host memory (its floats: gpu_array). RET 0 or -1. */
 int gpu_model_get(gpu_model *m, gpu_array which, float *host, char *err, size_t errlen);
 int gpu_model_set(gpu_model *m, gpu_array which, const float *host, char *err, size_t errlen);
 

@@ -44,7 +44,15 @@ struct gpu_model {
 	gpu_lowp fmt; /* GPU_NO_LOWP: fp32 throughout */
 	size_t np;
 	float *arr[4]; /* gpu_array */
-	void *wlow;    /* 16-bit: the weights' working copy, np values */
+	/* ZeRO 1 (gpu_shard): grad_shard NULL when the model is not sharded */
+	gpu_shard_piece *pieces;
+	int npieces;
+	size_t shard_size, reach; /* reach: floats of arr[GPU_PARAMS] and arr[GPU_GRADS] */
+	float *grad_shard;        /* device [shard_size]: the summed gradients of the shard */
+	double *piece_sq;         /* device [npieces]: each piece's squared norm */
+	double *piece_sq_host;    /* host [npieces] */
+	gpu_span *decay_span;     /* device [2]: {0, 0} and {0, 1}, a piece's one span */
+	void *wlow;               /* 16-bit: the weights' working copy, np values */
 	gpt_tensor *tensors;
 	int ntensors;
 	gpu_span *spans;           /* device [ntensors]: gpu_adamw_flat's */
