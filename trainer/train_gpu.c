@@ -123,14 +123,16 @@ int train_gpu_open(train_gpu *g, const train_config *tc, comm *world, const adam
 	memset(g, 0, sizeof(*g));
 	const layout *l = &tc->run;
 	int P = comm_size(world);
-	if (l->data_parallel != P || l->tensor_parallel != 1 || l->pipeline_parallel != 1 ||
-	    (P > 1 && l->zero_stage > 1)) {
+	char why[256];
+	if (!layout_on_device(l, why, sizeof(why))) {
+		snprintf(err, errlen, "--device cuda trains %s", why);
+		return TRAIN_INVALID_CONFIG;
+	}
+	if (l->data_parallel != P) {
 		snprintf(err, errlen,
-		         "--device cuda trains data parallel with ZeRO 0 or 1 for now: the layout "
-		         "must be data parallel only (tensor and pipeline parallel 1, zero_stage 0 "
-		         "or 1 with several ranks), not %d ranks as %dx%dx%d with zero_stage %d",
-		         P, l->data_parallel, l->tensor_parallel, l->pipeline_parallel,
-		         l->zero_stage);
+		         "--device cuda: the layout's %d data-parallel ranks are not the %d "
+		         "ranks of the world",
+		         l->data_parallel, P);
 		return TRAIN_INVALID_CONFIG;
 	}
 	if (!(g->be = gpu_backend_load(err, errlen)) ||

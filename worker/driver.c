@@ -454,11 +454,11 @@ static int fall_back(driver *d, int cur, failure_class c, const launch_end *e, c
 		         d->launches, max);
 		return -1;
 	}
-	int next = same ? cur : ladder_pick(d->rungs, d->n_rungs, cur + 1, d->healthy);
+	int next = same ? cur : ladder_pick(d->rungs, d->n_rungs, cur + 1, d->healthy, d->cuda);
 	if (next < 0) {
 		snprintf(why, whylen,
-		         "launch %d failed and no smaller layout fits the %d healthy slots",
-		         d->launches, d->healthy);
+		         "launch %d failed and no smaller layout%s fits the %d healthy slots",
+		         d->launches, d->cuda ? " that the GPU path trains" : "", d->healthy);
 		return -1;
 	}
 	int lost = d->rl.last_step - d->rl.last_checkpoint;
@@ -484,7 +484,12 @@ static int fall_back(driver *d, int cur, failure_class c, const launch_end *e, c
 
 static int drive(driver *d)
 {
-	int cur = ladder_pick(d->rungs, d->n_rungs, 0, d->healthy);
+	char off_device[256];
+	if (d->cuda && !layout_on_device(&d->rungs[0], off_device, sizeof(off_device)))
+		return finish(d, FAILURE_INVALID_CONFIG,
+		              "the job's layout on GPUs: --device cuda trains %s", off_device);
+	/* on GPUs, the fallbacks the GPU path does not train are passed over */
+	int cur = ladder_pick(d->rungs, d->n_rungs, 0, d->healthy, d->cuda);
 	if (cur < 0)
 		return finish(d, FAILURE_INVALID_CONFIG, "no layout of the job fits in %d slots",
 		              d->healthy);

@@ -11,6 +11,8 @@
 #ifndef TY_LADDER_H
 #define TY_LADDER_H
 
+#include <stdbool.h>
+
 #include "jobspec.h"
 
 #define LADDER_MAX (1 + JOBSPEC_MAX_FALLBACK)
@@ -32,8 +34,9 @@ int ladder_build(const jobspec *s, layout rungs[LADDER_MAX]);
 
 /*
  * RET: the first rung at or after `from` that runs on at most `slots`
- * ranks, or -1 when none does.
+ * ranks and, when device, that the trainer's GPU path trains
+ * (layout_on_device), or -1 when none does.
  */
-int ladder_pick(const layout *rungs, int n, int from, int slots);
+int ladder_pick(const layout *rungs, int n, int from, int slots, bool device);
 
 #endif

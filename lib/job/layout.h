@@ -74,6 +74,15 @@ int layout_check(const layout *l, const layout_fit *fit, layout_problem *out);
 int layout_check_msg(const layout *l, const layout_fit *fit, char *err, size_t errlen);
 
 /*
+ * Whether the trainer's GPU path (trainer/train_gpu.h) trains layout l:
+ * data parallel only, with ZeRO 0 or 1 when there are several ranks. The
+ * trainer refuses another layout with --device cuda, and the worker
+ * runtime's fallback ladder skips it for a job on GPUs. RET 1, or 0 with
+ * why (NULL: not said), which completes "--device cuda trains ...".
+ */
+int layout_on_device(const layout *l, char *why, size_t whylen);
+
+/*
  * The layout as the trainer's --layout takes it and the runtime writes it:
  * "data_parallel=2,tensor_parallel=1,pipeline_parallel=1,zero_stage=1,
  * micro_batch=4". RET the characters written (snprintf's count).

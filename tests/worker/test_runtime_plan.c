@@ -110,13 +110,42 @@ START_TEST(pick_the_first_rung_that_fits)
 	layout r[LADDER_MAX];
 	int n = ladder_build(&s, r); /* 8, 4, 2, 1 ranks */
 	ck_assert_int_eq(n, 4);
-	ck_assert_int_eq(ladder_pick(r, n, 0, 8), 0);
-	ck_assert_int_eq(ladder_pick(r, n, 0, 7), 1);
-	ck_assert_int_eq(ladder_pick(r, n, 1, 8), 1); /* after rung 0, even with every slot */
-	ck_assert_int_eq(ladder_pick(r, n, 2, 3), 2);
-	ck_assert_int_eq(ladder_pick(r, n, 2, 1), 3);
-	ck_assert_int_eq(ladder_pick(r, n, 4, 8), -1);
-	ck_assert_int_eq(ladder_pick(r, n, 0, 0), -1);
+	ck_assert_int_eq(ladder_pick(r, n, 0, 8, false), 0);
+	ck_assert_int_eq(ladder_pick(r, n, 0, 7, false), 1);
+	ck_assert_int_eq(ladder_pick(r, n, 1, 8, false),
+	                 1); /* after rung 0, even with every slot */
+	ck_assert_int_eq(ladder_pick(r, n, 2, 3, false), 2);
+	ck_assert_int_eq(ladder_pick(r, n, 2, 1, false), 3);
+	ck_assert_int_eq(ladder_pick(r, n, 4, 8, false), -1);
+	ck_assert_int_eq(ladder_pick(r, n, 0, 0, false), -1);
+}
+END_TEST
+
+/* On GPUs the ladder passes over the layouts the trainer's GPU path does not train. */
+START_TEST(pick_on_gpus_passes_over_what_the_device_does_not_train)
+{
+	jobspec s = parse("{\"data_parallel\":8,\"zero_stage\":1,\"micro_batch\":1,"
+	                  "\"global_batch\":48}",
+	                  8,
+	                  "{\"fallback\":[{\"data_parallel\":2,\"tensor_parallel\":2,"
+	                  "\"pipeline_parallel\":1},{\"data_parallel\":3,\"tensor_parallel\":1,"
+	                  "\"pipeline_parallel\":1,\"zero_stage\":3},{\"data_parallel\":2,"
+	                  "\"tensor_parallel\":1,\"pipeline_parallel\":1},{\"data_parallel\":1,"
+	                  "\"tensor_parallel\":1,\"pipeline_parallel\":1,\"zero_stage\":3}]}");
+	layout r[LADDER_MAX];
+	int n = ladder_build(&s, r);
+	ck_assert_int_eq(n, 5);
+	char why[256];
+	ck_assert(layout_on_device(&r[0], why, sizeof(why)));  /* dp 8, ZeRO 1 */
+	ck_assert(!layout_on_device(&r[1], why, sizeof(why))); /* tp 2 */
+	ck_assert_ptr_nonnull(strstr(why, "not 2x2x1 with zero_stage"));
+	ck_assert(!layout_on_device(&r[2], NULL, 0)); /* dp 3, ZeRO 3 */
+	ck_assert(layout_on_device(&r[3], NULL, 0));  /* dp 2 */
+	ck_assert(layout_on_device(&r[4], NULL, 0));  /* one rank: any stage */
+	ck_assert_int_eq(ladder_pick(r, n, 1, 8, false), 1);
+	ck_assert_int_eq(ladder_pick(r, n, 1, 8, true), 3);
+	ck_assert_int_eq(ladder_pick(r, n, 4, 8, true), 4);
+	ck_assert_int_eq(ladder_pick(r, n, 2, 1, true), 4);
 }
 END_TEST
 
@@ -410,6 +439,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, auto_keeps_global_batch_whole);
 	tcase_add_test(tc, explicit_and_empty_fallbacks);
 	tcase_add_test(tc, pick_the_first_rung_that_fits);
+	tcase_add_test(tc, pick_on_gpus_passes_over_what_the_device_does_not_train);
 	tcase_add_test(tc, mpirun_argv);
 	tcase_add_test(tc, srun_argv);
 	tcase_add_test(tc, shown_argv_has_no_paths);
