@@ -80,14 +80,18 @@ def ask(path):
     return s, status, retry, data
 
 def drain(s, data):
+    # the length and the last bytes only: the platform's audit export grows
+    # with every test before this one, and keeping it all costs quadratic time
+    size, tail = len(data), data[-16:]
     while True:
         more = s.recv(65536)
         if not more:
             break
-        data += more
+        size += len(more)
+        tail = (tail + more)[-16:]
     s.close()
     # a chunked answer that ended as it should; the first line after the head is data
-    return 1 if data.endswith(b"\r\n0\r\n\r\n") and len(data) > 1000000 else 0
+    return 1 if tail.endswith(b"\r\n0\r\n\r\n") and size > 1000000 else 0
 
 held = []
 for n, path in enumerate(paths, 1):
