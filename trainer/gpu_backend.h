@@ -36,7 +36,8 @@ typedef struct gpu_backend {
 	size_t (*model_bytes)(const gpu_model *m);
 	int (*forward)(gpu_model *m, const int32_t *inputs, const int32_t *targets, float *loss,
 	               char *err, size_t errlen);
-	int (*backward)(gpu_model *m, float dloss, char *err, size_t errlen);
+	int (*backward)(gpu_model *m, float dloss, const gpu_grads_done *done, char *err,
+	                size_t errlen);
 	void (*zero_grad)(gpu_model *m);
 	float *(*grads)(gpu_model *m);      /* device memory: data parallel sums it */
 	float *(*grad_shard)(gpu_model *m); /* ZeRO 1: where the owned sums arrive */

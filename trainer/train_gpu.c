@@ -72,20 +72,24 @@ static int device_comm(train_gpu *g, comm *world, int device, char *err, size_t 
 }
 
 /*
- * ZeRO 1's cut of the model for this rank of P: each unit's padded block
- * (dp_partition's), where it lands in the shard, and the owned pieces,
- * one tensor each, in flat order (the CPU runtime's update segments).
- * RET 0, or -1 out of memory.
+ * The units of the model for this rank of P: each one's place in the flat
+ * arrays and its padded block (dp_partition's), and under ZeRO 1 where
+ * the block lands in the shard and the owned pieces, one tensor each, in
+ * flat order (the CPU runtime's update segments). RET 0, or -1 out of
+ * memory.
  */
-static int shard_cut(train_gpu *g, const gpt_config *cfg, int P, int rank)
+static int units_cut(train_gpu *g, const gpt_config *cfg, int P, int rank, bool sharded)
 {
 	int U = gpt_num_units(cfg);
 	gpt_tensor *t = calloc(GPT_MAX_TENSORS, sizeof(*t));
 	gpu_shard_piece *pc = calloc(GPT_MAX_TENSORS, sizeof(*pc));
 	g->unit_off = calloc((size_t)U, sizeof(size_t));
+	g->unit_numel = calloc((size_t)U, sizeof(size_t));
 	g->unit_block = calloc((size_t)U, sizeof(size_t));
 	g->unit_at = calloc((size_t)U, sizeof(size_t));
-	if (!t || !pc || !g->unit_off || !g->unit_block || !g->unit_at) {
+	g->unit_req = calloc((size_t)U, sizeof(comm_request));
+	if (!t || !pc || !g->unit_off || !g->unit_numel || !g->unit_block || !g->unit_at ||
+	    !g->unit_req) {
 		free(t);
 		free(pc);
 		return -1;
@@ -96,11 +100,12 @@ static int shard_cut(train_gpu *g, const gpt_config *cfg, int P, int rank)
 		size_t off = gpt_unit_offset(cfg, u), numel = gpt_unit_numel(cfg, u);
 		dp_range own = dp_partition(numel, P, rank);
 		g->unit_off[u] = off;
+		g->unit_numel[u] = numel;
 		g->unit_block[u] = (numel + (size_t)P - 1) / (size_t)P;
 		g->unit_at[u] = at;
 		if (off + (size_t)P * g->unit_block[u] > reach)
 			reach = off + (size_t)P * g->unit_block[u];
-		for (int k = 0; k < nt; k++) {
+		for (int k = 0; sharded && k < nt; k++) {
 			if (t[k].unit != u)
 				continue;
 			size_t tb = t[k].offset - off, te = tb + t[k].numel;
@@ -113,6 +118,7 @@ static int shard_cut(train_gpu *g, const gpt_config *cfg, int P, int rank)
 	}
 	free(t);
 	g->nunits = U;
+	g->sharded = sharded;
 	g->shard = (gpu_shard){.size = at, .reach = reach, .npieces = n, .pieces = pc};
 	return 0;
 }
@@ -150,9 +156,9 @@ int train_gpu_open(train_gpu *g, const train_config *tc, comm *world, const adam
 		snprintf(err, errlen, "out of memory for the GPU path's host buffers");
 		return TRAIN_OOM;
 	}
-	if (P > 1 && l->zero_stage == 1 && shard_cut(g, &tc->model, P, comm_rank(world)) < 0) {
+	if (P > 1 && units_cut(g, &tc->model, P, comm_rank(world), l->zero_stage == 1) < 0) {
 		train_gpu_close(g);
-		snprintf(err, errlen, "out of memory for the GPU path's shard tables");
+		snprintf(err, errlen, "out of memory for the GPU path's unit tables");
 		return TRAIN_OOM;
 	}
 	g->tg = g->in + N;
@@ -175,7 +181,7 @@ static int device_status(const char *err)
 /* Where unit u's owned moments are in the host stage: the flat range, or its shard's. */
 static size_t moment_at(const train_gpu *g, int u, dp_range r)
 {
-	return g->unit_at ? g->unit_at[u] : r.begin;
+	return g->sharded ? g->unit_at[u] : r.begin;
 }
 
 int train_gpu_upload(train_gpu *g, const dp_runtime *dp, char *err, size_t errlen)
@@ -186,7 +192,7 @@ int train_gpu_upload(train_gpu *g, const dp_runtime *dp, char *err, size_t errle
 	 * of its own ranges, in the shard's layout (ZeRO 1).
 	 */
 	size_t np = gpt_num_params(&g->tc->model);
-	int P = comm_size(g->host), rc, gathered = g->unit_at ? 1 : 3;
+	int P = comm_size(g->host), rc, gathered = g->sharded ? 1 : 3;
 	for (int k = 0; P > 1 && k < 3; k++)
 		memset(g->stage[k], 0, np * sizeof(float));
 	for (int u = 0; u < dp_num_units(dp); u++) {
@@ -204,7 +210,7 @@ int train_gpu_upload(train_gpu *g, const dp_runtime *dp, char *err, size_t errle
 	if (!g->model) {
 		g->model = g->be->model_new(&g->tc->model, g->tc->run.micro_batch,
 		                            g->tc->model.max_seq_len, g->tc->precision, g->stage[0],
-		                            g->unit_at ? &g->shard : NULL, err, errlen);
+		                            g->sharded ? &g->shard : NULL, err, errlen);
 		if (!g->model)
 			return device_status(err);
 	}
@@ -238,20 +244,36 @@ int train_gpu_download(train_gpu *g, dp_runtime *dp, char *err, size_t errlen)
 }
 
 /*
- * The backward passes' gradients summed over the data-parallel ranks:
- * all-reduced (ZeRO 0: the same gradient on every rank), or each unit's
- * reduce-scattered into the owners' shards (ZeRO 1). RET a train_exit.
+ * The model ended unit u's gradients of the step's last backward: their
+ * sum over the data-parallel ranks starts, behind the backward's kernels,
+ * while the rest of it runs: an all-reduce in place (ZeRO 0: the same
+ * gradient on every rank), or a reduce-scatter into the owners' shards
+ * (ZeRO 1; the padded block reads into the next unit, whose part is
+ * summed into a padding no one reads). A failure to start is kept for
+ * reduce_grads.
  */
+static void unit_reduce(void *ctx, int u)
+{
+	train_gpu *g = ctx;
+	float *grads = g->be->grads(g->model) + g->unit_off[u];
+	int rc = g->sharded ? comm_ireduce_scatter_sum(g->dev, grads,
+	                                               g->be->grad_shard(g->model) + g->unit_at[u],
+	                                               g->unit_block[u], &g->unit_req[u])
+	                    : comm_iallreduce_sum(g->dev, grads, g->unit_numel[u], &g->unit_req[u]);
+	if (rc && !g->reduce_rc)
+		g->reduce_rc = rc;
+}
+
+/* The units' reductions complete (those that started). RET a train_exit. */
 static int reduce_grads(train_gpu *g, char *err, size_t errlen)
 {
-	float *grads = g->be->grads(g->model);
-	int rc = 0;
-	if (!g->unit_at)
-		rc = g->dev ? comm_allreduce_sum(g->dev, grads, gpt_num_params(&g->tc->model)) : 0;
-	for (int u = g->unit_at ? g->nunits - 1 : -1; u >= 0 && rc == 0; u--)
-		rc = comm_reduce_scatter_sum(g->dev, grads + g->unit_off[u],
-		                             g->be->grad_shard(g->model) + g->unit_at[u],
-		                             g->unit_block[u]);
+	int rc = g->reduce_rc;
+	g->reduce_rc = 0;
+	for (int u = 0; u < g->nunits; u++) {
+		int w = comm_wait(&g->unit_req[u]);
+		if (w && !rc)
+			rc = w;
+	}
 	return rc ? comm_exit(g->dev, rc, err, errlen) : TRAIN_OK;
 }
 
@@ -268,11 +290,11 @@ static int norm_and_loss(train_gpu *g, int accum, float loss_scale, float *norm,
 	if (g->be->step_stats(g->model, &sq, &loss_sum, err, errlen) < 0)
 		return device_status(err);
 	double unscale = 1.0 / loss_scale;
-	float pair[2] = {g->unit_at ? (float)(sq * unscale * unscale) : 0.0f,
+	float pair[2] = {g->sharded ? (float)(sq * unscale * unscale) : 0.0f,
 	                 (float)(loss_sum / accum)};
 	if (P > 1 && (rc = comm_allreduce_sum(g->host, pair, 2)))
 		return comm_exit(g->host, rc, err, errlen);
-	*norm = g->unit_at ? sqrtf(pair[0]) : (float)(sqrt(sq) / loss_scale);
+	*norm = g->sharded ? sqrtf(pair[0]) : (float)(sqrt(sq) / loss_scale);
 	*loss = pair[1] / (float)P;
 	return TRAIN_OK;
 }
@@ -303,13 +325,22 @@ int train_gpu_step(train_gpu *g, int accum, train_gpu_batch_fn next, void *ctx, 
 	const gpu_backend *be = g->be;
 	int P = comm_size(g->host), rc;
 	be->zero_grad(g->model);
-	/* the device runs ahead: the host reads the next micro-batch meanwhile */
+	/*
+	 * The device runs ahead: the host reads the next micro-batch meanwhile.
+	 * The last backward starts each unit's reduction as it ends the unit.
+	 */
+	const gpu_grads_done reduce = {unit_reduce, g};
 	for (int k = 0; k < accum; k++) {
+		const gpu_grads_done *done = g->dev && k == accum - 1 ? &reduce : NULL;
 		if ((*data_rc = next(ctx, g->in, g->tg)) < 0)
 			return TRAIN_DATA;
 		if (be->forward(g->model, g->in, g->tg, NULL, err, errlen) < 0 ||
-		    be->backward(g->model, loss_scale / (float)(accum * P), err, errlen) < 0)
+		    be->backward(g->model, loss_scale / (float)(accum * P), done, err, errlen) <
+		        0) {
+			char ignored[256];
+			reduce_grads(g, ignored, sizeof(ignored)); /* nothing may stay in flight */
 			return device_status(err);
+		}
 	}
 	memset(info, 0, sizeof(*info));
 	if ((rc = reduce_grads(g, err, errlen)) != TRAIN_OK ||
@@ -323,7 +354,7 @@ int train_gpu_step(train_gpu *g, int accum, train_gpu_batch_fn next, void *ctx, 
 	if (be->adamw(g->model, &g->adam, lr, info->clip_scale / loss_scale, g->opt_step + 1, err,
 	              errlen) < 0)
 		return device_status(err);
-	if (g->unit_at && (rc = gather_params(g, err, errlen)) != TRAIN_OK)
+	if (g->sharded && (rc = gather_params(g, err, errlen)) != TRAIN_OK)
 		return rc;
 	g->opt_step++;
 	info->updated = true;
@@ -339,6 +370,8 @@ void train_gpu_close(train_gpu *g)
 	for (int k = 0; k < 3; k++)
 		free(g->stage[k]);
 	free(g->unit_off);
+	free(g->unit_numel);
+	free(g->unit_req);
 	free(g->unit_block);
 	free(g->unit_at);
 	free((void *)g->shard.pieces);

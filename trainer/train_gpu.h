@@ -8,7 +8,9 @@
  * gradients and each updates the whole model; its shard under ZeRO 1
  * (zero.h's partition), where the gradients are reduce-scattered into
  * the owners' shards, each updates its own and the parameters are then
- * all-gathered. The ranks communicate on NCCL where every rank has a GPU
+ * all-gathered. Each unit's reduction starts in the step's last
+ * backward, as the model ends that unit's gradients, and runs while the
+ * backward goes on. The ranks communicate on NCCL where every rank has a GPU
  * of its own (and the backend was built with it), else on a staged comm
  * (comm_staged.h: device buffers through pinned host memory over MPI),
  * which works whether or not the ranks share a GPU. The
@@ -43,11 +45,14 @@ typedef struct train_gpu {
 	    dev; /* data parallel: the gradients' all-reduce (device buffers, "nccl" or "staged") */
 	comm *host;      /* the world, for the loss (host memory); borrowed */
 	float *stage[3]; /* params, m, v on the host, gpt_num_params floats each */
-	/* ZeRO 1 with several ranks: each unit's flat offset, padded block, shard offset */
+	/* several ranks: each unit's flat offset and size, padded block, shard offset */
 	int nunits;
-	size_t *unit_off, *unit_block, *unit_at;
-	gpu_shard shard;  /* what the device model is told (pieces owned here) */
-	char device[160]; /* what train_gpu_open chose */
+	size_t *unit_off, *unit_numel, *unit_block, *unit_at;
+	comm_request *unit_req; /* each unit's reduction, started as the last backward ends it */
+	int reduce_rc;          /* the first failure to start one */
+	bool sharded;           /* ZeRO 1 */
+	gpu_shard shard;        /* what the device model is told (pieces owned here) */
+	char device[160];       /* what train_gpu_open chose */
 } train_gpu;
 
 /*

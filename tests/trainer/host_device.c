@@ -25,7 +25,9 @@ struct gpu_model {
 	gpt_config cfg;
 	gpt_model *m;
 	gpt_flat flat;
-	gpt_hooks hooks;
+	gpt_hooks flat_hooks;       /* over the flat arrays */
+	gpt_hooks hooks;            /* the same, and each unit's end told to done */
+	const gpu_grads_done *done; /* during backward */
 	size_t np;
 	float *arr[4]; /* gpu_array */
 	double loss_sum;
@@ -74,6 +76,26 @@ static size_t array_len(const gpu_model *g, gpu_array which)
 	return g->grad_shard && moment ? g->shard_size : g->np;
 }
 
+/* The model's hooks: the flat arrays', and each unit's end told as the device tells it. */
+static const float *unit_params(void *ctx, int u)
+{
+	gpu_model *g = ctx;
+	return g->flat_hooks.params(g->flat_hooks.ctx, u);
+}
+
+static float *unit_grads(void *ctx, int u)
+{
+	gpu_model *g = ctx;
+	return g->flat_hooks.grads(g->flat_hooks.ctx, u);
+}
+
+static void unit_done(void *ctx, int u)
+{
+	gpu_model *g = ctx;
+	if (g->done && g->done->fn)
+		g->done->fn(g->done->ctx, u);
+}
+
 static gpu_model *model_new(const gpt_config *cfg, int B, int T, gpt_precision precision,
                             const float *params, const gpu_shard *shard, char *err, size_t errlen)
 {
@@ -112,7 +134,8 @@ static gpu_model *model_new(const gpt_config *cfg, int B, int T, gpt_precision p
 	memcpy(g->arr[GPU_PARAMS], params, g->np * sizeof(float));
 	g->flat =
 	    (gpt_flat){.cfg = &g->cfg, .params = g->arr[GPU_PARAMS], .grads = g->arr[GPU_GRADS]};
-	g->hooks = gpt_hooks_flat(&g->flat);
+	g->flat_hooks = gpt_hooks_flat(&g->flat);
+	g->hooks = (gpt_hooks){g, unit_params, unit_grads, unit_done};
 	return g;
 }
 
@@ -137,11 +160,13 @@ static int forward(gpu_model *g, const int32_t *inputs, const int32_t *targets, 
 	return 0;
 }
 
-static int backward(gpu_model *g, float dloss, char *err, size_t errlen)
+static int backward(gpu_model *g, float dloss, const gpu_grads_done *done, char *err, size_t errlen)
 {
 	(void)err;
 	(void)errlen;
+	g->done = done;
 	gpt_backward(g->m, &g->hooks, dloss);
+	g->done = NULL;
 	return 0;
 }
 

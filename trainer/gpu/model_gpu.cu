@@ -187,11 +187,14 @@ static int fp32_backward(gpu_model *m, float dloss, char *err, size_t errlen)
 	gpu_layernorm_backward(m->dres, m->arr[GPU_GRADS] + fin, m->arr[GPU_GRADS] + fin + C, m->dbtc,
 	                       layer_input(m, m->L), m->arr[GPU_PARAMS] + fin, m->lnf_mean,
 	                       m->lnf_rstd, N, C);
-	for (int l = m->L - 1; l >= 0; l--)
+	unit_done(m, m->L + 1);
+	for (int l = m->L - 1; l >= 0; l--) {
 		if (layer_backward(m, l) < 0) {
 			snprintf(err, errlen, "cuBLASLt refused a matmul of layer %d's backward", l);
 			return -1;
 		}
+		unit_done(m, l + 1);
+	}
 	return 0;
 }
 
@@ -480,20 +483,26 @@ int gpu_model_forward(gpu_model *m, const int32_t *inputs, const int32_t *target
 	return 0;
 }
 
-int gpu_model_backward(gpu_model *m, float dloss, char *err, size_t errlen)
+int gpu_model_backward(gpu_model *m, float dloss, const gpu_grads_done *done, char *err,
+                       size_t errlen)
 {
-	int C = m->C;
+	int C = m->C, rc = 0;
 	float *dwte = m->arr[GPU_GRADS];
+	m->done = done;
 	if (m->fmt == GPU_NO_LOWP) {
-		if (fp32_backward(m, dloss, err, errlen) < 0)
-			return -1;
+		rc = fp32_backward(m, dloss, err, errlen);
 	} else if (lowp_model_backward(m, dloss) < 0) {
 		snprintf(err, errlen, "cuBLASLt refused a 16-bit matmul of the backward");
-		return -1;
+		rc = -1;
 	}
-	gpu_encoder_backward(dwte, dwte + (size_t)m->Vp * C, m->dres, m->buckets, m->nbuckets, m->B,
-	                     m->T, C);
-	return launched("the backward failed on the GPU", err, errlen);
+	if (rc == 0) {
+		gpu_encoder_backward(dwte, dwte + (size_t)m->Vp * C, m->dres, m->buckets, m->nbuckets,
+		                     m->B, m->T, C);
+		unit_done(m, 0);
+		rc = launched("the backward failed on the GPU", err, errlen);
+	}
+	m->done = NULL;
+	return rc;
 }
 
 void gpu_model_zero_grad(gpu_model *m)

@@ -105,8 +105,24 @@ size_t gpu_model_bytes(const gpu_model *m);
  */
 int gpu_model_forward(gpu_model *m, const int32_t *inputs, const int32_t *targets, float *loss,
                       char *err, size_t errlen);
-/* Gradients accumulate (+=) from the last forward; dloss as gpt_backward's. RET 0 or -1. */
-int gpu_model_backward(gpu_model *m, float dloss, char *err, size_t errlen);
+/*
+ * Told of each unit (gpt.h) whose gradients of a backward are all queued
+ * on the model's stream: units L+1, L, ..., 1, then 0 (the embeddings,
+ * tied to the LM head, end last), as gpt_backward ends them. A
+ * data-parallel caller starts the unit's reduction there, behind those
+ * kernels in stream order, while the rest of the backward runs.
+ */
+typedef struct gpu_grads_done {
+	void (*fn)(void *ctx, int unit);
+	void *ctx;
+} gpu_grads_done;
+
+/*
+ * Gradients accumulate (+=) from the last forward; dloss as gpt_backward's;
+ * done: told of each unit's end, or NULL. RET 0 or -1.
+ */
+int gpu_model_backward(gpu_model *m, float dloss, const gpu_grads_done *done, char *err,
+                       size_t errlen);
 /* Gradients and the step's loss (gpu_model_step_stats) to 0. */
 void gpu_model_zero_grad(gpu_model *m);
 /* The device's gradient array (gpt_num_params floats, fp32), which data parallel sums. */

@@ -74,7 +74,15 @@ struct gpu_model {
 	double *sumsq;   /* [1 + GPU_SUMSQ_BLOCKS] */
 	double
 	    *loss_acc; /* [1]: the step's summed micro-batch means (gpu_model_forward, loss NULL) */
+	const gpu_grads_done *done; /* during gpu_model_backward: told of each unit's end */
 };
+
+/* Unit u's gradients of this backward are all queued: tell the caller. */
+static inline void unit_done(const gpu_model *m, int u)
+{
+	if (m->done && m->done->fn)
+		m->done->fn(m->done->ctx, u);
+}
 
 /* The residual stream entering layer l (l == L: the final LayerNorm's input), fp32. */
 static inline const float *layer_input(const gpu_model *m, int l)

@@ -152,8 +152,11 @@ int lowp_model_backward(gpu_model *m, float dloss)
 	float *w = final_ln(m, m->arr[GPU_PARAMS]), *g = final_ln(m, m->arr[GPU_GRADS]);
 	gpu_lowp_layernorm_backward(m->dres, m->dres_low, g, g + C, m->colsum, m->dbtc,
 	                            layer_input(m, m->L), w, m->lnf_mean, m->lnf_rstd, N, C, f);
-	for (int l = m->L - 1; l >= 0; l--)
+	unit_done(m, m->L + 1);
+	for (int l = m->L - 1; l >= 0; l--) {
 		if (layer_backward(m, l) < 0)
 			return -1;
+		unit_done(m, l + 1);
+	}
 	return 0;
 }
