@@ -279,8 +279,8 @@ GPU_A      := $(BUILD)/lib/libtygpu.a
 # trainyard-train exports), and gpt.c's layout, built again as
 # position-independent code.
 GPU_SO     := $(BUILD)/lib/libtytrain-cuda.so
-GPU_SO_OBJ = $(GPU_OBJ) $(call obj,trainer/gpu/device.c trainer/gpu/staging_cuda.c \
-                                    trainer/gpu/backend.c $(NCCL_SRC)) \
+GPU_C_SRC  := trainer/gpu/device.c trainer/gpu/staging_cuda.c trainer/gpu/vectors_cuda.c
+GPU_SO_OBJ = $(GPU_OBJ) $(call obj,$(GPU_C_SRC) trainer/gpu/backend.c $(NCCL_SRC)) \
               $(BUILD)/obj/pic/trainer/gpt.o
 # The toolkit's libraries are named by path, even with no unversioned link
 # name (a toolkit assembled from wheels ships libX.so.N only), so that
@@ -308,7 +308,7 @@ $(BUILD)/obj/%.o: %.cu
 	@echo "  NVCC    $<"
 	$(Q)$(NVCC) $(NVCC_FLAGS) -c -o $@ $<
 
-$(GPU_A): $(GPU_OBJ) $(call obj,trainer/gpu/device.c trainer/gpu/staging_cuda.c $(NCCL_SRC))
+$(GPU_A): $(GPU_OBJ) $(call obj,$(GPU_C_SRC) $(NCCL_SRC))
 	@mkdir -p $(@D)
 	@echo "  AR      $@"
 	$(Q)rm -f $@ && ar rcs $@ $^

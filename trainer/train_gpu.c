@@ -78,9 +78,10 @@ static int device_comm(train_gpu *g, comm *world, int device, char *err, size_t 
  * flat order (the CPU runtime's update segments). RET 0, or -1 out of
  * memory.
  */
-static int units_cut(train_gpu *g, const gpt_config *cfg, int P, int rank, bool sharded)
+static int units_cut(train_gpu *g, const gpt_config *cfg, int P, int rank, int stage)
 {
 	int U = gpt_num_units(cfg);
+	bool sharded = stage >= 1;
 	gpt_tensor *t = calloc(GPT_MAX_TENSORS, sizeof(*t));
 	gpu_shard_piece *pc = calloc(GPT_MAX_TENSORS, sizeof(*pc));
 	g->unit_off = calloc((size_t)U, sizeof(size_t));
@@ -119,7 +120,30 @@ static int units_cut(train_gpu *g, const gpt_config *cfg, int P, int rank, bool 
 	free(t);
 	g->nunits = U;
 	g->sharded = sharded;
-	g->shard = (gpu_shard){.size = at, .reach = reach, .npieces = n, .pieces = pc};
+	g->shard = (gpu_shard){
+	    .size = at, .reach = reach, .npieces = n, .pieces = pc, .unit_grads = stage == 2};
+	return 0;
+}
+
+/*
+ * ZeRO 2's gradient buffers on the device: unit 0's, and two for the
+ * other units in turn, each the padded size (P blocks) of the largest
+ * unit it takes. RET 0, or -1 out of device memory.
+ */
+static int grad_buffers(train_gpu *g, int P)
+{
+	for (int u = 0; u < g->nunits; u++) {
+		int b = u == 0 ? 0 : 1;
+		size_t n = (size_t)P * g->unit_block[u];
+		if (n > g->gbuf_len[b])
+			g->gbuf_len[b] = n;
+	}
+	g->gbuf_len[2] = g->gbuf_len[1];
+	for (int b = 0; b < 3; b++) {
+		g->gbuf_unit[b] = -1;
+		if (!(g->gbuf[b] = g->be->vectors()->alloc(g->gbuf_len[b])))
+			return -1;
+	}
 	return 0;
 }
 
@@ -156,9 +180,14 @@ int train_gpu_open(train_gpu *g, const train_config *tc, comm *world, const adam
 		snprintf(err, errlen, "out of memory for the GPU path's host buffers");
 		return TRAIN_OOM;
 	}
-	if (P > 1 && units_cut(g, &tc->model, P, comm_rank(world), l->zero_stage == 1) < 0) {
+	if (P > 1 && units_cut(g, &tc->model, P, comm_rank(world), l->zero_stage) < 0) {
 		train_gpu_close(g);
 		snprintf(err, errlen, "out of memory for the GPU path's unit tables");
+		return TRAIN_OOM;
+	}
+	if (P > 1 && l->zero_stage == 2 && grad_buffers(g, P) < 0) {
+		train_gpu_close(g);
+		snprintf(err, errlen, "out of device memory for ZeRO 2's gradient buffers");
 		return TRAIN_OOM;
 	}
 	g->tg = g->in + N;
@@ -243,25 +272,71 @@ int train_gpu_download(train_gpu *g, dp_runtime *dp, char *err, size_t errlen)
 	return TRAIN_OK;
 }
 
+/* ZeRO 2: the buffer unit u's gradients go to. */
+static int gbuf_of(int u)
+{
+	return u == 0 ? 0 : 1 + (u & 1);
+}
+
+/* A failure inside a hook, kept for reduce_grads (hooks return none). */
+static void latch(train_gpu *g, int rc)
+{
+	if (rc && !g->reduce_rc)
+		g->reduce_rc = rc;
+}
+
 /*
- * The model ended unit u's gradients of the step's last backward: their
- * sum over the data-parallel ranks starts, behind the backward's kernels,
- * while the rest of it runs: an all-reduce in place (ZeRO 0: the same
- * gradient on every rank), or a reduce-scatter into the owners' shards
- * (ZeRO 1; the padded block reads into the next unit, whose part is
- * summed into a padding no one reads). A failure to start is kept for
- * reduce_grads.
+ * ZeRO 2: where unit u's gradients of this backward go. A buffer another
+ * unit had is taken back once its reduce-scatter is done, and zeroed
+ * (padding included) in stream order before the backward writes it.
+ */
+static float *unit_buffer(void *ctx, int u)
+{
+	train_gpu *g = ctx;
+	int b = gbuf_of(u);
+	if (g->gbuf_unit[b] != u) {
+		latch(g, comm_wait(&g->gbuf_req[b]));
+		g->be->vectors()->zero(g->gbuf[b], (size_t)comm_size(g->dev) * g->unit_block[u]);
+		g->gbuf_unit[b] = u;
+	}
+	return g->gbuf[b];
+}
+
+/*
+ * The model ended unit u's gradients of a backward: their sum over the
+ * data-parallel ranks starts, behind the backward's kernels, while the
+ * rest of it runs. ZeRO 0: an all-reduce in place (the same gradient on
+ * every rank); ZeRO 1: a reduce-scatter into the owners' shards (the
+ * padded block reads into the next unit, whose part is summed into a
+ * padding no one reads); both in the step's last backward only. ZeRO 2,
+ * in every backward: the unit's buffer reduce-scattered into the shard,
+ * the shard's earlier sums first added to this rank's own block, as the
+ * CPU runtime does. A failure to start is kept for reduce_grads.
  */
 static void unit_reduce(void *ctx, int u)
 {
 	train_gpu *g = ctx;
-	float *grads = g->be->grads(g->model) + g->unit_off[u];
-	int rc = g->sharded ? comm_ireduce_scatter_sum(g->dev, grads,
-	                                               g->be->grad_shard(g->model) + g->unit_at[u],
-	                                               g->unit_block[u], &g->unit_req[u])
-	                    : comm_iallreduce_sum(g->dev, grads, g->unit_numel[u], &g->unit_req[u]);
-	if (rc && !g->reduce_rc)
-		g->reduce_rc = rc;
+	float *shard = g->sharded ? g->be->grad_shard(g->model) + g->unit_at[u] : NULL;
+	size_t block = g->unit_block[u];
+	if (g->gbuf[0]) {
+		int b = gbuf_of(u);
+		if (g->gbuf_unit[b] == u) {
+			if (g->backward > 0)
+				g->be->vectors()->add(
+				    g->gbuf[b] + (size_t)comm_rank(g->dev) * block, shard, block);
+			g->gbuf_unit[b] = -1;
+			latch(g, comm_ireduce_scatter_sum(g->dev, g->gbuf[b], shard, block,
+			                                  &g->gbuf_req[b]));
+		}
+	} else {
+		float *grads = g->be->grads(g->model) + g->unit_off[u];
+		latch(g,
+		      shard
+		          ? comm_ireduce_scatter_sum(g->dev, grads, shard, block, &g->unit_req[u])
+		          : comm_iallreduce_sum(g->dev, grads, g->unit_numel[u], &g->unit_req[u]));
+	}
+	if (u == 0) /* the last unit a backward ends */
+		g->backward++;
 }
 
 /* The units' reductions complete (those that started). RET a train_exit. */
@@ -269,11 +344,12 @@ static int reduce_grads(train_gpu *g, char *err, size_t errlen)
 {
 	int rc = g->reduce_rc;
 	g->reduce_rc = 0;
-	for (int u = 0; u < g->nunits; u++) {
-		int w = comm_wait(&g->unit_req[u]);
-		if (w && !rc)
-			rc = w;
-	}
+	for (int u = 0; u < g->nunits; u++)
+		latch(g, comm_wait(&g->unit_req[u]));
+	for (int b = 0; b < 3; b++)
+		latch(g, comm_wait(&g->gbuf_req[b]));
+	rc = rc ? rc : g->reduce_rc;
+	g->reduce_rc = 0;
 	return rc ? comm_exit(g->dev, rc, err, errlen) : TRAIN_OK;
 }
 
@@ -329,9 +405,12 @@ int train_gpu_step(train_gpu *g, int accum, train_gpu_batch_fn next, void *ctx, 
 	 * The device runs ahead: the host reads the next micro-batch meanwhile.
 	 * The last backward starts each unit's reduction as it ends the unit.
 	 */
-	const gpu_grads_done reduce = {unit_reduce, g};
+	const gpu_backward_hooks reduce = {g, g->gbuf[0] ? unit_buffer : NULL, unit_reduce};
+	g->backward = 0;
 	for (int k = 0; k < accum; k++) {
-		const gpu_grads_done *done = g->dev && k == accum - 1 ? &reduce : NULL;
+		/* ZeRO 2 reduces in every backward, the others in the last */
+		bool hooked = g->dev && (g->gbuf[0] || k == accum - 1);
+		const gpu_backward_hooks *done = hooked ? &reduce : NULL;
 		if ((*data_rc = next(ctx, g->in, g->tg)) < 0)
 			return TRAIN_DATA;
 		if (be->forward(g->model, g->in, g->tg, NULL, err, errlen) < 0 ||
@@ -361,6 +440,14 @@ int train_gpu_step(train_gpu *g, int accum, train_gpu_batch_fn next, void *ctx, 
 	return TRAIN_OK;
 }
 
+size_t train_gpu_bytes(const train_gpu *g)
+{
+	size_t n = g->model ? g->be->model_bytes(g->model) : 0;
+	for (int b = 0; b < 3; b++)
+		n += g->gbuf[b] ? g->gbuf_len[b] * sizeof(float) : 0;
+	return n;
+}
+
 void train_gpu_close(train_gpu *g)
 {
 	comm_free(g->dev);
@@ -369,6 +456,9 @@ void train_gpu_close(train_gpu *g)
 	free(g->in);
 	for (int k = 0; k < 3; k++)
 		free(g->stage[k]);
+	for (int b = 0; b < 3; b++)
+		if (g->gbuf[b])
+			g->be->vectors()->free(g->gbuf[b]);
 	free(g->unit_off);
 	free(g->unit_numel);
 	free(g->unit_req);

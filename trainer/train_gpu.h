@@ -1,25 +1,25 @@
 /*
  * train_gpu.h - a run's model on a GPU (trainyard-train --device cuda).
  *
- * One rank, or data parallel with ZeRO 0 or 1, in fp32, bf16 or fp16
+ * One rank, or data parallel with ZeRO 0 to 2, in fp32, bf16 or fp16
  * (training.precision): each rank's whole model and its gradients live
  * on its device (gpu_backend.h), and the AdamW moments of what it
  * updates: everything under ZeRO 0, where the ranks all-reduce their
  * gradients and each updates the whole model; its shard under ZeRO 1
  * (zero.h's partition), where the gradients are reduce-scattered into
  * the owners' shards, each updates its own and the parameters are then
- * all-gathered. Each unit's reduction starts in the step's last
- * backward, as the model ends that unit's gradients, and runs while the
- * backward goes on. The ranks communicate on NCCL where every rank has a GPU
- * of its own (and the backend was built with it), else on a staged comm
- * (comm_staged.h: device buffers through pinned host memory over MPI),
- * which works whether or not the ranks share a GPU. The
- * data-parallel runtime
- * (zero.h) keeps the host copies that checkpoints, resumes and exports
- * read and write, so a checkpoint is the same whichever device wrote it:
- * a CPU run resumes on a GPU and back. train_gpu_upload puts the runtime's
- * state on the device (at start, after a resume); train_gpu_download
- * brings it back (before a checkpoint or an export).
+ * all-gathered; under ZeRO 2 the backward writes each unit's gradients
+ * into one of three device buffers (unit 0's, and two the layers take
+ * in turn, as the CPU runtime's), reduce-scattered into the shard in
+ * every backward, so no rank keeps a whole gradient array. Each unit's reduction starts in the
+ * step's last backward, as the model ends that unit's gradients, and runs while the backward goes
+ * on. The ranks communicate on NCCL where every rank has a GPU of its own (and the backend was
+ * built with it), else on a staged comm (comm_staged.h: device buffers through pinned host memory
+ * over MPI), which works whether or not the ranks share a GPU. The data-parallel runtime (zero.h)
+ * keeps the host copies that checkpoints, resumes and exports read and write, so a checkpoint is
+ * the same whichever device wrote it: a CPU run resumes on a GPU and back. train_gpu_upload puts
+ * the runtime's state on the device (at start, after a resume); train_gpu_download brings it back
+ * (before a checkpoint or an export).
  */
 #ifndef TY_TRAIN_GPU_H
 #define TY_TRAIN_GPU_H
@@ -48,16 +48,23 @@ typedef struct train_gpu {
 	/* several ranks: each unit's flat offset and size, padded block, shard offset */
 	int nunits;
 	size_t *unit_off, *unit_numel, *unit_block, *unit_at;
-	comm_request *unit_req; /* each unit's reduction, started as the last backward ends it */
-	int reduce_rc;          /* the first failure to start one */
-	bool sharded;           /* ZeRO 1 */
-	gpu_shard shard;        /* what the device model is told (pieces owned here) */
-	char device[160];       /* what train_gpu_open chose */
+	comm_request
+	    *unit_req; /* ZeRO 0, 1: each unit's reduction, started as the last backward ends it */
+	int reduce_rc; /* the first failure to start one */
+	bool sharded;  /* ZeRO 1 or 2 */
+	gpu_shard shard; /* what the device model is told (pieces owned here) */
+	/* ZeRO 2: the gradient buffers on the device (unit 0's, two for the others, as zero.h's) */
+	float *gbuf[3];
+	size_t gbuf_len[3];       /* floats: the padded blocks of the largest unit each takes */
+	int gbuf_unit[3];         /* the unit whose gradients a buffer takes; -1: none */
+	comm_request gbuf_req[3]; /* its reduce-scatter into the shard */
+	int backward;             /* backward passes ended in this step */
+	char device[160];         /* what train_gpu_open chose */
 } train_gpu;
 
 /*
- * Check the run fits the GPU path (a layout of data parallel only, ZeRO 0
- * or 1 when there are several ranks), load the backend and open this rank's
+ * Check the run fits the GPU path (layout_on_device), load the backend
+ * and open this rank's
  * device; with several ranks, a staged comm over world (collective).
  * OUT: *g (zeroed first). RET a train_exit: TRAIN_OK; TRAIN_INVALID_CONFIG
  * (another layout or precision, a backend that is not built);
@@ -91,6 +98,9 @@ typedef int (*train_gpu_batch_fn)(void *ctx, int32_t *inputs, int32_t *targets);
 int train_gpu_step(train_gpu *g, int accum, train_gpu_batch_fn next, void *ctx, float lr,
                    float clip, float loss_scale, float *loss, dp_step_info *info, int *data_rc,
                    char *err, size_t errlen);
+
+/* Device memory the run holds: the model's and the ZeRO 2 buffers'. */
+size_t train_gpu_bytes(const train_gpu *g);
 
 void train_gpu_close(train_gpu *g);
 

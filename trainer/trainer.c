@@ -946,7 +946,7 @@ static int to_device(run *r)
 		return fail(r, rc, "could not set the model up on the GPU");
 	metrics_emit(&r->met, "event",
 	             json_pack("{s:s, s:I}", "event", "device_model", "bytes",
-	                       (json_int_t)r->gpu.be->model_bytes(r->gpu.model)));
+	                       (json_int_t)train_gpu_bytes(&r->gpu)));
 	return TRAIN_OK;
 }
 

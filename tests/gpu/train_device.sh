@@ -7,8 +7,8 @@
 # then bf16 on the GPU within 1% of fp32, an fp32 CPU checkpoint resumed
 # in bf16 on the GPU and back, and a bf16 resume bit for bit; and two
 # data-parallel ranks sharing the GPU (their gradients summed through
-# host memory, comm_staged.h) against two on the CPU, with ZeRO 0 and 1
-# (in bf16 too, whose 16-bit weights must follow the all-gather).
+# host memory, comm_staged.h) against two on the CPU, with ZeRO 0, 1 (in
+# bf16 too, whose 16-bit weights must follow the all-gather) and 2.
 set -uo pipefail
 # shellcheck source=SCRIPTDIR/../integration/lib.sh
 . "$(dirname "$0")/../integration/lib.sh"
@@ -91,6 +91,12 @@ check "their losses within 1e-4 of the CPU's (worst $d)" within "$d" 1e-4
 bytes() { jq -r 'select(.event == "device_model") | .bytes' "$TY_TMP/$1.jsonl" | head -n 1; }
 check "ZeRO 1 holds less on the device ($(bytes gpu2z1) < $(bytes gpu2))" \
 	test "$(bytes gpu2z1)" -lt "$(bytes gpu2)"
+check "10 steps on 2 ranks sharing the GPU, ZeRO 2, two micro-batches a step" dp2 gpu2z2 cuda \
+	--set parallel.zero_stage=2 --set parallel.micro_batch=2
+check "the same on 2 CPU ranks" dp2 cpu2z2 cpu --set parallel.zero_stage=2 \
+	--set parallel.micro_batch=2
+d=$(max_rel_diff "$TY_TMP/cpu2z2.jsonl" "$TY_TMP/gpu2z2.jsonl")
+check "their losses within 1e-4 of the CPU's (worst $d)" within "$d" 1e-4
 check "5 steps in bf16 under ZeRO 1" dp2 z1b cuda --set parallel.zero_stage=1 \
 	--set training.precision=bf16 --stop-after 5
 check "the rest in bf16 under ZeRO 0, from its checkpoint" dp2 z1b cuda \

@@ -25,9 +25,10 @@ struct gpu_model {
 	gpt_config cfg;
 	gpt_model *m;
 	gpt_flat flat;
-	gpt_hooks flat_hooks;       /* over the flat arrays */
-	gpt_hooks hooks;            /* the same, and each unit's end told to done */
-	const gpu_grads_done *done; /* during backward */
+	gpt_hooks flat_hooks;         /* over the flat arrays */
+	gpt_hooks hooks;              /* the same, and each unit's end told to done */
+	const gpu_backward_hooks *bh; /* during backward */
+	bool unit_grads;              /* ZeRO 2: no gradient array */
 	size_t np;
 	float *arr[4]; /* gpu_array */
 	double loss_sum;
@@ -73,6 +74,8 @@ static void model_free(gpu_model *g)
 static size_t array_len(const gpu_model *g, gpu_array which)
 {
 	bool moment = which == GPU_ADAM_M || which == GPU_ADAM_V;
+	if (which == GPU_GRADS && g->unit_grads)
+		return 0;
 	return g->grad_shard && moment ? g->shard_size : g->np;
 }
 
@@ -86,14 +89,16 @@ static const float *unit_params(void *ctx, int u)
 static float *unit_grads(void *ctx, int u)
 {
 	gpu_model *g = ctx;
+	if (g->bh && g->bh->grads)
+		return g->bh->grads(g->bh->ctx, u);
 	return g->flat_hooks.grads(g->flat_hooks.ctx, u);
 }
 
 static void unit_done(void *ctx, int u)
 {
 	gpu_model *g = ctx;
-	if (g->done && g->done->fn)
-		g->done->fn(g->done->ctx, u);
+	if (g->bh && g->bh->done)
+		g->bh->done(g->bh->ctx, u);
 }
 
 static gpu_model *model_new(const gpt_config *cfg, int B, int T, gpt_precision precision,
@@ -109,6 +114,7 @@ static gpu_model *model_new(const gpt_config *cfg, int B, int T, gpt_precision p
 	bool sharded = shard != NULL;
 	if (sharded) {
 		g->npieces = shard->npieces;
+		g->unit_grads = shard->unit_grads;
 		g->shard_size = shard->size;
 		g->pieces = malloc(((size_t)shard->npieces + 1) * sizeof(*shard->pieces));
 		g->grad_shard = calloc(shard->size + 1, sizeof(float));
@@ -117,7 +123,7 @@ static gpu_model *model_new(const gpt_config *cfg, int B, int T, gpt_precision p
 			       (size_t)shard->npieces * sizeof(*g->pieces));
 	}
 	for (int k = 0; k < 4; k++) {
-		bool flat = k == GPU_PARAMS || k == GPU_GRADS;
+		bool flat = k == GPU_PARAMS || (k == GPU_GRADS && !g->unit_grads);
 		size_t n = sharded && flat ? shard->reach : array_len(g, (gpu_array)k);
 		g->arr[k] = calloc(n + 1, sizeof(float));
 	}
@@ -141,7 +147,8 @@ static gpu_model *model_new(const gpt_config *cfg, int B, int T, gpt_precision p
 
 static size_t model_bytes(const gpu_model *g)
 {
-	size_t arrays = 2 * array_len(g, GPU_PARAMS) + 2 * array_len(g, GPU_ADAM_M);
+	size_t arrays =
+	    array_len(g, GPU_PARAMS) + array_len(g, GPU_GRADS) + 2 * array_len(g, GPU_ADAM_M);
 	return (arrays + (g->grad_shard ? g->shard_size : 0)) * sizeof(float) +
 	       gpt_activation_bytes(g->m);
 }
@@ -160,25 +167,29 @@ static int forward(gpu_model *g, const int32_t *inputs, const int32_t *targets, 
 	return 0;
 }
 
-static int backward(gpu_model *g, float dloss, const gpu_grads_done *done, char *err, size_t errlen)
+static int backward(gpu_model *g, float dloss, const gpu_backward_hooks *hooks, char *err,
+                    size_t errlen)
 {
-	(void)err;
-	(void)errlen;
-	g->done = done;
+	if (g->unit_grads && !(hooks && hooks->grads)) {
+		snprintf(err, errlen,
+		         "a model of unit gradients (ZeRO 2) needs the backward's buffers");
+		return -1;
+	}
+	g->bh = hooks;
 	gpt_backward(g->m, &g->hooks, dloss);
-	g->done = NULL;
+	g->bh = NULL;
 	return 0;
 }
 
 static void zero_grad(gpu_model *g)
 {
-	memset(g->arr[GPU_GRADS], 0, g->np * sizeof(float));
+	memset(g->arr[GPU_GRADS], 0, array_len(g, GPU_GRADS) * sizeof(float));
 	g->loss_sum = 0;
 }
 
 static float *grads(gpu_model *g)
 {
-	return g->arr[GPU_GRADS];
+	return g->unit_grads ? NULL : g->arr[GPU_GRADS];
 }
 
 static float *grad_shard(gpu_model *g)
@@ -276,6 +287,34 @@ static int host_copy(void *ctx, void *to, const void *from, size_t bytes)
 	return 0;
 }
 
+/* The stand-in's "device" vectors: host memory. */
+static float *vec_alloc(size_t n)
+{
+	return calloc(n ? n : 1, sizeof(float));
+}
+
+static void vec_free(float *x)
+{
+	free(x);
+}
+
+static void vec_zero(float *x, size_t n)
+{
+	memset(x, 0, n * sizeof(float));
+}
+
+static void vec_add(float *y, const float *x, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		y[i] += x[i];
+}
+
+static const gpu_vectors *vectors(void)
+{
+	static const gpu_vectors v = {vec_alloc, vec_free, vec_zero, vec_add};
+	return &v;
+}
+
 static const comm_staging *staging(void)
 {
 	static const comm_staging host = {
@@ -311,6 +350,7 @@ const gpu_backend *ty_gpu_backend(void)
 	    .get = get,
 	    .set = set,
 	    .staging = staging,
+	    .vectors = vectors,
 	};
 	return &table;
 }

@@ -8,8 +8,9 @@
 # and for the missing device (1, which the scheduler retries). Then the
 # device path itself through a CPU stand-in for the backend
 # (host_device.c): one rank and two data-parallel ranks (their gradients
-# summed on the staged comm, with ZeRO 0 and with ZeRO 1, whose moments
-# are the shard's alone) train as the CPU does, within 1e-6, and runs
+# summed on the staged comm, with ZeRO 0, 1 (the moments the shard's
+# alone) and 2 (no whole gradient either)) train as the CPU does, within
+# 1e-6, and runs
 # checkpointed on the "device" resume on the CPU and under ZeRO 0. Training on a GPU
 # is checked by tests/gpu/run on a machine with one.
 set -uo pipefail
@@ -41,12 +42,12 @@ printf 'not a library' >"$TY_TMP/bad.so"
 refused 10 'could not load the GPU backend' "a file that is not a library" \
 	env TRAINYARD_GPU_BACKEND="$TY_TMP/bad.so" "$TRAIN_BIN" train --data-root "$DATA" \
 	--spec "$TY_TMP/spec.json" --device cuda
-refused 10 'data parallel with ZeRO 0 or 1 for now' "two tensor-parallel ranks" \
+refused 10 'data parallel with ZeRO 0 to 2 for now' "two tensor-parallel ranks" \
 	on_hostdev trainN 2 --spec "$TY_TMP/spec.json" --device cuda \
 	--set parallel.tensor_parallel=2 --set resources.ranks_per_node=2
-refused 10 'zero_stage 0 or 1 with several ranks' "two data-parallel ranks with ZeRO 2" \
+refused 10 'zero_stage 0 to 2 with several ranks' "two data-parallel ranks with ZeRO 3" \
 	on_hostdev trainN 2 --spec "$TY_TMP/spec.json" --device cuda \
-	--set parallel.data_parallel=2 --set parallel.zero_stage=2 --set resources.ranks_per_node=2
+	--set parallel.data_parallel=2 --set parallel.zero_stage=3 --set resources.ranks_per_node=2
 
 backend=$(dirname "$TRAIN_BIN")/../lib/libtytrain-cuda.so
 if [[ ! -e $backend ]]; then
@@ -100,6 +101,22 @@ d=$(max_rel_diff "$TY_TMP/dev2z1.m" "$TY_TMP/cpu2.m")
 check "they train as the CPU does (max relative $d)" within "$d"
 check "each holds less on its device than under ZeRO 0 ($(model_bytes dev2z1) < $(model_bytes dev2))" \
 	test "$(model_bytes dev2z1)" -lt "$(model_bytes dev2)"
+# ZeRO 2: each unit's gradients in a buffer of the run's, reduce-scattered in
+# every backward (two a step here, so the shard sums them); four layers, so
+# that three buffers are less than the whole gradient
+L4=(--set model.layers=4 --set parallel.micro_batch=2)
+check "two ranks with ZeRO 2 on the stand-in, two micro-batches a step" run dev2z2 2 \
+	--device cuda "${DP2[@]}" "${L4[@]}" --set parallel.zero_stage=2
+check "the same with ZeRO 1" run dev2z1b 2 --device cuda "${DP2[@]}" "${L4[@]}" \
+	--set parallel.zero_stage=1
+check "the same on the CPU with ZeRO 2" run cpu2z2 2 --device cpu "${DP2[@]}" "${L4[@]}" \
+	--set parallel.zero_stage=2
+d=$(max_rel_diff "$TY_TMP/dev2z2.m" "$TY_TMP/cpu2z2.m")
+check "ZeRO 2 on the device path trains as on the CPU (max relative $d)" within "$d"
+d=$(max_rel_diff "$TY_TMP/dev2z1b.m" "$TY_TMP/cpu2z2.m")
+check "and ZeRO 1 with two micro-batches too (max relative $d)" within "$d"
+check "ZeRO 2 holds less on its device than ZeRO 1 ($(model_bytes dev2z2) < $(model_bytes dev2z1b))" \
+	test "$(model_bytes dev2z2)" -lt "$(model_bytes dev2z1b)"
 check "the device path stopped after 6 steps" run stop 2 --device cuda "${DP2[@]}" --stop-after 6
 check "its checkpoint resumes on the CPU" trainN 2 --spec "$TY_TMP/spec.json" --device cpu \
 	"${DP2[@]}" --set training.steps=8 --ckpt-dir "$TY_TMP/stop.ck" --metrics "$TY_TMP/back.m"

@@ -34,6 +34,7 @@ const gpu_backend *ty_gpu_backend(void)
 	    .get = gpu_model_get,
 	    .set = gpu_model_set,
 	    .staging = gpu_staging,
+	    .vectors = gpu_vecs,
 	    .nccl_new = comm_nccl_new,
 	};
 	return &table;

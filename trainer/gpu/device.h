@@ -1,5 +1,6 @@
 /*
- * device.h - which GPU a rank uses.
+ * device.h - which GPU a rank uses, and the device memory its callers
+ * reach: the staging of comm_staged.h, and plain vectors of floats.
  */
 #ifndef TY_GPU_DEVICE_H
 #define TY_GPU_DEVICE_H
@@ -33,6 +34,19 @@ int gpu_open_device(char *desc, size_t desclen, char *err, size_t errlen);
  */
 struct comm_staging;
 const struct comm_staging *gpu_staging(void);
+
+/*
+ * Vectors of floats in device memory, for buffers of the caller's own
+ * (ZeRO 2's gradient buffers, train_gpu.c). zero and add are queued on
+ * the stream the model's work is (vectors_cuda.c).
+ */
+typedef struct gpu_vectors {
+	float *(*alloc)(size_t n); /* zeroed; NULL when out of device memory */
+	void (*free)(float *x);    /* NULL is fine */
+	void (*zero)(float *x, size_t n);
+	void (*add)(float *y, const float *x, size_t n); /* y += x */
+} gpu_vectors;
+const gpu_vectors *gpu_vecs(void);
 
 #ifdef __cplusplus
 }

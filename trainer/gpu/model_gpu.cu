@@ -19,16 +19,28 @@ static int cuda_fail(cudaError_t e, const char *what, char *err, size_t errlen)
 	return -1;
 }
 
-void gpu_layer_tensors(const gpu_model *m, void *base, size_t elem, int l, void *t[P_COUNT])
+void gpu_unit_tensors(const gpu_model *m, void *unit, size_t elem, void *t[P_COUNT])
 {
 	size_t C = (size_t)m->C;
 	const size_t numel[P_COUNT] = {C,     C, 3 * C * C, 3 * C, C * C,     C,
 	                               C,     C, 4 * C * C, 4 * C, 4 * C * C, C};
-	char *p = (char *)base + gpt_unit_offset(&m->cfg, l + 1) * elem;
+	char *p = (char *)unit;
 	for (int k = 0; k < P_COUNT; k++) {
 		t[k] = p;
 		p += numel[k] * elem;
 	}
+}
+
+void gpu_layer_tensors(const gpu_model *m, void *base, size_t elem, int l, void *t[P_COUNT])
+{
+	gpu_unit_tensors(m, (char *)base + gpt_unit_offset(&m->cfg, l + 1) * elem, elem, t);
+}
+
+float *gpu_unit_grads(const gpu_model *m, int u)
+{
+	if (m->hooks && m->hooks->grads)
+		return m->hooks->grads(m->hooks->ctx, u);
+	return m->arr[GPU_GRADS] + gpt_unit_offset(&m->cfg, u);
 }
 
 static void layer_tensors(const gpu_model *m, float *base, int l, float *t[P_COUNT])
@@ -125,7 +137,7 @@ static int layer_backward(gpu_model *m, int l)
 	int B = m->B, T = m->T, N = m->N, C = m->C, NH = m->NH;
 	float *p[P_COUNT], *g[P_COUNT];
 	layer_tensors(m, m->arr[GPU_PARAMS], l, p);
-	layer_tensors(m, m->arr[GPU_GRADS], l, g);
+	gpu_unit_tensors(m, gpu_unit_grads(m, l + 1), sizeof(float), (void **)g);
 	acts *a = &m->layer[l];
 	if (gpu_matmul_backward(m->dbt4c, g[P_FCPW], g[P_FCPB], m->dres, a->fchg, p[P_FCPW], N,
 	                        4 * C, C) < 0)
@@ -174,7 +186,7 @@ static int fp32_backward(gpu_model *m, float dloss, char *err, size_t errlen)
 {
 	int N = m->N, C = m->C;
 	const float *wte = m->arr[GPU_PARAMS];
-	float *dwte = m->arr[GPU_GRADS];
+	float *dwte = gpu_unit_grads(m, 0);
 	/* the loss and the LM head; the logits' buffer takes their gradient */
 	gpu_softmax_xent_backward(m->logits, m->logits, m->lse, m->targets, dloss / (float)N, N,
 	                          m->V, m->Vp);
@@ -183,10 +195,10 @@ static int fp32_backward(gpu_model *m, float dloss, char *err, size_t errlen)
 		return -1;
 	}
 	size_t fin = gpt_unit_offset(&m->cfg, m->L + 1);
+	float *dfin = gpu_unit_grads(m, m->L + 1);
 	cudaMemsetAsync(m->dres, 0, (size_t)N * C * sizeof(float));
-	gpu_layernorm_backward(m->dres, m->arr[GPU_GRADS] + fin, m->arr[GPU_GRADS] + fin + C, m->dbtc,
-	                       layer_input(m, m->L), m->arr[GPU_PARAMS] + fin, m->lnf_mean,
-	                       m->lnf_rstd, N, C);
+	gpu_layernorm_backward(m->dres, dfin, dfin + C, m->dbtc, layer_input(m, m->L),
+	                       m->arr[GPU_PARAMS] + fin, m->lnf_mean, m->lnf_rstd, N, C);
 	unit_done(m, m->L + 1);
 	for (int l = m->L - 1; l >= 0; l--) {
 		if (layer_backward(m, l) < 0) {
@@ -264,13 +276,15 @@ int gpu_model_fits(const gpt_config *cfg, gpt_precision precision, char *err, si
 static size_t array_len(const gpu_model *m, gpu_array which)
 {
 	bool moment = which == GPU_ADAM_M || which == GPU_ADAM_V;
+	if (which == GPU_GRADS && m->unit_grads)
+		return 0;
 	return m->grad_shard && moment ? m->shard_size : m->np;
 }
 
 /* Floats allocated for the device array which (the padded blocks' reach). */
 static size_t array_alloc(const gpu_model *m, gpu_array which)
 {
-	bool flat = which == GPU_PARAMS || which == GPU_GRADS;
+	bool flat = which == GPU_PARAMS || (which == GPU_GRADS && !m->unit_grads);
 	return m->grad_shard && flat ? m->reach : array_len(m, which);
 }
 
@@ -278,6 +292,7 @@ static size_t array_alloc(const gpu_model *m, gpu_array which)
 static cudaError_t shard_new(gpu_model *m, const gpu_shard *sh)
 {
 	m->npieces = sh->npieces;
+	m->unit_grads = sh->unit_grads;
 	m->shard_size = sh->size;
 	m->reach = sh->reach;
 	size_t np1 = (size_t)sh->npieces + 1; /* a rank may own no piece */
@@ -483,12 +498,15 @@ int gpu_model_forward(gpu_model *m, const int32_t *inputs, const int32_t *target
 	return 0;
 }
 
-int gpu_model_backward(gpu_model *m, float dloss, const gpu_grads_done *done, char *err,
+int gpu_model_backward(gpu_model *m, float dloss, const gpu_backward_hooks *hooks, char *err,
                        size_t errlen)
 {
 	int C = m->C, rc = 0;
-	float *dwte = m->arr[GPU_GRADS];
-	m->done = done;
+	if (m->unit_grads && !(hooks && hooks->grads)) {
+		snprintf(err, errlen, "a model of unit gradients (ZeRO 2) needs the backward's buffers");
+		return -1;
+	}
+	m->hooks = hooks;
 	if (m->fmt == GPU_NO_LOWP) {
 		rc = fp32_backward(m, dloss, err, errlen);
 	} else if (lowp_model_backward(m, dloss) < 0) {
@@ -496,24 +514,25 @@ int gpu_model_backward(gpu_model *m, float dloss, const gpu_grads_done *done, ch
 		rc = -1;
 	}
 	if (rc == 0) {
+		float *dwte = gpu_unit_grads(m, 0);
 		gpu_encoder_backward(dwte, dwte + (size_t)m->Vp * C, m->dres, m->buckets, m->nbuckets,
 		                     m->B, m->T, C);
 		unit_done(m, 0);
 		rc = launched("the backward failed on the GPU", err, errlen);
 	}
-	m->done = NULL;
+	m->hooks = NULL;
 	return rc;
 }
 
 void gpu_model_zero_grad(gpu_model *m)
 {
-	cudaMemsetAsync(m->arr[GPU_GRADS], 0, m->np * sizeof(float));
+	cudaMemsetAsync(m->arr[GPU_GRADS], 0, array_len(m, GPU_GRADS) * sizeof(float));
 	cudaMemsetAsync(m->loss_acc, 0, sizeof(double));
 }
 
 float *gpu_model_grads(gpu_model *m)
 {
-	return m->arr[GPU_GRADS];
+	return m->unit_grads ? NULL : m->arr[GPU_GRADS];
 }
 
 float *gpu_model_grad_shard(gpu_model *m)

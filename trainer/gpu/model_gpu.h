@@ -26,12 +26,14 @@
  * next wait.
  *
  * Data parallel ranks with ZeRO 1 keep the moments of their shard alone
- * (gpu_shard). Not yet here: ZeRO 2 and 3, tensor and pipeline
+ * (gpu_shard), with ZeRO 2 no gradient array either (the backward writes
+ * each unit's into its caller's buffer). Not yet here: ZeRO 3, tensor and pipeline
  * parallelism (gpt_part), activation recomputation.
  */
 #ifndef TY_MODEL_GPU_H
 #define TY_MODEL_GPU_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,7 +48,8 @@ typedef struct gpu_model gpu_model;
 
 /*
  * The device arrays: gpt_num_params(cfg) floats each, but the moments of
- * a sharded model (gpu_shard), which are its shard's size.
+ * a sharded model (gpu_shard), which are its shard's size, and the
+ * gradients of a model of unit_grads, which has none (0 floats).
  */
 typedef enum gpu_array { GPU_PARAMS = 0, GPU_GRADS, GPU_ADAM_M, GPU_ADAM_V } gpu_array;
 
@@ -58,7 +61,7 @@ typedef struct gpu_shard_piece {
 
 /*
  * The share of the optimizer one data-parallel rank owns under ZeRO 1
- * (zero.h's partition), as train_gpu.c cuts it: its summed gradients
+ * and 2 (zero.h's partition), as train_gpu.c cuts it: its summed gradients
  * arrive in a shard array of `size` floats (each unit's padded block, the
  * comm's reduce-scatter writes them), the AdamW moments are kept in the
  * same layout, and AdamW updates the owned pieces of the parameters
@@ -72,6 +75,11 @@ typedef struct gpu_shard {
 	size_t size, reach;
 	int npieces;
 	const gpu_shard_piece *pieces;
+	/*
+	 * ZeRO 2: the gradients go unit by unit into the caller's buffers
+	 * (gpu_backward_hooks' grads), and the model keeps no gradient array.
+	 */
+	bool unit_grads;
 } gpu_shard;
 
 /*
@@ -85,7 +93,7 @@ int gpu_model_fits(const gpt_config *cfg, gpt_precision precision, char *err, si
  * Allocate everything for micro-batches of B sequences of T <= max_seq_len
  * tokens in precision (GPT_FP32, GPT_BF16, GPT_FP16) and copy params
  * (unit-major, host) in; gradients and moments 0. shard: the rank's share
- * under ZeRO 1, or NULL (the model updates everything). RET: the model,
+ * under ZeRO 1 or 2, or NULL (the model updates everything). RET: the model,
  * or NULL with a message (no device, out of device memory, heads the fused
  * attention does not take).
  */
@@ -106,26 +114,39 @@ size_t gpu_model_bytes(const gpu_model *m);
 int gpu_model_forward(gpu_model *m, const int32_t *inputs, const int32_t *targets, float *loss,
                       char *err, size_t errlen);
 /*
- * Told of each unit (gpt.h) whose gradients of a backward are all queued
- * on the model's stream: units L+1, L, ..., 1, then 0 (the embeddings,
- * tied to the LM head, end last), as gpt_backward ends them. A
- * data-parallel caller starts the unit's reduction there, behind those
- * kernels in stream order, while the rest of the backward runs.
+ * A backward's hooks, each called with ctx (both may be NULL):
+ *   grads(u): where unit u's gradients of this backward accumulate (+=),
+ *             device memory the caller zeroed, laid out as the unit's
+ *             part of the flat array; the model asks before it writes
+ *             them: unit 0 (the LM head, tied to the embeddings), L+1,
+ *             L, ..., 1, then 0 again (the embeddings). NULL: the model's
+ *             own gradient array.
+ *   done(u):  unit u's gradients of this backward are all queued on the
+ *             model's stream: units L+1, L, ..., 1, then 0, as
+ *             gpt_backward ends them. A data-parallel caller starts the
+ *             unit's reduction there, behind those kernels in stream
+ *             order, while the rest of the backward runs.
+ * The order is gpt_hooks' (gpt.h).
  */
-typedef struct gpu_grads_done {
-	void (*fn)(void *ctx, int unit);
+typedef struct gpu_backward_hooks {
 	void *ctx;
-} gpu_grads_done;
+	float *(*grads)(void *ctx, int unit);
+	void (*done)(void *ctx, int unit);
+} gpu_backward_hooks;
 
 /*
  * Gradients accumulate (+=) from the last forward; dloss as gpt_backward's;
- * done: told of each unit's end, or NULL. RET 0 or -1.
+ * hooks: where they go and who is told of each unit's end, or NULL. A
+ * model sharded with unit_grads needs hooks->grads. RET 0 or -1.
  */
-int gpu_model_backward(gpu_model *m, float dloss, const gpu_grads_done *done, char *err,
+int gpu_model_backward(gpu_model *m, float dloss, const gpu_backward_hooks *hooks, char *err,
                        size_t errlen);
 /* Gradients and the step's loss (gpu_model_step_stats) to 0. */
 void gpu_model_zero_grad(gpu_model *m);
-/* The device's gradient array (gpt_num_params floats, fp32), which data parallel sums. */
+/*
+ * The device's gradient array (gpt_num_params floats, fp32), which data
+ * parallel sums; NULL for a model of unit_grads.
+ */
 float *gpu_model_grads(gpu_model *m);
 /* A sharded model's: the summed gradients of its shard (gpu_shard's size); else NULL. */
 float *gpu_model_grad_shard(gpu_model *m);

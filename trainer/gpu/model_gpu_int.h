@@ -74,14 +74,18 @@ struct gpu_model {
 	double *sumsq;   /* [1 + GPU_SUMSQ_BLOCKS] */
 	double
 	    *loss_acc; /* [1]: the step's summed micro-batch means (gpu_model_forward, loss NULL) */
-	const gpu_grads_done *done; /* during gpu_model_backward: told of each unit's end */
+	bool unit_grads;                 /* ZeRO 2: no gradient array; the hooks' buffers */
+	const gpu_backward_hooks *hooks; /* during gpu_model_backward */
 };
+
+/* Where unit u's gradients of this backward go: the hooks' buffer, or the flat array's part. */
+float *gpu_unit_grads(const gpu_model *m, int u);
 
 /* Unit u's gradients of this backward are all queued: tell the caller. */
 static inline void unit_done(const gpu_model *m, int u)
 {
-	if (m->done && m->done->fn)
-		m->done->fn(m->done->ctx, u);
+	if (m->hooks && m->hooks->done)
+		m->hooks->done(m->hooks->ctx, u);
 }
 
 /* The residual stream entering layer l (l == L: the final LayerNorm's input), fp32. */
@@ -92,6 +96,8 @@ static inline const float *layer_input(const gpu_model *m, int l)
 
 /* The pointers of layer l's parameters (or gradients) in the flat array base, of elem bytes. */
 void gpu_layer_tensors(const gpu_model *m, void *base, size_t elem, int l, void *t[P_COUNT]);
+/* The same in the layer's own part (unit l + 1) starting at unit. */
+void gpu_unit_tensors(const gpu_model *m, void *unit, size_t elem, void *t[P_COUNT]);
 
 /* 16-bit layers (model_lowp.cu). RET 0, or -1 when cuBLASLt refused. */
 int lowp_model_forward(gpu_model *m);

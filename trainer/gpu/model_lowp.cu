@@ -21,6 +21,7 @@
  * weights; GEMMs read the 16-bit working copy.
  */
 #include <cuda_runtime.h>
+#include <string.h>
 
 #include "attention_flash.h"
 #include "model_gpu_int.h"
@@ -32,11 +33,14 @@ typedef struct layer_ptrs {
 	float *pw[P_COUNT], *gw[P_COUNT];
 } layer_ptrs;
 
-static void layer_ptrs_of(gpu_model *m, int l, layer_ptrs *lp)
+/* grads: in the backward, which asks where the layer's gradients go (gpu_unit_grads) */
+static void layer_ptrs_of(gpu_model *m, int l, bool grads, layer_ptrs *lp)
 {
 	gpu_layer_tensors(m, m->wlow, 2, l, lp->lw);
 	gpu_layer_tensors(m, m->arr[GPU_PARAMS], sizeof(float), l, (void **)lp->pw);
-	gpu_layer_tensors(m, m->arr[GPU_GRADS], sizeof(float), l, (void **)lp->gw);
+	memset(lp->gw, 0, sizeof(lp->gw));
+	if (grads)
+		gpu_unit_tensors(m, gpu_unit_grads(m, l + 1), sizeof(float), (void **)lp->gw);
 }
 
 /* The final LayerNorm's weight in the flat array a (its bias follows, C later). */
@@ -50,7 +54,7 @@ static int layer_forward(gpu_model *m, int l)
 	int B = m->B, T = m->T, N = m->N, C = m->C, NH = m->NH;
 	gpu_lowp f = m->fmt;
 	layer_ptrs p;
-	layer_ptrs_of(m, l, &p);
+	layer_ptrs_of(m, l, false, &p);
 	acts *a = &m->layer[l];
 	if (gpu_lowp_matmul_forward(a->qkv, NULL, a->ln1, p.lw[P_QKVW], p.lw[P_QKVB], N, C, 3 * C,
 	                            3 * C, f) < 0)
@@ -71,7 +75,7 @@ static int layer_forward(gpu_model *m, int l)
 	void *out;
 	if (l + 1 < m->L) {
 		layer_ptrs next;
-		layer_ptrs_of(m, l + 1, &next);
+		layer_ptrs_of(m, l + 1, false, &next);
 		acts *n = &m->layer[l + 1];
 		w = next.pw[P_LN1W];
 		b = next.pw[P_LN1B];
@@ -95,7 +99,7 @@ static int layer_backward(gpu_model *m, int l)
 	int B = m->B, T = m->T, N = m->N, C = m->C, NH = m->NH;
 	gpu_lowp f = m->fmt;
 	layer_ptrs p;
-	layer_ptrs_of(m, l, &p);
+	layer_ptrs_of(m, l, true, &p);
 	acts *a = &m->layer[l];
 	float *cs = m->colsum;
 	if (gpu_lowp_matmul_backward(m->dbt4c, p.gw[P_FCPW], p.gw[P_FCPB], cs, m->dres_low, a->fchg,
@@ -124,7 +128,7 @@ int lowp_model_forward(gpu_model *m)
 	int N = m->N, C = m->C;
 	gpu_lowp f = m->fmt;
 	layer_ptrs first;
-	layer_ptrs_of(m, 0, &first);
+	layer_ptrs_of(m, 0, false, &first);
 	acts *a0 = &m->layer[0];
 	/* m->enc is in place; layer 0's LayerNorm is the only one without a residual add */
 	gpu_residual_layernorm_forward(m->enc, a0->ln1, a0->ln1_mean, a0->ln1_rstd, m->enc, NULL,
@@ -145,11 +149,11 @@ int lowp_model_backward(gpu_model *m, float dloss)
 	int N = m->N, C = m->C;
 	gpu_lowp f = m->fmt;
 	/* the logits hold softmax - onehot: the loss's gradient is that times dloss / N */
-	if (gpu_lowp_matmul_backward(m->dbtc, m->arr[GPU_GRADS], NULL, NULL, m->logits, m->lnf,
+	if (gpu_lowp_matmul_backward(m->dbtc, gpu_unit_grads(m, 0), NULL, NULL, m->logits, m->lnf,
 	                             m->wlow, NULL, dloss / (float)N, N, C, m->V, m->Vp, f) < 0)
 		return -1;
 	cudaMemsetAsync(m->dres, 0, (size_t)N * C * sizeof(float));
-	float *w = final_ln(m, m->arr[GPU_PARAMS]), *g = final_ln(m, m->arr[GPU_GRADS]);
+	float *w = final_ln(m, m->arr[GPU_PARAMS]), *g = gpu_unit_grads(m, m->L + 1);
 	gpu_lowp_layernorm_backward(m->dres, m->dres_low, g, g + C, m->colsum, m->dbtc,
 	                            layer_input(m, m->L), w, m->lnf_mean, m->lnf_rstd, N, C, f);
 	unit_done(m, m->L + 1);
