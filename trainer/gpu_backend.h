@@ -37,12 +37,12 @@ typedef struct gpu_backend {
 	size_t (*model_bytes)(const gpu_model *m);
 	int (*forward)(gpu_model *m, const int32_t *inputs, const int32_t *targets, float *loss,
 	               char *err, size_t errlen);
-	int (*backward)(gpu_model *m, float dloss, const gpu_backward_hooks *hooks, char *err,
-	                size_t errlen);
+	int (*backward)(gpu_model *m, float dloss, char *err, size_t errlen);
+	void (*set_hooks)(gpu_model *m, const gpu_hooks *hooks); /* data parallel's reach */
 	void (*zero_grad)(gpu_model *m);
 	float *(*grads)(gpu_model *m);      /* device memory: data parallel sums it */
-	float *(*grad_shard)(gpu_model *m); /* ZeRO 1, 2: where the owned sums arrive */
-	float *(*params)(gpu_model *m);     /* ZeRO 1, 2: all-gathered after the update */
+	float *(*grad_shard)(gpu_model *m); /* ZeRO 1-3: where the owned sums arrive */
+	float *(*params)(gpu_model *m); /* ZeRO 1, 2: all-gathered after the update; 3: the shard */
 	int (*params_sync)(gpu_model *m, char *err, size_t errlen);
 	int (*step_stats)(gpu_model *m, double *sumsq, double *loss_sum, char *err, size_t errlen);
 	int (*adamw)(gpu_model *m, const adamw_config *a, float lr, float grad_scale, int t,
@@ -51,7 +51,7 @@ typedef struct gpu_backend {
 	int (*set)(gpu_model *m, gpu_array which, const float *host, char *err, size_t errlen);
 	/* device buffers through pinned host memory, for comm_staged_new() (gpu/device.h) */
 	const struct comm_staging *(*staging)(void);
-	/* device vectors of the caller's own (gpu/device.h): ZeRO 2's gradient buffers */
+	/* device vectors of the caller's own (gpu/device.h): ZeRO 2 and 3's buffers */
 	const gpu_vectors *(*vectors)(void);
 	/*
 	 * NCCL over boot's ranks on device, for ranks of a GPU each

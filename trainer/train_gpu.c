@@ -120,28 +120,42 @@ static int units_cut(train_gpu *g, const gpt_config *cfg, int P, int rank, int s
 	free(t);
 	g->nunits = U;
 	g->sharded = sharded;
-	g->shard = (gpu_shard){
-	    .size = at, .reach = reach, .npieces = n, .pieces = pc, .unit_grads = stage == 2};
+	g->zero = stage;
+	g->shard = (gpu_shard){.size = at,
+	                       .reach = reach,
+	                       .npieces = n,
+	                       .pieces = pc,
+	                       .unit_grads = stage >= 2,
+	                       .unit_params = stage == 3};
 	return 0;
 }
 
+/* ZeRO 2 and 3: the buffer of unit u, of the three: unit 0's, and two the others take in turn. */
+static int buf_of(int u)
+{
+	return u == 0 ? 0 : 1 + (u & 1);
+}
+
 /*
- * ZeRO 2's gradient buffers on the device: unit 0's, and two for the
- * other units in turn, each the padded size (P blocks) of the largest
- * unit it takes. RET 0, or -1 out of device memory.
+ * The device buffers of ZeRO 2 (gradients) and 3 (gradients and
+ * parameters), each the padded size (P blocks) of the largest unit it
+ * takes. RET 0, or -1 out of device memory.
  */
-static int grad_buffers(train_gpu *g, int P)
+static int unit_buffers(train_gpu *g, int P)
 {
 	for (int u = 0; u < g->nunits; u++) {
-		int b = u == 0 ? 0 : 1;
 		size_t n = (size_t)P * g->unit_block[u];
-		if (n > g->gbuf_len[b])
-			g->gbuf_len[b] = n;
+		if (n > g->buf_len[buf_of(u)])
+			g->buf_len[buf_of(u)] = n;
 	}
-	g->gbuf_len[2] = g->gbuf_len[1];
+	size_t layers = g->buf_len[1] > g->buf_len[2] ? g->buf_len[1] : g->buf_len[2];
+	g->buf_len[1] = g->buf_len[2] = layers;
+	const gpu_vectors *v = g->be->vectors();
 	for (int b = 0; b < 3; b++) {
-		g->gbuf_unit[b] = -1;
-		if (!(g->gbuf[b] = g->be->vectors()->alloc(g->gbuf_len[b])))
+		g->gbuf_unit[b] = g->pbuf_unit[b] = -1;
+		if (!(g->gbuf[b] = v->alloc(g->buf_len[b])))
+			return -1;
+		if (g->zero == 3 && !(g->pbuf[b] = v->alloc(g->buf_len[b])))
 			return -1;
 	}
 	return 0;
@@ -185,9 +199,10 @@ int train_gpu_open(train_gpu *g, const train_config *tc, comm *world, const adam
 		snprintf(err, errlen, "out of memory for the GPU path's unit tables");
 		return TRAIN_OOM;
 	}
-	if (P > 1 && l->zero_stage == 2 && grad_buffers(g, P) < 0) {
+	if (P > 1 && l->zero_stage >= 2 && unit_buffers(g, P) < 0) {
 		train_gpu_close(g);
-		snprintf(err, errlen, "out of device memory for ZeRO 2's gradient buffers");
+		snprintf(err, errlen, "out of device memory for ZeRO %d's unit buffers",
+		         l->zero_stage);
 		return TRAIN_OOM;
 	}
 	g->tg = g->in + N;
@@ -207,29 +222,38 @@ static int device_status(const char *err)
 	return strstr(err, "out of memory") ? TRAIN_OOM : TRAIN_INTERNAL;
 }
 
-/* Where unit u's owned moments are in the host stage: the flat range, or its shard's. */
-static size_t moment_at(const train_gpu *g, int u, dp_range r)
+/*
+ * Where unit u's owned range r is in the host stage of array k (0 params,
+ * 1 m, 2 v): the flat range, or its shard's (the moments under ZeRO 1-3,
+ * the parameters under ZeRO 3), as the device keeps it.
+ */
+static size_t stage_at(const train_gpu *g, int k, int u, dp_range r)
 {
-	return g->sharded ? g->unit_at[u] : r.begin;
+	bool shard = k == 0 ? g->zero == 3 : g->sharded;
+	return shard ? g->unit_at[u] : r.begin;
 }
+
+static void set_hooks(train_gpu *g);
 
 int train_gpu_upload(train_gpu *g, const dp_runtime *dp, char *err, size_t errlen)
 {
 	/*
 	 * Each rank owns a range of every unit (checkpoints write it); the
-	 * device holds all the parameters, and the moments of all (ZeRO 0) or
-	 * of its own ranges, in the shard's layout (ZeRO 1).
+	 * device holds all the parameters (but under ZeRO 3: its own, in the
+	 * shard's layout), and the moments of all (ZeRO 0) or of its own
+	 * ranges, in the shard's layout (ZeRO 1-3).
 	 */
 	size_t np = gpt_num_params(&g->tc->model);
-	int P = comm_size(g->host), rc, gathered = g->sharded ? 1 : 3;
+	int P = comm_size(g->host), rc;
+	int gathered = g->zero == 3 ? 0 : g->sharded ? 1 : 3; /* arrays assembled whole */
 	for (int k = 0; P > 1 && k < 3; k++)
 		memset(g->stage[k], 0, np * sizeof(float));
 	for (int u = 0; u < dp_num_units(dp); u++) {
 		dp_range r = dp_owned_range(dp, u);
-		size_t n = (r.end - r.begin) * sizeof(float), at = moment_at(g, u, r);
-		memcpy(g->stage[0] + r.begin, dp_owned_params(dp, u), n);
-		memcpy(g->stage[1] + at, dp_owned_m(dp, u), n);
-		memcpy(g->stage[2] + at, dp_owned_v(dp, u), n);
+		size_t n = (r.end - r.begin) * sizeof(float);
+		memcpy(g->stage[0] + stage_at(g, 0, u, r), dp_owned_params(dp, u), n);
+		memcpy(g->stage[1] + stage_at(g, 1, u, r), dp_owned_m(dp, u), n);
+		memcpy(g->stage[2] + stage_at(g, 2, u, r), dp_owned_v(dp, u), n);
 	}
 	/* the ranges are disjoint: their sum is the whole, on every rank */
 	for (int k = 0; P > 1 && k < gathered; k++)
@@ -242,7 +266,10 @@ int train_gpu_upload(train_gpu *g, const dp_runtime *dp, char *err, size_t errle
 		                            g->sharded ? &g->shard : NULL, err, errlen);
 		if (!g->model)
 			return device_status(err);
+		set_hooks(g);
 	}
+	for (int b = 0; b < 3; b++) /* the parameters change: nothing gathered holds */
+		g->pbuf_unit[b] = -1;
 	const gpu_array which[3] = {GPU_PARAMS, GPU_ADAM_M, GPU_ADAM_V};
 	for (int k = 0; k < 3; k++)
 		if (g->be->set(g->model, which[k], g->stage[k], err, errlen) < 0)
@@ -258,9 +285,9 @@ int train_gpu_download(train_gpu *g, dp_runtime *dp, char *err, size_t errlen)
 			return TRAIN_INTERNAL;
 	for (int u = 0; u < dp_num_units(dp); u++) {
 		dp_range r = dp_owned_range(dp, u);
-		size_t at = moment_at(g, u, r);
-		if (dp_load_shard(dp, u, g->stage[0] + r.begin, g->stage[1] + at,
-		                  g->stage[2] + at) < 0) {
+		if (dp_load_shard(dp, u, g->stage[0] + stage_at(g, 0, u, r),
+		                  g->stage[1] + stage_at(g, 1, u, r),
+		                  g->stage[2] + stage_at(g, 2, u, r)) < 0) {
 			snprintf(err, errlen, "could not hand unit %d back to the host", u);
 			return TRAIN_INTERNAL;
 		}
@@ -270,12 +297,6 @@ int train_gpu_download(train_gpu *g, dp_runtime *dp, char *err, size_t errlen)
 		return TRAIN_INTERNAL;
 	}
 	return TRAIN_OK;
-}
-
-/* ZeRO 2: the buffer unit u's gradients go to. */
-static int gbuf_of(int u)
-{
-	return u == 0 ? 0 : 1 + (u & 1);
 }
 
 /* A failure inside a hook, kept for reduce_grads (hooks return none). */
@@ -293,13 +314,31 @@ static void latch(train_gpu *g, int rc)
 static float *unit_buffer(void *ctx, int u)
 {
 	train_gpu *g = ctx;
-	int b = gbuf_of(u);
+	int b = buf_of(u);
 	if (g->gbuf_unit[b] != u) {
 		latch(g, comm_wait(&g->gbuf_req[b]));
 		g->be->vectors()->zero(g->gbuf[b], (size_t)comm_size(g->dev) * g->unit_block[u]);
 		g->gbuf_unit[b] = u;
 	}
 	return g->gbuf[b];
+}
+
+/*
+ * ZeRO 3: unit u's parameters, all-gathered from the owners' shards into
+ * its buffer unless the buffer holds them already (the model asks for a
+ * unit more than once; an update or an upload makes every buffer stale).
+ */
+static const float *unit_gathered(void *ctx, int u)
+{
+	train_gpu *g = ctx;
+	int b = buf_of(u);
+	if (g->pbuf_unit[b] != u) {
+		const float *mine = g->be->params(g->model) + g->unit_at[u];
+		int rc = comm_allgather(g->dev, mine, g->pbuf[b], g->unit_block[u]);
+		latch(g, rc);
+		g->pbuf_unit[b] = rc ? -1 : u;
+	}
+	return g->pbuf[b];
 }
 
 /*
@@ -319,7 +358,7 @@ static void unit_reduce(void *ctx, int u)
 	float *shard = g->sharded ? g->be->grad_shard(g->model) + g->unit_at[u] : NULL;
 	size_t block = g->unit_block[u];
 	if (g->gbuf[0]) {
-		int b = gbuf_of(u);
+		int b = buf_of(u);
 		if (g->gbuf_unit[b] == u) {
 			if (g->backward > 0)
 				g->be->vectors()->add(
@@ -328,7 +367,7 @@ static void unit_reduce(void *ctx, int u)
 			latch(g, comm_ireduce_scatter_sum(g->dev, g->gbuf[b], shard, block,
 			                                  &g->gbuf_req[b]));
 		}
-	} else {
+	} else if (g->backward == g->accum - 1) {
 		float *grads = g->be->grads(g->model) + g->unit_off[u];
 		latch(g,
 		      shard
@@ -337,6 +376,18 @@ static void unit_reduce(void *ctx, int u)
 	}
 	if (u == 0) /* the last unit a backward ends */
 		g->backward++;
+}
+
+/* The model's hooks, as the run's ZeRO stage needs them (none on one rank). */
+static void set_hooks(train_gpu *g)
+{
+	gpu_hooks h = {.ctx = g};
+	if (g->dev) {
+		h.params = g->zero == 3 ? unit_gathered : NULL;
+		h.grads = g->zero >= 2 ? unit_buffer : NULL;
+		h.done = unit_reduce;
+	}
+	g->be->set_hooks(g->model, &h);
 }
 
 /* The units' reductions complete (those that started). RET a train_exit. */
@@ -376,13 +427,18 @@ static int norm_and_loss(train_gpu *g, int accum, float loss_scale, float *norm,
 }
 
 /*
- * ZeRO 1, after the owners' update: the parameters all-gathered in place.
+ * ZeRO 1 and 2, after the owners' update: the parameters all-gathered in place.
  * A unit's padded blocks reach into the next one, so the units go last
  * first: what a block carries past its unit's end is the next unit's
  * gathered values. Then the 16-bit weights follow. RET a train_exit.
  */
 static int gather_params(train_gpu *g, char *err, size_t errlen)
 {
+	if (g->zero == 3) { /* gathered as the model asks: what the buffers hold is stale */
+		for (int b = 0; b < 3; b++)
+			g->pbuf_unit[b] = -1;
+		return TRAIN_OK;
+	}
 	float *params = g->be->params(g->model);
 	int rank = comm_rank(g->dev), rc;
 	for (int u = g->nunits - 1; u >= 0; u--) {
@@ -403,19 +459,16 @@ int train_gpu_step(train_gpu *g, int accum, train_gpu_batch_fn next, void *ctx, 
 	be->zero_grad(g->model);
 	/*
 	 * The device runs ahead: the host reads the next micro-batch meanwhile.
-	 * The last backward starts each unit's reduction as it ends the unit.
+	 * The backward starts each unit's reduction as it ends the unit (the
+	 * model's hooks, set_hooks).
 	 */
-	const gpu_backward_hooks reduce = {g, g->gbuf[0] ? unit_buffer : NULL, unit_reduce};
+	g->accum = accum;
 	g->backward = 0;
 	for (int k = 0; k < accum; k++) {
-		/* ZeRO 2 reduces in every backward, the others in the last */
-		bool hooked = g->dev && (g->gbuf[0] || k == accum - 1);
-		const gpu_backward_hooks *done = hooked ? &reduce : NULL;
 		if ((*data_rc = next(ctx, g->in, g->tg)) < 0)
 			return TRAIN_DATA;
 		if (be->forward(g->model, g->in, g->tg, NULL, err, errlen) < 0 ||
-		    be->backward(g->model, loss_scale / (float)(accum * P), done, err, errlen) <
-		        0) {
+		    be->backward(g->model, loss_scale / (float)(accum * P), err, errlen) < 0) {
 			char ignored[256];
 			reduce_grads(g, ignored, sizeof(ignored)); /* nothing may stay in flight */
 			return device_status(err);
@@ -444,7 +497,7 @@ size_t train_gpu_bytes(const train_gpu *g)
 {
 	size_t n = g->model ? g->be->model_bytes(g->model) : 0;
 	for (int b = 0; b < 3; b++)
-		n += g->gbuf[b] ? g->gbuf_len[b] * sizeof(float) : 0;
+		n += ((g->gbuf[b] ? 1 : 0) + (g->pbuf[b] ? 1 : 0)) * g->buf_len[b] * sizeof(float);
 	return n;
 }
 
@@ -456,9 +509,10 @@ void train_gpu_close(train_gpu *g)
 	free(g->in);
 	for (int k = 0; k < 3; k++)
 		free(g->stage[k]);
-	for (int b = 0; b < 3; b++)
-		if (g->gbuf[b])
-			g->be->vectors()->free(g->gbuf[b]);
+	for (int b = 0; b < 3 && g->be; b++) {
+		g->be->vectors()->free(g->gbuf[b]);
+		g->be->vectors()->free(g->pbuf[b]);
+	}
 	free(g->unit_off);
 	free(g->unit_numel);
 	free(g->unit_req);

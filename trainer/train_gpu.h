@@ -1,7 +1,7 @@
 /*
  * train_gpu.h - a run's model on a GPU (trainyard-train --device cuda).
  *
- * One rank, or data parallel with ZeRO 0 to 2, in fp32, bf16 or fp16
+ * One rank, or data parallel with ZeRO 0 to 3, in fp32, bf16 or fp16
  * (training.precision): each rank's whole model and its gradients live
  * on its device (gpu_backend.h), and the AdamW moments of what it
  * updates: everything under ZeRO 0, where the ranks all-reduce their
@@ -11,9 +11,12 @@
  * all-gathered; under ZeRO 2 the backward writes each unit's gradients
  * into one of three device buffers (unit 0's, and two the layers take
  * in turn, as the CPU runtime's), reduce-scattered into the shard in
- * every backward, so no rank keeps a whole gradient array. Each unit's reduction starts in the
- * step's last backward, as the model ends that unit's gradients, and runs while the backward goes
- * on. The ranks communicate on NCCL where every rank has a GPU of its own (and the backend was
+ * every backward, so no rank keeps a whole gradient array; under ZeRO 3
+ * the device keeps the parameters of its shard alone, and each unit's
+ * are all-gathered into one of three buffers as the model asks for them
+ * (forward and backward alike), so no rank keeps a whole model either. Each unit's reduction starts
+ * in the step's last backward, as the model ends that unit's gradients, and runs while the backward
+ * goes on. The ranks communicate on NCCL where every rank has a GPU of its own (and the backend was
  * built with it), else on a staged comm (comm_staged.h: device buffers through pinned host memory
  * over MPI), which works whether or not the ranks share a GPU. The data-parallel runtime (zero.h)
  * keeps the host copies that checkpoints, resumes and exports read and write, so a checkpoint is
@@ -41,24 +44,30 @@ typedef struct train_gpu {
 	adamw_config adam;
 	int opt_step;     /* the last applied update */
 	int32_t *in, *tg; /* one micro-batch */
-	comm *
-	    dev; /* data parallel: the gradients' all-reduce (device buffers, "nccl" or "staged") */
+	/* data parallel: the gradients' reductions (device buffers, "nccl" or "staged") */
+	comm *dev;
 	comm *host;      /* the world, for the loss (host memory); borrowed */
 	float *stage[3]; /* params, m, v on the host, gpt_num_params floats each */
 	/* several ranks: each unit's flat offset and size, padded block, shard offset */
 	int nunits;
 	size_t *unit_off, *unit_numel, *unit_block, *unit_at;
-	comm_request
-	    *unit_req; /* ZeRO 0, 1: each unit's reduction, started as the last backward ends it */
-	int reduce_rc; /* the first failure to start one */
-	bool sharded;  /* ZeRO 1 or 2 */
+	/* ZeRO 0, 1: each unit's reduction, started as the last backward ends it */
+	comm_request *unit_req;
+	int reduce_rc;   /* the first failure inside a hook */
+	bool sharded;    /* ZeRO 1 to 3 */
+	int zero;        /* the ZeRO stage with several ranks; 0 with one */
+	int accum;       /* the step's micro-batches */
+	int backward;    /* backward passes ended in this step */
 	gpu_shard shard; /* what the device model is told (pieces owned here) */
-	/* ZeRO 2: the gradient buffers on the device (unit 0's, two for the others, as zero.h's) */
-	float *gbuf[3];
-	size_t gbuf_len[3];       /* floats: the padded blocks of the largest unit each takes */
+	/*
+	 * ZeRO 2 and 3: the gradient buffers on the device, and ZeRO 3's
+	 * parameter buffers: unit 0's, and two the other units take in turn.
+	 */
+	float *gbuf[3], *pbuf[3];
+	size_t buf_len[3];        /* floats: the padded blocks of the largest unit each takes */
 	int gbuf_unit[3];         /* the unit whose gradients a buffer takes; -1: none */
+	int pbuf_unit[3];         /* the unit whose parameters a buffer holds; -1: none */
 	comm_request gbuf_req[3]; /* its reduce-scatter into the shard */
-	int backward;             /* backward passes ended in this step */
 	char device[160];         /* what train_gpu_open chose */
 } train_gpu;
 
@@ -99,7 +108,7 @@ int train_gpu_step(train_gpu *g, int accum, train_gpu_batch_fn next, void *ctx, 
                    float clip, float loss_scale, float *loss, dp_step_info *info, int *data_rc,
                    char *err, size_t errlen);
 
-/* Device memory the run holds: the model's and the ZeRO 2 buffers'. */
+/* Device memory the run holds: the model's and the ZeRO 2 and 3 buffers'. */
 size_t train_gpu_bytes(const train_gpu *g);
 
 void train_gpu_close(train_gpu *g);

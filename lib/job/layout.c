@@ -71,14 +71,13 @@ int layout_check(const layout *l, const layout_fit *fit, layout_problem *out)
 
 int layout_on_device(const layout *l, char *why, size_t whylen)
 {
-	bool ok = l->tensor_parallel == 1 && l->pipeline_parallel == 1 &&
-	          (l->data_parallel == 1 || l->zero_stage <= 2);
+	bool ok = l->tensor_parallel == 1 && l->pipeline_parallel == 1;
 	if (!ok && why)
-		snprintf(why, whylen,
-		         "data parallel with ZeRO 0 to 2 for now: the layout must be data parallel "
-		         "only (tensor and pipeline parallel 1, zero_stage 0 to 2 with several "
-		         "ranks), not %dx%dx%d with zero_stage %d",
-		         l->data_parallel, l->tensor_parallel, l->pipeline_parallel, l->zero_stage);
+		snprintf(
+		    why, whylen,
+		    "data parallel only for now (ZeRO 0 to 3): the layout must have tensor and "
+		    "pipeline parallel 1, not %dx%dx%d",
+		    l->data_parallel, l->tensor_parallel, l->pipeline_parallel);
 	return ok;
 }
 

@@ -129,7 +129,7 @@ static float gpu_step(gpu_model *m, gpt_precision prec, const step_config *sc,
 	float scale = prec == GPT_FP16 ? 1024.0f : 1.0f;
 	gpu_model_zero_grad(m);
 	if (gpu_model_forward(m, inp, tgt, NULL, err, sizeof err) < 0 ||
-	    gpu_model_backward(m, scale, NULL, err, sizeof err) < 0 ||
+	    gpu_model_backward(m, scale, err, sizeof err) < 0 ||
 	    gpu_model_step_stats(m, &sq, &loss, err, sizeof err) < 0)
 		die("a GPU step", err);
 	float norm = (float)(sqrt(sq) / scale);

@@ -8,7 +8,8 @@
 # in bf16 on the GPU and back, and a bf16 resume bit for bit; and two
 # data-parallel ranks sharing the GPU (their gradients summed through
 # host memory, comm_staged.h) against two on the CPU, with ZeRO 0, 1 (in
-# bf16 too, whose 16-bit weights must follow the all-gather) and 2.
+# bf16 too, whose 16-bit weights must follow the all-gather), 2 and 3 (in
+# bf16 too).
 set -uo pipefail
 # shellcheck source=SCRIPTDIR/../integration/lib.sh
 . "$(dirname "$0")/../integration/lib.sh"
@@ -97,6 +98,14 @@ check "the same on 2 CPU ranks" dp2 cpu2z2 cpu --set parallel.zero_stage=2 \
 	--set parallel.micro_batch=2
 d=$(max_rel_diff "$TY_TMP/cpu2z2.jsonl" "$TY_TMP/gpu2z2.jsonl")
 check "their losses within 1e-4 of the CPU's (worst $d)" within "$d" 1e-4
+check "10 steps on 2 ranks sharing the GPU, ZeRO 3" dp2 gpu2z3 cuda --set parallel.zero_stage=3 \
+	--set parallel.micro_batch=2
+d=$(max_rel_diff "$TY_TMP/cpu2z2.jsonl" "$TY_TMP/gpu2z3.jsonl")
+check "their losses within 1e-4 of the CPU's (worst $d)" within "$d" 1e-4
+check "10 steps in bf16 under ZeRO 3 (the 16-bit copy of each gathered unit)" dp2 gpu2z3b cuda \
+	--set parallel.zero_stage=3 --set parallel.micro_batch=2 --set training.precision=bf16
+d=$(max_rel_diff "$TY_TMP/cpu2z2.jsonl" "$TY_TMP/gpu2z3b.jsonl")
+check "within 1e-2 of the CPU's fp32 (worst $d)" within "$d" 1e-2
 check "5 steps in bf16 under ZeRO 1" dp2 z1b cuda --set parallel.zero_stage=1 \
 	--set training.precision=bf16 --stop-after 5
 check "the rest in bf16 under ZeRO 0, from its checkpoint" dp2 z1b cuda \

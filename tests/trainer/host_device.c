@@ -25,10 +25,11 @@ struct gpu_model {
 	gpt_config cfg;
 	gpt_model *m;
 	gpt_flat flat;
-	gpt_hooks flat_hooks;         /* over the flat arrays */
-	gpt_hooks hooks;              /* the same, and each unit's end told to done */
-	const gpu_backward_hooks *bh; /* during backward */
-	bool unit_grads;              /* ZeRO 2: no gradient array */
+	gpt_hooks flat_hooks; /* over the flat arrays */
+	gpt_hooks hooks;      /* the same, and each unit's end told to done */
+	gpu_hooks bh;         /* the caller's (gpu_model_set_hooks) */
+	bool unit_grads;      /* ZeRO 2, 3: no gradient array */
+	bool unit_params;     /* ZeRO 3: the parameters of the shard alone */
 	size_t np;
 	float *arr[4]; /* gpu_array */
 	double loss_sum;
@@ -76,6 +77,8 @@ static size_t array_len(const gpu_model *g, gpu_array which)
 	bool moment = which == GPU_ADAM_M || which == GPU_ADAM_V;
 	if (which == GPU_GRADS && g->unit_grads)
 		return 0;
+	if (which == GPU_PARAMS && g->unit_params)
+		return g->shard_size;
 	return g->grad_shard && moment ? g->shard_size : g->np;
 }
 
@@ -83,22 +86,24 @@ static size_t array_len(const gpu_model *g, gpu_array which)
 static const float *unit_params(void *ctx, int u)
 {
 	gpu_model *g = ctx;
+	if (g->unit_params)
+		return g->bh.params(g->bh.ctx, u);
 	return g->flat_hooks.params(g->flat_hooks.ctx, u);
 }
 
 static float *unit_grads(void *ctx, int u)
 {
 	gpu_model *g = ctx;
-	if (g->bh && g->bh->grads)
-		return g->bh->grads(g->bh->ctx, u);
+	if (g->bh.grads)
+		return g->bh.grads(g->bh.ctx, u);
 	return g->flat_hooks.grads(g->flat_hooks.ctx, u);
 }
 
 static void unit_done(void *ctx, int u)
 {
 	gpu_model *g = ctx;
-	if (g->bh && g->bh->done)
-		g->bh->done(g->bh->ctx, u);
+	if (g->bh.done)
+		g->bh.done(g->bh.ctx, u);
 }
 
 static gpu_model *model_new(const gpt_config *cfg, int B, int T, gpt_precision precision,
@@ -114,7 +119,8 @@ static gpu_model *model_new(const gpt_config *cfg, int B, int T, gpt_precision p
 	bool sharded = shard != NULL;
 	if (sharded) {
 		g->npieces = shard->npieces;
-		g->unit_grads = shard->unit_grads;
+		g->unit_grads = shard->unit_grads || shard->unit_params;
+		g->unit_params = shard->unit_params;
 		g->shard_size = shard->size;
 		g->pieces = malloc(((size_t)shard->npieces + 1) * sizeof(*shard->pieces));
 		g->grad_shard = calloc(shard->size + 1, sizeof(float));
@@ -123,7 +129,8 @@ static gpu_model *model_new(const gpt_config *cfg, int B, int T, gpt_precision p
 			       (size_t)shard->npieces * sizeof(*g->pieces));
 	}
 	for (int k = 0; k < 4; k++) {
-		bool flat = k == GPU_PARAMS || (k == GPU_GRADS && !g->unit_grads);
+		bool flat =
+		    (k == GPU_PARAMS && !g->unit_params) || (k == GPU_GRADS && !g->unit_grads);
 		size_t n = sharded && flat ? shard->reach : array_len(g, (gpu_array)k);
 		g->arr[k] = calloc(n + 1, sizeof(float));
 	}
@@ -137,7 +144,7 @@ static gpu_model *model_new(const gpt_config *cfg, int B, int T, gpt_precision p
 		return NULL;
 	}
 	g->ntensors = gpt_tensors(cfg, g->tensors, GPT_MAX_TENSORS);
-	memcpy(g->arr[GPU_PARAMS], params, g->np * sizeof(float));
+	memcpy(g->arr[GPU_PARAMS], params, array_len(g, GPU_PARAMS) * sizeof(float));
 	g->flat =
 	    (gpt_flat){.cfg = &g->cfg, .params = g->arr[GPU_PARAMS], .grads = g->arr[GPU_GRADS]};
 	g->flat_hooks = gpt_hooks_flat(&g->flat);
@@ -156,6 +163,10 @@ static size_t model_bytes(const gpu_model *g)
 static int forward(gpu_model *g, const int32_t *inputs, const int32_t *targets, float *loss,
                    char *err, size_t errlen)
 {
+	if (g->unit_params && !g->bh.params) {
+		snprintf(err, errlen, "a model sharded by unit (ZeRO 3) needs its caller's hooks");
+		return -1;
+	}
 	float l = gpt_forward(g->m, &g->hooks, inputs, targets);
 	if (gpt_error(g->m)) {
 		snprintf(err, errlen, "the forward pass failed (a token out of range)");
@@ -167,18 +178,23 @@ static int forward(gpu_model *g, const int32_t *inputs, const int32_t *targets, 
 	return 0;
 }
 
-static int backward(gpu_model *g, float dloss, const gpu_backward_hooks *hooks, char *err,
-                    size_t errlen)
+static int backward(gpu_model *g, float dloss, char *err, size_t errlen)
 {
-	if (g->unit_grads && !(hooks && hooks->grads)) {
+	if ((g->unit_grads && !g->bh.grads) || (g->unit_params && !g->bh.params)) {
 		snprintf(err, errlen,
-		         "a model of unit gradients (ZeRO 2) needs the backward's buffers");
+		         "a model sharded by unit (ZeRO 2, 3) needs its caller's hooks");
 		return -1;
 	}
-	g->bh = hooks;
 	gpt_backward(g->m, &g->hooks, dloss);
-	g->bh = NULL;
 	return 0;
+}
+
+static void set_hooks(gpu_model *g, const gpu_hooks *hooks)
+{
+	if (hooks)
+		g->bh = *hooks;
+	else
+		memset(&g->bh, 0, sizeof(g->bh));
 }
 
 static void zero_grad(gpu_model *g)
@@ -238,7 +254,8 @@ static int adamw(gpu_model *g, const adamw_config *a, float lr, float grad_scale
 	(void)errlen;
 	for (int k = 0; k < g->npieces; k++) {
 		const gpu_shard_piece *pc = &g->pieces[k];
-		adamw_update(a, g->arr[GPU_PARAMS] + pc->flat, g->grad_shard + pc->at,
+		size_t p = g->unit_params ? pc->at : pc->flat;
+		adamw_update(a, g->arr[GPU_PARAMS] + p, g->grad_shard + pc->at,
 		             g->arr[GPU_ADAM_M] + pc->at, g->arr[GPU_ADAM_V] + pc->at, pc->n, lr,
 		             grad_scale, pc->decay, t);
 	}
@@ -340,6 +357,7 @@ const gpu_backend *ty_gpu_backend(void)
 	    .model_bytes = model_bytes,
 	    .forward = forward,
 	    .backward = backward,
+	    .set_hooks = set_hooks,
 	    .zero_grad = zero_grad,
 	    .grads = grads,
 	    .grad_shard = grad_shard,

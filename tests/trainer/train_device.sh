@@ -9,8 +9,8 @@
 # device path itself through a CPU stand-in for the backend
 # (host_device.c): one rank and two data-parallel ranks (their gradients
 # summed on the staged comm, with ZeRO 0, 1 (the moments the shard's
-# alone) and 2 (no whole gradient either)) train as the CPU does, within
-# 1e-6, and runs
+# alone), 2 (no whole gradient either) and 3 (nor whole parameters)) train
+# as the CPU does, within 1e-6, and runs
 # checkpointed on the "device" resume on the CPU and under ZeRO 0. Training on a GPU
 # is checked by tests/gpu/run on a machine with one.
 set -uo pipefail
@@ -42,12 +42,12 @@ printf 'not a library' >"$TY_TMP/bad.so"
 refused 10 'could not load the GPU backend' "a file that is not a library" \
 	env TRAINYARD_GPU_BACKEND="$TY_TMP/bad.so" "$TRAIN_BIN" train --data-root "$DATA" \
 	--spec "$TY_TMP/spec.json" --device cuda
-refused 10 'data parallel with ZeRO 0 to 2 for now' "two tensor-parallel ranks" \
+refused 10 'data parallel only for now' "two tensor-parallel ranks" \
 	on_hostdev trainN 2 --spec "$TY_TMP/spec.json" --device cuda \
 	--set parallel.tensor_parallel=2 --set resources.ranks_per_node=2
-refused 10 'zero_stage 0 to 2 with several ranks' "two data-parallel ranks with ZeRO 3" \
+refused 10 'tensor and pipeline parallel 1, not 1x1x2' "two pipeline stages" \
 	on_hostdev trainN 2 --spec "$TY_TMP/spec.json" --device cuda \
-	--set parallel.data_parallel=2 --set parallel.zero_stage=3 --set resources.ranks_per_node=2
+	--set parallel.pipeline_parallel=2 --set resources.ranks_per_node=2
 
 backend=$(dirname "$TRAIN_BIN")/../lib/libtytrain-cuda.so
 if [[ ! -e $backend ]]; then
@@ -117,6 +117,26 @@ d=$(max_rel_diff "$TY_TMP/dev2z1b.m" "$TY_TMP/cpu2z2.m")
 check "and ZeRO 1 with two micro-batches too (max relative $d)" within "$d"
 check "ZeRO 2 holds less on its device than ZeRO 1 ($(model_bytes dev2z2) < $(model_bytes dev2z1b))" \
 	test "$(model_bytes dev2z2)" -lt "$(model_bytes dev2z1b)"
+# ZeRO 3: each rank keeps its shard of the parameters, gathering a unit as the model asks
+check "two ranks with ZeRO 3 on the stand-in" run dev2z3 2 --device cuda "${DP2[@]}" "${L4[@]}" \
+	--set parallel.zero_stage=3
+d=$(max_rel_diff "$TY_TMP/dev2z3.m" "$TY_TMP/cpu2z2.m")
+check "ZeRO 3 on the device path trains as on the CPU (max relative $d)" within "$d"
+# its three gather buffers are less than half the parameters from eight layers on
+L8=(--set model.layers=8 --stop-after 1)
+check "ZeRO 2 with eight layers, one step" run z2l8 2 --device cuda "${DP2[@]}" "${L8[@]}" \
+	--set parallel.zero_stage=2
+check "ZeRO 3 with eight layers, one step" run z3l8 2 --device cuda "${DP2[@]}" "${L8[@]}" \
+	--set parallel.zero_stage=3
+check "ZeRO 3 holds less on its device than ZeRO 2 ($(model_bytes z3l8) < $(model_bytes z2l8))" \
+	test "$(model_bytes z3l8)" -lt "$(model_bytes z2l8)"
+check "a ZeRO 3 run on the device path stopped after 5 steps" run stopz3 2 --device cuda \
+	"${DP2[@]}" "${L4[@]}" --set parallel.zero_stage=3 --stop-after 5
+check "its checkpoint resumes on the CPU under ZeRO 1" trainN 2 --spec "$TY_TMP/spec.json" \
+	--device cpu "${DP2[@]}" "${L4[@]}" --set parallel.zero_stage=1 --set training.steps=8 \
+	--ckpt-dir "$TY_TMP/stopz3.ck" --metrics "$TY_TMP/backz3.m"
+d=$(max_rel_diff "$TY_TMP/backz3.m" "$TY_TMP/cpu2z2.m")
+check "as an uninterrupted run (max relative $d)" within "$d"
 check "the device path stopped after 6 steps" run stop 2 --device cuda "${DP2[@]}" --stop-after 6
 check "its checkpoint resumes on the CPU" trainN 2 --spec "$TY_TMP/spec.json" --device cpu \
 	"${DP2[@]}" --set training.steps=8 --ckpt-dir "$TY_TMP/stop.ck" --metrics "$TY_TMP/back.m"

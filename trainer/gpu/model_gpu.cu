@@ -38,14 +38,39 @@ void gpu_layer_tensors(const gpu_model *m, void *base, size_t elem, int l, void 
 
 float *gpu_unit_grads(const gpu_model *m, int u)
 {
-	if (m->hooks && m->hooks->grads)
-		return m->hooks->grads(m->hooks->ctx, u);
+	if (m->hooks.grads)
+		return m->hooks.grads(m->hooks.ctx, u);
 	return m->arr[GPU_GRADS] + gpt_unit_offset(&m->cfg, u);
 }
 
-static void layer_tensors(const gpu_model *m, float *base, int l, float *t[P_COUNT])
+const float *gpu_unit_params(const gpu_model *m, int u)
 {
-	gpu_layer_tensors(m, base, sizeof(float), l, (void **)t);
+	if (m->unit_params)
+		return m->hooks.params(m->hooks.ctx, u);
+	return m->arr[GPU_PARAMS] + gpt_unit_offset(&m->cfg, u);
+}
+
+const void *gpu_unit_low(const gpu_model *m, int u, const float *p)
+{
+	if (!m->unit_params)
+		return (const char *)m->wlow + 2 * gpt_unit_offset(&m->cfg, u);
+	void *slot = m->low_slot[u == 0 ? 0 : 1 + (u & 1)];
+	gpu_lowp_from_f32(slot, p, gpt_unit_numel(&m->cfg, u), m->fmt);
+	return slot;
+}
+
+void gpu_model_set_hooks(gpu_model *m, const gpu_hooks *hooks)
+{
+	if (hooks)
+		m->hooks = *hooks;
+	else
+		memset(&m->hooks, 0, sizeof(m->hooks));
+}
+
+/* Layer l's parameters (gpu_unit_params: ZeRO 3 gathers the unit). */
+static void layer_params(const gpu_model *m, int l, float *t[P_COUNT])
+{
+	gpu_unit_tensors(m, (void *)gpu_unit_params(m, l + 1), sizeof(float), (void **)t);
 }
 
 /*
@@ -111,7 +136,7 @@ static int layer_forward(gpu_model *m, int l)
 	int B = m->B, T = m->T, N = m->N, C = m->C, NH = m->NH;
 	size_t NC = (size_t)N * C;
 	float *p[P_COUNT];
-	layer_tensors(m, m->arr[GPU_PARAMS], l, p);
+	layer_params(m, l, p);
 	acts *a = &m->layer[l];
 	const float *res = layer_input(m, l);
 	gpu_layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, res, p[P_LN1W], p[P_LN1B], N, C);
@@ -136,7 +161,7 @@ static int layer_backward(gpu_model *m, int l)
 {
 	int B = m->B, T = m->T, N = m->N, C = m->C, NH = m->NH;
 	float *p[P_COUNT], *g[P_COUNT];
-	layer_tensors(m, m->arr[GPU_PARAMS], l, p);
+	layer_params(m, l, p);
 	gpu_unit_tensors(m, gpu_unit_grads(m, l + 1), sizeof(float), (void **)g);
 	acts *a = &m->layer[l];
 	if (gpu_matmul_backward(m->dbt4c, g[P_FCPW], g[P_FCPB], m->dres, a->fchg, p[P_FCPW], N,
@@ -164,15 +189,15 @@ static int layer_backward(gpu_model *m, int l)
 static int fp32_forward(gpu_model *m, char *err, size_t errlen)
 {
 	int N = m->N, C = m->C;
-	const float *wte = m->arr[GPU_PARAMS];
 	for (int l = 0; l < m->L; l++)
 		if (layer_forward(m, l) < 0) {
 			snprintf(err, errlen, "cuBLASLt refused a matmul of layer %d", l);
 			return -1;
 		}
-	const float *fin = m->arr[GPU_PARAMS] + gpt_unit_offset(&m->cfg, m->L + 1);
+	const float *fin = gpu_unit_params(m, m->L + 1);
 	gpu_layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, layer_input(m, m->L), fin, fin + C,
 	                      N, C);
+	const float *wte = gpu_unit_params(m, 0); /* the LM head */
 	if (gpu_lmhead_forward(m->logits, m->lnf, wte, N, C, m->V, m->Vp) < 0) {
 		snprintf(err, errlen, "cuBLASLt refused the LM head");
 		return -1;
@@ -185,7 +210,7 @@ static int fp32_forward(gpu_model *m, char *err, size_t errlen)
 static int fp32_backward(gpu_model *m, float dloss, char *err, size_t errlen)
 {
 	int N = m->N, C = m->C;
-	const float *wte = m->arr[GPU_PARAMS];
+	const float *wte = gpu_unit_params(m, 0);
 	float *dwte = gpu_unit_grads(m, 0);
 	/* the loss and the LM head; the logits' buffer takes their gradient */
 	gpu_softmax_xent_backward(m->logits, m->logits, m->lse, m->targets, dloss / (float)N, N,
@@ -194,11 +219,11 @@ static int fp32_backward(gpu_model *m, float dloss, char *err, size_t errlen)
 		snprintf(err, errlen, "cuBLASLt refused the LM head's backward");
 		return -1;
 	}
-	size_t fin = gpt_unit_offset(&m->cfg, m->L + 1);
+	const float *fin = gpu_unit_params(m, m->L + 1);
 	float *dfin = gpu_unit_grads(m, m->L + 1);
 	cudaMemsetAsync(m->dres, 0, (size_t)N * C * sizeof(float));
-	gpu_layernorm_backward(m->dres, dfin, dfin + C, m->dbtc, layer_input(m, m->L),
-	                       m->arr[GPU_PARAMS] + fin, m->lnf_mean, m->lnf_rstd, N, C);
+	gpu_layernorm_backward(m->dres, dfin, dfin + C, m->dbtc, layer_input(m, m->L), fin,
+	                       m->lnf_mean, m->lnf_rstd, N, C);
 	unit_done(m, m->L + 1);
 	for (int l = m->L - 1; l >= 0; l--) {
 		if (layer_backward(m, l) < 0) {
@@ -272,19 +297,32 @@ int gpu_model_fits(const gpt_config *cfg, gpt_precision precision, char *err, si
 	return 0;
 }
 
+/* ZeRO 3, 16-bit: the values slot k of the 16-bit copy holds (unit 0, the largest other). */
+static size_t low_slot_len(const gpu_model *m, int k)
+{
+	size_t n = 0;
+	for (int u = k == 0 ? 0 : 1; u < (k == 0 ? 1 : m->L + 2); u++)
+		if (gpt_unit_numel(&m->cfg, u) > n)
+			n = gpt_unit_numel(&m->cfg, u);
+	return n;
+}
+
 /* Floats of the device array which. */
 static size_t array_len(const gpu_model *m, gpu_array which)
 {
 	bool moment = which == GPU_ADAM_M || which == GPU_ADAM_V;
 	if (which == GPU_GRADS && m->unit_grads)
 		return 0;
+	if (which == GPU_PARAMS && m->unit_params)
+		return m->shard_size;
 	return m->grad_shard && moment ? m->shard_size : m->np;
 }
 
 /* Floats allocated for the device array which (the padded blocks' reach). */
 static size_t array_alloc(const gpu_model *m, gpu_array which)
 {
-	bool flat = which == GPU_PARAMS || (which == GPU_GRADS && !m->unit_grads);
+	bool flat = (which == GPU_PARAMS && !m->unit_params) ||
+	            (which == GPU_GRADS && !m->unit_grads);
 	return m->grad_shard && flat ? m->reach : array_len(m, which);
 }
 
@@ -292,7 +330,8 @@ static size_t array_alloc(const gpu_model *m, gpu_array which)
 static cudaError_t shard_new(gpu_model *m, const gpu_shard *sh)
 {
 	m->npieces = sh->npieces;
-	m->unit_grads = sh->unit_grads;
+	m->unit_grads = sh->unit_grads || sh->unit_params;
+	m->unit_params = sh->unit_params;
 	m->shard_size = sh->size;
 	m->reach = sh->reach;
 	size_t np1 = (size_t)sh->npieces + 1; /* a rank may own no piece */
@@ -362,8 +401,10 @@ gpu_model *gpu_model_new(const gpt_config *cfg, int B, int T, gpt_precision prec
 		if (e == cudaSuccess)
 			e = cudaMemset(m->arr[k], 0, (n ? n : 1) * sizeof(float));
 	}
-	if (e == cudaSuccess && fmt != GPU_NO_LOWP)
+	if (e == cudaSuccess && fmt != GPU_NO_LOWP && !m->unit_params)
 		e = cudaMalloc(&m->wlow, m->np * 2);
+	for (int k = 0; k < 3 && e == cudaSuccess && fmt != GPU_NO_LOWP && m->unit_params; k++)
+		e = cudaMalloc(&m->low_slot[k], 2 * low_slot_len(m, k));
 	m->block_bytes = carve_all(m, NULL);
 	if (e == cudaSuccess)
 		e = cudaMalloc((void **)&m->inputs, stage_ints(m) * sizeof(int32_t));
@@ -403,6 +444,8 @@ void gpu_model_free(gpu_model *m)
 	for (int k = 0; k < 4; k++)
 		cudaFree(m->arr[k]);
 	cudaFree(m->wlow);
+	for (int k = 0; k < 3; k++)
+		cudaFree(m->low_slot[k]);
 	cudaFree(m->grad_shard);
 	cudaFree(m->piece_sq);
 	cudaFree(m->decay_span);
@@ -431,6 +474,8 @@ size_t gpu_model_bytes(const gpu_model *m)
 	size_t arrays = 0;
 	for (int k = 0; k < 4; k++)
 		arrays += array_alloc(m, (gpu_array)k) * sizeof(float);
+	for (int k = 0; k < 3; k++)
+		arrays += m->low_slot[k] ? 2 * low_slot_len(m, k) : 0;
 	return arrays + m->shard_size * sizeof(float) + (m->wlow ? m->np * 2 : 0) +
 	       stage_ints(m) * sizeof(int32_t) + m->block_bytes;
 }
@@ -472,9 +517,13 @@ int gpu_model_forward(gpu_model *m, const int32_t *inputs, const int32_t *target
                       char *err, size_t errlen)
 {
 	int N = m->N, C = m->C;
+	if (m->unit_params && !m->hooks.params) {
+		snprintf(err, errlen, "a model sharded by unit (ZeRO 3) needs its caller's hooks");
+		return -1;
+	}
 	if (put_batch(m, inputs, targets, err, errlen) < 0)
 		return -1;
-	const float *wte = m->arr[GPU_PARAMS];
+	const float *wte = gpu_unit_params(m, 0);
 	gpu_encoder_forward(m->enc, m->inputs, wte, wte + (size_t)m->Vp * C, m->B, m->T, C);
 	if (m->fmt == GPU_NO_LOWP) {
 		if (fp32_forward(m, err, errlen) < 0)
@@ -498,15 +547,13 @@ int gpu_model_forward(gpu_model *m, const int32_t *inputs, const int32_t *target
 	return 0;
 }
 
-int gpu_model_backward(gpu_model *m, float dloss, const gpu_backward_hooks *hooks, char *err,
-                       size_t errlen)
+int gpu_model_backward(gpu_model *m, float dloss, char *err, size_t errlen)
 {
 	int C = m->C, rc = 0;
-	if (m->unit_grads && !(hooks && hooks->grads)) {
-		snprintf(err, errlen, "a model of unit gradients (ZeRO 2) needs the backward's buffers");
+	if ((m->unit_grads && !m->hooks.grads) || (m->unit_params && !m->hooks.params)) {
+		snprintf(err, errlen, "a model sharded by unit (ZeRO 2, 3) needs its caller's hooks");
 		return -1;
 	}
-	m->hooks = hooks;
 	if (m->fmt == GPU_NO_LOWP) {
 		rc = fp32_backward(m, dloss, err, errlen);
 	} else if (lowp_model_backward(m, dloss) < 0) {
@@ -520,7 +567,6 @@ int gpu_model_backward(gpu_model *m, float dloss, const gpu_backward_hooks *hook
 		unit_done(m, 0);
 		rc = launched("the backward failed on the GPU", err, errlen);
 	}
-	m->hooks = NULL;
 	return rc;
 }
 
@@ -594,7 +640,8 @@ int gpu_model_adamw(gpu_model *m, const adamw_config *a, float lr, float grad_sc
 	for (int k = 0; k < m->npieces; k++) { /* a piece is of one tensor: one span */
 		const gpu_shard_piece *pc = &m->pieces[k];
 		void *low = m->wlow ? (char *)m->wlow + 2 * pc->flat : NULL; /* 16-bit values */
-		gpu_adamw_flat(m->arr[GPU_PARAMS] + pc->flat, low, m->grad_shard + pc->at,
+		size_t p = m->unit_params ? pc->at : pc->flat;
+		gpu_adamw_flat(m->arr[GPU_PARAMS] + p, low, m->grad_shard + pc->at,
 		               m->arr[GPU_ADAM_M] + pc->at, m->arr[GPU_ADAM_V] + pc->at, pc->n,
 		               m->decay_span + (pc->decay ? 1 : 0), 1, &args, m->fmt);
 	}

@@ -27,7 +27,9 @@
  *
  * Data parallel ranks with ZeRO 1 keep the moments of their shard alone
  * (gpu_shard), with ZeRO 2 no gradient array either (the backward writes
- * each unit's into its caller's buffer). Not yet here: ZeRO 3, tensor and pipeline
+ * each unit's into its caller's buffer), with ZeRO 3 the parameters of
+ * their shard alone (each unit's gathered by the caller as the model asks
+ * for it). Not yet here: tensor and pipeline
  * parallelism (gpt_part), activation recomputation.
  */
 #ifndef TY_MODEL_GPU_H
@@ -48,8 +50,9 @@ typedef struct gpu_model gpu_model;
 
 /*
  * The device arrays: gpt_num_params(cfg) floats each, but the moments of
- * a sharded model (gpu_shard), which are its shard's size, and the
- * gradients of a model of unit_grads, which has none (0 floats).
+ * a sharded model (gpu_shard), which are its shard's size, the
+ * gradients of a model of unit_grads, which has none (0 floats), and the
+ * parameters of a model of unit_params, its shard's size too.
  */
 typedef enum gpu_array { GPU_PARAMS = 0, GPU_GRADS, GPU_ADAM_M, GPU_ADAM_V } gpu_array;
 
@@ -77,9 +80,15 @@ typedef struct gpu_shard {
 	const gpu_shard_piece *pieces;
 	/*
 	 * ZeRO 2: the gradients go unit by unit into the caller's buffers
-	 * (gpu_backward_hooks' grads), and the model keeps no gradient array.
+	 * (gpu_hooks' grads), and the model keeps no gradient array.
 	 */
 	bool unit_grads;
+	/*
+	 * ZeRO 3 (with unit_grads): the model keeps the parameters of its
+	 * shard alone, in the shard's layout (the pieces' at), and reads each
+	 * unit's where gpu_hooks' params gathers it.
+	 */
+	bool unit_params;
 } gpu_shard;
 
 /*
@@ -114,33 +123,43 @@ size_t gpu_model_bytes(const gpu_model *m);
 int gpu_model_forward(gpu_model *m, const int32_t *inputs, const int32_t *targets, float *loss,
                       char *err, size_t errlen);
 /*
- * A backward's hooks, each called with ctx (both may be NULL):
- *   grads(u): where unit u's gradients of this backward accumulate (+=),
- *             device memory the caller zeroed, laid out as the unit's
- *             part of the flat array; the model asks before it writes
- *             them: unit 0 (the LM head, tied to the embeddings), L+1,
- *             L, ..., 1, then 0 again (the embeddings). NULL: the model's
- *             own gradient array.
- *   done(u):  unit u's gradients of this backward are all queued on the
- *             model's stream: units L+1, L, ..., 1, then 0, as
- *             gpt_backward ends them. A data-parallel caller starts the
- *             unit's reduction there, behind those kernels in stream
- *             order, while the rest of the backward runs.
- * The order is gpt_hooks' (gpt.h).
+ * How a model reaches its units (gpt.h) beyond its own arrays: gpt_hooks'
+ * calls, in gpt_hooks' order, each with ctx; any may be NULL.
+ *   params(u): unit u's fp32 parameters, device memory laid out as the
+ *              unit's part of the flat array (ZeRO 3: gathered into a
+ *              buffer of the caller's); valid until params() is asked
+ *              for the second unit of 1..L+1 after u (the 16-bit forward
+ *              reads the next layer's LayerNorm in the layer's), unit 0's
+ *              until the next step. NULL: the model's own array.
+ *   grads(u):  where unit u's gradients of a backward accumulate (+=),
+ *              device memory the caller zeroed, laid out as params'; asked
+ *              before the model writes them: unit 0 (the LM head, tied to
+ *              the embeddings), L+1, L, ..., 1, then 0 again. NULL: the
+ *              model's own gradient array.
+ *   done(u):   unit u's gradients of a backward are all queued on the
+ *              model's stream: units L+1, L, ..., 1, then 0. A
+ *              data-parallel caller starts the unit's reduction there,
+ *              behind those kernels in stream order, while the rest of
+ *              the backward runs.
  */
-typedef struct gpu_backward_hooks {
+typedef struct gpu_hooks {
 	void *ctx;
+	const float *(*params)(void *ctx, int unit);
 	float *(*grads)(void *ctx, int unit);
 	void (*done)(void *ctx, int unit);
-} gpu_backward_hooks;
+} gpu_hooks;
 
 /*
- * Gradients accumulate (+=) from the last forward; dloss as gpt_backward's;
- * hooks: where they go and who is told of each unit's end, or NULL. A
- * model sharded with unit_grads needs hooks->grads. RET 0 or -1.
+ * The model's hooks from now on (copied; NULL: none). A model sharded
+ * with unit_grads needs grads, with unit_params params too.
  */
-int gpu_model_backward(gpu_model *m, float dloss, const gpu_backward_hooks *hooks, char *err,
-                       size_t errlen);
+void gpu_model_set_hooks(gpu_model *m, const gpu_hooks *hooks);
+
+/*
+ * Gradients accumulate (+=) from the last forward; dloss as gpt_backward's.
+ * RET 0 or -1.
+ */
+int gpu_model_backward(gpu_model *m, float dloss, char *err, size_t errlen);
 /* Gradients and the step's loss (gpu_model_step_stats) to 0. */
 void gpu_model_zero_grad(gpu_model *m);
 /*
@@ -150,7 +169,10 @@ void gpu_model_zero_grad(gpu_model *m);
 float *gpu_model_grads(gpu_model *m);
 /* A sharded model's: the summed gradients of its shard (gpu_shard's size); else NULL. */
 float *gpu_model_grad_shard(gpu_model *m);
-/* The device's parameter array (fp32), which a sharded model's caller all-gathers. */
+/*
+ * The device's parameter array (fp32), which a sharded model's caller
+ * all-gathers (a model of unit_params: the shard, gathered unit by unit).
+ */
 float *gpu_model_params(gpu_model *m);
 /* After the parameters changed on the device outside the model: the 16-bit copy follows. */
 int gpu_model_params_sync(gpu_model *m, char *err, size_t errlen);

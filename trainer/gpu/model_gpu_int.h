@@ -74,18 +74,28 @@ struct gpu_model {
 	double *sumsq;   /* [1 + GPU_SUMSQ_BLOCKS] */
 	double
 	    *loss_acc; /* [1]: the step's summed micro-batch means (gpu_model_forward, loss NULL) */
-	bool unit_grads;                 /* ZeRO 2: no gradient array; the hooks' buffers */
-	const gpu_backward_hooks *hooks; /* during gpu_model_backward */
+	bool unit_grads;   /* ZeRO 2, 3: no gradient array; the hooks' buffers */
+	bool unit_params;  /* ZeRO 3: the parameters of the shard; each unit's from the hooks */
+	void *low_slot[3]; /* ZeRO 3, 16-bit: the 16-bit copy of the units asked for (unit 0's,
+	                      and the other units' in turn) */
+	gpu_hooks hooks;
 };
 
+/* Unit u's fp32 parameters: the hooks' (ZeRO 3), or the flat array's part. */
+const float *gpu_unit_params(const gpu_model *m, int u);
+/*
+ * Unit u's 16-bit working copy, of its fp32 parameters p (gpu_unit_params):
+ * the flat copy's part, or (ZeRO 3) p rounded into a slot of the model's.
+ */
+const void *gpu_unit_low(const gpu_model *m, int u, const float *p);
 /* Where unit u's gradients of this backward go: the hooks' buffer, or the flat array's part. */
 float *gpu_unit_grads(const gpu_model *m, int u);
 
 /* Unit u's gradients of this backward are all queued: tell the caller. */
 static inline void unit_done(const gpu_model *m, int u)
 {
-	if (m->hooks && m->hooks->done)
-		m->hooks->done(m->hooks->ctx, u);
+	if (m->hooks.done)
+		m->hooks.done(m->hooks.ctx, u);
 }
 
 /* The residual stream entering layer l (l == L: the final LayerNorm's input), fp32. */

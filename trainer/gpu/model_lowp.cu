@@ -33,20 +33,22 @@ typedef struct layer_ptrs {
 	float *pw[P_COUNT], *gw[P_COUNT];
 } layer_ptrs;
 
-/* grads: in the backward, which asks where the layer's gradients go (gpu_unit_grads) */
-static void layer_ptrs_of(gpu_model *m, int l, bool grads, layer_ptrs *lp)
-{
-	gpu_layer_tensors(m, m->wlow, 2, l, lp->lw);
-	gpu_layer_tensors(m, m->arr[GPU_PARAMS], sizeof(float), l, (void **)lp->pw);
-	memset(lp->gw, 0, sizeof(lp->gw));
-	if (grads)
-		gpu_unit_tensors(m, gpu_unit_grads(m, l + 1), sizeof(float), (void **)lp->gw);
-}
+/* What layer_ptrs_of fills besides the fp32 weights. */
+enum { LP_LOW = 1, LP_GRADS = 2 };
 
-/* The final LayerNorm's weight in the flat array a (its bias follows, C later). */
-static float *final_ln(gpu_model *m, float *a)
+/*
+ * Layer l's pointers: its fp32 weights, and as want says its 16-bit ones
+ * and (in the backward, which asks where they go) its gradients.
+ */
+static void layer_ptrs_of(gpu_model *m, int l, int want, layer_ptrs *lp)
 {
-	return a + gpt_unit_offset(&m->cfg, m->L + 1);
+	const float *p = gpu_unit_params(m, l + 1);
+	memset(lp, 0, sizeof(*lp));
+	gpu_unit_tensors(m, (void *)p, sizeof(float), (void **)lp->pw);
+	if (want & LP_LOW)
+		gpu_unit_tensors(m, (void *)gpu_unit_low(m, l + 1, p), 2, lp->lw);
+	if (want & LP_GRADS)
+		gpu_unit_tensors(m, gpu_unit_grads(m, l + 1), sizeof(float), (void **)lp->gw);
 }
 
 static int layer_forward(gpu_model *m, int l)
@@ -54,7 +56,7 @@ static int layer_forward(gpu_model *m, int l)
 	int B = m->B, T = m->T, N = m->N, C = m->C, NH = m->NH;
 	gpu_lowp f = m->fmt;
 	layer_ptrs p;
-	layer_ptrs_of(m, l, false, &p);
+	layer_ptrs_of(m, l, LP_LOW, &p);
 	acts *a = &m->layer[l];
 	if (gpu_lowp_matmul_forward(a->qkv, NULL, a->ln1, p.lw[P_QKVW], p.lw[P_QKVB], N, C, 3 * C,
 	                            3 * C, f) < 0)
@@ -75,7 +77,7 @@ static int layer_forward(gpu_model *m, int l)
 	void *out;
 	if (l + 1 < m->L) {
 		layer_ptrs next;
-		layer_ptrs_of(m, l + 1, false, &next);
+		layer_ptrs_of(m, l + 1, 0, &next); /* its LayerNorm alone */
 		acts *n = &m->layer[l + 1];
 		w = next.pw[P_LN1W];
 		b = next.pw[P_LN1B];
@@ -83,7 +85,7 @@ static int layer_forward(gpu_model *m, int l)
 		mean = n->ln1_mean;
 		rstd = n->ln1_rstd;
 	} else {
-		w = final_ln(m, m->arr[GPU_PARAMS]);
+		w = (float *)gpu_unit_params(m, m->L + 1);
 		b = w + C;
 		out = m->lnf;
 		mean = m->lnf_mean;
@@ -99,7 +101,7 @@ static int layer_backward(gpu_model *m, int l)
 	int B = m->B, T = m->T, N = m->N, C = m->C, NH = m->NH;
 	gpu_lowp f = m->fmt;
 	layer_ptrs p;
-	layer_ptrs_of(m, l, true, &p);
+	layer_ptrs_of(m, l, LP_LOW | LP_GRADS, &p);
 	acts *a = &m->layer[l];
 	float *cs = m->colsum;
 	if (gpu_lowp_matmul_backward(m->dbt4c, p.gw[P_FCPW], p.gw[P_FCPB], cs, m->dres_low, a->fchg,
@@ -128,7 +130,7 @@ int lowp_model_forward(gpu_model *m)
 	int N = m->N, C = m->C;
 	gpu_lowp f = m->fmt;
 	layer_ptrs first;
-	layer_ptrs_of(m, 0, false, &first);
+	layer_ptrs_of(m, 0, 0, &first);
 	acts *a0 = &m->layer[0];
 	/* m->enc is in place; layer 0's LayerNorm is the only one without a residual add */
 	gpu_residual_layernorm_forward(m->enc, a0->ln1, a0->ln1_mean, a0->ln1_rstd, m->enc, NULL,
@@ -137,8 +139,8 @@ int lowp_model_forward(gpu_model *m)
 		if (layer_forward(m, l) < 0)
 			return -1;
 	/* the LM head over wte's V real rows (the working copy's first rows) */
-	if (gpu_lowp_matmul_forward(m->logits, NULL, m->lnf, m->wlow, NULL, N, C, m->V, m->Vp, f) <
-	    0)
+	const void *wte = gpu_unit_low(m, 0, gpu_unit_params(m, 0));
+	if (gpu_lowp_matmul_forward(m->logits, NULL, m->lnf, wte, NULL, N, C, m->V, m->Vp, f) < 0)
 		return -1;
 	gpu_lowp_classifier(m->logits, m->dev_losses, m->lse, m->targets, N, m->V, m->Vp, f);
 	return 0;
@@ -149,11 +151,13 @@ int lowp_model_backward(gpu_model *m, float dloss)
 	int N = m->N, C = m->C;
 	gpu_lowp f = m->fmt;
 	/* the logits hold softmax - onehot: the loss's gradient is that times dloss / N */
+	const void *wte = gpu_unit_low(m, 0, gpu_unit_params(m, 0));
 	if (gpu_lowp_matmul_backward(m->dbtc, gpu_unit_grads(m, 0), NULL, NULL, m->logits, m->lnf,
-	                             m->wlow, NULL, dloss / (float)N, N, C, m->V, m->Vp, f) < 0)
+	                             wte, NULL, dloss / (float)N, N, C, m->V, m->Vp, f) < 0)
 		return -1;
 	cudaMemsetAsync(m->dres, 0, (size_t)N * C * sizeof(float));
-	float *w = final_ln(m, m->arr[GPU_PARAMS]), *g = gpu_unit_grads(m, m->L + 1);
+	const float *w = gpu_unit_params(m, m->L + 1);
+	float *g = gpu_unit_grads(m, m->L + 1);
 	gpu_lowp_layernorm_backward(m->dres, m->dres_low, g, g + C, m->colsum, m->dbtc,
 	                            layer_input(m, m->L), w, m->lnf_mean, m->lnf_rstd, N, C, f);
 	unit_done(m, m->L + 1);
