@@ -406,7 +406,7 @@ static int reduce_grads(train_gpu *g, char *err, size_t errlen)
 
 /*
  * The step's unscaled gradient norm and the mean loss of every rank, in
- * one all-reduce: under ZeRO 1 each rank's norm is of its shard, summed
+ * one all-reduce: under ZeRO 1-3 each rank's norm is of its shard, summed
  * over the ranks as the CPU runtime sums it. RET a train_exit.
  */
 static int norm_and_loss(train_gpu *g, int accum, float loss_scale, float *norm, float *loss,
