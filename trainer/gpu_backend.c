@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "layout.h"
+
 /* ../lib/libtytrain-cuda.so beside this program. RET 0, or -1. */
 static int beside_program(char *out, size_t outlen)
 {
@@ -32,7 +34,7 @@ const gpu_backend *gpu_backend_load(char *err, size_t errlen)
 	if (loaded)
 		return loaded;
 	char path[PATH_MAX];
-	const char *env = getenv("TRAINYARD_GPU_BACKEND");
+	const char *env = getenv(GPU_BACKEND_ENV);
 	if (env && *env)
 		snprintf(path, sizeof(path), "%s", env);
 	else if (beside_program(path, sizeof(path)) < 0) {

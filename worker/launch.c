@@ -162,8 +162,9 @@ done:
 
 bool launch_device_cuda(const jobspec *spec, const char *probe)
 {
+	const char *backend = getenv(GPU_BACKEND_ENV);
 	return spec->resources.gpus_per_node > 0 &&
-	       access(probe ? probe : LAUNCH_CUDA_PROBE, F_OK) == 0;
+	       (access(probe ? probe : LAUNCH_CUDA_PROBE, F_OK) == 0 || (backend && *backend));
 }
 
 char **launch_argv_shown(const launch_plan *p)

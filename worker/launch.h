@@ -69,8 +69,9 @@ char **launch_argv(const launch_plan *p);
 /*
  * Whether the job trains on GPUs: it asks for some (resources.gpus_per_node
  * > 0) and the node has an NVIDIA driver (probe, LAUNCH_CUDA_PROBE by
- * default, exists). A job that asks for GPUs on a node without one, such
- * as the local cluster's fake gres/gpu, trains on CPU ranks.
+ * default, exists) or names a GPU backend (GPU_BACKEND_ENV, lib/job/layout.h).
+ * A job that asks for GPUs on a node with neither, such as the local
+ * cluster's fake gres/gpu, trains on CPU ranks.
  */
 bool launch_device_cuda(const jobspec *spec, const char *probe);
 /*

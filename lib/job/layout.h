@@ -74,6 +74,16 @@ int layout_check(const layout *l, const layout_fit *fit, layout_problem *out);
 int layout_check_msg(const layout *l, const layout_fit *fit, char *err, size_t errlen);
 
 /*
+ * The environment variable naming the trainer's GPU backend library
+ * (trainer/gpu_backend.h) in place of the one built beside it. A node
+ * that sets it trains GPU jobs on that backend: the worker runtime asks
+ * for --device cuda there even without an NVIDIA driver
+ * (launch_device_cuda, worker/launch.h), as for the CPU stand-in of the
+ * tests.
+ */
+#define GPU_BACKEND_ENV "TRAINYARD_GPU_BACKEND"
+
+/*
  * Whether the trainer's GPU path (trainer/train_gpu.h) trains layout l:
  * data parallel only (ZeRO 0 to 3). The
  * trainer refuses another layout with --device cuda, and the worker

@@ -27,13 +27,8 @@ events() { jq -r "$1" "$TY_TMP/kill.events"; }
 	--events-out "$TY_TMP/kill.events" >/dev/null 2>&1
 	echo $? >"$TY_TMP/kill.rc") &
 runner=$!
-for ((i = 0; i < 6000; i++)); do
-	grep -q '"step":6,' "$TY_TMP/kill.log" 2>/dev/null && break
-	sleep 0.02
-done
-rank=$(pgrep -f "^[^ ]*trainyard-train train --spec $S" | tail -n 1)
-check_match "a trainer rank is found by its spec path" '^[0-9]+$' "$rank"
-[[ -n $rank ]] && kill -KILL "$rank"
+rank=$(kill_rank_at 6 "$TY_TMP/kill.log" "$S")
+check_match "a trainer rank is found by its spec path, and killed" '^[0-9]+$' "$rank"
 wait "$runner"
 check_eq "the job finishes (exit 0)" 0 "$(cat "$TY_TMP/kill.rc")"
 check_match "both launches ran on the GPU" '^cuda cuda$' \

@@ -66,3 +66,17 @@ max_rel_diff() {
 
 # within X LIMIT: X is a number no larger than LIMIT.
 within() { awk -v x="$1" -v l="$2" 'BEGIN { exit !(x != "none" && x + 0 <= l + 0) }'; }
+
+# kill_rank_at STEP LOG SPEC: once LOG has step STEP's metrics line (within
+# 120 s), SIGKILL the last trainyard-train rank started with --spec SPEC;
+# prints its pid ("" when none was found).
+kill_rank_at() {
+	local i rank
+	for ((i = 0; i < 6000; i++)); do
+		grep -q "\"step\":$1," "$2" 2>/dev/null && break
+		sleep 0.02
+	done
+	rank=$(pgrep -f "^[^ ]*trainyard-train train --spec $3" | tail -n 1)
+	[[ -n $rank ]] && kill -KILL "$rank"
+	echo "$rank"
+}

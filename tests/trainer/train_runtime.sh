@@ -5,6 +5,8 @@
 # continues from the checkpoint; a rank killed with SIGKILL, after which
 # the job finishes on the one rank left from its last checkpoint; a data
 # error that ends the run with no fallback; SIGTERM forwarded as a stop.
+# A GPU job on a node naming a backend (the CPU stand-in) trains on it, and
+# its ladder passes over what the GPU path does not train.
 #
 # Tolerance after a fallback: relative 1e-6 per step against an
 # uninterrupted run in the fallback's layout, as in train_reshard.sh (the
@@ -113,20 +115,15 @@ fi
 
 # ---- a rank killed: dp2 -> the auto ladder's dp1 on the one slot left ----
 # grad_accum 8 makes a step about 0.1 s, so the kill after step 6 lands
-# well before the checkpoint of step 10. The log is watched, every 20 ms:
-# it gets every line at once, the metrics come in batches.
+# well before the checkpoint of step 10. The log is watched, every 20 ms
+# (kill_rank_at): it gets every line at once, the metrics come in batches.
 with_spec "$TY_TMP/kill.json" '.parallel = {data_parallel: 2, micro_batch: 4, global_batch: 64}
 	| .resources.ranks_per_node = 2 | .training.steps = 12'
 S=$TY_TMP/kill.json
 (job kill "$S" >/dev/null 2>&1; echo $? >"$TY_TMP/kill.rc") &
 runner=$!
-for ((i = 0; i < 3000; i++)); do
-	grep -q '"step":6,' "$TY_TMP/kill.log" 2>/dev/null && break
-	sleep 0.02
-done
-rank=$(pgrep -f "^[^ ]*trainyard-train train --spec $S" | tail -n 1)
-check_match "a trainer rank is found by its spec path" '^[0-9]+$' "$rank"
-[[ -n $rank ]] && kill -KILL "$rank"
+rank=$(kill_rank_at 6 "$TY_TMP/kill.log" "$S")
+check_match "a trainer rank is found by its spec path, and killed" '^[0-9]+$' "$rank"
 wait "$runner"
 check_eq "the job finishes (exit 0)" 0 "$(cat "$TY_TMP/kill.rc")"
 check_eq "launch 1 ended with a rank lost: mpirun's 128 + SIGKILL" "137 rank_lost 1" \
@@ -152,6 +149,48 @@ d=$(max_rel_diff "$TY_TMP/kill-one.jsonl" "$TY_TMP/kill-2.jsonl")
 check "steps 6-12 match the uninterrupted run (max rel diff $d <= $TOL)" within "$d" "$TOL"
 check_eq "no trainer rank of this job is left" "" \
 	"$(pgrep -f "^[^ ]*trainyard-train train --spec $S")"
+
+# ---- a GPU job, on the backend's CPU stand-in ------------------------------
+# A node that names a GPU backend (TRAINYARD_GPU_BACKEND: here the stand-in
+# of tests/trainer/host_device.c) trains GPU jobs on it. dp3 with ZeRO 3;
+# a rank killed after step 6 leaves two slots, where the fallback tp2 fits
+# but the GPU path does not train it: the ladder passes over it to dp1.
+HOSTDEV=$(dirname "$TRAIN_BIN")/../tests/libty-hostdevice.so
+with_spec "$TY_TMP/gpu.json" '.parallel = {data_parallel: 3, zero_stage: 3, micro_batch: 4,
+		global_batch: 96}
+	| .resources = {nodes: 1, ranks_per_node: 3, gpus_per_node: 3} | .training.steps = 12
+	| .fault_tolerance.fallback = [{data_parallel: 1, tensor_parallel: 2, pipeline_parallel: 1},
+		{data_parallel: 1, tensor_parallel: 1, pipeline_parallel: 1}]'
+S=$TY_TMP/gpu.json
+(TRAINYARD_GPU_BACKEND=$HOSTDEV job gpu "$S" >/dev/null 2>&1; echo $? >"$TY_TMP/gpu.rc") &
+runner=$!
+rank=$(kill_rank_at 6 "$TY_TMP/gpu.log" "$S")
+check_match "a trainer rank of the GPU job is found, and killed" '^[0-9]+$' "$rank"
+wait "$runner"
+check_eq "the GPU job finishes (exit 0)" 0 "$(cat "$TY_TMP/gpu.rc")"
+check_eq "both launches asked for the device" 2 \
+	"$(grep -c 'trainyard-worker: launch [12]: mpirun .* --device cuda' "$TY_TMP/gpu.log")"
+check_eq "and trained on it: staged between three ranks, then alone" "staged none" \
+	"$(events gpu 'select(.event == "device") | .comm' | xargs)"
+check_match "a fallback event: rank_lost, 3 ranks -> 1, passing over tp2's 2" \
+	'^rank_lost 3 1 1 1 2$' "$(events gpu 'select(.kind == "fallback") | "\(.reason)
+	\(.from.ranks) \(.to.ranks) \(.to.data_parallel) \(.to.tensor_parallel) \(.healthy_slots)"' | xargs)"
+check_eq "launch 2 resumed at step 5" 5 \
+	"$(events gpu 'select(.kind == "trainer" and .event == "resumed") | .step')"
+launch_losses gpu 2 "$TY_TMP/gpu-2.jsonl"
+check "uninterrupted: 1 CPU rank, 12 steps" train1 --spec "$S" --set parallel.data_parallel=1 \
+	--set resources.ranks_per_node=1 --set resources.gpus_per_node=1 \
+	--set fault_tolerance.fallback=[] --metrics "$TY_TMP/gpu-one.jsonl"
+d=$(max_rel_diff "$TY_TMP/gpu-one.jsonl" "$TY_TMP/gpu-2.jsonl")
+check "steps 6-12 match it (max rel diff $d <= $TOL)" within "$d" "$TOL"
+# a GPU job whose own layout the GPU path does not train fails before any launch
+with_spec "$TY_TMP/gputp.json" '.parallel.tensor_parallel = 2
+	| .resources = {nodes: 1, ranks_per_node: 2, gpus_per_node: 2}'
+TRAINYARD_GPU_BACKEND=$HOSTDEV check_fails "a GPU job of tp2 fails as invalid_config (10)" 10 \
+	job gputp "$TY_TMP/gputp.json"
+check_eq "with no launch" "" "$(events gputp 'select(.kind == "launch") | .launch')"
+check_match "saying why" "the job's layout on GPUs: --device cuda trains data parallel only" \
+	"$(cat "$TY_TMP/gputp.log")"
 
 # ---- a data error: no fallback ------------------------------------------
 with_spec "$TY_TMP/data.json" ".parallel.data_parallel = 2 | .resources.ranks_per_node = 2

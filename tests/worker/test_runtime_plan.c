@@ -317,7 +317,13 @@ START_TEST(device_cuda_when_gpus_are_real)
 	s.resources.gpus_per_node = 2;
 	ck_assert(launch_device_cuda(&s, probe));
 	unlink(probe);
+	unsetenv(GPU_BACKEND_ENV);
 	ck_assert(!launch_device_cuda(&s, probe)); /* no driver */
+	setenv(GPU_BACKEND_ENV, "/opt/backend.so", 1);
+	ck_assert(launch_device_cuda(&s, probe)); /* a backend named instead */
+	setenv(GPU_BACKEND_ENV, "", 1);
+	ck_assert(!launch_device_cuda(&s, probe));
+	unsetenv(GPU_BACKEND_ENV);
 
 	launch_plan p = {.train_bin = "t",
 	                 .spec_path = "s.json",
