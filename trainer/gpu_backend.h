@@ -38,7 +38,7 @@ typedef struct gpu_backend {
 	int (*forward)(gpu_model *m, const int32_t *inputs, const int32_t *targets, float *loss,
 	               char *err, size_t errlen);
 	int (*backward)(gpu_model *m, float dloss, char *err, size_t errlen);
-	void (*set_hooks)(gpu_model *m, const gpu_hooks *hooks); /* data parallel's reach */
+	void (*set_hooks)(gpu_model *m, const gpt_hooks *hooks); /* data parallel's reach */
 	void (*zero_grad)(gpu_model *m);
 	float *(*grads)(gpu_model *m);      /* device memory: data parallel sums it */
 	float *(*grad_shard)(gpu_model *m); /* ZeRO 1-3: where the owned sums arrive */

@@ -381,11 +381,11 @@ static void unit_reduce(void *ctx, int u)
 /* The model's hooks, as the run's ZeRO stage needs them (none on one rank). */
 static void set_hooks(train_gpu *g)
 {
-	gpu_hooks h = {.ctx = g};
+	gpt_hooks h = {.ctx = g};
 	if (g->dev) {
 		h.params = g->zero == 3 ? unit_gathered : NULL;
 		h.grads = g->zero >= 2 ? unit_buffer : NULL;
-		h.done = unit_reduce;
+		h.grads_done = unit_reduce;
 	}
 	g->be->set_hooks(g->model, &h);
 }

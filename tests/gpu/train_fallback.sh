@@ -12,7 +12,6 @@ set -uo pipefail
 # shellcheck source=SCRIPTDIR/../trainer/lib.sh
 . "$(dirname "$0")/../trainer/lib.sh"
 
-WORKER_BIN=$(dirname "$TRAIN_BIN")/trainyard-worker
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 check "make the corpus" make_corpus
 spec "$TY_TMP/base.json"
@@ -20,26 +19,22 @@ S=$TY_TMP/kill.json
 jq '.parallel = {data_parallel: 2, zero_stage: 3, micro_batch: 4, global_batch: 64}
 	| .resources = {nodes: 1, ranks_per_node: 2, gpus_per_node: 2} | .training.steps = 12' \
 	"$TY_TMP/base.json" >"$S"
-events() { jq -r "$1" "$TY_TMP/kill.events"; }
 
-("$WORKER_BIN" run --spec "$S" --ckpt-dir "$TY_TMP/kill.ck" --data-root "$DATA" \
-	--metrics-out "$TY_TMP/kill.metrics" --log-out "$TY_TMP/kill.log" \
-	--events-out "$TY_TMP/kill.events" >/dev/null 2>&1
-	echo $? >"$TY_TMP/kill.rc") &
+(job kill "$S" >/dev/null 2>&1; echo $? >"$TY_TMP/kill.rc") &
 runner=$!
 rank=$(kill_rank_at 6 "$TY_TMP/kill.log" "$S")
 check_match "a trainer rank is found by its spec path, and killed" '^[0-9]+$' "$rank"
 wait "$runner"
 check_eq "the job finishes (exit 0)" 0 "$(cat "$TY_TMP/kill.rc")"
 check_match "both launches ran on the GPU" '^cuda cuda$' \
-	"$(events 'select(.event == "device") | .kind' | xargs)"
+	"$(events kill 'select(.event == "device") | .kind' | xargs)"
 check_eq "launch 1 ended with a rank lost" "rank_lost" \
-	"$(events 'select(.kind == "launch_end" and .launch == 1) | .class')"
+	"$(events kill 'select(.kind == "launch_end" and .launch == 1) | .class')"
 check_match "a fallback event: rank_lost, 2 ranks -> 1" '^rank_lost 2 1$' \
-	"$(events 'select(.kind == "fallback") | "\(.reason) \(.from.ranks) \(.to.ranks)"')"
+	"$(events kill 'select(.kind == "fallback") | "\(.reason) \(.from.ranks) \(.to.ranks)"')"
 check_eq "launch 2 resumed at step 5" 5 \
-	"$(events 'select(.kind == "trainer" and .event == "resumed") | .step')"
-jq -c 'select(.launch == 2)' "$TY_TMP/kill.metrics" >"$TY_TMP/kill-2.jsonl"
+	"$(events kill 'select(.kind == "trainer" and .event == "resumed") | .step')"
+launch_losses kill 2 "$TY_TMP/kill-2.jsonl"
 check_eq "its steps are 6 to 12" "$(seq 6 12 | xargs)" \
 	"$(losses "$TY_TMP/kill-2.jsonl" | cut -d' ' -f1 | xargs)"
 check "uninterrupted: 1 rank on the GPU, 12 steps" train1 --spec "$S" --device cuda \

@@ -27,7 +27,7 @@ struct gpu_model {
 	gpt_flat flat;
 	gpt_hooks flat_hooks; /* over the flat arrays */
 	gpt_hooks hooks;      /* the same, and each unit's end told to done */
-	gpu_hooks bh;         /* the caller's (gpu_model_set_hooks) */
+	gpt_hooks bh;         /* the caller's (gpu_model_set_hooks) */
 	bool unit_grads;      /* ZeRO 2, 3: no gradient array */
 	bool unit_params;     /* ZeRO 3: the parameters of the shard alone */
 	size_t np;
@@ -102,8 +102,8 @@ static float *unit_grads(void *ctx, int u)
 static void unit_done(void *ctx, int u)
 {
 	gpu_model *g = ctx;
-	if (g->bh.done)
-		g->bh.done(g->bh.ctx, u);
+	if (g->bh.grads_done)
+		g->bh.grads_done(g->bh.ctx, u);
 }
 
 static gpu_model *model_new(const gpt_config *cfg, int B, int T, gpt_precision precision,
@@ -189,7 +189,7 @@ static int backward(gpu_model *g, float dloss, char *err, size_t errlen)
 	return 0;
 }
 
-static void set_hooks(gpu_model *g, const gpu_hooks *hooks)
+static void set_hooks(gpu_model *g, const gpt_hooks *hooks)
 {
 	if (hooks)
 		g->bh = *hooks;

@@ -67,6 +67,24 @@ max_rel_diff() {
 # within X LIMIT: X is a number no larger than LIMIT.
 within() { awk -v x="$1" -v l="$2" 'BEGIN { exit !(x != "none" && x + 0 <= l + 0) }'; }
 
+WORKER_BIN=$(dirname "$TRAIN_BIN")/trainyard-worker
+
+# job NAME SPEC-FILE ARGS...: trainyard-worker run on the data root $DATA,
+# with its checkpoints and sinks in $TY_TMP/NAME.*
+job() {
+	local name=$1 spec=$2
+	shift 2
+	"$WORKER_BIN" run --spec "$spec" --ckpt-dir "$TY_TMP/$name.ck" --data-root "$DATA" \
+		--metrics-out "$TY_TMP/$name.metrics" --log-out "$TY_TMP/$name.log" \
+		--events-out "$TY_TMP/$name.events" "$@"
+}
+
+# events NAME JQ: the filter over the events of job NAME, one result a line
+events() { jq -r "$2" "$TY_TMP/$1.events"; }
+
+# launch_losses NAME N FILE: the "step loss" lines of job NAME's launch N, as a metrics file
+launch_losses() { jq -c "select(.launch == $2)" "$TY_TMP/$1.metrics" >"$3"; }
+
 # kill_rank_at STEP LOG SPEC: once LOG has step STEP's metrics line (within
 # 120 s), SIGKILL the last trainyard-train rank started with --spec SPEC;
 # prints its pid ("" when none was found).

@@ -18,25 +18,9 @@ set -uo pipefail
 # shellcheck source=SCRIPTDIR/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-WORKER_BIN=$(dirname "$TRAIN_BIN")/trainyard-worker
 TOL=1e-6
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 make_corpus
-
-# job NAME SPEC-FILE ARGS...: trainyard-worker with its sinks in $TY_TMP/NAME.*
-job() {
-	local name=$1 spec=$2
-	shift 2
-	"$WORKER_BIN" run --spec "$spec" --ckpt-dir "$TY_TMP/$name.ck" --data-root "$DATA" \
-		--metrics-out "$TY_TMP/$name.metrics" --log-out "$TY_TMP/$name.log" \
-		--events-out "$TY_TMP/$name.events" "$@"
-}
-
-# events NAME JQ: the filter over the events of job NAME, one result a line
-events() { jq -r "$2" "$TY_TMP/$1.events"; }
-
-# launch_losses NAME N FILE: the "step loss" lines of launch N, as a metrics file
-launch_losses() { jq -c "select(.launch == $2)" "$TY_TMP/$1.metrics" >"$3"; }
 
 # with_spec FILE JQ: the tiny job spec, changed by the jq filter
 with_spec() {

@@ -110,6 +110,26 @@ static int store(const char *tar, size_t len, size_t step, code_version_info *in
 	return rc;
 }
 
+/*
+ * A version of train.py stored (65536 bytes at a time), and the empty
+ * directory out (ROOT/unpacked) to unpack it into. RET out, opened.
+ */
+static int stored_for_unpack(code_version_info *info, char *out, size_t outlen)
+{
+	size_t cap = 1 << 20;
+	char *tar = malloc(cap), err[512] = "";
+	ck_assert_ptr_nonnull(tar);
+	size_t len = make_tar(tar, cap, "train.py");
+	uint64_t counted;
+	ck_assert_msg(store(tar, len, 65536, info, &counted, true, err) == 0, "%s", err);
+	free(tar);
+	snprintf(out, outlen, "%s/unpacked", root);
+	ck_assert_int_eq(mkdir(out, 0700), 0);
+	int dfd = open(out, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(dfd, 0);
+	return dfd;
+}
+
 START_TEST(a_version_is_stored_sealed_and_checked)
 {
 	size_t cap = 1 << 20;
@@ -188,16 +208,9 @@ END_TEST
 /* A version unpacks as it was packed; another hash, or a sealed file altered, unpacks nothing. */
 START_TEST(a_version_unpacks_for_an_attempt)
 {
-	size_t cap = 1 << 20;
-	char *tar = malloc(cap), err[512] = "", out[512];
-	size_t len = make_tar(tar, cap, "train.py");
+	char err[512] = "", out[512];
 	code_version_info info;
-	uint64_t counted;
-	ck_assert_int_eq(store(tar, len, 65536, &info, &counted, true, err), 0);
-	snprintf(out, sizeof(out), "%s/unpacked", root);
-	ck_assert_int_eq(mkdir(out, 0700), 0);
-	int dfd = open(out, O_RDONLY | O_DIRECTORY);
-	ck_assert_int_ge(dfd, 0);
+	int dfd = stored_for_unpack(&info, out, sizeof(out));
 	char cwd[512], after[512];
 	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
 	bundle_summary sum;
@@ -247,7 +260,6 @@ START_TEST(a_version_unpacks_for_an_attempt)
 	ck_assert_int_ne(lstat(p, &st), 0);
 	close(d2);
 	close(dfd);
-	free(tar);
 }
 END_TEST
 
@@ -260,15 +272,9 @@ END_TEST
  */
 START_TEST(a_granted_copy_unpacks_in_the_grantees_tree)
 {
-	size_t cap = 1 << 20;
-	char *tar = malloc(cap), err[512] = "", out[512], p[600], q[600];
-	size_t len = make_tar(tar, cap, "train.py");
+	char err[512] = "", out[512], p[600], q[600];
 	code_version_info info;
-	uint64_t counted;
-	ck_assert_int_eq(store(tar, len, 65536, &info, &counted, true, err), 0);
-	snprintf(out, sizeof(out), "%s/unpacked", root);
-	ck_assert_int_eq(mkdir(out, 0700), 0);
-	int dfd = open(out, O_RDONLY | O_DIRECTORY);
+	int dfd = stored_for_unpack(&info, out, sizeof(out));
 	bundle_summary sum;
 	/* no copy yet: the grantee's tree holds nothing to read */
 	ck_assert_int_eq(storage_tenant_dirs(root, GRANTEE, &self, err, sizeof(err)), 0);
@@ -307,7 +313,6 @@ START_TEST(a_granted_copy_unpacks_in_the_grantees_tree)
 	snprintf(q, sizeof(q), "%s/tenants/%s/granted/%s/%s", root, other, BUNDLE, VERSION);
 	ck_assert_int_eq(lstat(q, &b), -1);
 	close(dfd);
-	free(tar);
 }
 END_TEST
 

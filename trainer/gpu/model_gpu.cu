@@ -59,7 +59,7 @@ const void *gpu_unit_low(const gpu_model *m, int u, const float *p)
 	return slot;
 }
 
-void gpu_model_set_hooks(gpu_model *m, const gpu_hooks *hooks)
+void gpu_model_set_hooks(gpu_model *m, const gpt_hooks *hooks)
 {
 	if (hooks)
 		m->hooks = *hooks;

@@ -80,13 +80,13 @@ typedef struct gpu_shard {
 	const gpu_shard_piece *pieces;
 	/*
 	 * ZeRO 2: the gradients go unit by unit into the caller's buffers
-	 * (gpu_hooks' grads), and the model keeps no gradient array.
+	 * (the hooks' grads, gpu_model_set_hooks), and the model keeps no gradient array.
 	 */
 	bool unit_grads;
 	/*
 	 * ZeRO 3 (with unit_grads): the model keeps the parameters of its
 	 * shard alone, in the shard's layout (the pieces' at), and reads each
-	 * unit's where gpu_hooks' params gathers it.
+	 * unit's where the hooks' params gathers it.
 	 */
 	bool unit_params;
 } gpu_shard;
@@ -123,37 +123,26 @@ size_t gpu_model_bytes(const gpu_model *m);
 int gpu_model_forward(gpu_model *m, const int32_t *inputs, const int32_t *targets, float *loss,
                       char *err, size_t errlen);
 /*
- * How a model reaches its units (gpt.h) beyond its own arrays: gpt_hooks'
- * calls, in gpt_hooks' order, each with ctx; any may be NULL.
- *   params(u): unit u's fp32 parameters, device memory laid out as the
- *              unit's part of the flat array (ZeRO 3: gathered into a
- *              buffer of the caller's); valid until params() is asked
- *              for the second unit of 1..L+1 after u (the 16-bit forward
- *              reads the next layer's LayerNorm in the layer's), unit 0's
- *              until the next step. NULL: the model's own array.
- *   grads(u):  where unit u's gradients of a backward accumulate (+=),
- *              device memory the caller zeroed, laid out as params'; asked
- *              before the model writes them: unit 0 (the LM head, tied to
- *              the embeddings), L+1, L, ..., 1, then 0 again. NULL: the
- *              model's own gradient array.
- *   done(u):   unit u's gradients of a backward are all queued on the
- *              model's stream: units L+1, L, ..., 1, then 0. A
- *              data-parallel caller starts the unit's reduction there,
- *              behind those kernels in stream order, while the rest of
- *              the backward runs.
+ * The model's hooks from now on (copied; NULL: none): how it reaches its
+ * units beyond its own arrays, gpt_hooks (gpt.h), called in their order,
+ * on the device. Any may be NULL.
+ *   params(u):     unit u's fp32 parameters, device memory laid out as the
+ *                  unit's part of the flat array (ZeRO 3: gathered into a
+ *                  buffer of the caller's); valid until params() is asked
+ *                  for the second unit of 1..L+1 after u (the 16-bit
+ *                  forward reads the next layer's LayerNorm in the
+ *                  layer's), unit 0's until the next step. NULL: the
+ *                  model's own array.
+ *   grads(u):      where unit u's gradients of a backward accumulate (+=),
+ *                  device memory the caller zeroed, laid out as params';
+ *                  NULL: the model's own gradient array.
+ *   grads_done(u): unit u's gradients of a backward are all queued on the
+ *                  model's stream. A data-parallel caller starts the unit's
+ *                  reduction there, behind those kernels in stream order,
+ *                  while the rest of the backward runs.
+ * A model sharded with unit_grads needs grads, with unit_params params too.
  */
-typedef struct gpu_hooks {
-	void *ctx;
-	const float *(*params)(void *ctx, int unit);
-	float *(*grads)(void *ctx, int unit);
-	void (*done)(void *ctx, int unit);
-} gpu_hooks;
-
-/*
- * The model's hooks from now on (copied; NULL: none). A model sharded
- * with unit_grads needs grads, with unit_params params too.
- */
-void gpu_model_set_hooks(gpu_model *m, const gpu_hooks *hooks);
+void gpu_model_set_hooks(gpu_model *m, const gpt_hooks *hooks);
 
 /*
  * Gradients accumulate (+=) from the last forward; dloss as gpt_backward's.

@@ -78,7 +78,7 @@ struct gpu_model {
 	bool unit_params;  /* ZeRO 3: the parameters of the shard; each unit's from the hooks */
 	void *low_slot[3]; /* ZeRO 3, 16-bit: the 16-bit copy of the units asked for (unit 0's,
 	                      and the other units' in turn) */
-	gpu_hooks hooks;
+	gpt_hooks hooks;   /* gpu_model_set_hooks */
 };
 
 /* Unit u's fp32 parameters: the hooks' (ZeRO 3), or the flat array's part. */
@@ -94,8 +94,8 @@ float *gpu_unit_grads(const gpu_model *m, int u);
 /* Unit u's gradients of this backward are all queued: tell the caller. */
 static inline void unit_done(const gpu_model *m, int u)
 {
-	if (m->hooks.done)
-		m->hooks.done(m->hooks.ctx, u);
+	if (m->hooks.grads_done)
+		m->hooks.grads_done(m->hooks.ctx, u);
 }
 
 /* The residual stream entering layer l (l == L: the final LayerNorm's input), fp32. */
