@@ -17,7 +17,7 @@
 #include "gpu/device.h"
 #include "gpu/model_gpu.h"
 
-#define GPU_BACKEND_ABI    4
+#define GPU_BACKEND_ABI    5
 #define GPU_BACKEND_SYMBOL "ty_gpu_backend"
 #define GPU_BACKEND_FILE   "libtytrain-cuda.so"
 
@@ -29,15 +29,17 @@ typedef struct gpu_backend {
 	 * -1 with a message when none is visible.
 	 */
 	int (*open_device)(char *desc, size_t desclen, char *err, size_t errlen);
-	int (*model_fits)(const gpt_config *cfg, gpt_precision precision, char *err, size_t errlen);
+	int (*model_fits)(const gpt_config *cfg, int tp, gpt_precision precision, char *err,
+	                  size_t errlen);
 	gpu_model *(*model_new)(const gpt_config *cfg, int B, int T, gpt_precision precision,
-	                        const float *params, const gpu_shard *shard, char *err,
+	                        const float *params, const gpu_part *part, char *err,
 	                        size_t errlen);
 	void (*model_free)(gpu_model *m);
 	size_t (*model_bytes)(const gpu_model *m);
 	int (*forward)(gpu_model *m, const int32_t *inputs, const int32_t *targets, float *loss,
 	               char *err, size_t errlen);
 	int (*backward)(gpu_model *m, float dloss, char *err, size_t errlen);
+	int (*comm_error)(const gpu_model *m); /* the tensor group's failure, a COMM_ERR_* */
 	void (*set_hooks)(gpu_model *m, const gpt_hooks *hooks); /* data parallel's reach */
 	void (*zero_grad)(gpu_model *m);
 	float *(*grads)(gpu_model *m);      /* device memory: data parallel sums it */

@@ -50,55 +50,86 @@ static int own_devices(comm *world, int device)
 }
 
 /*
- * The data-parallel ranks' comm for device buffers: NCCL where every rank
- * has a GPU of its own and the backend has it, else through host memory
+ * A comm for device buffers over the ranks of world that share color
+ * (ordered by key): NCCL where every rank has a GPU of its own (own) and
+ * the backend has it, made over a host comm of those ranks that *boot
+ * keeps (NCCL's must outlive it), else through host memory
  * (comm_staged.h) over MPI. Collective over world. RET a train_exit.
  */
-static int device_comm(train_gpu *g, comm *world, int device, char *err, size_t errlen)
+static int device_comm(train_gpu *g, comm *world, int color, int key, int device, int own,
+                       comm **out, comm **boot, char *err, size_t errlen)
 {
-	int own = own_devices(world, device);
-	if (own < 0)
-		return comm_exit(world, own, err, errlen);
-	if (own && g->be->nccl_new) {
-		g->dev = g->be->nccl_new(world, device, err, errlen);
-		return g->dev ? TRAIN_OK : TRAIN_COMM;
-	}
 	comm *inner = NULL;
-	int rc = comm_split(world, 0, comm_rank(world), &inner);
+	int rc = comm_split(world, color, key, &inner);
 	if (rc)
 		return comm_exit(world, rc, err, errlen);
-	g->dev = comm_staged_new(inner, g->be->staging(), err, errlen);
-	return g->dev ? TRAIN_OK : TRAIN_OOM;
+	if (own && g->be->nccl_new) {
+		*boot = inner;
+		*out = g->be->nccl_new(inner, device, err, errlen);
+		return *out ? TRAIN_OK : TRAIN_COMM;
+	}
+	*out = comm_staged_new(inner, g->be->staging(), err, errlen);
+	return *out ? TRAIN_OK : TRAIN_OOM;
 }
 
 /*
- * The units of the model for this rank of P: each one's place in the flat
- * arrays and its padded block (dp_partition's), and under ZeRO 1 where
- * the block lands in the shard and the owned pieces, one tensor each, in
- * flat order (the CPU runtime's update segments). RET 0, or -1 out of
- * memory.
+ * The groups of the grid (mp.h's colours, pp 1): on the device, the
+ * data-parallel one (gradients) and the tensor one (inside the model);
+ * on the host, the data-parallel one (the upload's sums). Collective over
+ * world. RET a train_exit.
  */
-static int units_cut(train_gpu *g, const gpt_config *cfg, int P, int rank, int stage)
+static int device_groups(train_gpu *g, comm *world, int device, char *err, size_t errlen)
 {
-	int U = gpt_num_units(cfg);
-	bool sharded = stage >= 1;
-	gpt_tensor *t = calloc(GPT_MAX_TENSORS, sizeof(*t));
-	gpu_shard_piece *pc = calloc(GPT_MAX_TENSORS, sizeof(*pc));
+	const mp_grid *m = &g->grid;
+	int own = own_devices(world, device), rc = TRAIN_OK;
+	if (own < 0)
+		return comm_exit(world, own, err, errlen);
+	if (m->dp > 1) {
+		rc = device_comm(g, world, m->tp_rank, m->dp_rank, device, own, &g->dev,
+		                 &g->boot[0], err, errlen);
+		int src =
+		    rc == TRAIN_OK ? comm_split(world, m->tp_rank, m->dp_rank, &g->host_dp) : 0;
+		if (src)
+			rc = comm_exit(world, src, err, errlen);
+	}
+	if (rc == TRAIN_OK && m->tp > 1)
+		rc = device_comm(g, world, m->dp_rank, m->tp_rank, device, own, &g->tp_dev,
+		                 &g->boot[1], err, errlen);
+	return rc;
+}
+
+/*
+ * The units of this rank's layout over its P data-parallel peers: each
+ * one's place in the local flat arrays and its padded block
+ * (dp_partition's); under ZeRO 1 to 3 where the block lands in the shard
+ * and the owned pieces, one tensor each, in flat order (the CPU runtime's
+ * update segments); and the norm's pieces, the owned range of the tensors
+ * its tensor rank owns (mp.h), where the gradient keeps them (the shard,
+ * or the flat array). RET 0, or -1 out of memory.
+ */
+static int units_cut(train_gpu *g, int P, int rank, int stage)
+{
+	const mp_layout *lay = g->lay;
+	int U = lay->nunits;
+	bool sharded = P > 1 && stage >= 1;
+	gpu_shard_piece *pc = calloc((size_t)lay->ntensors + 1, sizeof(*pc));
+	gpu_shard_piece *norm = calloc((size_t)lay->ntensors + 1, sizeof(*norm));
 	g->unit_off = calloc((size_t)U, sizeof(size_t));
 	g->unit_numel = calloc((size_t)U, sizeof(size_t));
 	g->unit_block = calloc((size_t)U, sizeof(size_t));
 	g->unit_at = calloc((size_t)U, sizeof(size_t));
 	g->unit_req = calloc((size_t)U, sizeof(comm_request));
-	if (!t || !pc || !g->unit_off || !g->unit_numel || !g->unit_block || !g->unit_at ||
+	if (!pc || !norm || !g->unit_off || !g->unit_numel || !g->unit_block || !g->unit_at ||
 	    !g->unit_req) {
-		free(t);
 		free(pc);
+		free(norm);
 		return -1;
 	}
-	int nt = gpt_tensors(cfg, t, GPT_MAX_TENSORS), n = 0;
-	size_t at = 0, reach = gpt_num_params(cfg);
+	int n = 0, nn = 0;
+	size_t at = 0, reach = lay->nparams;
 	for (int u = 0; u < U; u++) {
-		size_t off = gpt_unit_offset(cfg, u), numel = gpt_unit_numel(cfg, u);
+		const mp_unit *un = &lay->units[u];
+		size_t off = un->offset, numel = un->numel;
 		dp_range own = dp_partition(numel, P, rank);
 		g->unit_off[u] = off;
 		g->unit_numel[u] = numel;
@@ -106,27 +137,35 @@ static int units_cut(train_gpu *g, const gpt_config *cfg, int P, int rank, int s
 		g->unit_at[u] = at;
 		if (off + (size_t)P * g->unit_block[u] > reach)
 			reach = off + (size_t)P * g->unit_block[u];
-		for (int k = 0; sharded && k < nt; k++) {
-			if (t[k].unit != u)
-				continue;
-			size_t tb = t[k].offset - off, te = tb + t[k].numel;
+		for (int k = un->first_tensor; k < un->first_tensor + un->ntensors; k++) {
+			const mp_tensor *t = &lay->tensors[k];
+			size_t tb = t->offset - off, te = tb + t->numel;
 			size_t b = tb > own.begin ? tb : own.begin, e = te < own.end ? te : own.end;
-			if (b < e)
-				pc[n++] = (gpu_shard_piece){off + b, at + (b - own.begin), e - b,
-				                            t[k].decay};
+			if (b >= e)
+				continue;
+			gpu_shard_piece piece = {off + b, sharded ? at + (b - own.begin) : off + b,
+			                         e - b, t->t.decay};
+			if (sharded)
+				pc[n++] = piece;
+			if (t->owner)
+				norm[nn++] = piece;
 		}
 		at += g->unit_block[u];
 	}
-	free(t);
 	g->nunits = U;
 	g->sharded = sharded;
-	g->zero = stage;
+	g->zero = P > 1 ? stage : 0;
 	g->shard = (gpu_shard){.size = at,
 	                       .reach = reach,
 	                       .npieces = n,
 	                       .pieces = pc,
-	                       .unit_grads = stage >= 2,
-	                       .unit_params = stage == 3};
+	                       .unit_grads = sharded && stage >= 2,
+	                       .unit_params = sharded && stage == 3};
+	g->part = (gpu_part){.tp = g->grid.tp,
+	                     .tp_comm = g->tp_dev,
+	                     .shard = sharded ? &g->shard : NULL,
+	                     .nnorm = nn,
+	                     .norm = norm};
 	return 0;
 }
 
@@ -161,31 +200,28 @@ static int unit_buffers(train_gpu *g, int P)
 	return 0;
 }
 
-int train_gpu_open(train_gpu *g, const train_config *tc, comm *world, const adamw_config *adam,
-                   char *err, size_t errlen)
+int train_gpu_open(train_gpu *g, const train_config *tc, comm *world, const mp_grid *grid,
+                   const adamw_config *adam, char *err, size_t errlen)
 {
 	memset(g, 0, sizeof(*g));
 	const layout *l = &tc->run;
-	int P = comm_size(world);
 	char why[256];
 	if (!layout_on_device(l, why, sizeof(why))) {
 		snprintf(err, errlen, "--device cuda trains %s", why);
 		return TRAIN_INVALID_CONFIG;
 	}
-	if (l->data_parallel != P) {
-		snprintf(err, errlen,
-		         "--device cuda: the layout's %d data-parallel ranks are not the %d "
-		         "ranks of the world",
-		         l->data_parallel, P);
-		return TRAIN_INVALID_CONFIG;
-	}
 	if (!(g->be = gpu_backend_load(err, errlen)) ||
-	    g->be->model_fits(&tc->model, tc->precision, err, errlen) < 0)
+	    g->be->model_fits(&tc->model, l->tensor_parallel, tc->precision, err, errlen) < 0)
 		return TRAIN_INVALID_CONFIG;
+	g->grid = *grid;
+	if (!(g->lay = mp_layout_new(&tc->model, grid->tp, grid->tp_rank, 1, 0, err, errlen)))
+		return strstr(err, "out of memory") ? TRAIN_OOM : TRAIN_INVALID_CONFIG;
 	int device = g->be->open_device(g->device, sizeof(g->device), err, errlen);
-	if (device < 0)
+	if (device < 0) {
+		train_gpu_close(g);
 		return TRAIN_INTERNAL;
-	size_t np = gpt_num_params(&tc->model), N = (size_t)l->micro_batch * tc->model.max_seq_len;
+	}
+	size_t np = g->lay->nparams, N = (size_t)l->micro_batch * tc->model.max_seq_len;
 	g->in = malloc(2 * N * sizeof(int32_t));
 	for (int k = 0; k < 3; k++)
 		g->stage[k] = malloc(np * sizeof(float));
@@ -194,23 +230,21 @@ int train_gpu_open(train_gpu *g, const train_config *tc, comm *world, const adam
 		snprintf(err, errlen, "out of memory for the GPU path's host buffers");
 		return TRAIN_OOM;
 	}
-	if (P > 1 && units_cut(g, &tc->model, P, comm_rank(world), l->zero_stage) < 0) {
-		train_gpu_close(g);
-		snprintf(err, errlen, "out of memory for the GPU path's unit tables");
-		return TRAIN_OOM;
-	}
-	if (P > 1 && l->zero_stage >= 2 && unit_buffers(g, P) < 0) {
-		train_gpu_close(g);
-		snprintf(err, errlen, "out of device memory for ZeRO %d's unit buffers",
-		         l->zero_stage);
-		return TRAIN_OOM;
-	}
 	g->tg = g->in + N;
 	g->tc = tc;
 	g->adam = *adam;
 	g->host = world;
 	g->on = true;
-	int rc = P > 1 ? device_comm(g, world, device, err, errlen) : TRAIN_OK;
+	int rc = grid->world > 1 ? device_groups(g, world, device, err, errlen) : TRAIN_OK;
+	if (rc == TRAIN_OK && grid->world > 1 &&
+	    units_cut(g, grid->dp, grid->dp_rank, l->zero_stage) < 0) {
+		snprintf(err, errlen, "out of memory for the GPU path's unit tables");
+		rc = TRAIN_OOM;
+	}
+	if (rc == TRAIN_OK && g->zero >= 2 && unit_buffers(g, grid->dp) < 0) {
+		snprintf(err, errlen, "out of device memory for ZeRO %d's unit buffers", g->zero);
+		rc = TRAIN_OOM;
+	}
 	if (rc != TRAIN_OK)
 		train_gpu_close(g);
 	return rc;
@@ -243,8 +277,8 @@ int train_gpu_upload(train_gpu *g, const dp_runtime *dp, char *err, size_t errle
 	 * shard's layout), and the moments of all (ZeRO 0) or of its own
 	 * ranges, in the shard's layout (ZeRO 1-3).
 	 */
-	size_t np = gpt_num_params(&g->tc->model);
-	int P = comm_size(g->host), rc;
+	size_t np = g->lay->nparams;
+	int P = g->grid.dp, rc;
 	int gathered = g->zero == 3 ? 0 : g->sharded ? 1 : 3; /* arrays assembled whole */
 	for (int k = 0; P > 1 && k < 3; k++)
 		memset(g->stage[k], 0, np * sizeof(float));
@@ -255,15 +289,15 @@ int train_gpu_upload(train_gpu *g, const dp_runtime *dp, char *err, size_t errle
 		memcpy(g->stage[1] + stage_at(g, 1, u, r), dp_owned_m(dp, u), n);
 		memcpy(g->stage[2] + stage_at(g, 2, u, r), dp_owned_v(dp, u), n);
 	}
-	/* the ranges are disjoint: their sum is the whole, on every rank */
+	/* the ranges are disjoint: their sum over the data-parallel group is the whole */
 	for (int k = 0; P > 1 && k < gathered; k++)
-		if ((rc = comm_allreduce_sum(g->host, g->stage[k], np)))
-			return comm_exit(g->host, rc, err, errlen);
+		if ((rc = comm_allreduce_sum(g->host_dp, g->stage[k], np)))
+			return comm_exit(g->host_dp, rc, err, errlen);
 	g->opt_step = dp_opt_step(dp);
 	if (!g->model) {
 		g->model = g->be->model_new(&g->tc->model, g->tc->run.micro_batch,
 		                            g->tc->model.max_seq_len, g->tc->precision, g->stage[0],
-		                            g->sharded ? &g->shard : NULL, err, errlen);
+		                            g->grid.world > 1 ? &g->part : NULL, err, errlen);
 		if (!g->model)
 			return device_status(err);
 		set_hooks(g);
@@ -405,24 +439,27 @@ static int reduce_grads(train_gpu *g, char *err, size_t errlen)
 }
 
 /*
- * The step's unscaled gradient norm and the mean loss of every rank, in
- * one all-reduce: under ZeRO 1-3 each rank's norm is of its shard, summed
- * over the ranks as the CPU runtime sums it. RET a train_exit.
+ * The step's unscaled gradient norm and the mean loss of the
+ * data-parallel replicas, in one all-reduce over the world: with several
+ * ranks each one's norm is of its pieces (units_cut), summed as the CPU
+ * runtime sums it; a tensor group's ranks have the same loss, and its
+ * rank 0 counts it, as on the CPU. RET a train_exit.
  */
 static int norm_and_loss(train_gpu *g, int accum, float loss_scale, float *norm, float *loss,
                          char *err, size_t errlen)
 {
-	int P = comm_size(g->host), rc;
+	int rc;
+	bool several = g->grid.world > 1;
 	double sq = 0.0, loss_sum = 0.0;
 	if (g->be->step_stats(g->model, &sq, &loss_sum, err, errlen) < 0)
 		return device_status(err);
 	double unscale = 1.0 / loss_scale;
-	float pair[2] = {g->sharded ? (float)(sq * unscale * unscale) : 0.0f,
-	                 (float)(loss_sum / accum)};
-	if (P > 1 && (rc = comm_allreduce_sum(g->host, pair, 2)))
+	float pair[2] = {several ? (float)(sq * unscale * unscale) : 0.0f,
+	                 g->grid.tp_rank == 0 ? (float)(loss_sum / accum) : 0.0f};
+	if (several && (rc = comm_allreduce_sum(g->host, pair, 2)))
 		return comm_exit(g->host, rc, err, errlen);
-	*norm = g->sharded ? sqrtf(pair[0]) : (float)(sqrt(sq) / loss_scale);
-	*loss = pair[1] / (float)P;
+	*norm = several ? sqrtf(pair[0]) : (float)(sqrt(sq) / loss_scale);
+	*loss = pair[1] / (float)g->grid.dp;
 	return TRAIN_OK;
 }
 
@@ -455,7 +492,7 @@ int train_gpu_step(train_gpu *g, int accum, train_gpu_batch_fn next, void *ctx, 
                    char *err, size_t errlen)
 {
 	const gpu_backend *be = g->be;
-	int P = comm_size(g->host), rc;
+	int P = g->grid.dp, rc;
 	be->zero_grad(g->model);
 	/*
 	 * The device runs ahead: the host reads the next micro-batch meanwhile.
@@ -471,7 +508,9 @@ int train_gpu_step(train_gpu *g, int accum, train_gpu_batch_fn next, void *ctx, 
 		    be->backward(g->model, loss_scale / (float)(accum * P), err, errlen) < 0) {
 			char ignored[256];
 			reduce_grads(g, ignored, sizeof(ignored)); /* nothing may stay in flight */
-			return device_status(err);
+			int tp_rc = be->comm_error(g->model);
+			return tp_rc ? comm_exit(g->tp_dev, tp_rc, err, errlen)
+			             : device_status(err);
 		}
 	}
 	memset(info, 0, sizeof(*info));
@@ -503,9 +542,14 @@ size_t train_gpu_bytes(const train_gpu *g)
 
 void train_gpu_close(train_gpu *g)
 {
-	comm_free(g->dev);
 	if (g->model)
 		g->be->model_free(g->model);
+	comm_free(g->dev);
+	comm_free(g->tp_dev);
+	for (int k = 0; k < 2; k++)
+		comm_free(g->boot[k]);
+	comm_free(g->host_dp);
+	mp_layout_free(g->lay);
 	free(g->in);
 	for (int k = 0; k < 3; k++)
 		free(g->stage[k]);
@@ -519,5 +563,6 @@ void train_gpu_close(train_gpu *g)
 	free(g->unit_block);
 	free(g->unit_at);
 	free((void *)g->shard.pieces);
+	free((void *)g->part.norm);
 	memset(g, 0, sizeof(*g));
 }

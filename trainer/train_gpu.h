@@ -2,7 +2,9 @@
  * train_gpu.h - a run's model on a GPU (trainyard-train --device cuda).
  *
  * One rank, or data parallel with ZeRO 0 to 3, in fp32, bf16 or fp16
- * (training.precision): each rank's whole model and its gradients live
+ * (training.precision), and tensor parallel in fp32 (dp x tp ranks,
+ * mp.h's grid): each rank's model (its tensor rank's slice, mp.h's local
+ * layout) and its gradients live
  * on its device (gpu_backend.h), and the AdamW moments of what it
  * updates: everything under ZeRO 0, where the ranks all-reduce their
  * gradients and each updates the whole model; its shard under ZeRO 1
@@ -16,13 +18,16 @@
  * are all-gathered into one of three buffers as the model asks for them
  * (forward and backward alike), so no rank keeps a whole model either. Each unit's reduction starts
  * in the step's last backward, as the model ends that unit's gradients, and runs while the backward
- * goes on. The ranks communicate on NCCL where every rank has a GPU of its own (and the backend was
- * built with it), else on a staged comm (comm_staged.h: device buffers through pinned host memory
- * over MPI), which works whether or not the ranks share a GPU. The data-parallel runtime (zero.h)
- * keeps the host copies that checkpoints, resumes and exports read and write, so a checkpoint is
- * the same whichever device wrote it: a CPU run resumes on a GPU and back. train_gpu_upload puts
- * the runtime's state on the device (at start, after a resume); train_gpu_download brings it back
- * (before a checkpoint or an export).
+ * goes on. A tensor group sums its partial activations and their gradients inside the forward and
+ * the backward, on a comm of its own (the model's, gpu_part). The ranks communicate on NCCL where
+ * every rank has a GPU of its own (and the backend was built with it), else on staged comms
+ * (comm_staged.h: device buffers through pinned host memory over MPI), which work whether or not
+ * the ranks share a GPU. The gradient norm is every rank's share (gpu_part's norm pieces: its
+ * data-parallel range of the tensors its tensor rank owns) summed over the world, as the CPU's. The
+ * data-parallel runtime (zero.h) keeps the host copies that checkpoints, resumes and exports read
+ * and write, so a checkpoint is the same whichever device wrote it: a CPU run resumes on a GPU and
+ * back. train_gpu_upload puts the runtime's state on the device (at start, after a resume);
+ * train_gpu_download brings it back (before a checkpoint or an export).
  */
 #ifndef TY_TRAIN_GPU_H
 #define TY_TRAIN_GPU_H
@@ -32,6 +37,7 @@
 
 #include "comm.h"
 #include "gpu_backend.h"
+#include "mp.h"
 #include "optim.h"
 #include "train_config.h"
 #include "zero.h"
@@ -44,10 +50,15 @@ typedef struct train_gpu {
 	adamw_config adam;
 	int opt_step;     /* the last applied update */
 	int32_t *in, *tg; /* one micro-batch */
+	mp_grid grid;     /* dp x tp ranks (pp 1) */
+	mp_layout *lay;   /* this tensor rank's slice of the model */
 	/* data parallel: the gradients' reductions (device buffers, "nccl" or "staged") */
 	comm *dev;
-	comm *host;      /* the world, for the loss (host memory); borrowed */
-	float *stage[3]; /* params, m, v on the host, gpt_num_params floats each */
+	comm *tp_dev;    /* tensor parallel: the tensor group's sums inside the model */
+	comm *boot[2];   /* NCCL's: the host comms dev and tp_dev were made over */
+	comm *host;      /* the world, for the loss and the norm (host memory); borrowed */
+	comm *host_dp;   /* the data-parallel group on the host (upload), or NULL (dp 1) */
+	float *stage[3]; /* params, m, v on the host, the layout's nparams floats each */
 	/* several ranks: each unit's flat offset and size, padded block, shard offset */
 	int nunits;
 	size_t *unit_off, *unit_numel, *unit_block, *unit_at;
@@ -59,6 +70,7 @@ typedef struct train_gpu {
 	int accum;       /* the step's micro-batches */
 	int backward;    /* backward passes ended in this step */
 	gpu_shard shard; /* what the device model is told (pieces owned here) */
+	gpu_part part;   /* the same, its tensor group and the norm's pieces */
 	/*
 	 * ZeRO 2 and 3: the gradient buffers on the device, and ZeRO 3's
 	 * parameter buffers: unit 0's, and two the other units take in turn.
@@ -73,14 +85,15 @@ typedef struct train_gpu {
 
 /*
  * Check the run fits the GPU path (layout_on_device), load the backend
- * and open this rank's
- * device; with several ranks, a staged comm over world (collective).
+ * and open this rank's device, rank grid->rank of world; with several
+ * ranks, the device comms of its data-parallel and tensor groups
+ * (collective over world).
  * OUT: *g (zeroed first). RET a train_exit: TRAIN_OK; TRAIN_INVALID_CONFIG
  * (another layout or precision, a backend that is not built);
  * TRAIN_INTERNAL (no usable device); TRAIN_COMM. err says why.
  */
-int train_gpu_open(train_gpu *g, const train_config *tc, comm *world, const adamw_config *adam,
-                   char *err, size_t errlen);
+int train_gpu_open(train_gpu *g, const train_config *tc, comm *world, const mp_grid *grid,
+                   const adamw_config *adam, char *err, size_t errlen);
 
 /* Copy dp's state to the device, allocating the model the first time. RET a train_exit. */
 int train_gpu_upload(train_gpu *g, const dp_runtime *dp, char *err, size_t errlen);

@@ -629,12 +629,14 @@ static int open_device(run *r)
 	if (!r->o->cuda)
 		return TRAIN_OK;
 	adamw_config a = run_adamw(r->tc);
-	int rc = train_gpu_open(&r->gpu, r->tc, r->c, &a, r->err, sizeof(r->err));
+	int rc = train_gpu_open(&r->gpu, r->tc, r->c, &r->grid, &a, r->err, sizeof(r->err));
 	if (rc != TRAIN_OK)
 		return fail(r, rc, "cannot train on a GPU");
 	metrics_emit(&r->met, "event",
-	             json_pack("{s:s, s:s, s:s, s:s}", "event", "device", "kind", "cuda", "name",
-	                       r->gpu.device, "comm", r->gpu.dev ? comm_name(r->gpu.dev) : "none"));
+	             json_pack("{s:s, s:s, s:s, s:s, s:s}", "event", "device", "kind", "cuda",
+	                       "name", r->gpu.device, "comm",
+	                       r->gpu.dev ? comm_name(r->gpu.dev) : "none", "tp_comm",
+	                       r->gpu.tp_dev ? comm_name(r->gpu.tp_dev) : "none"));
 	return TRAIN_OK;
 }
 

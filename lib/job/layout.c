@@ -71,13 +71,12 @@ int layout_check(const layout *l, const layout_fit *fit, layout_problem *out)
 
 int layout_on_device(const layout *l, char *why, size_t whylen)
 {
-	bool ok = l->tensor_parallel == 1 && l->pipeline_parallel == 1;
+	bool ok = l->pipeline_parallel == 1;
 	if (!ok && why)
-		snprintf(
-		    why, whylen,
-		    "data parallel only for now (ZeRO 0 to 3): the layout must have tensor and "
-		    "pipeline parallel 1, not %dx%dx%d",
-		    l->data_parallel, l->tensor_parallel, l->pipeline_parallel);
+		snprintf(why, whylen,
+		         "data and tensor parallel only for now (ZeRO 0 to 3): the layout must "
+		         "have pipeline parallel 1, not %dx%dx%d",
+		         l->data_parallel, l->tensor_parallel, l->pipeline_parallel);
 	return ok;
 }
 

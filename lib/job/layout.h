@@ -85,7 +85,7 @@ int layout_check_msg(const layout *l, const layout_fit *fit, char *err, size_t e
 
 /*
  * Whether the trainer's GPU path (trainer/train_gpu.h) trains layout l:
- * data parallel only (ZeRO 0 to 3). The
+ * data and tensor parallel (ZeRO 0 to 3), no pipeline yet. The
  * trainer refuses another layout with --device cuda, and the worker
  * runtime's fallback ladder skips it for a job on GPUs. RET 1, or 0 with
  * why (NULL: not said), which completes "--device cuda trains ...".

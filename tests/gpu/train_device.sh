@@ -9,7 +9,9 @@
 # data-parallel ranks sharing the GPU (their gradients summed through
 # host memory, comm_staged.h) against two on the CPU, with ZeRO 0, 1 (in
 # bf16 too, whose 16-bit weights must follow the all-gather), 2 and 3 (in
-# bf16 too).
+# bf16 too); then two tensor-parallel ranks sharing the GPU (their partial
+# sums added inside the model) against one CPU rank, and 2 x 2 ranks with
+# ZeRO 3 against two data-parallel CPU ranks.
 set -uo pipefail
 # shellcheck source=SCRIPTDIR/../integration/lib.sh
 . "$(dirname "$0")/../integration/lib.sh"
@@ -113,4 +115,19 @@ check "the rest in bf16 under ZeRO 0, from its checkpoint" dp2 z1b cuda \
 d=$(max_rel_diff "$TY_TMP/cpu2.jsonl" "$TY_TMP/z1b-rest.jsonl")
 check "within 1e-2 of the CPU's fp32 (worst $d; the 16-bit weights follow the gather)" \
 	within "$d" 1e-2
+
+# tensor parallel: each rank its heads and slices of every layer, the tensor
+# group summing the partial results inside the model (fp32)
+check "10 steps on 2 tensor-parallel ranks sharing the GPU" dp2 gputp2 cuda \
+	--set parallel.data_parallel=1 --set parallel.tensor_parallel=2
+d=$(max_rel_diff "$TY_TMP/cpu.jsonl" "$TY_TMP/gputp2.jsonl")
+check "their losses within 1e-4 of one CPU rank's (worst $d)" within "$d" 1e-4
+check "each holds less on the device than one rank ($(bytes gputp2) < $(bytes gpu))" \
+	test "$(bytes gputp2)" -lt "$(bytes gpu)"
+check "10 steps on 2 x 2 ranks sharing the GPU, ZeRO 3" trainN 4 --spec "$TY_TMP/spec.json" \
+	--device cuda --ckpt-dir "$TY_TMP/gpu22-ckpt" --set parallel.data_parallel=2 \
+	--set parallel.tensor_parallel=2 --set parallel.zero_stage=3 \
+	--set resources.ranks_per_node=4 --metrics "$TY_TMP/gpu22.jsonl"
+d=$(max_rel_diff "$TY_TMP/cpu2.jsonl" "$TY_TMP/gpu22.jsonl")
+check "their losses within 1e-4 of two data-parallel CPU ranks' (worst $d)" within "$d" 1e-4
 summary

@@ -8,8 +8,9 @@
  * What it checks is the path around the device: the upload and download
  * of the runtime's state, checkpoints and resumes through them, data
  * parallel ranks summing their gradients on a staged comm (its staging is
- * a copy of host memory), ZeRO 1's shard (gpu_shard), the loss and the
- * norm. The CUDA kernels are not
+ * a copy of host memory), ZeRO's shards (gpu_shard), tensor parallel
+ * ranks' local layout and their group's comm (gpu_part: the CPU model's
+ * part sums over it), the loss and the norm. The CUDA kernels are not
  * in it: tests/gpu/run checks them on a GPU. Built as
  * build/tests/libty-hostdevice.so; used by tests/trainer/train_device.sh.
  */
@@ -20,10 +21,12 @@
 
 #include "comm_staged.h"
 #include "gpu_backend.h"
+#include "mp.h"
 
 struct gpu_model {
 	gpt_config cfg;
 	gpt_model *m;
+	mp_layout *lay; /* the part's local layout (mp.h) */
 	gpt_flat flat;
 	gpt_hooks flat_hooks; /* over the flat arrays */
 	gpt_hooks hooks;      /* the same, and each unit's end told to done */
@@ -35,6 +38,8 @@ struct gpu_model {
 	double loss_sum;
 	gpu_shard_piece *pieces; /* ZeRO 1 (gpu_shard); grad_shard NULL: not sharded */
 	int npieces;
+	gpu_shard_piece *norm; /* gpu_part's; NULL: the whole gradient */
+	int nnorm;
 	size_t shard_size;
 	float *grad_shard;
 	gpt_tensor *tensors;
@@ -49,12 +54,16 @@ static int open_device(char *desc, size_t desclen, char *err, size_t errlen)
 	return 0;
 }
 
-static int model_fits(const gpt_config *cfg, gpt_precision precision, char *err, size_t errlen)
+/* The device model's rule for a tensor-parallel part (model_gpu.h); the rest fits the CPU's. */
+static int model_fits(const gpt_config *cfg, int tp, gpt_precision precision, char *err,
+                      size_t errlen)
 {
 	(void)cfg;
-	(void)precision;
-	(void)err;
-	(void)errlen;
+	if (tp > 1 && precision != GPT_FP32) {
+		snprintf(err, errlen,
+		         "tensor parallel on the GPU trains in fp32 so far, not in bf16 or fp16");
+		return -1;
+	}
 	return 0;
 }
 
@@ -63,9 +72,11 @@ static void model_free(gpu_model *g)
 	if (!g)
 		return;
 	gpt_free(g->m);
+	mp_layout_free(g->lay);
 	for (int k = 0; k < 4; k++)
 		free(g->arr[k]);
 	free(g->pieces);
+	free(g->norm);
 	free(g->grad_shard);
 	free(g->tensors);
 	free(g);
@@ -106,8 +117,16 @@ static void unit_done(void *ctx, int u)
 		g->bh.grads_done(g->bh.ctx, u);
 }
 
+static gpu_shard_piece *pieces_copy(const gpu_shard_piece *pieces, int n)
+{
+	gpu_shard_piece *c = malloc(((size_t)n + 1) * sizeof(*c));
+	if (c && n)
+		memcpy(c, pieces, (size_t)n * sizeof(*c));
+	return c;
+}
+
 static gpu_model *model_new(const gpt_config *cfg, int B, int T, gpt_precision precision,
-                            const float *params, const gpu_shard *shard, char *err, size_t errlen)
+                            const float *params, const gpu_part *part, char *err, size_t errlen)
 {
 	gpu_model *g = calloc(1, sizeof(*g));
 	if (!g) {
@@ -115,18 +134,30 @@ static gpu_model *model_new(const gpt_config *cfg, int B, int T, gpt_precision p
 		return NULL;
 	}
 	g->cfg = *cfg;
-	g->np = gpt_num_params(cfg);
+	int tp = part ? part->tp : 1;
+	if (model_fits(cfg, tp, precision, err, errlen) < 0) {
+		free(g);
+		return NULL;
+	}
+	g->lay = mp_layout_new(cfg, tp, tp > 1 ? comm_rank(part->tp_comm) : 0, 1, 0, err, errlen);
+	if (!g->lay) {
+		free(g);
+		return NULL;
+	}
+	g->np = g->lay->nparams;
+	const gpu_shard *shard = part ? part->shard : NULL;
 	bool sharded = shard != NULL;
 	if (sharded) {
 		g->npieces = shard->npieces;
 		g->unit_grads = shard->unit_grads || shard->unit_params;
 		g->unit_params = shard->unit_params;
 		g->shard_size = shard->size;
-		g->pieces = malloc(((size_t)shard->npieces + 1) * sizeof(*shard->pieces));
+		g->pieces = pieces_copy(shard->pieces, shard->npieces);
 		g->grad_shard = calloc(shard->size + 1, sizeof(float));
-		if (g->pieces)
-			memcpy(g->pieces, shard->pieces,
-			       (size_t)shard->npieces * sizeof(*g->pieces));
+	}
+	if (part && part->norm) {
+		g->nnorm = part->nnorm;
+		g->norm = pieces_copy(part->norm, part->nnorm);
 	}
 	for (int k = 0; k < 4; k++) {
 		bool flat =
@@ -135,18 +166,27 @@ static gpu_model *model_new(const gpt_config *cfg, int B, int T, gpt_precision p
 		g->arr[k] = calloc(n + 1, sizeof(float));
 	}
 	g->tensors = calloc(GPT_MAX_TENSORS, sizeof(gpt_tensor));
-	g->m = gpt_new(cfg, B, T, precision, err, errlen);
+	gpt_part gp = mp_layout_part(g->lay);
+	gp.tp_comm = tp > 1 ? part->tp_comm : NULL;
+	g->m = gpt_new_part(cfg, &gp, B, T, precision, err, errlen);
 	if (!g->m || !g->arr[0] || !g->arr[1] || !g->arr[2] || !g->arr[3] || !g->tensors ||
-	    (sharded && (!g->pieces || !g->grad_shard))) {
+	    (sharded && (!g->pieces || !g->grad_shard)) || (part && part->norm && !g->norm)) {
 		if (g->m)
 			snprintf(err, errlen, "out of memory");
 		model_free(g);
 		return NULL;
 	}
-	g->ntensors = gpt_tensors(cfg, g->tensors, GPT_MAX_TENSORS);
+	g->ntensors = g->lay->ntensors; /* their local pieces, for the update */
+	for (int k = 0; k < g->ntensors; k++) {
+		g->tensors[k] = g->lay->tensors[k].t;
+		g->tensors[k].offset = g->lay->tensors[k].offset;
+		g->tensors[k].numel = g->lay->tensors[k].numel;
+	}
 	memcpy(g->arr[GPU_PARAMS], params, array_len(g, GPU_PARAMS) * sizeof(float));
-	g->flat =
-	    (gpt_flat){.cfg = &g->cfg, .params = g->arr[GPU_PARAMS], .grads = g->arr[GPU_GRADS]};
+	g->flat = (gpt_flat){.cfg = &g->cfg,
+	                     .params = g->arr[GPU_PARAMS],
+	                     .grads = g->arr[GPU_GRADS],
+	                     .unit_offset = g->lay->unit_offset};
 	g->flat_hooks = gpt_hooks_flat(&g->flat);
 	g->hooks = (gpt_hooks){g, unit_params, unit_grads, unit_done};
 	return g;
@@ -167,9 +207,9 @@ static int forward(gpu_model *g, const int32_t *inputs, const int32_t *targets, 
 		snprintf(err, errlen, "a model sharded by unit (ZeRO 3) needs its caller's hooks");
 		return -1;
 	}
-	float l = gpt_forward(g->m, &g->hooks, inputs, targets);
+	float l = gpt_forward_part(g->m, &g->hooks, 0, inputs, NULL, targets);
 	if (gpt_error(g->m)) {
-		snprintf(err, errlen, "the forward pass failed (a token out of range)");
+		snprintf(err, errlen, "the forward pass failed: the tensor group's all-reduce");
 		return -1;
 	}
 	g->loss_sum += l;
@@ -185,8 +225,17 @@ static int backward(gpu_model *g, float dloss, char *err, size_t errlen)
 		         "a model sharded by unit (ZeRO 2, 3) needs its caller's hooks");
 		return -1;
 	}
-	gpt_backward(g->m, &g->hooks, dloss);
+	gpt_backward_part(g->m, &g->hooks, 0, dloss, NULL);
+	if (gpt_error(g->m)) {
+		snprintf(err, errlen, "the backward pass failed: the tensor group's all-reduce");
+		return -1;
+	}
 	return 0;
+}
+
+static int comm_error_of(const gpu_model *g)
+{
+	return gpt_error(g->m);
 }
 
 static void set_hooks(gpu_model *g, const gpt_hooks *hooks)
@@ -238,9 +287,10 @@ static int step_stats(gpu_model *g, double *sumsq, double *loss_sum, char *err, 
 {
 	(void)err;
 	(void)errlen;
-	double s = g->grad_shard ? 0 : sumsq_of(g->arr[GPU_GRADS], g->np);
-	for (int k = 0; k < g->npieces; k++) /* piece by piece, as the device sums them */
-		s += sumsq_of(g->grad_shard + g->pieces[k].at, g->pieces[k].n);
+	const float *grad = g->grad_shard ? g->grad_shard : g->arr[GPU_GRADS];
+	double s = g->norm ? 0 : sumsq_of(grad, g->grad_shard ? g->shard_size : g->np);
+	for (int k = 0; k < g->nnorm; k++) /* piece by piece, as the device sums them */
+		s += sumsq_of(grad + g->norm[k].at, g->norm[k].n);
 	*sumsq = s;
 	*loss_sum = g->loss_sum;
 	g->loss_sum = 0;
@@ -357,6 +407,7 @@ const gpu_backend *ty_gpu_backend(void)
 	    .model_bytes = model_bytes,
 	    .forward = forward,
 	    .backward = backward,
+	    .comm_error = comm_error_of,
 	    .set_hooks = set_hooks,
 	    .zero_grad = zero_grad,
 	    .grads = grads,

@@ -42,12 +42,12 @@ printf 'not a library' >"$TY_TMP/bad.so"
 refused 10 'could not load the GPU backend' "a file that is not a library" \
 	env TRAINYARD_GPU_BACKEND="$TY_TMP/bad.so" "$TRAIN_BIN" train --data-root "$DATA" \
 	--spec "$TY_TMP/spec.json" --device cuda
-refused 10 'data parallel only for now' "two tensor-parallel ranks" \
-	on_hostdev trainN 2 --spec "$TY_TMP/spec.json" --device cuda \
-	--set parallel.tensor_parallel=2 --set resources.ranks_per_node=2
-refused 10 'tensor and pipeline parallel 1, not 1x1x2' "two pipeline stages" \
+refused 10 'must have pipeline parallel 1, not 1x1x2' "two pipeline stages" \
 	on_hostdev trainN 2 --spec "$TY_TMP/spec.json" --device cuda \
 	--set parallel.pipeline_parallel=2 --set resources.ranks_per_node=2
+refused 10 'tensor parallel on the GPU trains in fp32 so far' "two tensor ranks in bf16" \
+	on_hostdev trainN 2 --spec "$TY_TMP/spec.json" --device cuda --set training.precision=bf16 \
+	--set parallel.tensor_parallel=2 --set resources.ranks_per_node=2
 
 backend=$(dirname "$TRAIN_BIN")/../lib/libtytrain-cuda.so
 if [[ ! -e $backend ]]; then
@@ -79,26 +79,29 @@ run() {
 		>/dev/null 2>"$TY_TMP/$name.err"
 }
 within() { awk -v d="$1" 'BEGIN { exit !(d != "none" && d + 0 <= 1e-6) }'; }
+# trains_as DESC A B: runs A and B's losses within 1e-6 of each other, step by step
+trains_as() {
+	local d
+	d=$(max_rel_diff "$TY_TMP/$2.m" "$TY_TMP/$3.m")
+	check "$1 (max relative $d)" within "$d"
+}
 DP2=(--set parallel.data_parallel=2 --set resources.ranks_per_node=2)
 check "one rank on the stand-in" run dev1 1 --device cuda
 check_match "it says which device it trained on, with no comm between devices" 'CPU stand-in.* none' \
 	"$(jq -r 'select(.event == "device") | "\(.name) \(.comm)"' "$TY_TMP/dev1.m")"
 check "one rank on the CPU" run cpu1 1 --device cpu
 check_eq "8 steps each" "8 8" "$(losses "$TY_TMP/dev1.m" | wc -l) $(losses "$TY_TMP/cpu1.m" | wc -l)"
-d=$(max_rel_diff "$TY_TMP/dev1.m" "$TY_TMP/cpu1.m")
-check "the device path trains as the CPU does (max relative $d)" within "$d"
+trains_as "the device path trains as the CPU does" dev1 cpu1
 check "two data-parallel ranks on the stand-in (the staged comm)" run dev2 2 --device cuda "${DP2[@]}"
 check_eq "ranks that share a device sum through host memory" staged \
 	"$(jq -r 'select(.event == "device") | .comm' "$TY_TMP/dev2.m")"
 check "two on the CPU" run cpu2 2 --device cpu "${DP2[@]}"
-d=$(max_rel_diff "$TY_TMP/dev2.m" "$TY_TMP/cpu2.m")
-check "data parallel on the device path trains as on the CPU (max relative $d)" within "$d"
+trains_as "data parallel on the device path trains as on the CPU" dev2 cpu2
 # ZeRO 1: the moments of the owned shard alone on each "device"
 model_bytes() { jq -r 'select(.event == "device_model") | .bytes' "$TY_TMP/$1.m"; }
 check "two ranks with ZeRO 1 on the stand-in" run dev2z1 2 --device cuda "${DP2[@]}" \
 	--set parallel.zero_stage=1
-d=$(max_rel_diff "$TY_TMP/dev2z1.m" "$TY_TMP/cpu2.m")
-check "they train as the CPU does (max relative $d)" within "$d"
+trains_as "they train as the CPU does" dev2z1 cpu2
 check "each holds less on its device than under ZeRO 0 ($(model_bytes dev2z1) < $(model_bytes dev2))" \
 	test "$(model_bytes dev2z1)" -lt "$(model_bytes dev2)"
 # ZeRO 2: each unit's gradients in a buffer of the run's, reduce-scattered in
@@ -111,17 +114,14 @@ check "the same with ZeRO 1" run dev2z1b 2 --device cuda "${DP2[@]}" "${L4[@]}" 
 	--set parallel.zero_stage=1
 check "the same on the CPU with ZeRO 2" run cpu2z2 2 --device cpu "${DP2[@]}" "${L4[@]}" \
 	--set parallel.zero_stage=2
-d=$(max_rel_diff "$TY_TMP/dev2z2.m" "$TY_TMP/cpu2z2.m")
-check "ZeRO 2 on the device path trains as on the CPU (max relative $d)" within "$d"
-d=$(max_rel_diff "$TY_TMP/dev2z1b.m" "$TY_TMP/cpu2z2.m")
-check "and ZeRO 1 with two micro-batches too (max relative $d)" within "$d"
+trains_as "ZeRO 2 on the device path trains as on the CPU" dev2z2 cpu2z2
+trains_as "and ZeRO 1 with two micro-batches too" dev2z1b cpu2z2
 check "ZeRO 2 holds less on its device than ZeRO 1 ($(model_bytes dev2z2) < $(model_bytes dev2z1b))" \
 	test "$(model_bytes dev2z2)" -lt "$(model_bytes dev2z1b)"
 # ZeRO 3: each rank keeps its shard of the parameters, gathering a unit as the model asks
 check "two ranks with ZeRO 3 on the stand-in" run dev2z3 2 --device cuda "${DP2[@]}" "${L4[@]}" \
 	--set parallel.zero_stage=3
-d=$(max_rel_diff "$TY_TMP/dev2z3.m" "$TY_TMP/cpu2z2.m")
-check "ZeRO 3 on the device path trains as on the CPU (max relative $d)" within "$d"
+trains_as "ZeRO 3 on the device path trains as on the CPU" dev2z3 cpu2z2
 # its three gather buffers are less than half the parameters from eight layers on
 L8=(--set model.layers=8 --stop-after 1)
 check "ZeRO 2 with eight layers, one step" run z2l8 2 --device cuda "${DP2[@]}" "${L8[@]}" \
@@ -135,20 +135,40 @@ check "a ZeRO 3 run on the device path stopped after 5 steps" run stopz3 2 --dev
 check "its checkpoint resumes on the CPU under ZeRO 1" trainN 2 --spec "$TY_TMP/spec.json" \
 	--device cpu "${DP2[@]}" "${L4[@]}" --set parallel.zero_stage=1 --set training.steps=8 \
 	--ckpt-dir "$TY_TMP/stopz3.ck" --metrics "$TY_TMP/backz3.m"
-d=$(max_rel_diff "$TY_TMP/backz3.m" "$TY_TMP/cpu2z2.m")
-check "as an uninterrupted run (max relative $d)" within "$d"
+trains_as "as an uninterrupted run" backz3 cpu2z2
 check "the device path stopped after 6 steps" run stop 2 --device cuda "${DP2[@]}" --stop-after 6
 check "its checkpoint resumes on the CPU" trainN 2 --spec "$TY_TMP/spec.json" --device cpu \
 	"${DP2[@]}" --set training.steps=8 --ckpt-dir "$TY_TMP/stop.ck" --metrics "$TY_TMP/back.m"
 check_match "from a step past the first, to the last" '^[2-8]( [0-9]+)* 8$' \
 	"$(losses "$TY_TMP/back.m" | cut -d' ' -f1 | xargs)"
-d=$(max_rel_diff "$TY_TMP/back.m" "$TY_TMP/cpu2.m")
-check "as an uninterrupted run on the CPU (max relative $d)" within "$d"
+trains_as "as an uninterrupted run on the CPU" back cpu2
+# tensor parallel: each rank its heads and slices, the group summing inside the model
+TP2=(--set parallel.tensor_parallel=2 --set resources.ranks_per_node=2)
+check "two tensor-parallel ranks on the stand-in" run devtp2 2 --device cuda "${TP2[@]}"
+check "two on the CPU" run cputp2 2 --device cpu "${TP2[@]}"
+trains_as "tensor parallel on the device path trains as on the CPU" devtp2 cputp2
+trains_as "and as one rank" devtp2 cpu1
+check "each holds less on its device than one rank ($(model_bytes devtp2) < $(model_bytes dev1))" \
+	test "$(model_bytes devtp2)" -lt "$(model_bytes dev1)"
+DP2TP2=(--set parallel.data_parallel=2 --set parallel.tensor_parallel=2
+	--set resources.ranks_per_node=4)
+check "2 x 2 ranks on the CPU with ZeRO 1" run cpu22 4 --device cpu "${DP2TP2[@]}" "${L4[@]}" \
+	--set parallel.zero_stage=1
+for z in 1 3; do
+	check "2 x 2 ranks with ZeRO $z on the stand-in" run dev22z$z 4 --device cuda \
+		"${DP2TP2[@]}" "${L4[@]}" --set parallel.zero_stage=$z
+	trains_as "they train as on the CPU" "dev22z$z" cpu22
+done
+check "a 2 x 2 run on the device path stopped after 5 steps" run stop22 4 --device cuda \
+	"${DP2TP2[@]}" "${L4[@]}" --set parallel.zero_stage=3 --stop-after 5
+check "its checkpoint resumes on the CPU on two data-parallel ranks" trainN 2 \
+	--spec "$TY_TMP/spec.json" --device cpu "${DP2[@]}" "${L4[@]}" --set training.steps=8 \
+	--ckpt-dir "$TY_TMP/stop22.ck" --metrics "$TY_TMP/back22.m"
+trains_as "as an uninterrupted run" back22 cpu22
 check "a ZeRO 1 run on the device path stopped after 5 steps" run stopz1 2 --device cuda \
 	"${DP2[@]}" --set parallel.zero_stage=1 --stop-after 5
 check "its checkpoint resumes on the device path under ZeRO 0" on_hostdev trainN 2 \
 	--spec "$TY_TMP/spec.json" --device cuda "${DP2[@]}" --set training.steps=8 \
 	--ckpt-dir "$TY_TMP/stopz1.ck" --metrics "$TY_TMP/backz1.m"
-d=$(max_rel_diff "$TY_TMP/backz1.m" "$TY_TMP/cpu2.m")
-check "as an uninterrupted run on the CPU (max relative $d)" within "$d"
+trains_as "as an uninterrupted run on the CPU" backz1 cpu2
 summary

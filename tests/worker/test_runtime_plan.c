@@ -127,26 +127,25 @@ START_TEST(pick_on_gpus_passes_over_what_the_device_does_not_train)
 	jobspec s = parse("{\"data_parallel\":8,\"zero_stage\":1,\"micro_batch\":1,"
 	                  "\"global_batch\":48}",
 	                  8,
-	                  "{\"fallback\":[{\"data_parallel\":2,\"tensor_parallel\":2,"
-	                  "\"pipeline_parallel\":1},{\"data_parallel\":3,\"tensor_parallel\":1,"
+	                  "{\"fallback\":[{\"data_parallel\":2,\"tensor_parallel\":1,"
+	                  "\"pipeline_parallel\":2},{\"data_parallel\":3,\"tensor_parallel\":1,"
 	                  "\"pipeline_parallel\":1,\"zero_stage\":3},{\"data_parallel\":1,"
-	                  "\"tensor_parallel\":1,\"pipeline_parallel\":2},{\"data_parallel\":1,"
+	                  "\"tensor_parallel\":2,\"pipeline_parallel\":1},{\"data_parallel\":1,"
 	                  "\"tensor_parallel\":1,\"pipeline_parallel\":1,\"zero_stage\":3}]}");
 	layout r[LADDER_MAX];
 	int n = ladder_build(&s, r);
 	ck_assert_int_eq(n, 5);
 	char why[256];
 	ck_assert(layout_on_device(&r[0], why, sizeof(why)));  /* dp 8, ZeRO 1 */
-	ck_assert(!layout_on_device(&r[1], why, sizeof(why))); /* tp 2 */
-	ck_assert_ptr_nonnull(strstr(why, "not 2x2x1"));
-	ck_assert(layout_on_device(&r[2], NULL, 0));  /* dp 3, ZeRO 3 */
-	ck_assert(!layout_on_device(&r[3], NULL, 0)); /* pp 2 */
-	ck_assert(layout_on_device(&r[4], NULL, 0));  /* one rank */
+	ck_assert(!layout_on_device(&r[1], why, sizeof(why))); /* dp 2 x pp 2 */
+	ck_assert_ptr_nonnull(strstr(why, "not 2x1x2"));
+	ck_assert(layout_on_device(&r[2], NULL, 0)); /* dp 3, ZeRO 3 */
+	ck_assert(layout_on_device(&r[3], NULL, 0)); /* tp 2 */
+	ck_assert(layout_on_device(&r[4], NULL, 0)); /* one rank */
 	ck_assert_int_eq(ladder_pick(r, n, 1, 8, false), 1);
 	ck_assert_int_eq(ladder_pick(r, n, 1, 8, true), 2);
-	ck_assert_int_eq(ladder_pick(r, n, 3, 8, false), 3);
-	ck_assert_int_eq(ladder_pick(r, n, 3, 8, true), 4);
-	ck_assert_int_eq(ladder_pick(r, n, 1, 2, true), 4);
+	ck_assert_int_eq(ladder_pick(r, n, 3, 8, true), 3);
+	ck_assert_int_eq(ladder_pick(r, n, 1, 2, true), 3);
 }
 END_TEST
 

@@ -24,6 +24,7 @@ const gpu_backend *ty_gpu_backend(void)
 	    .model_bytes = gpu_model_bytes,
 	    .forward = gpu_model_forward,
 	    .backward = gpu_model_backward,
+	    .comm_error = gpu_model_comm_error,
 	    .set_hooks = gpu_model_set_hooks,
 	    .zero_grad = gpu_model_zero_grad,
 	    .grads = gpu_model_grads,

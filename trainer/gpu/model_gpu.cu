@@ -21,9 +21,10 @@ static int cuda_fail(cudaError_t e, const char *what, char *err, size_t errlen)
 
 void gpu_unit_tensors(const gpu_model *m, void *unit, size_t elem, void *t[P_COUNT])
 {
-	size_t C = (size_t)m->C;
-	const size_t numel[P_COUNT] = {C,     C, 3 * C * C, 3 * C, C * C,     C,
-	                               C,     C, 4 * C * C, 4 * C, 4 * C * C, C};
+	/* the pieces of tensor rank of tp (gpt_split): qkv and fc by rows, the projections by columns */
+	size_t C = (size_t)m->C, Cl = (size_t)m->Cl;
+	const size_t numel[P_COUNT] = {C,      C, 3 * Cl * C, 3 * Cl, C * Cl,     C,
+	                               C,      C, 4 * Cl * C, 4 * Cl, 4 * Cl * C, C};
 	char *p = (char *)unit;
 	for (int k = 0; k < P_COUNT; k++) {
 		t[k] = p;
@@ -33,30 +34,39 @@ void gpu_unit_tensors(const gpu_model *m, void *unit, size_t elem, void *t[P_COU
 
 void gpu_layer_tensors(const gpu_model *m, void *base, size_t elem, int l, void *t[P_COUNT])
 {
-	gpu_unit_tensors(m, (char *)base + gpt_unit_offset(&m->cfg, l + 1) * elem, elem, t);
+	gpu_unit_tensors(m, (char *)base + m->unit_off[l + 1] * elem, elem, t);
 }
 
 float *gpu_unit_grads(const gpu_model *m, int u)
 {
 	if (m->hooks.grads)
 		return m->hooks.grads(m->hooks.ctx, u);
-	return m->arr[GPU_GRADS] + gpt_unit_offset(&m->cfg, u);
+	return m->arr[GPU_GRADS] + m->unit_off[u];
 }
 
 const float *gpu_unit_params(const gpu_model *m, int u)
 {
 	if (m->unit_params)
 		return m->hooks.params(m->hooks.ctx, u);
-	return m->arr[GPU_PARAMS] + gpt_unit_offset(&m->cfg, u);
+	return m->arr[GPU_PARAMS] + m->unit_off[u];
 }
 
 const void *gpu_unit_low(const gpu_model *m, int u, const float *p)
 {
 	if (!m->unit_params)
-		return (const char *)m->wlow + 2 * gpt_unit_offset(&m->cfg, u);
+		return (const char *)m->wlow + 2 * m->unit_off[u];
 	void *slot = m->low_slot[u == 0 ? 0 : 1 + (u & 1)];
-	gpu_lowp_from_f32(slot, p, gpt_unit_numel(&m->cfg, u), m->fmt);
+	gpu_lowp_from_f32(slot, p, m->unit_len[u], m->fmt);
 	return slot;
+}
+
+void gpu_tp_allreduce(gpu_model *m, float *buf, size_t n)
+{
+	if (m->tp == 1 || m->tp_error)
+		return;
+	int rc = comm_allreduce_sum(m->tp_comm, buf, n);
+	if (rc)
+		m->tp_error = rc;
 }
 
 void gpu_model_set_hooks(gpu_model *m, const gpt_hooks *hooks)
@@ -80,10 +90,11 @@ static void layer_params(const gpu_model *m, int l, float *t[P_COUNT])
  */
 static size_t carve_all(gpu_model *m, char *base)
 {
-	size_t used = 0, N = (size_t)m->N, NC = N * m->C, NH = (size_t)m->NH, T = (size_t)m->T;
+	size_t used = 0, N = (size_t)m->N, NC = N * m->C, NH = (size_t)m->NHl, T = (size_t)m->T;
+	size_t NCl = N * m->Cl; /* a tensor rank's heads and MLP slice */
 	bool low = m->fmt != GPU_NO_LOWP;
 	size_t LOW = low ? 2 : sizeof(float), F32 = sizeof(float);
-	/* fp32 keeps the probabilities [B,NH,T,T]; 16-bit only the log-sum-exp [B,NH,T] */
+	/* fp32 keeps the probabilities [B,NHl,T,T]; 16-bit only the log-sum-exp [B,NHl,T] */
 	size_t att = (size_t)m->B * NH * T * (low ? 1 : T);
 #define TAKE(dst, count, esz)                                                                      \
 	do {                                                                                       \
@@ -97,15 +108,15 @@ static size_t carve_all(gpu_model *m, char *base)
 		TAKE(a->ln1, NC, LOW);
 		TAKE(a->ln1_mean, N, F32);
 		TAKE(a->ln1_rstd, N, F32);
-		TAKE(a->qkv, 3 * NC, LOW);
-		TAKE(a->atty, NC, LOW);
+		TAKE(a->qkv, 3 * NCl, LOW);
+		TAKE(a->atty, NCl, LOW);
 		TAKE(a->att, att, F32);
 		TAKE(a->res2, NC, F32);
 		TAKE(a->ln2, NC, LOW);
 		TAKE(a->ln2_mean, N, F32);
 		TAKE(a->ln2_rstd, N, F32);
-		TAKE(a->fch, 4 * NC, LOW);
-		TAKE(a->fchg, 4 * NC, LOW);
+		TAKE(a->fch, 4 * NCl, LOW);
+		TAKE(a->fchg, 4 * NCl, LOW);
 		TAKE(a->res3, NC, F32);
 	}
 	TAKE(m->lnf, NC, LOW);
@@ -117,8 +128,8 @@ static size_t carve_all(gpu_model *m, char *base)
 	TAKE(m->proj, NC, LOW);
 	TAKE(m->dres, NC, F32);
 	TAKE(m->dbtc, NC, LOW);
-	TAKE(m->dbt4c, 4 * NC, LOW);
-	TAKE(m->dqkv, 3 * NC, LOW);
+	TAKE(m->dbt4c, 4 * NCl, LOW);
+	TAKE(m->dqkv, 3 * NCl, LOW);
 	TAKE(m->datt, att, F32);
 	TAKE(m->dres_low, low ? NC : 0, LOW);
 	TAKE(m->colsum, low ? GPU_COL_SCRATCH(N, 4 * (size_t)m->C) : 0, F32);
@@ -131,55 +142,81 @@ static size_t carve_all(gpu_model *m, char *base)
 	return used;
 }
 
+/*
+ * A row-parallel matmul (the projections): out [N,OC] = inp [N,C] @ w^T +
+ * b, where under tensor parallel inp and w are this rank's slice of the
+ * input channels, so the product is summed over the tensor group before
+ * the (replicated) bias is added, as the CPU model does. RET 0 or -1.
+ */
+static int row_parallel_forward(gpu_model *m, float *out, const float *inp, const float *w,
+                                const float *b, int N, int C, int OC)
+{
+	if (m->tp == 1)
+		return gpu_matmul_forward(out, inp, w, b, N, C, OC);
+	if (gpu_matmul_forward(out, inp, w, NULL, N, C, OC) < 0)
+		return -1;
+	gpu_tp_allreduce(m, out, (size_t)N * OC);
+	gpu_add_bias(out, b, N, OC);
+	return 0;
+}
+
 static int layer_forward(gpu_model *m, int l)
 {
-	int B = m->B, T = m->T, N = m->N, C = m->C, NH = m->NH;
-	size_t NC = (size_t)N * C;
+	int B = m->B, T = m->T, N = m->N, C = m->C, Cl = m->Cl;
+	size_t NC = (size_t)N * C, NCl = (size_t)N * Cl;
 	float *p[P_COUNT];
 	layer_params(m, l, p);
 	acts *a = &m->layer[l];
 	const float *res = layer_input(m, l);
 	gpu_layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, res, p[P_LN1W], p[P_LN1B], N, C);
-	if (gpu_matmul_forward(a->qkv, a->ln1, p[P_QKVW], p[P_QKVB], N, C, 3 * C) < 0)
+	if (gpu_matmul_forward(a->qkv, a->ln1, p[P_QKVW], p[P_QKVB], N, C, 3 * Cl) < 0)
 		return -1;
-	gpu_attention_forward(a->atty, a->att, a->qkv, B, T, C, NH);
-	if (gpu_matmul_forward(m->proj, a->atty, p[P_PROJW], p[P_PROJB], N, C, C) < 0)
+	gpu_attention_forward(a->atty, a->att, a->qkv, B, T, Cl, m->NHl);
+	if (row_parallel_forward(m, m->proj, a->atty, p[P_PROJW], p[P_PROJB], N, Cl, C) < 0)
 		return -1;
 	gpu_residual_forward(a->res2, res, m->proj, NC);
 	gpu_layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, p[P_LN2W], p[P_LN2B], N, C);
-	if (gpu_matmul_forward(a->fch, a->ln2, p[P_FCW], p[P_FCB], N, C, 4 * C) < 0)
+	if (gpu_matmul_forward(a->fch, a->ln2, p[P_FCW], p[P_FCB], N, C, 4 * Cl) < 0)
 		return -1;
-	gpu_gelu_forward(a->fchg, a->fch, 4 * NC);
-	if (gpu_matmul_forward(m->proj, a->fchg, p[P_FCPW], p[P_FCPB], N, 4 * C, C) < 0)
+	gpu_gelu_forward(a->fchg, a->fch, 4 * NCl);
+	if (row_parallel_forward(m, m->proj, a->fchg, p[P_FCPW], p[P_FCPB], N, 4 * Cl, C) < 0)
 		return -1;
 	gpu_residual_forward(a->res3, a->res2, m->proj, NC);
 	return 0;
 }
 
-/* m->dres: the gradient of layer l's output on entry, of its input on return. */
+/*
+ * m->dres: the gradient of layer l's output on entry, of its input on
+ * return. Under tensor parallel the input gradients of the column-parallel
+ * matmuls (QKV, the first of the MLP) are partial sums over this rank's
+ * rows, summed over the tensor group before their LayerNorm's backward.
+ */
 static int layer_backward(gpu_model *m, int l)
 {
-	int B = m->B, T = m->T, N = m->N, C = m->C, NH = m->NH;
+	int B = m->B, T = m->T, N = m->N, C = m->C, Cl = m->Cl;
+	size_t NC = (size_t)N * C;
 	float *p[P_COUNT], *g[P_COUNT];
 	layer_params(m, l, p);
 	gpu_unit_tensors(m, gpu_unit_grads(m, l + 1), sizeof(float), (void **)g);
 	acts *a = &m->layer[l];
 	if (gpu_matmul_backward(m->dbt4c, g[P_FCPW], g[P_FCPB], m->dres, a->fchg, p[P_FCPW], N,
-	                        4 * C, C) < 0)
+	                        4 * Cl, C) < 0)
 		return -1;
-	gpu_gelu_backward(m->dbt4c, a->fch, m->dbt4c, (size_t)4 * N * C);
+	gpu_gelu_backward(m->dbt4c, a->fch, m->dbt4c, (size_t)4 * N * Cl);
 	if (gpu_matmul_backward(m->dbtc, g[P_FCW], g[P_FCB], m->dbt4c, a->ln2, p[P_FCW], N, C,
-	                        4 * C) < 0)
+	                        4 * Cl) < 0)
 		return -1;
+	gpu_tp_allreduce(m, m->dbtc, NC);
 	gpu_layernorm_backward(m->dres, g[P_LN2W], g[P_LN2B], m->dbtc, a->res2, p[P_LN2W],
 	                       a->ln2_mean, a->ln2_rstd, N, C);
 	if (gpu_matmul_backward(m->dbtc, g[P_PROJW], g[P_PROJB], m->dres, a->atty, p[P_PROJW], N,
-	                        C, C) < 0)
+	                        Cl, C) < 0)
 		return -1;
-	gpu_attention_backward(m->dqkv, m->datt, m->dbtc, a->qkv, a->att, B, T, C, NH);
+	gpu_attention_backward(m->dqkv, m->datt, m->dbtc, a->qkv, a->att, B, T, Cl, m->NHl);
 	if (gpu_matmul_backward(m->dbtc, g[P_QKVW], g[P_QKVB], m->dqkv, a->ln1, p[P_QKVW], N, C,
-	                        3 * C) < 0)
+	                        3 * Cl) < 0)
 		return -1;
+	gpu_tp_allreduce(m, m->dbtc, NC);
 	gpu_layernorm_backward(m->dres, g[P_LN1W], g[P_LN1B], m->dbtc, layer_input(m, l),
 	                       p[P_LN1W], a->ln1_mean, a->ln1_rstd, N, C);
 	return 0;
@@ -235,9 +272,17 @@ static int fp32_backward(gpu_model *m, float dloss, char *err, size_t errlen)
 	return 0;
 }
 
-/* A launch error now (a kernel's own failure shows at the step's one copy). */
-static int launched(const char *what, char *err, size_t errlen)
+/*
+ * A launch error now (a kernel's own failure shows at the step's one
+ * copy), or a failed all-reduce of the tensor group.
+ */
+static int launched(const gpu_model *m, const char *what, char *err, size_t errlen)
 {
+	if (m->tp_error) {
+		snprintf(err, errlen, "%s: the tensor group's all-reduce: %s", what,
+		         comm_error(m->tp_comm));
+		return -1;
+	}
 	cudaError_t e = cudaPeekAtLastError();
 	return e == cudaSuccess ? 0 : cuda_fail(e, what, err, errlen);
 }
@@ -272,10 +317,21 @@ static gpu_lowp lowp_of(gpt_precision precision)
 
 extern "C" {
 
-int gpu_model_fits(const gpt_config *cfg, gpt_precision precision, char *err, size_t errlen)
+int gpu_model_fits(const gpt_config *cfg, int tp, gpt_precision precision, char *err,
+                   size_t errlen)
 {
 	if (precision != GPT_FP32 && precision != GPT_BF16 && precision != GPT_FP16) {
 		snprintf(err, errlen, "unknown precision %d", (int)precision);
+		return -1;
+	}
+	if (tp < 1 || cfg->num_heads % tp) {
+		snprintf(err, errlen, "tensor_parallel %d does not divide the %d heads", tp,
+		         cfg->num_heads);
+		return -1;
+	}
+	if (tp > 1 && precision != GPT_FP32) {
+		snprintf(err, errlen,
+		         "tensor parallel on the GPU trains in fp32 so far, not in bf16 or fp16");
 		return -1;
 	}
 	if (lowp_of(precision) == GPU_NO_LOWP)
@@ -302,8 +358,8 @@ static size_t low_slot_len(const gpu_model *m, int k)
 {
 	size_t n = 0;
 	for (int u = k == 0 ? 0 : 1; u < (k == 0 ? 1 : m->L + 2); u++)
-		if (gpt_unit_numel(&m->cfg, u) > n)
-			n = gpt_unit_numel(&m->cfg, u);
+		if (m->unit_len[u] > n)
+			n = m->unit_len[u];
 	return n;
 }
 
@@ -326,6 +382,15 @@ static size_t array_alloc(const gpu_model *m, gpu_array which)
 	return m->grad_shard && flat ? m->reach : array_len(m, which);
 }
 
+/* pieces[0 .. n) copied, with room for one (a rank may own none); NULL out of memory. */
+static gpu_shard_piece *pieces_copy(const gpu_shard_piece *pieces, int n)
+{
+	gpu_shard_piece *c = (gpu_shard_piece *)malloc(((size_t)n + 1) * sizeof(*c));
+	if (c && n)
+		memcpy(c, pieces, (size_t)n * sizeof(*c));
+	return c;
+}
+
 /* The shard's tables on the host, and its device arrays. RET a CUDA error. */
 static cudaError_t shard_new(gpu_model *m, const gpu_shard *sh)
 {
@@ -334,12 +399,8 @@ static cudaError_t shard_new(gpu_model *m, const gpu_shard *sh)
 	m->unit_params = sh->unit_params;
 	m->shard_size = sh->size;
 	m->reach = sh->reach;
-	size_t np1 = (size_t)sh->npieces + 1; /* a rank may own no piece */
-	m->pieces = (gpu_shard_piece *)malloc(np1 * sizeof(*sh->pieces));
-	m->piece_sq_host = (double *)calloc(np1, sizeof(double));
-	if (!m->pieces || !m->piece_sq_host)
+	if (!(m->pieces = pieces_copy(sh->pieces, sh->npieces)))
 		return cudaErrorMemoryAllocation;
-	memcpy(m->pieces, sh->pieces, (size_t)sh->npieces * sizeof(*sh->pieces));
 	const gpu_span two[2] = {{0, 0}, {0, 1}};
 	cudaError_t e = cudaMalloc((void **)&m->decay_span, sizeof(two));
 	if (e == cudaSuccess)
@@ -348,23 +409,63 @@ static cudaError_t shard_new(gpu_model *m, const gpu_shard *sh)
 		e = cudaMalloc((void **)&m->grad_shard, (sh->size ? sh->size : 1) * sizeof(float));
 	if (e == cudaSuccess)
 		e = cudaMemset(m->grad_shard, 0, (sh->size ? sh->size : 1) * sizeof(float));
-	if (e == cudaSuccess)
-		e = cudaMalloc((void **)&m->piece_sq, np1 * sizeof(double));
 	return e;
 }
 
-gpu_model *gpu_model_new(const gpt_config *cfg, int B, int T, gpt_precision precision,
-                         const float *params, const gpu_shard *shard, char *err,
-                         size_t errlen)
+/* The norm's pieces (gpu_part), on the host, and their sums' device array. RET a CUDA error. */
+static cudaError_t norm_new(gpu_model *m, const gpu_shard_piece *norm, int n)
 {
-	if (gpt_config_check(cfg, err, errlen) < 0)
+	m->nnorm = n;
+	m->norm = pieces_copy(norm, n);
+	m->piece_sq_host = (double *)calloc((size_t)n + 1, sizeof(double));
+	if (!m->norm || !m->piece_sq_host)
+		return cudaErrorMemoryAllocation;
+	return cudaMalloc((void **)&m->piece_sq, ((size_t)n + 1) * sizeof(double));
+}
+
+/*
+ * The local layout of tensor rank r of tp (mp.h): each unit's offset and
+ * length, and each tensor's local offset (the optimizer's spans), its
+ * piece's size in place of the whole. RET the local parameter count.
+ */
+static size_t local_layout(gpu_model *m)
+{
+	size_t at = 0;
+	int k = 0;
+	for (int u = 0; u < m->L + 2; u++) {
+		m->unit_off[u] = at;
+		for (; k < m->ntensors && m->tensors[k].unit == u; k++) {
+			m->tensors[k].offset = at;
+			m->tensors[k].numel = gpt_tensor_local_numel(&m->tensors[k], m->tp);
+			at += m->tensors[k].numel;
+		}
+		m->unit_len[u] = at - m->unit_off[u];
+	}
+	return at;
+}
+
+/* A tensor-parallel part's comm: its group's tp ranks. RET 0, or -1 with the reason. */
+static int part_comm_fits(const gpu_part *part, char *err, size_t errlen)
+{
+	if (part && part->tp > 1 && (!part->tp_comm || comm_size(part->tp_comm) != part->tp)) {
+		snprintf(err, errlen, "tensor_parallel %d needs a tensor group of %d ranks",
+		         part->tp, part->tp);
+		return -1;
+	}
+	return 0;
+}
+
+gpu_model *gpu_model_new(const gpt_config *cfg, int B, int T, gpt_precision precision,
+                         const float *params, const gpu_part *part, char *err, size_t errlen)
+{
+	if (gpt_config_check(cfg, err, errlen) < 0 || part_comm_fits(part, err, errlen) < 0)
 		return NULL;
 	if (B < 1 || T < 1 || T > cfg->max_seq_len) {
 		snprintf(err, errlen, "B %d and T %d do not fit the model (T at most %d)", B, T,
 		         cfg->max_seq_len);
 		return NULL;
 	}
-	if (gpu_model_fits(cfg, precision, err, errlen) < 0)
+	if (gpu_model_fits(cfg, part ? part->tp : 1, precision, err, errlen) < 0)
 		return NULL;
 	gpu_lowp fmt = lowp_of(precision);
 	gpu_model *m = (gpu_model *)calloc(1, sizeof *m);
@@ -382,19 +483,28 @@ gpu_model *gpu_model_new(const gpt_config *cfg, int B, int T, gpt_precision prec
 	m->L = cfg->num_layers;
 	m->V = cfg->vocab_size;
 	m->Vp = cfg->padded_vocab_size;
-	m->np = gpt_num_params(cfg);
+	m->tp = part ? part->tp : 1;
+	m->tp_comm = m->tp > 1 ? part->tp_comm : NULL;
+	m->Cl = m->C / m->tp;
+	m->NHl = m->NH / m->tp;
 	m->ntensors = 2 + 12 * m->L + 2;
 	m->tensors = (gpt_tensor *)calloc((size_t)m->ntensors, sizeof *m->tensors);
+	m->unit_off = (size_t *)calloc((size_t)m->L + 2, sizeof(size_t));
+	m->unit_len = (size_t *)calloc((size_t)m->L + 2, sizeof(size_t));
 	m->layer = (acts *)calloc((size_t)m->L, sizeof *m->layer);
 	m->losses = (float *)malloc((size_t)m->N * sizeof(float));
 	m->count = (int32_t *)malloc((size_t)m->V * sizeof(int32_t));
-	if (!m->tensors || !m->layer || !m->losses || !m->count) {
+	if (!m->tensors || !m->unit_off || !m->unit_len || !m->layer || !m->losses || !m->count) {
 		snprintf(err, errlen, "out of host memory");
 		gpu_model_free(m);
 		return NULL;
 	}
 	gpt_tensors(cfg, m->tensors, m->ntensors);
+	m->np = local_layout(m);
+	const gpu_shard *shard = part ? part->shard : NULL;
 	cudaError_t e = shard ? shard_new(m, shard) : cudaSuccess;
+	if (e == cudaSuccess && part && part->norm)
+		e = norm_new(m, part->norm, part->nnorm);
 	for (int k = 0; k < 4 && e == cudaSuccess; k++) {
 		size_t n = array_alloc(m, (gpu_array)k);
 		e = cudaMalloc((void **)&m->arr[k], (n ? n : 1) * sizeof(float));
@@ -450,6 +560,7 @@ void gpu_model_free(gpu_model *m)
 	cudaFree(m->piece_sq);
 	cudaFree(m->decay_span);
 	free(m->pieces);
+	free(m->norm);
 	free(m->piece_sq_host);
 	cudaFree(m->inputs);
 	cudaFree(m->block);
@@ -463,6 +574,8 @@ void gpu_model_free(gpu_model *m)
 		free(ev);
 	}
 	free(m->tensors);
+	free(m->unit_off);
+	free(m->unit_len);
 	free(m->layer);
 	free(m->losses);
 	free(m->count);
@@ -534,8 +647,10 @@ int gpu_model_forward(gpu_model *m, const int32_t *inputs, const int32_t *target
 	}
 	if (!loss) {
 		gpu_loss_mean_add(m->loss_acc, m->dev_losses, N);
-		return launched("the forward failed on the GPU", err, errlen);
+		return launched(m, "the forward failed on the GPU", err, errlen);
 	}
+	if (launched(m, "the forward failed", err, errlen) < 0)
+		return -1;
 	cudaError_t e =
 	    cudaMemcpy(m->losses, m->dev_losses, (size_t)N * sizeof(float), cudaMemcpyDeviceToHost);
 	if (e != cudaSuccess)
@@ -565,7 +680,7 @@ int gpu_model_backward(gpu_model *m, float dloss, char *err, size_t errlen)
 		gpu_encoder_backward(dwte, dwte + (size_t)m->Vp * C, m->dres, m->buckets, m->nbuckets,
 		                     m->B, m->T, C);
 		unit_done(m, 0);
-		rc = launched("the backward failed on the GPU", err, errlen);
+		rc = launched(m, "the backward failed on the GPU", err, errlen);
 	}
 	return rc;
 }
@@ -574,6 +689,11 @@ void gpu_model_zero_grad(gpu_model *m)
 {
 	cudaMemsetAsync(m->arr[GPU_GRADS], 0, array_len(m, GPU_GRADS) * sizeof(float));
 	cudaMemsetAsync(m->loss_acc, 0, sizeof(double));
+}
+
+int gpu_model_comm_error(const gpu_model *m)
+{
+	return m->tp_error;
 }
 
 float *gpu_model_grads(gpu_model *m)
@@ -596,7 +716,7 @@ int gpu_model_params_sync(gpu_model *m, char *err, size_t errlen)
 	if (!m->wlow)
 		return 0;
 	gpu_lowp_from_f32(m->wlow, m->arr[GPU_PARAMS], m->np, m->fmt);
-	return launched("the 16-bit copy of the weights failed on the GPU", err, errlen);
+	return launched(m, "the 16-bit copy of the weights failed on the GPU", err, errlen);
 }
 
 int gpu_model_grad_sumsq(gpu_model *m, double *sumsq, char *err, size_t errlen)
@@ -607,22 +727,23 @@ int gpu_model_grad_sumsq(gpu_model *m, double *sumsq, char *err, size_t errlen)
 
 int gpu_model_step_stats(gpu_model *m, double *sumsq, double *loss_sum, char *err, size_t errlen)
 {
-	if (!m->grad_shard)
-		gpu_sumsq(m->sumsq, m->sumsq + 2, m->arr[GPU_GRADS], m->np);
-	for (int k = 0; k < m->npieces; k++)
-		gpu_sumsq(m->piece_sq + k, m->sumsq + 2, m->grad_shard + m->pieces[k].at,
-		          m->pieces[k].n);
+	/* the norm's pieces are in the shard when the model is sharded, else in the gradient */
+	const float *g = m->grad_shard ? m->grad_shard : m->arr[GPU_GRADS];
+	if (!m->norm)
+		gpu_sumsq(m->sumsq, m->sumsq + 2, g, m->grad_shard ? m->shard_size : m->np);
+	for (int k = 0; k < m->nnorm; k++)
+		gpu_sumsq(m->piece_sq + k, m->sumsq + 2, g + m->norm[k].at, m->norm[k].n);
 	double pair[2];
 	cudaError_t e = cudaMemcpy(pair, m->sumsq, sizeof(pair), cudaMemcpyDeviceToHost);
-	if (e == cudaSuccess && m->grad_shard)
-		e = cudaMemcpy(m->piece_sq_host, m->piece_sq, (size_t)m->npieces * sizeof(double),
+	if (e == cudaSuccess && m->nnorm)
+		e = cudaMemcpy(m->piece_sq_host, m->piece_sq, (size_t)m->nnorm * sizeof(double),
 		               cudaMemcpyDeviceToHost);
 	if (e != cudaSuccess)
 		return cuda_fail(e, "the step failed on the GPU", err, errlen);
 	cudaMemsetAsync(m->loss_acc, 0, sizeof(double));
-	if (m->grad_shard) { /* piece by piece, in flat order */
+	if (m->norm) { /* piece by piece, in flat order */
 		pair[0] = 0;
-		for (int k = 0; k < m->npieces; k++)
+		for (int k = 0; k < m->nnorm; k++)
 			pair[0] += m->piece_sq_host[k];
 	}
 	*sumsq = pair[0];
@@ -645,7 +766,7 @@ int gpu_model_adamw(gpu_model *m, const adamw_config *a, float lr, float grad_sc
 		               m->arr[GPU_ADAM_M] + pc->at, m->arr[GPU_ADAM_V] + pc->at, pc->n,
 		               m->decay_span + (pc->decay ? 1 : 0), 1, &args, m->fmt);
 	}
-	return launched("the optimizer step failed on the GPU", err, errlen);
+	return launched(m, "the optimizer step failed on the GPU", err, errlen);
 }
 
 int gpu_model_get(gpu_model *m, gpu_array which, float *host, char *err, size_t errlen)

@@ -29,8 +29,11 @@
  * (gpu_shard), with ZeRO 2 no gradient array either (the backward writes
  * each unit's into its caller's buffer), with ZeRO 3 the parameters of
  * their shard alone (each unit's gathered by the caller as the model asks
- * for it). Not yet here: tensor and pipeline
- * parallelism (gpt_part), activation recomputation.
+ * for it). Tensor parallel ranks (gpu_part) hold their slice of every
+ * layer, as the CPU model's parts do (gpt_part; the arrays in the local
+ * layout of mp.h), and sum partial results over their tensor group's comm
+ * (device buffers) inside the forward and the backward, in fp32 only so
+ * far. Not yet here: pipeline parallelism, activation recomputation.
  */
 #ifndef TY_MODEL_GPU_H
 #define TY_MODEL_GPU_H
@@ -49,7 +52,8 @@ extern "C" {
 typedef struct gpu_model gpu_model;
 
 /*
- * The device arrays: gpt_num_params(cfg) floats each, but the moments of
+ * The device arrays: the part's parameter count each (gpt_num_params(cfg)
+ * for the whole model), but the moments of
  * a sharded model (gpu_shard), which are its shard's size, the
  * gradients of a model of unit_grads, which has none (0 floats), and the
  * parameters of a model of unit_params, its shard's size too.
@@ -92,22 +96,48 @@ typedef struct gpu_shard {
 } gpu_shard;
 
 /*
- * Whether the model trains on the GPU in precision: 16-bit needs heads
- * the fused attention takes and rows the GEMMs can read. Asks no device.
- * RET 0, or -1 with the reason.
+ * What one rank of a parallel run holds (gpu_model_new; NULL: the whole
+ * model, alone):
+ *   tp, tp_comm  tensor parallel (gpt_part's): heads and slices of rank
+ *                comm_rank(tp_comm) of tp; the arrays are in the local
+ *                layout (mp.h: each tensor replaced by its piece, in
+ *                gpt.h's order); tp_comm sums device buffers (NULL when
+ *                tp is 1);
+ *   shard        ZeRO 1 to 3: the optimizer's share, or NULL;
+ *   norm         the pieces of the gradient this rank counts in the norm,
+ *                with at in the shard's layout when sharded, else at ==
+ *                flat (nnorm 0: the whole gradient): its share of a sum over
+ *                every rank, each element counted once (the owned tensors
+ *                of mp.h). Copied.
  */
-int gpu_model_fits(const gpt_config *cfg, gpt_precision precision, char *err, size_t errlen);
+typedef struct gpu_part {
+	int tp;
+	comm *tp_comm;
+	const gpu_shard *shard;
+	int nnorm;
+	const gpu_shard_piece *norm;
+} gpu_part;
+
+/*
+ * Whether the model trains on the GPU in precision, cut over tp tensor
+ * ranks: 16-bit needs heads the fused attention takes and rows the GEMMs
+ * can read, and no tensor parallel yet; tp divides the heads. Asks no
+ * device. RET 0, or -1 with the reason.
+ */
+int gpu_model_fits(const gpt_config *cfg, int tp, gpt_precision precision, char *err,
+                   size_t errlen);
 
 /*
  * Allocate everything for micro-batches of B sequences of T <= max_seq_len
  * tokens in precision (GPT_FP32, GPT_BF16, GPT_FP16) and copy params
- * (unit-major, host) in; gradients and moments 0. shard: the rank's share
- * under ZeRO 1 or 2, or NULL (the model updates everything). RET: the model,
- * or NULL with a message (no device, out of device memory, heads the fused
- * attention does not take).
+ * (unit-major, host; the part's local layout) in; gradients and moments 0.
+ * part: what this rank holds, or NULL (the whole model, updating
+ * everything). RET: the model, or NULL with a message (no device, out of
+ * device memory, heads the fused attention does not take, a tensor-parallel
+ * width that does not divide the heads, 16 bits under tensor parallel).
  */
 gpu_model *gpu_model_new(const gpt_config *cfg, int B, int T, gpt_precision precision,
-                         const float *params, const gpu_shard *shard, char *err, size_t errlen);
+                         const float *params, const gpu_part *part, char *err, size_t errlen);
 void gpu_model_free(gpu_model *m);
 
 /* Bytes of device memory the model holds. */
@@ -167,8 +197,14 @@ float *gpu_model_params(gpu_model *m);
 int gpu_model_params_sync(gpu_model *m, char *err, size_t errlen);
 
 /*
- * The squared L2 norm of the gradients (a sharded model's: of its owned
- * pieces of the shard, piece by piece), summed in double, and the sum of
+ * A failed all-reduce of the tensor group (inside a forward or backward,
+ * which then failed): its COMM_ERR_* code, or 0.
+ */
+int gpu_model_comm_error(const gpu_model *m);
+
+/*
+ * The squared L2 norm of the gradients (with gpu_part's norm pieces: of
+ * those, piece by piece, in the shard when sharded), summed in double, and the sum of
  * the micro-batch mean losses since the last call (forward with loss
  * NULL), in one copy from the device: the step's one wait. RET 0 or -1.
  */

@@ -41,18 +41,26 @@ typedef struct acts {
 struct gpu_model {
 	gpt_config cfg;
 	int B, T, N, C, NH, L, V, Vp;
-	gpu_lowp fmt; /* GPU_NO_LOWP: fp32 throughout */
-	size_t np;
-	float *arr[4]; /* gpu_array */
+	/* tensor parallel (gpu_part): Cl = C / tp channels and NHl = NH / tp heads here */
+	int tp, Cl, NHl;
+	comm *tp_comm;    /* NULL when tp is 1 */
+	int tp_error;     /* the first failed all-reduce's COMM_ERR_* (then no more) */
+	size_t *unit_off; /* [L + 2]: each unit's first float in the local flat arrays */
+	size_t *unit_len; /* [L + 2]: its floats */
+	gpu_lowp fmt;     /* GPU_NO_LOWP: fp32 throughout */
+	size_t np;        /* the local parameter count */
+	float *arr[4];    /* gpu_array */
 	/* ZeRO 1 (gpu_shard): grad_shard NULL when the model is not sharded */
 	gpu_shard_piece *pieces;
 	int npieces;
 	size_t shard_size, reach; /* reach: floats of arr[GPU_PARAMS] and arr[GPU_GRADS] */
 	float *grad_shard;        /* device [shard_size]: the summed gradients of the shard */
-	double *piece_sq;         /* device [npieces]: each piece's squared norm */
-	double *piece_sq_host;    /* host [npieces] */
-	gpu_span *decay_span;     /* device [2]: {0, 0} and {0, 1}, a piece's one span */
-	void *wlow;               /* 16-bit: the weights' working copy, np values */
+	gpu_shard_piece *norm;    /* the norm's pieces (gpu_part); NULL: the whole gradient */
+	int nnorm;
+	double *piece_sq;      /* device [nnorm]: each norm piece's squared norm */
+	double *piece_sq_host; /* host [nnorm] */
+	gpu_span *decay_span;  /* device [2]: {0, 0} and {0, 1}, a piece's one span */
+	void *wlow;            /* 16-bit: the weights' working copy, np values */
 	gpt_tensor *tensors;
 	int ntensors;
 	gpu_span *spans;           /* device [ntensors]: gpu_adamw_flat's */
@@ -103,6 +111,12 @@ static inline const float *layer_input(const gpu_model *m, int l)
 {
 	return l == 0 ? m->enc : m->layer[l - 1].res3;
 }
+
+/*
+ * Sum buf [n] (device) over the tensor group, in stream order after the
+ * work queued so far; nothing with tp 1 or after a failure (tp_error).
+ */
+void gpu_tp_allreduce(gpu_model *m, float *buf, size_t n);
 
 /* The pointers of layer l's parameters (or gradients) in the flat array base, of elem bytes. */
 void gpu_layer_tensors(const gpu_model *m, void *base, size_t elem, int l, void *t[P_COUNT]);

@@ -105,6 +105,13 @@ __global__ void residual_fwd(float *out, const float *a, const float *b, size_t 
 		out[i] = a[i] + b[i];
 }
 
+__global__ void bias_add(float *out, const float *bias, size_t N, int OC)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < N * OC;
+	     i += (size_t)gridDim.x * blockDim.x)
+		out[i] += bias[i % OC];
+}
+
 __global__ void xent_fwd(float *losses, float *lse, const float *logits, const int32_t *targets,
                          int V, int Vp)
 {
@@ -396,6 +403,11 @@ void gpu_gelu_backward(float *dinp, const float *inp, const float *dout, size_t 
 void gpu_residual_forward(float *out, const float *a, const float *b, size_t N)
 {
 	residual_fwd<<<blocks_for(N, 256), 256>>>(out, a, b, N);
+}
+
+void gpu_add_bias(float *out, const float *bias, int N, int OC)
+{
+	bias_add<<<blocks_for((size_t)N * OC, 256), 256>>>(out, bias, (size_t)N, OC);
 }
 
 void gpu_softmax_xent_forward(float *losses, float *lse, const float *logits,

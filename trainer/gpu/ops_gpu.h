@@ -46,6 +46,8 @@ void gpu_layernorm_backward(float *dinp, float *dw, float *db, const float *dout
 void gpu_gelu_forward(float *out, const float *inp, size_t N);
 void gpu_gelu_backward(float *dinp, const float *inp, const float *dout, size_t N);
 void gpu_residual_forward(float *out, const float *a, const float *b, size_t N);
+/* out [N,OC] += bias [OC] on every row (a row-parallel matmul's bias, after its all-reduce). */
+void gpu_add_bias(float *out, const float *bias, int N, int OC);
 void gpu_softmax_xent_forward(float *losses, float *lse, const float *logits,
                               const int32_t *targets, int N, int V, int Vp);
 void gpu_softmax_xent_backward(float *dlogits, const float *logits, const float *lse,
