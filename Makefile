@@ -169,7 +169,9 @@ $(BUILD)/bin/trainyard-train: $(call obj,trainer/main.c) $(TRAIN_A) $(LIB_A)
 
 # The CPU stand-in for the GPU backend (train_device.sh): its symbols from trainyard-train.
 HOSTDEV_SO := $(BUILD)/tests/libty-hostdevice.so
-$(HOSTDEV_SO): tests/trainer/host_device.c
+# (the headers of the table it fills are named: a new ABI rebuilds it)
+$(HOSTDEV_SO): tests/trainer/host_device.c trainer/gpu_backend.h trainer/gpu/model_gpu.h \
+               trainer/gpu/device.h
 	@mkdir -p $(@D)
 	@echo "  CC      $< (shared)"
 	$(Q)$(CC) $(CFLAGS) $(TRAIN_CFLAGS) -Itrainer -fPIC -shared -o $@ $<

@@ -17,7 +17,7 @@
 #include "gpu/device.h"
 #include "gpu/model_gpu.h"
 
-#define GPU_BACKEND_ABI    5
+#define GPU_BACKEND_ABI    6
 #define GPU_BACKEND_SYMBOL "ty_gpu_backend"
 #define GPU_BACKEND_FILE   "libtytrain-cuda.so"
 
@@ -29,16 +29,20 @@ typedef struct gpu_backend {
 	 * -1 with a message when none is visible.
 	 */
 	int (*open_device)(char *desc, size_t desclen, char *err, size_t errlen);
-	int (*model_fits)(const gpt_config *cfg, int tp, gpt_precision precision, char *err,
+	int (*model_fits)(const gpt_config *cfg, int tp, int pp, gpt_precision precision, char *err,
 	                  size_t errlen);
 	gpu_model *(*model_new)(const gpt_config *cfg, int B, int T, gpt_precision precision,
 	                        const float *params, const gpu_part *part, char *err,
 	                        size_t errlen);
 	void (*model_free)(gpu_model *m);
 	size_t (*model_bytes)(const gpu_model *m);
-	int (*forward)(gpu_model *m, const int32_t *inputs, const int32_t *targets, float *loss,
-	               char *err, size_t errlen);
-	int (*backward)(gpu_model *m, float dloss, char *err, size_t errlen);
+	/* a stage's micro-batch in a slot (gpu_model_forward_slot and the rest) */
+	int (*forward)(gpu_model *m, int slot, const int32_t *inputs, const float *x,
+	               const int32_t *targets, char *err, size_t errlen);
+	const float *(*stage_output)(const gpu_model *m, int slot);
+	int (*backward)(gpu_model *m, int slot, float dloss, const float *dy, char *err,
+	                size_t errlen);
+	const float *(*stage_input_grad)(const gpu_model *m);
 	int (*comm_error)(const gpu_model *m); /* the tensor group's failure, a COMM_ERR_* */
 	void (*set_hooks)(gpu_model *m, const gpt_hooks *hooks); /* data parallel's reach */
 	void (*zero_grad)(gpu_model *m);

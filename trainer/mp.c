@@ -44,6 +44,26 @@ int mp_grid_rank(const mp_grid *g, int dp_rank, int tp_rank, int pp_rank)
 	return (pp_rank * g->dp + dp_rank) * g->tp + tp_rank;
 }
 
+mp_split mp_group_split(const mp_grid *g, mp_group which)
+{
+	bool end_stage = g->pp_rank == 0 || g->pp_rank == g->pp - 1;
+	switch (which) {
+	case MP_TP:
+		return (mp_split){g->tp, g->pp_rank * g->dp + g->dp_rank, g->tp_rank, true};
+	case MP_DP:
+		return (mp_split){g->dp, g->pp_rank * g->tp + g->tp_rank, g->dp_rank, true};
+	case MP_PP:
+		return (mp_split){g->pp, g->dp_rank * g->tp + g->tp_rank, g->pp_rank, true};
+	case MP_TIE:
+		if (!end_stage) /* a colour no other rank has */
+			return (mp_split){2, g->dp * g->tp + g->rank, g->pp_rank, false};
+		return (mp_split){g->pp > 1 ? 2 : 1, g->dp_rank * g->tp + g->tp_rank, g->pp_rank,
+		                  true};
+	default:
+		return (mp_split){1, 0, 0, false};
+	}
+}
+
 /* The rectangle k (0, or 0..2 for QKV) of tensor t's piece on tp rank r. */
 typedef struct rect {
 	size_t r0, nr, c0, nc;

@@ -45,6 +45,22 @@ int mp_grid_init(mp_grid *g, int world, int rank, int dp, int tp, int pp, char *
 /* RET: the world rank at grid position (dp_rank, tp_rank, pp_rank). */
 int mp_grid_rank(const mp_grid *g, int dp_rank, int tp_rank, int pp_rank);
 
+/* The sub-communicators above. */
+typedef enum mp_group { MP_TP = 0, MP_DP, MP_PP, MP_TIE, MP_GROUPS } mp_group;
+
+/*
+ * How this rank splits the world into its group which (comm_split's color
+ * and key), and the group's width: 1 means there is no such group (and
+ * every rank of the world skips that split alike). A middle stage of the
+ * pipeline takes part in the tie's split with a color of its own, and
+ * drops what it gets (*member false).
+ */
+typedef struct mp_split {
+	int width, color, key;
+	bool member;
+} mp_split;
+mp_split mp_group_split(const mp_grid *g, mp_group which);
+
 typedef struct mp_tensor {
 	gpt_tensor t;         /* the global tensor: name, unit, offset, numel, shape, split */
 	size_t offset, numel; /* this rank's piece in the local flat array */

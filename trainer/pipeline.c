@@ -14,13 +14,56 @@ int pipe_slots(int stages, int stage, int m)
 	return in_flight < m ? in_flight : m;
 }
 
+/* The CPU's model (gpt.h) as a pipe_model_ops; ctx is the pipeline. */
+static int cpu_forward(void *ctx, int slot, const int32_t *inputs, const float *x,
+                       const int32_t *targets, float *loss)
+{
+	pipeline *p = ctx;
+	*loss = gpt_forward_part(p->model, &p->hooks, slot, inputs, x, targets);
+	return gpt_error(p->model);
+}
+
+static const float *cpu_output(void *ctx, int slot)
+{
+	return gpt_stage_output(((pipeline *)ctx)->model, slot);
+}
+
+static int cpu_backward(void *ctx, int slot, float dloss, const float *dy)
+{
+	pipeline *p = ctx;
+	gpt_backward_part(p->model, &p->hooks, slot, dloss, dy);
+	return gpt_error(p->model);
+}
+
+static const float *cpu_input_grad(void *ctx)
+{
+	return gpt_stage_input_grad(((pipeline *)ctx)->model);
+}
+
+static float *cpu_alloc(size_t n)
+{
+	return malloc(n * sizeof(float));
+}
+
+static void cpu_release(float *buf)
+{
+	free(buf);
+}
+
+static const pipe_model_ops cpu_ops = {cpu_forward,    cpu_output, cpu_backward,
+                                       cpu_input_grad, cpu_alloc,  cpu_release};
+
 int pipe_init(pipeline *p)
 {
 	size_t n = (size_t)p->B * p->T, nc = n * (size_t)p->C;
+	if (!p->ops) {
+		p->ops = &cpu_ops;
+		p->model_ctx = p;
+	}
 	p->inputs = malloc(n * sizeof(int32_t));
 	p->targets = malloc(n * sizeof(int32_t));
-	p->x = malloc(nc * sizeof(float));
-	p->dy = malloc(nc * sizeof(float));
+	p->x = p->ops->alloc(nc);
+	p->dy = p->ops->alloc(nc);
 	p->send_out = calloc((size_t)p->slots, sizeof(*p->send_out));
 	memset(&p->send_grad, 0, sizeof(p->send_grad));
 	if (!p->inputs || !p->targets || !p->x || !p->dy || !p->send_out) {
@@ -38,8 +81,10 @@ void pipe_release(pipeline *p)
 	comm_wait(&p->send_grad);
 	free(p->inputs);
 	free(p->targets);
-	free(p->x);
-	free(p->dy);
+	if (p->ops) {
+		p->ops->release(p->x);
+		p->ops->release(p->dy);
+	}
 	free(p->send_out);
 	p->inputs = p->targets = NULL;
 	p->x = p->dy = NULL;
@@ -62,13 +107,13 @@ static int forward(pipeline *p, int i, double *loss_sum)
 	/* the slot's last output must have left before the forward overwrites it */
 	if ((rc = comm_wait(&p->send_out[slot])))
 		return rc;
-	float loss = gpt_forward_part(p->model, &p->hooks, slot, p->inputs, first ? NULL : p->x,
-	                              last ? p->targets : NULL);
-	if ((rc = gpt_error(p->model)))
+	float loss = 0;
+	if ((rc = p->ops->forward(p->model_ctx, slot, p->inputs, first ? NULL : p->x,
+	                          last ? p->targets : NULL, &loss)))
 		return rc;
 	if (last)
 		*loss_sum += loss;
-	else if ((rc = comm_isend(p->pp, gpt_stage_output(p->model, slot), act_bytes(p),
+	else if ((rc = comm_isend(p->pp, p->ops->output(p->model_ctx, slot), act_bytes(p),
 	                          p->stage + 1, TAG_ACTIVATION, &p->send_out[slot])))
 		return rc;
 	return 0;
@@ -82,10 +127,9 @@ static int backward(pipeline *p, int i, float dloss)
 		return rc;
 	if ((rc = comm_wait(&p->send_grad)))
 		return rc;
-	gpt_backward_part(p->model, &p->hooks, slot, dloss, last ? NULL : p->dy);
-	if ((rc = gpt_error(p->model)))
+	if ((rc = p->ops->backward(p->model_ctx, slot, dloss, last ? NULL : p->dy)))
 		return rc;
-	if (!first && (rc = comm_isend(p->pp, gpt_stage_input_grad(p->model), act_bytes(p),
+	if (!first && (rc = comm_isend(p->pp, p->ops->input_grad(p->model_ctx), act_bytes(p),
 	                               p->stage - 1, TAG_GRADIENT, &p->send_grad)))
 		return rc;
 	return 0;

@@ -14,6 +14,11 @@
  *
  * Every stage reads the same micro-batches (inputs matter on the first,
  * targets on the last), so every rank's data position stays the same.
+ *
+ * The stage's model is the CPU's (gpt.h: model and hooks) or another one
+ * behind pipe_model_ops (a GPU's: train_gpu.c), whose activations and
+ * gradients live where its ops say (the receive buffers come from its
+ * alloc; the pipeline comm moves buffers of that memory).
  */
 #ifndef TY_PIPELINE_H
 #define TY_PIPELINE_H
@@ -23,9 +28,33 @@
 #include "comm.h"
 #include "gpt.h"
 
+/* A model's micro-batch failure other than a transfer's (its own message says why). */
+#define PIPE_ERR_MODEL (-231)
+
+/*
+ * A stage's model, as the schedule drives it (ctx is pipeline.model_ctx).
+ * forward: one micro-batch into slot, *loss its mean loss on the last stage;
+ * output: the slot's [B,T,C] output; backward: from the loss (last stage,
+ * dloss) or dy; input_grad: the last backward's input gradient [B,T,C].
+ * The int ones RET 0 or a negative error (PIPE_ERR_MODEL, a COMM_ERR_*).
+ * alloc and release: a [B,T,C] receive buffer of the model's memory.
+ */
+typedef struct pipe_model_ops {
+	int (*forward)(void *ctx, int slot, const int32_t *inputs, const float *x,
+	               const int32_t *targets, float *loss);
+	const float *(*output)(void *ctx, int slot);
+	int (*backward)(void *ctx, int slot, float dloss, const float *dy);
+	const float *(*input_grad)(void *ctx);
+	float *(*alloc)(size_t n);
+	void (*release)(float *buf);
+} pipe_model_ops;
+
 typedef struct pipeline {
+	/* the CPU's model (ops NULL), or ops over model_ctx */
 	gpt_model *model;
 	gpt_hooks hooks;
+	const pipe_model_ops *ops;
+	void *model_ctx;
 	comm *pp; /* the pipeline group: rank = stage; NULL when there is one stage */
 	int stage, stages, slots;
 	int B, T, C;
@@ -40,7 +69,8 @@ typedef struct pipeline {
 } pipeline;
 
 /*
- * Allocate the buffers of p (its other fields set). slots must be
+ * Allocate the buffers of p (its other fields set; ops NULL: the CPU's
+ * model, then ops and model_ctx are set to it). slots must be
  * min(stages - stage, micro-batches) or more. RET 0, or -1 when out of memory.
  */
 int pipe_init(pipeline *p);
@@ -52,8 +82,8 @@ int pipe_slots(int stages, int stage, int m);
 /*
  * Run the step's m micro-batches with dloss for each backward (the last
  * stage's). OUT: *loss_sum, the sum of the micro-batch losses (last stage;
- * 0 elsewhere). RET 0, the next_batch error, or a COMM_ERR_* (also one the
- * model latched: gpt_error).
+ * 0 elsewhere). RET 0, the next_batch error, a COMM_ERR_* (also one the
+ * model latched: gpt_error), or PIPE_ERR_MODEL.
  */
 int pipe_step(pipeline *p, int m, float dloss, double *loss_sum);
 

@@ -73,28 +73,36 @@ static int device_comm(train_gpu *g, comm *world, int color, int key, int device
 }
 
 /*
- * The groups of the grid (mp.h's colours, pp 1): on the device, the
- * data-parallel one (gradients) and the tensor one (inside the model);
- * on the host, the data-parallel one (the upload's sums). Collective over
- * world. RET a train_exit.
+ * The groups of the grid (mp_group_split) on the device: the
+ * data-parallel one (gradients), the tensor one (inside the model), the
+ * pipeline one (between stages) and the tie; and the data-parallel one on
+ * the host (the upload's sums). Every rank makes every split of a width
+ * above 1, as the CPU runtime does. Collective over world. RET a train_exit.
  */
 static int device_groups(train_gpu *g, comm *world, int device, char *err, size_t errlen)
 {
-	const mp_grid *m = &g->grid;
+	comm **dev[MP_GROUPS] = {
+	    [MP_TP] = &g->tp_dev, [MP_DP] = &g->dev, [MP_PP] = &g->pp_dev, [MP_TIE] = &g->tie_dev};
 	int own = own_devices(world, device), rc = TRAIN_OK;
 	if (own < 0)
 		return comm_exit(world, own, err, errlen);
-	if (m->dp > 1) {
-		rc = device_comm(g, world, m->tp_rank, m->dp_rank, device, own, &g->dev,
-		                 &g->boot[0], err, errlen);
-		int src =
-		    rc == TRAIN_OK ? comm_split(world, m->tp_rank, m->dp_rank, &g->host_dp) : 0;
-		if (src)
-			rc = comm_exit(world, src, err, errlen);
+	for (int k = 0; rc == TRAIN_OK && k < MP_GROUPS; k++) {
+		mp_split sp = mp_group_split(&g->grid, (mp_group)k);
+		if (sp.width == 1)
+			continue;
+		rc = device_comm(g, world, sp.color, sp.key, device, own, dev[k], &g->boot[k], err,
+		                 errlen);
+		if (rc == TRAIN_OK && !sp.member) { /* a middle stage: no tie */
+			comm_free(*dev[k]);
+			comm_free(g->boot[k]);
+			*dev[k] = g->boot[k] = NULL;
+		}
+		if (rc == TRAIN_OK && k == MP_DP) {
+			int src = comm_split(world, sp.color, sp.key, &g->host_dp);
+			if (src)
+				rc = comm_exit(world, src, err, errlen);
+		}
 	}
-	if (rc == TRAIN_OK && m->tp > 1)
-		rc = device_comm(g, world, m->dp_rank, m->tp_rank, device, own, &g->tp_dev,
-		                 &g->boot[1], err, errlen);
 	return rc;
 }
 
@@ -161,11 +169,9 @@ static int units_cut(train_gpu *g, int P, int rank, int stage)
 	                       .pieces = pc,
 	                       .unit_grads = sharded && stage >= 2,
 	                       .unit_params = sharded && stage == 3};
-	g->part = (gpu_part){.tp = g->grid.tp,
-	                     .tp_comm = g->tp_dev,
-	                     .shard = sharded ? &g->shard : NULL,
-	                     .nnorm = nn,
-	                     .norm = norm};
+	g->part.shard = sharded ? &g->shard : NULL;
+	g->part.nnorm = nn;
+	g->part.norm = norm;
 	return 0;
 }
 
@@ -175,6 +181,12 @@ static int buf_of(int u)
 	return u == 0 ? 0 : 1 + (u & 1);
 }
 
+/* The layout's index of unit u (the hooks name units by their ids; the tables are the layout's). */
+static int at_of(const train_gpu *g, int u)
+{
+	return g->lay->unit_index[u];
+}
+
 /*
  * The device buffers of ZeRO 2 (gradients) and 3 (gradients and
  * parameters), each the padded size (P blocks) of the largest unit it
@@ -182,10 +194,11 @@ static int buf_of(int u)
  */
 static int unit_buffers(train_gpu *g, int P)
 {
-	for (int u = 0; u < g->nunits; u++) {
-		size_t n = (size_t)P * g->unit_block[u];
-		if (n > g->buf_len[buf_of(u)])
-			g->buf_len[buf_of(u)] = n;
+	for (int i = 0; i < g->nunits; i++) {
+		size_t n = (size_t)P * g->unit_block[i];
+		int b = buf_of(g->lay->units[i].id);
+		if (n > g->buf_len[b])
+			g->buf_len[b] = n;
 	}
 	size_t layers = g->buf_len[1] > g->buf_len[2] ? g->buf_len[1] : g->buf_len[2];
 	g->buf_len[1] = g->buf_len[2] = layers;
@@ -206,31 +219,32 @@ int train_gpu_open(train_gpu *g, const train_config *tc, comm *world, const mp_g
 	memset(g, 0, sizeof(*g));
 	const layout *l = &tc->run;
 	char why[256];
-	if (!layout_on_device(l, why, sizeof(why))) {
+	layout_device dev = tc->precision == GPT_FP32 ? LAYOUT_GPU_FP32 : LAYOUT_GPU_16BIT;
+	if (!layout_on_device(l, dev, why, sizeof(why))) {
 		snprintf(err, errlen, "--device cuda trains %s", why);
 		return TRAIN_INVALID_CONFIG;
 	}
 	if (!(g->be = gpu_backend_load(err, errlen)) ||
-	    g->be->model_fits(&tc->model, l->tensor_parallel, tc->precision, err, errlen) < 0)
+	    g->be->model_fits(&tc->model, l->tensor_parallel, l->pipeline_parallel, tc->precision,
+	                      err, errlen) < 0)
 		return TRAIN_INVALID_CONFIG;
 	g->grid = *grid;
-	if (!(g->lay = mp_layout_new(&tc->model, grid->tp, grid->tp_rank, 1, 0, err, errlen)))
+	if (!(g->lay = mp_layout_new(&tc->model, grid->tp, grid->tp_rank, grid->pp, grid->pp_rank,
+	                             err, errlen)))
 		return strstr(err, "out of memory") ? TRAIN_OOM : TRAIN_INVALID_CONFIG;
 	int device = g->be->open_device(g->device, sizeof(g->device), err, errlen);
 	if (device < 0) {
 		train_gpu_close(g);
 		return TRAIN_INTERNAL;
 	}
-	size_t np = g->lay->nparams, N = (size_t)l->micro_batch * tc->model.max_seq_len;
-	g->in = malloc(2 * N * sizeof(int32_t));
+	size_t np = g->lay->nparams;
 	for (int k = 0; k < 3; k++)
 		g->stage[k] = malloc(np * sizeof(float));
-	if (!g->in || !g->stage[0] || !g->stage[1] || !g->stage[2]) {
+	if (!g->stage[0] || !g->stage[1] || !g->stage[2]) {
 		train_gpu_close(g);
 		snprintf(err, errlen, "out of memory for the GPU path's host buffers");
 		return TRAIN_OOM;
 	}
-	g->tg = g->in + N;
 	g->tc = tc;
 	g->adam = *adam;
 	g->host = world;
@@ -245,6 +259,10 @@ int train_gpu_open(train_gpu *g, const train_config *tc, comm *world, const mp_g
 		snprintf(err, errlen, "out of device memory for ZeRO %d's unit buffers", g->zero);
 		rc = TRAIN_OOM;
 	}
+	/* the model's part: the layout's, its tensor group, the stage's slots */
+	g->part.slice = mp_layout_part(g->lay);
+	g->part.slice.tp_comm = g->tp_dev;
+	g->part.slice.slots = pipe_slots(grid->pp, grid->pp_rank, l->grad_accum);
 	if (rc != TRAIN_OK)
 		train_gpu_close(g);
 	return rc;
@@ -268,6 +286,7 @@ static size_t stage_at(const train_gpu *g, int k, int u, dp_range r)
 }
 
 static void set_hooks(train_gpu *g);
+static int pipe_open(train_gpu *g);
 
 int train_gpu_upload(train_gpu *g, const dp_runtime *dp, char *err, size_t errlen)
 {
@@ -297,10 +316,14 @@ int train_gpu_upload(train_gpu *g, const dp_runtime *dp, char *err, size_t errle
 	if (!g->model) {
 		g->model = g->be->model_new(&g->tc->model, g->tc->run.micro_batch,
 		                            g->tc->model.max_seq_len, g->tc->precision, g->stage[0],
-		                            g->grid.world > 1 ? &g->part : NULL, err, errlen);
+		                            &g->part, err, errlen);
 		if (!g->model)
 			return device_status(err);
 		set_hooks(g);
+		if (pipe_open(g) < 0) {
+			snprintf(err, errlen, "out of device memory for the pipeline's buffers");
+			return TRAIN_OOM;
+		}
 	}
 	for (int b = 0; b < 3; b++) /* the parameters change: nothing gathered holds */
 		g->pbuf_unit[b] = -1;
@@ -351,7 +374,8 @@ static float *unit_buffer(void *ctx, int u)
 	int b = buf_of(u);
 	if (g->gbuf_unit[b] != u) {
 		latch(g, comm_wait(&g->gbuf_req[b]));
-		g->be->vectors()->zero(g->gbuf[b], (size_t)comm_size(g->dev) * g->unit_block[u]);
+		g->be->vectors()->zero(g->gbuf[b],
+		                       (size_t)comm_size(g->dev) * g->unit_block[at_of(g, u)]);
 		g->gbuf_unit[b] = u;
 	}
 	return g->gbuf[b];
@@ -367,8 +391,9 @@ static const float *unit_gathered(void *ctx, int u)
 	train_gpu *g = ctx;
 	int b = buf_of(u);
 	if (g->pbuf_unit[b] != u) {
-		const float *mine = g->be->params(g->model) + g->unit_at[u];
-		int rc = comm_allgather(g->dev, mine, g->pbuf[b], g->unit_block[u]);
+		int i = at_of(g, u);
+		const float *mine = g->be->params(g->model) + g->unit_at[i];
+		int rc = comm_allgather(g->dev, mine, g->pbuf[b], g->unit_block[i]);
 		latch(g, rc);
 		g->pbuf_unit[b] = rc ? -1 : u;
 	}
@@ -389,9 +414,10 @@ static const float *unit_gathered(void *ctx, int u)
 static void unit_reduce(void *ctx, int u)
 {
 	train_gpu *g = ctx;
-	float *shard = g->sharded ? g->be->grad_shard(g->model) + g->unit_at[u] : NULL;
-	size_t block = g->unit_block[u];
-	if (g->gbuf[0]) {
+	int i = at_of(g, u);
+	float *shard = g->sharded ? g->be->grad_shard(g->model) + g->unit_at[i] : NULL;
+	size_t block = g->unit_block[i];
+	if (g->zero >= 2) {
 		int b = buf_of(u);
 		if (g->gbuf_unit[b] == u) {
 			if (g->backward > 0)
@@ -402,13 +428,13 @@ static void unit_reduce(void *ctx, int u)
 			                                  &g->gbuf_req[b]));
 		}
 	} else if (g->backward == g->accum - 1) {
-		float *grads = g->be->grads(g->model) + g->unit_off[u];
+		float *grads = g->be->grads(g->model) + g->unit_off[i];
 		latch(g,
 		      shard
-		          ? comm_ireduce_scatter_sum(g->dev, grads, shard, block, &g->unit_req[u])
-		          : comm_iallreduce_sum(g->dev, grads, g->unit_numel[u], &g->unit_req[u]));
+		          ? comm_ireduce_scatter_sum(g->dev, grads, shard, block, &g->unit_req[i])
+		          : comm_iallreduce_sum(g->dev, grads, g->unit_numel[i], &g->unit_req[i]));
 	}
-	if (u == 0) /* the last unit a backward ends */
+	if (i == 0) /* the layout's first unit: the last one a backward ends */
 		g->backward++;
 }
 
@@ -442,8 +468,9 @@ static int reduce_grads(train_gpu *g, char *err, size_t errlen)
  * The step's unscaled gradient norm and the mean loss of the
  * data-parallel replicas, in one all-reduce over the world: with several
  * ranks each one's norm is of its pieces (units_cut), summed as the CPU
- * runtime sums it; a tensor group's ranks have the same loss, and its
- * rank 0 counts it, as on the CPU. RET a train_exit.
+ * runtime sums it; the loss lives on the last stage, where a tensor
+ * group's ranks have the same one and its rank 0 counts it, as on the
+ * CPU. RET a train_exit.
  */
 static int norm_and_loss(train_gpu *g, int accum, float loss_scale, float *norm, float *loss,
                          char *err, size_t errlen)
@@ -454,8 +481,9 @@ static int norm_and_loss(train_gpu *g, int accum, float loss_scale, float *norm,
 	if (g->be->step_stats(g->model, &sq, &loss_sum, err, errlen) < 0)
 		return device_status(err);
 	double unscale = 1.0 / loss_scale;
+	bool counts = g->grid.pp_rank == g->grid.pp - 1 && g->grid.tp_rank == 0;
 	float pair[2] = {several ? (float)(sq * unscale * unscale) : 0.0f,
-	                 g->grid.tp_rank == 0 ? (float)(loss_sum / accum) : 0.0f};
+	                 counts ? (float)(loss_sum / accum) : 0.0f};
 	if (several && (rc = comm_allreduce_sum(g->host, pair, 2)))
 		return comm_exit(g->host, rc, err, errlen);
 	*norm = several ? sqrtf(pair[0]) : (float)(sqrt(sq) / loss_scale);
@@ -487,6 +515,104 @@ static int gather_params(train_gpu *g, char *err, size_t errlen)
 	return g->be->params_sync(g->model, err, errlen) < 0 ? device_status(err) : TRAIN_OK;
 }
 
+/*
+ * The device model as the pipeline's (pipeline.h): a failed micro-batch
+ * leaves its message in g->fail; the losses stay on the device (step_stats).
+ */
+static int dev_forward(void *ctx, int slot, const int32_t *inputs, const float *x,
+                       const int32_t *targets, float *loss)
+{
+	train_gpu *g = ctx;
+	*loss = 0;
+	return g->be->forward(g->model, slot, inputs, x, targets, g->fail, sizeof(g->fail)) < 0
+	           ? PIPE_ERR_MODEL
+	           : 0;
+}
+
+static const float *dev_output(void *ctx, int slot)
+{
+	train_gpu *g = ctx;
+	return g->be->stage_output(g->model, slot);
+}
+
+static int dev_backward(void *ctx, int slot, float dloss, const float *dy)
+{
+	train_gpu *g = ctx;
+	return g->be->backward(g->model, slot, dloss, dy, g->fail, sizeof(g->fail)) < 0
+	           ? PIPE_ERR_MODEL
+	           : 0;
+}
+
+static const float *dev_input_grad(void *ctx)
+{
+	train_gpu *g = ctx;
+	return g->be->stage_input_grad(g->model);
+}
+
+/* The step's micro-batches, a failure kept (train_gpu_step's next). */
+static int dev_next(void *ctx, int32_t *inputs, int32_t *targets)
+{
+	train_gpu *g = ctx;
+	int rc = g->next(g->next_ctx, inputs, targets);
+	if (rc < 0)
+		g->data_rc = rc;
+	return rc;
+}
+
+/* The schedule over the model's slots, its receive buffers device vectors. RET 0 or -1. */
+static int pipe_open(train_gpu *g)
+{
+	const gpu_vectors *v = g->be->vectors();
+	g->pipe_ops = (pipe_model_ops){dev_forward,    dev_output, dev_backward,
+	                               dev_input_grad, v->alloc,   v->free};
+	g->pipe = (pipeline){.ops = &g->pipe_ops,
+	                     .model_ctx = g,
+	                     .pp = g->pp_dev,
+	                     .stage = g->grid.pp_rank,
+	                     .stages = g->grid.pp,
+	                     .slots = g->part.slice.slots,
+	                     .B = g->tc->run.micro_batch,
+	                     .T = g->tc->model.max_seq_len,
+	                     .C = g->tc->model.channels,
+	                     .next_batch = dev_next,
+	                     .ctx = g};
+	return pipe_init(&g->pipe);
+}
+
+/*
+ * Pipeline: the first and last stage's copies of the tied embedding (unit
+ * 0) take the sum of both gradients, after the data-parallel reduction, so
+ * both take the same update (the CPU runtime's tie). RET a train_exit.
+ */
+static int tie_reduce(train_gpu *g, char *err, size_t errlen)
+{
+	if (!g->tie_dev)
+		return TRAIN_OK;
+	int i = at_of(g, 0), rc;
+	float *grad = g->sharded ? g->be->grad_shard(g->model) + g->unit_at[i]
+	                         : g->be->grads(g->model) + g->unit_off[i];
+	size_t n = g->sharded ? g->unit_block[i] : g->unit_numel[i];
+	if ((rc = comm_allreduce_sum(g->tie_dev, grad, n)))
+		return comm_exit(g->tie_dev, rc, err, errlen);
+	return TRAIN_OK;
+}
+
+/* A micro-batch's failure as a train_exit: the data's, the model's or a transfer's. */
+static int pipe_failure(train_gpu *g, int rc, int *data_rc, char *err, size_t errlen)
+{
+	char ignored[256];
+	reduce_grads(g, ignored, sizeof(ignored)); /* nothing may stay in flight */
+	if (g->data_rc) {
+		*data_rc = g->data_rc;
+		return TRAIN_DATA;
+	}
+	if (rc != PIPE_ERR_MODEL)
+		return comm_exit(g->pp_dev, rc, err, errlen);
+	int tp_rc = g->be->comm_error(g->model);
+	snprintf(err, errlen, "%s", g->fail);
+	return tp_rc ? comm_exit(g->tp_dev, tp_rc, err, errlen) : device_status(err);
+}
+
 int train_gpu_step(train_gpu *g, int accum, train_gpu_batch_fn next, void *ctx, float lr,
                    float clip, float loss_scale, float *loss, dp_step_info *info, int *data_rc,
                    char *err, size_t errlen)
@@ -501,20 +627,15 @@ int train_gpu_step(train_gpu *g, int accum, train_gpu_batch_fn next, void *ctx, 
 	 */
 	g->accum = accum;
 	g->backward = 0;
-	for (int k = 0; k < accum; k++) {
-		if ((*data_rc = next(ctx, g->in, g->tg)) < 0)
-			return TRAIN_DATA;
-		if (be->forward(g->model, g->in, g->tg, NULL, err, errlen) < 0 ||
-		    be->backward(g->model, loss_scale / (float)(accum * P), err, errlen) < 0) {
-			char ignored[256];
-			reduce_grads(g, ignored, sizeof(ignored)); /* nothing may stay in flight */
-			int tp_rc = be->comm_error(g->model);
-			return tp_rc ? comm_exit(g->tp_dev, tp_rc, err, errlen)
-			             : device_status(err);
-		}
-	}
+	g->next = next;
+	g->next_ctx = ctx;
+	g->data_rc = 0;
+	double ignored_loss;
+	if ((rc = pipe_step(&g->pipe, accum, loss_scale / (float)(accum * P), &ignored_loss)))
+		return pipe_failure(g, rc, data_rc, err, errlen);
 	memset(info, 0, sizeof(*info));
 	if ((rc = reduce_grads(g, err, errlen)) != TRAIN_OK ||
+	    (rc = tie_reduce(g, err, errlen)) != TRAIN_OK ||
 	    (rc = norm_and_loss(g, accum, loss_scale, &info->grad_norm, loss, err, errlen)) !=
 	        TRAIN_OK)
 		return rc;
@@ -542,15 +663,17 @@ size_t train_gpu_bytes(const train_gpu *g)
 
 void train_gpu_close(train_gpu *g)
 {
+	pipe_release(&g->pipe);
 	if (g->model)
 		g->be->model_free(g->model);
 	comm_free(g->dev);
 	comm_free(g->tp_dev);
-	for (int k = 0; k < 2; k++)
+	comm_free(g->pp_dev);
+	comm_free(g->tie_dev);
+	for (int k = 0; k < MP_GROUPS; k++)
 		comm_free(g->boot[k]);
 	comm_free(g->host_dp);
 	mp_layout_free(g->lay);
-	free(g->in);
 	for (int k = 0; k < 3; k++)
 		free(g->stage[k]);
 	for (int b = 0; b < 3 && g->be; b++) {

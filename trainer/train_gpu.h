@@ -2,9 +2,9 @@
  * train_gpu.h - a run's model on a GPU (trainyard-train --device cuda).
  *
  * One rank, or data parallel with ZeRO 0 to 3, in fp32, bf16 or fp16
- * (training.precision), and tensor parallel in fp32 (dp x tp ranks,
- * mp.h's grid): each rank's model (its tensor rank's slice, mp.h's local
- * layout) and its gradients live
+ * (training.precision), and tensor and pipeline parallel in fp32 (dp x tp
+ * x pp ranks, mp.h's grid): each rank's model (its stage's units, its
+ * tensor rank's slice of them: mp.h's local layout) and its gradients live
  * on its device (gpu_backend.h), and the AdamW moments of what it
  * updates: everything under ZeRO 0, where the ranks all-reduce their
  * gradients and each updates the whole model; its shard under ZeRO 1
@@ -19,15 +19,19 @@
  * (forward and backward alike), so no rank keeps a whole model either. Each unit's reduction starts
  * in the step's last backward, as the model ends that unit's gradients, and runs while the backward
  * goes on. A tensor group sums its partial activations and their gradients inside the forward and
- * the backward, on a comm of its own (the model's, gpu_part). The ranks communicate on NCCL where
- * every rank has a GPU of its own (and the backend was built with it), else on staged comms
- * (comm_staged.h: device buffers through pinned host memory over MPI), which work whether or not
- * the ranks share a GPU. The gradient norm is every rank's share (gpu_part's norm pieces: its
- * data-parallel range of the tensors its tensor rank owns) summed over the world, as the CPU's. The
- * data-parallel runtime (zero.h) keeps the host copies that checkpoints, resumes and exports read
- * and write, so a checkpoint is the same whichever device wrote it: a CPU run resumes on a GPU and
- * back. train_gpu_upload puts the runtime's state on the device (at start, after a resume);
- * train_gpu_download brings it back (before a checkpoint or an export).
+ * the backward, on a comm of its own (the model's, gpu_part). Pipeline stages run the CPU's 1F1B
+ * schedule (pipeline.h) over the device model's slots, their activations and gradients moving
+ * between devices on the pipeline group's device comm; the first and last stage sum the tied
+ * embedding's gradients on a tie comm after the data-parallel reduction, as the CPU runtime does.
+ * The ranks communicate on NCCL where every rank has a GPU of its own (and the backend was built
+ * with it), else on staged comms (comm_staged.h: device buffers through pinned host memory over
+ * MPI), which work whether or not the ranks share a GPU. The gradient norm is every rank's share
+ * (gpu_part's norm pieces: its data-parallel range of the tensors its tensor rank owns) summed over
+ * the world, as the CPU's. The data-parallel runtime (zero.h) keeps the host copies that
+ * checkpoints, resumes and exports read and write, so a checkpoint is the same whichever device
+ * wrote it: a CPU run resumes on a GPU and back. train_gpu_upload puts the runtime's state on the
+ * device (at start, after a resume); train_gpu_download brings it back (before a checkpoint or an
+ * export).
  */
 #ifndef TY_TRAIN_GPU_H
 #define TY_TRAIN_GPU_H
@@ -39,8 +43,12 @@
 #include "gpu_backend.h"
 #include "mp.h"
 #include "optim.h"
+#include "pipeline.h"
 #include "train_config.h"
 #include "zero.h"
+
+/* Where a step's micro-batches come from: RET 0, or < 0 (data_next's -ERR_X). */
+typedef int (*train_gpu_batch_fn)(void *ctx, int32_t *inputs, int32_t *targets);
 
 typedef struct train_gpu {
 	bool on;
@@ -48,14 +56,21 @@ typedef struct train_gpu {
 	gpu_model *model;
 	const train_config *tc;
 	adamw_config adam;
-	int opt_step;     /* the last applied update */
-	int32_t *in, *tg; /* one micro-batch */
-	mp_grid grid;     /* dp x tp ranks (pp 1) */
-	mp_layout *lay;   /* this tensor rank's slice of the model */
+	int opt_step;   /* the last applied update */
+	mp_grid grid;   /* dp x tp x pp ranks */
+	mp_layout *lay; /* this rank's part of the model */
 	/* data parallel: the gradients' reductions (device buffers, "nccl" or "staged") */
 	comm *dev;
-	comm *tp_dev;    /* tensor parallel: the tensor group's sums inside the model */
-	comm *boot[2];   /* NCCL's: the host comms dev and tp_dev were made over */
+	comm *tp_dev;            /* tensor parallel: the tensor group's sums inside the model */
+	comm *pp_dev;            /* pipeline: activations and their gradients between stages */
+	comm *tie_dev;           /* the first and last stage: the tied embedding's gradients */
+	comm *boot[MP_GROUPS];   /* NCCL's: the host comms the device ones were made over */
+	pipeline pipe;           /* the step's schedule over the model's slots */
+	pipe_model_ops pipe_ops; /* the device model's, for it */
+	train_gpu_batch_fn next; /* the step's micro-batches (train_gpu_step's) */
+	void *next_ctx;
+	int data_rc;     /* next's failure, or 0 */
+	char fail[512];  /* the device model's message of a failed micro-batch */
 	comm *host;      /* the world, for the loss and the norm (host memory); borrowed */
 	comm *host_dp;   /* the data-parallel group on the host (upload), or NULL (dp 1) */
 	float *stage[3]; /* params, m, v on the host, the layout's nparams floats each */
@@ -100,9 +115,6 @@ int train_gpu_upload(train_gpu *g, const dp_runtime *dp, char *err, size_t errle
 
 /* Copy the device's state into dp (dp_load_shard, dp_load_done). RET a train_exit. */
 int train_gpu_download(train_gpu *g, dp_runtime *dp, char *err, size_t errlen);
-
-/* Where a step's micro-batches come from: RET 0, or < 0 (data_next's -ERR_X). */
-typedef int (*train_gpu_batch_fn)(void *ctx, int32_t *inputs, int32_t *targets);
 
 /*
  * One optimizer step: accum micro-batches from next (gradients summed

@@ -56,8 +56,8 @@ static void on_stop(int sig)
 	stop_signal = sig;
 }
 
-/* The communicators of a rank: the world and its groups (mp.h). */
-enum { G_TP, G_DP, G_PP, G_TIE, G_COUNT };
+/* The communicators of a rank: the world and its groups (mp.h's mp_group). */
+enum { G_TP = MP_TP, G_DP = MP_DP, G_PP = MP_PP, G_TIE = MP_TIE, G_COUNT = MP_GROUPS };
 
 typedef struct run {
 	const train_config *tc;
@@ -583,30 +583,18 @@ static int after_step(run *r, int s, const step_result *sr)
 /* Form the groups of the grid (mp.h). RET 0 or a COMM_ERR_*. */
 static int form_groups(run *r)
 {
-	const mp_grid *g = &r->grid;
 	int rc;
-	struct {
-		int width, color, key;
-	} want[G_COUNT] = {
-	    [G_TP] = {g->tp, g->pp_rank * g->dp + g->dp_rank, g->tp_rank},
-	    [G_DP] = {g->dp, g->pp_rank * g->tp + g->tp_rank, g->dp_rank},
-	    [G_PP] = {g->pp, g->dp_rank * g->tp + g->tp_rank, g->pp_rank},
-	    [G_TIE] = {g->pp > 1 ? 2 : 1, g->dp_rank * g->tp + g->tp_rank, g->pp_rank},
-	};
-	/* middle stages take part in the tie split alone */
-	bool end_stage = g->pp_rank == 0 || g->pp_rank == g->pp - 1;
-	if (!end_stage)
-		want[G_TIE].color = g->dp * g->tp + g->rank;
 	for (int k = 0; k < G_COUNT; k++) {
+		mp_split sp = mp_group_split(&r->grid, (mp_group)k);
 		/* every rank calls every split with width > 1 (widths are the same everywhere) */
-		if (want[k].width == 1)
+		if (sp.width == 1)
 			continue;
-		if ((rc = comm_split(r->c, want[k].color, want[k].key, &r->g[k])) < 0)
+		if ((rc = comm_split(r->c, sp.color, sp.key, &r->g[k])) < 0)
 			return rc;
-	}
-	if (r->g[G_TIE] && !end_stage) {
-		comm_free(r->g[G_TIE]);
-		r->g[G_TIE] = NULL;
+		if (!sp.member) {
+			comm_free(r->g[k]);
+			r->g[k] = NULL;
+		}
 	}
 	return 0;
 }
@@ -633,10 +621,11 @@ static int open_device(run *r)
 	if (rc != TRAIN_OK)
 		return fail(r, rc, "cannot train on a GPU");
 	metrics_emit(&r->met, "event",
-	             json_pack("{s:s, s:s, s:s, s:s, s:s}", "event", "device", "kind", "cuda",
+	             json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "event", "device", "kind", "cuda",
 	                       "name", r->gpu.device, "comm",
 	                       r->gpu.dev ? comm_name(r->gpu.dev) : "none", "tp_comm",
-	                       r->gpu.tp_dev ? comm_name(r->gpu.tp_dev) : "none"));
+	                       r->gpu.tp_dev ? comm_name(r->gpu.tp_dev) : "none", "pp_comm",
+	                       r->gpu.pp_dev ? comm_name(r->gpu.pp_dev) : "none"));
 	return TRAIN_OK;
 }
 

@@ -42,8 +42,9 @@ typedef struct driver {
 	int healthy; /* slots not lost */
 	int launches, restarts;
 	bool slurm;
-	bool cuda;       /* the ranks train on their GPUs (launch_device_cuda) */
-	int slurm_nodes; /* nodes of the Slurm allocation; 0 without Slurm */
+	bool cuda;            /* the ranks train on their GPUs (launch_device_cuda) */
+	layout_device device; /* where, for the layouts it trains (layout_on_device) */
+	int slurm_nodes;      /* nodes of the Slurm allocation; 0 without Slurm */
 	relay rl;
 	bool command; /* a command job: prog is open */
 	program prog;
@@ -454,7 +455,7 @@ static int fall_back(driver *d, int cur, failure_class c, const launch_end *e, c
 		         d->launches, max);
 		return -1;
 	}
-	int next = same ? cur : ladder_pick(d->rungs, d->n_rungs, cur + 1, d->healthy, d->cuda);
+	int next = same ? cur : ladder_pick(d->rungs, d->n_rungs, cur + 1, d->healthy, d->device);
 	if (next < 0) {
 		snprintf(why, whylen,
 		         "launch %d failed and no smaller layout%s fits the %d healthy slots",
@@ -485,11 +486,11 @@ static int fall_back(driver *d, int cur, failure_class c, const launch_end *e, c
 static int drive(driver *d)
 {
 	char off_device[256];
-	if (d->cuda && !layout_on_device(&d->rungs[0], off_device, sizeof(off_device)))
+	if (!layout_on_device(&d->rungs[0], d->device, off_device, sizeof(off_device)))
 		return finish(d, FAILURE_INVALID_CONFIG,
 		              "the job's layout on GPUs: --device cuda trains %s", off_device);
 	/* on GPUs, the fallbacks the GPU path does not train are passed over */
-	int cur = ladder_pick(d->rungs, d->n_rungs, 0, d->healthy, d->cuda);
+	int cur = ladder_pick(d->rungs, d->n_rungs, 0, d->healthy, d->device);
 	if (cur < 0)
 		return finish(d, FAILURE_INVALID_CONFIG, "no layout of the job fits in %d slots",
 		              d->healthy);
@@ -575,6 +576,10 @@ int runtime_run(const runtime_options *o, runtime_sink *sink)
 	} else {
 		d->n_rungs = ladder_build(&d->spec, d->rungs);
 		d->cuda = launch_device_cuda(&d->spec, NULL);
+		d->device = !d->cuda ? LAYOUT_CPU
+		            : d->spec.training.precision == JOBSPEC_PRECISION_FP32
+		                ? LAYOUT_GPU_FP32
+		                : LAYOUT_GPU_16BIT;
 		d->healthy = o->slots > 0 ? o->slots : (int)jobspec_ranks(&d->spec);
 		if (!d->slurm) /* under Slurm, each task's CPU set says it */
 			launch_default_threads((int)layout_ranks(&d->rungs[0]));

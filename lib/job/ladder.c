@@ -30,11 +30,10 @@ int ladder_build(const jobspec *s, layout rungs[LADDER_MAX])
 	return 1 + s->n_fallback;
 }
 
-int ladder_pick(const layout *rungs, int n, int from, int slots, bool device)
+int ladder_pick(const layout *rungs, int n, int from, int slots, layout_device dev)
 {
 	for (int i = from < 0 ? 0 : from; i < n; i++)
-		if (layout_ranks(&rungs[i]) <= slots &&
-		    (!device || layout_on_device(&rungs[i], NULL, 0)))
+		if (layout_ranks(&rungs[i]) <= slots && layout_on_device(&rungs[i], dev, NULL, 0))
 			return i;
 	return -1;
 }

@@ -34,9 +34,8 @@ int ladder_build(const jobspec *s, layout rungs[LADDER_MAX]);
 
 /*
  * RET: the first rung at or after `from` that runs on at most `slots`
- * ranks and, when device, that the trainer's GPU path trains
- * (layout_on_device), or -1 when none does.
+ * ranks and trains on dev (layout_on_device), or -1 when none does.
  */
-int ladder_pick(const layout *rungs, int n, int from, int slots, bool device);
+int ladder_pick(const layout *rungs, int n, int from, int slots, layout_device dev);
 
 #endif

@@ -69,13 +69,14 @@ int layout_check(const layout *l, const layout_fit *fit, layout_problem *out)
 	return n;
 }
 
-int layout_on_device(const layout *l, char *why, size_t whylen)
+int layout_on_device(const layout *l, layout_device dev, char *why, size_t whylen)
 {
-	bool ok = l->pipeline_parallel == 1;
+	bool ok = dev != LAYOUT_GPU_16BIT || (l->tensor_parallel == 1 && l->pipeline_parallel == 1);
 	if (!ok && why)
 		snprintf(why, whylen,
-		         "data and tensor parallel only for now (ZeRO 0 to 3): the layout must "
-		         "have pipeline parallel 1, not %dx%dx%d",
+		         "bf16 and fp16 data parallel only for now (ZeRO 0 to 3): the layout must "
+		         "have tensor and pipeline parallel 1 in 16 bits (fp32 trains any), not "
+		         "%dx%dx%d",
 		         l->data_parallel, l->tensor_parallel, l->pipeline_parallel);
 	return ok;
 }

@@ -83,14 +83,19 @@ int layout_check_msg(const layout *l, const layout_fit *fit, char *err, size_t e
  */
 #define GPU_BACKEND_ENV "TRAINYARD_GPU_BACKEND"
 
+/* Where a layout trains: the CPU, or GPUs in fp32 or in 16 bits (bf16, fp16). */
+typedef enum layout_device { LAYOUT_CPU = 0, LAYOUT_GPU_FP32, LAYOUT_GPU_16BIT } layout_device;
+
 /*
- * Whether the trainer's GPU path (trainer/train_gpu.h) trains layout l:
- * data and tensor parallel (ZeRO 0 to 3), no pipeline yet. The
- * trainer refuses another layout with --device cuda, and the worker
- * runtime's fallback ladder skips it for a job on GPUs. RET 1, or 0 with
- * why (NULL: not said), which completes "--device cuda trains ...".
+ * Whether layout l trains on dev: the CPU trains every layout; the
+ * trainer's GPU path (trainer/train_gpu.h) every one in fp32, and in 16
+ * bits data parallel alone (ZeRO 0 to 3), since its 16-bit model has no
+ * tensor or pipeline parallel yet (gpu_model_fits). The trainer refuses
+ * another layout with --device cuda, and the worker runtime's fallback
+ * ladder skips it for a job on GPUs. RET 1, or 0 with why (NULL: not
+ * said), which completes "--device cuda trains ...".
  */
-int layout_on_device(const layout *l, char *why, size_t whylen);
+int layout_on_device(const layout *l, layout_device dev, char *why, size_t whylen);
 
 /*
  * The layout as the trainer's --layout takes it and the runtime writes it:

@@ -10,8 +10,10 @@
 # host memory, comm_staged.h) against two on the CPU, with ZeRO 0, 1 (in
 # bf16 too, whose 16-bit weights must follow the all-gather), 2 and 3 (in
 # bf16 too); then two tensor-parallel ranks sharing the GPU (their partial
-# sums added inside the model) against one CPU rank, and 2 x 2 ranks with
-# ZeRO 3 against two data-parallel CPU ranks.
+# sums added inside the model) against one CPU rank, 2 x 2 ranks with
+# ZeRO 3 against two data-parallel CPU ranks, and two pipeline stages
+# sharing the GPU (activations and their gradients between them through
+# host memory) against two CPU stages.
 set -uo pipefail
 # shellcheck source=SCRIPTDIR/../integration/lib.sh
 . "$(dirname "$0")/../integration/lib.sh"
@@ -130,4 +132,12 @@ check "10 steps on 2 x 2 ranks sharing the GPU, ZeRO 3" trainN 4 --spec "$TY_TMP
 	--set resources.ranks_per_node=4 --metrics "$TY_TMP/gpu22.jsonl"
 d=$(max_rel_diff "$TY_TMP/cpu2.jsonl" "$TY_TMP/gpu22.jsonl")
 check "their losses within 1e-4 of two data-parallel CPU ranks' (worst $d)" within "$d" 1e-4
+
+# pipeline: the CPU's 1F1B schedule over the device model's slots
+PP2=(--set parallel.data_parallel=1 --set parallel.pipeline_parallel=2
+	--set parallel.micro_batch=2)
+check "10 steps on 2 pipeline stages sharing the GPU" dp2 gpupp2 cuda "${PP2[@]}"
+check "the same on 2 CPU stages" dp2 cpupp2 cpu "${PP2[@]}"
+d=$(max_rel_diff "$TY_TMP/cpupp2.jsonl" "$TY_TMP/gpupp2.jsonl")
+check "their losses within 1e-4 of the CPU's (worst $d)" within "$d" 1e-4
 summary

@@ -55,13 +55,15 @@ static int open_device(char *desc, size_t desclen, char *err, size_t errlen)
 }
 
 /* The device model's rule for a tensor-parallel part (model_gpu.h); the rest fits the CPU's. */
-static int model_fits(const gpt_config *cfg, int tp, gpt_precision precision, char *err,
+static int model_fits(const gpt_config *cfg, int tp, int pp, gpt_precision precision, char *err,
                       size_t errlen)
 {
 	(void)cfg;
-	if (tp > 1 && precision != GPT_FP32) {
-		snprintf(err, errlen,
-		         "tensor parallel on the GPU trains in fp32 so far, not in bf16 or fp16");
+	if ((tp > 1 || pp > 1) && precision != GPT_FP32) {
+		snprintf(
+		    err, errlen,
+		    "tensor and pipeline parallel on the GPU train in fp32 so far, not in bf16 "
+		    "or fp16");
 		return -1;
 	}
 	return 0;
@@ -134,12 +136,14 @@ static gpu_model *model_new(const gpt_config *cfg, int B, int T, gpt_precision p
 		return NULL;
 	}
 	g->cfg = *cfg;
-	int tp = part ? part->tp : 1;
-	if (model_fits(cfg, tp, precision, err, errlen) < 0) {
+	gpt_part gp = part ? part->slice : gpt_part_whole(cfg);
+	int tp = gp.tp, pp = cfg->num_layers / gp.num_layers;
+	if (model_fits(cfg, tp, pp, precision, err, errlen) < 0) {
 		free(g);
 		return NULL;
 	}
-	g->lay = mp_layout_new(cfg, tp, tp > 1 ? comm_rank(part->tp_comm) : 0, 1, 0, err, errlen);
+	g->lay = mp_layout_new(cfg, tp, tp > 1 ? comm_rank(gp.tp_comm) : 0, pp,
+	                       gp.first_layer / gp.num_layers, err, errlen);
 	if (!g->lay) {
 		free(g);
 		return NULL;
@@ -166,8 +170,6 @@ static gpu_model *model_new(const gpt_config *cfg, int B, int T, gpt_precision p
 		g->arr[k] = calloc(n + 1, sizeof(float));
 	}
 	g->tensors = calloc(GPT_MAX_TENSORS, sizeof(gpt_tensor));
-	gpt_part gp = mp_layout_part(g->lay);
-	gp.tp_comm = tp > 1 ? part->tp_comm : NULL;
 	g->m = gpt_new_part(cfg, &gp, B, T, precision, err, errlen);
 	if (!g->m || !g->arr[0] || !g->arr[1] || !g->arr[2] || !g->arr[3] || !g->tensors ||
 	    (sharded && (!g->pieces || !g->grad_shard)) || (part && part->norm && !g->norm)) {
@@ -200,32 +202,41 @@ static size_t model_bytes(const gpu_model *g)
 	       gpt_activation_bytes(g->m);
 }
 
-static int forward(gpu_model *g, const int32_t *inputs, const int32_t *targets, float *loss,
-                   char *err, size_t errlen)
+static int forward(gpu_model *g, int slot, const int32_t *inputs, const float *x,
+                   const int32_t *targets, char *err, size_t errlen)
 {
 	if (g->unit_params && !g->bh.params) {
 		snprintf(err, errlen, "a model sharded by unit (ZeRO 3) needs its caller's hooks");
 		return -1;
 	}
-	float l = gpt_forward_part(g->m, &g->hooks, 0, inputs, NULL, targets);
+	bool last = g->lay->has_head;
+	float l = gpt_forward_part(g->m, &g->hooks, slot, inputs, x, last ? targets : NULL);
 	if (gpt_error(g->m)) {
 		snprintf(err, errlen, "the forward pass failed: the tensor group's all-reduce");
 		return -1;
 	}
-	g->loss_sum += l;
-	if (loss)
-		*loss = l;
+	g->loss_sum += l; /* 0 but on the last stage */
 	return 0;
 }
 
-static int backward(gpu_model *g, float dloss, char *err, size_t errlen)
+static const float *stage_output(const gpu_model *g, int slot)
+{
+	return gpt_stage_output(g->m, slot);
+}
+
+static const float *stage_input_grad(const gpu_model *g)
+{
+	return gpt_stage_input_grad(g->m);
+}
+
+static int backward(gpu_model *g, int slot, float dloss, const float *dy, char *err, size_t errlen)
 {
 	if ((g->unit_grads && !g->bh.grads) || (g->unit_params && !g->bh.params)) {
 		snprintf(err, errlen,
 		         "a model sharded by unit (ZeRO 2, 3) needs its caller's hooks");
 		return -1;
 	}
-	gpt_backward_part(g->m, &g->hooks, 0, dloss, NULL);
+	gpt_backward_part(g->m, &g->hooks, slot, dloss, dy);
 	if (gpt_error(g->m)) {
 		snprintf(err, errlen, "the backward pass failed: the tensor group's all-reduce");
 		return -1;
@@ -406,7 +417,9 @@ const gpu_backend *ty_gpu_backend(void)
 	    .model_free = model_free,
 	    .model_bytes = model_bytes,
 	    .forward = forward,
+	    .stage_output = stage_output,
 	    .backward = backward,
+	    .stage_input_grad = stage_input_grad,
 	    .comm_error = comm_error_of,
 	    .set_hooks = set_hooks,
 	    .zero_grad = zero_grad,

@@ -2,17 +2,21 @@
 # train_device.sh - trainyard-train --device: what a machine without a GPU
 # can check of the GPU path. The run is refused, with a clear message and
 # its class's exit status, when the backend library is missing (10), for
-# a layout the GPU path does not train yet (10), and, where the backend
+# a layout the GPU path does not train yet (10: tensor or pipeline
+# parallel in 16 bits), and, where the backend
 # is built (make GPU=1) but no device is visible, for heads the 16-bit
 # path's fused attention does not take (10, before any device is asked)
 # and for the missing device (1, which the scheduler retries). Then the
 # device path itself through a CPU stand-in for the backend
 # (host_device.c): one rank and two data-parallel ranks (their gradients
 # summed on the staged comm, with ZeRO 0, 1 (the moments the shard's
-# alone), 2 (no whole gradient either) and 3 (nor whole parameters)) train
-# as the CPU does, within 1e-6, and runs
-# checkpointed on the "device" resume on the CPU and under ZeRO 0. Training on a GPU
-# is checked by tests/gpu/run on a machine with one.
+# alone), 2 (no whole gradient either) and 3 (nor whole parameters)),
+# tensor parallel (two ranks, 2 x 2 with ZeRO 1 and 3) and pipeline
+# parallel (two stages, with two tensor ranks each, and with two
+# data-parallel ranks under ZeRO 3) train as the CPU does, within 1e-6,
+# and runs checkpointed on the "device" resume on the CPU, under another
+# layout and under ZeRO 0. Training on a GPU is checked by tests/gpu/run
+# on a machine with one.
 set -uo pipefail
 # shellcheck source=SCRIPTDIR/../integration/lib.sh
 . "$(dirname "$0")/../integration/lib.sh"
@@ -42,10 +46,10 @@ printf 'not a library' >"$TY_TMP/bad.so"
 refused 10 'could not load the GPU backend' "a file that is not a library" \
 	env TRAINYARD_GPU_BACKEND="$TY_TMP/bad.so" "$TRAIN_BIN" train --data-root "$DATA" \
 	--spec "$TY_TMP/spec.json" --device cuda
-refused 10 'must have pipeline parallel 1, not 1x1x2' "two pipeline stages" \
-	on_hostdev trainN 2 --spec "$TY_TMP/spec.json" --device cuda \
+refused 10 'bf16 and fp16 data parallel only.*not 1x1x2' "two pipeline stages in fp16" \
+	on_hostdev trainN 2 --spec "$TY_TMP/spec.json" --device cuda --set training.precision=fp16 \
 	--set parallel.pipeline_parallel=2 --set resources.ranks_per_node=2
-refused 10 'tensor parallel on the GPU trains in fp32 so far' "two tensor ranks in bf16" \
+refused 10 'bf16 and fp16 data parallel only.*not 1x2x1' "two tensor ranks in bf16" \
 	on_hostdev trainN 2 --spec "$TY_TMP/spec.json" --device cuda --set training.precision=bf16 \
 	--set parallel.tensor_parallel=2 --set resources.ranks_per_node=2
 
@@ -165,6 +169,34 @@ check "its checkpoint resumes on the CPU on two data-parallel ranks" trainN 2 \
 	--spec "$TY_TMP/spec.json" --device cpu "${DP2[@]}" "${L4[@]}" --set training.steps=8 \
 	--ckpt-dir "$TY_TMP/stop22.ck" --metrics "$TY_TMP/back22.m"
 trains_as "as an uninterrupted run" back22 cpu22
+# pipeline: the stages run the CPU's 1F1B schedule over the device model's slots,
+# activations and their gradients moving between "devices" on the staged comm
+PP2=(--set parallel.pipeline_parallel=2 --set resources.ranks_per_node=2
+	--set parallel.micro_batch=2)
+check "two pipeline stages on the stand-in, two micro-batches a step" run devpp2 2 --device cuda \
+	"${PP2[@]}"
+check_eq "the stages talk on the staged comm" staged \
+	"$(jq -r 'select(.event == "device") | .pp_comm' "$TY_TMP/devpp2.m")"
+check "the same on the CPU" run cpupp2 2 --device cpu "${PP2[@]}"
+trains_as "pipeline parallel on the device path trains as on the CPU" devpp2 cpupp2
+check "a tensor-parallel pair of each of two stages on the stand-in" run devtppp 4 --device cuda \
+	--set parallel.pipeline_parallel=2 --set parallel.tensor_parallel=2 \
+	--set resources.ranks_per_node=4 --set parallel.micro_batch=2
+trains_as "as on the CPU" devtppp cpupp2
+DP2PP2=(--set parallel.pipeline_parallel=2 --set parallel.data_parallel=2
+	--set resources.ranks_per_node=4 --set parallel.micro_batch=2 --set model.layers=4)
+check "2 x 2 ranks on the CPU with ZeRO 1, two stages" run cpudp22 4 --device cpu \
+	"${DP2PP2[@]}" --set parallel.zero_stage=1
+check "two data-parallel ranks of each of two stages with ZeRO 3 on the stand-in" \
+	run devdp22 4 --device cuda "${DP2PP2[@]}" --set parallel.zero_stage=3
+trains_as "they train as on the CPU (the tied embedding summed over the stages)" devdp22 cpudp22
+check "that run stopped after 5 steps" run stopdp22 4 --device cuda "${DP2PP2[@]}" \
+	--set parallel.zero_stage=3 --stop-after 5
+check "its checkpoint resumes on two data-parallel CPU ranks" trainN 2 \
+	--spec "$TY_TMP/spec.json" --device cpu "${DP2[@]}" --set model.layers=4 \
+	--set parallel.micro_batch=2 --set training.steps=8 --ckpt-dir "$TY_TMP/stopdp22.ck" \
+	--metrics "$TY_TMP/backdp22.m"
+trains_as "as an uninterrupted run" backdp22 cpudp22
 check "a ZeRO 1 run on the device path stopped after 5 steps" run stopz1 2 --device cuda \
 	"${DP2[@]}" --set parallel.zero_stage=1 --stop-after 5
 check "its checkpoint resumes on the device path under ZeRO 0" on_hostdev trainN 2 \

@@ -6,8 +6,8 @@
 # the job finishes on the one rank left from its last checkpoint; a data
 # error that ends the run with no fallback; SIGTERM forwarded as a stop.
 # A GPU job on a node naming a backend (the CPU stand-in) trains on it, and
-# its ladder passes over what the GPU path does not train (a pipeline) to
-# what it does (tensor parallel).
+# its ladder passes over what the GPU path does not train (tensor parallel
+# in bf16).
 #
 # Tolerance after a fallback: relative 1e-6 per step against an
 # uninterrupted run in the fallback's layout, as in train_reshard.sh (the
@@ -137,16 +137,16 @@ check_eq "no trainer rank of this job is left" "" \
 
 # ---- a GPU job, on the backend's CPU stand-in ------------------------------
 # A node that names a GPU backend (TRAINYARD_GPU_BACKEND: here the stand-in
-# of tests/trainer/host_device.c) trains GPU jobs on it. dp4 with ZeRO 3
-# (three layers); a rank killed after step 6 leaves three slots, where the
-# fallback pp3 fits but the GPU path does not train it: the ladder passes
-# over it to tp2.
+# of tests/trainer/host_device.c) trains GPU jobs on it. dp3 with ZeRO 3 in
+# bf16; a rank killed after step 6 leaves two slots, where the fallback tp2
+# fits but the GPU path does not train it in 16 bits: the ladder passes
+# over it to dp1.
 HOSTDEV=$(dirname "$TRAIN_BIN")/../tests/libty-hostdevice.so
-with_spec "$TY_TMP/gpu.json" '.parallel = {data_parallel: 4, zero_stage: 3, micro_batch: 4,
-		global_batch: 96} | .model.layers = 3
-	| .resources = {nodes: 1, ranks_per_node: 4, gpus_per_node: 4} | .training.steps = 12
-	| .fault_tolerance.fallback = [{data_parallel: 1, tensor_parallel: 1, pipeline_parallel: 3},
-		{data_parallel: 1, tensor_parallel: 2, pipeline_parallel: 1}]'
+with_spec "$TY_TMP/gpu.json" '.parallel = {data_parallel: 3, zero_stage: 3, micro_batch: 4,
+		global_batch: 96} | .training.precision = "bf16"
+	| .resources = {nodes: 1, ranks_per_node: 3, gpus_per_node: 3} | .training.steps = 12
+	| .fault_tolerance.fallback = [{data_parallel: 1, tensor_parallel: 2, pipeline_parallel: 1},
+		{data_parallel: 1, tensor_parallel: 1, pipeline_parallel: 1}]'
 S=$TY_TMP/gpu.json
 (TRAINYARD_GPU_BACKEND=$HOSTDEV job gpu "$S" >/dev/null 2>&1; echo $? >"$TY_TMP/gpu.rc") &
 runner=$!
@@ -156,28 +156,30 @@ wait "$runner"
 check_eq "the GPU job finishes (exit 0)" 0 "$(cat "$TY_TMP/gpu.rc")"
 check_eq "both launches asked for the device" 2 \
 	"$(grep -c 'trainyard-worker: launch [12]: mpirun .* --device cuda' "$TY_TMP/gpu.log")"
-check_eq "and trained on it: four data-parallel ranks, then a tensor group of two" \
-	"staged none none staged" \
-	"$(events gpu 'select(.event == "device") | "\(.comm) \(.tp_comm)"' | xargs)"
-check_match "a fallback event: rank_lost, 4 ranks -> 2 of tp2, passing over pp3's 3" \
-	'^rank_lost 4 2 1 2 3$' "$(events gpu 'select(.kind == "fallback") | "\(.reason)
+check_eq "and trained on it: staged between three ranks, then alone" "staged none" \
+	"$(events gpu 'select(.event == "device") | .comm' | xargs)"
+check_match "a fallback event: rank_lost, 3 ranks -> 1, passing over tp2's 2" \
+	'^rank_lost 3 1 1 1 2$' "$(events gpu 'select(.kind == "fallback") | "\(.reason)
 	\(.from.ranks) \(.to.ranks) \(.to.data_parallel) \(.to.tensor_parallel) \(.healthy_slots)"' | xargs)"
 check_eq "launch 2 resumed at step 5" 5 \
 	"$(events gpu 'select(.kind == "trainer" and .event == "resumed") | .step')"
 launch_losses gpu 2 "$TY_TMP/gpu-2.jsonl"
-check "uninterrupted: 1 CPU rank, 12 steps" train1 --spec "$S" --set parallel.data_parallel=1 \
+check "uninterrupted: 1 CPU rank in bf16, 12 steps" train1 --spec "$S" --set parallel.data_parallel=1 \
 	--set resources.ranks_per_node=1 --set resources.gpus_per_node=1 \
 	--set fault_tolerance.fallback=[] --metrics "$TY_TMP/gpu-one.jsonl"
+# in bf16 the first launch's other order of float sums flips a few 16-bit
+# roundings, which moves the loss by about 1e-5: 1e-4 here, still far
+# below what a lost data position or optimizer state does
 d=$(max_rel_diff "$TY_TMP/gpu-one.jsonl" "$TY_TMP/gpu-2.jsonl")
-check "steps 6-12 match it (max rel diff $d <= $TOL)" within "$d" "$TOL"
+check "steps 6-12 match it (max rel diff $d <= 1e-4)" within "$d" 1e-4
 # a GPU job whose own layout the GPU path does not train fails before any launch
-with_spec "$TY_TMP/gpupp.json" '.parallel.pipeline_parallel = 2
+with_spec "$TY_TMP/gpupp.json" '.parallel.pipeline_parallel = 2 | .training.precision = "fp16"
 	| .resources = {nodes: 1, ranks_per_node: 2, gpus_per_node: 2}'
-TRAINYARD_GPU_BACKEND=$HOSTDEV check_fails "a GPU job of pp2 fails as invalid_config (10)" 10 \
-	job gpupp "$TY_TMP/gpupp.json"
+TRAINYARD_GPU_BACKEND=$HOSTDEV check_fails "a GPU job of pp2 in fp16 fails as invalid_config (10)" \
+	10 job gpupp "$TY_TMP/gpupp.json"
 check_eq "with no launch" "" "$(events gpupp 'select(.kind == "launch") | .launch')"
 check_match "saying why" \
-	"the job's layout on GPUs: --device cuda trains data and tensor parallel only" \
+	"the job's layout on GPUs: --device cuda trains bf16 and fp16 data parallel only" \
 	"$(cat "$TY_TMP/gpupp.log")"
 
 # ---- a data error: no fallback ------------------------------------------

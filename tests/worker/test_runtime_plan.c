@@ -121,7 +121,7 @@ START_TEST(pick_the_first_rung_that_fits)
 }
 END_TEST
 
-/* On GPUs the ladder passes over the layouts the trainer's GPU path does not train. */
+/* On GPUs in 16 bits the ladder passes over the layouts the trainer's GPU path does not train. */
 START_TEST(pick_on_gpus_passes_over_what_the_device_does_not_train)
 {
 	jobspec s = parse("{\"data_parallel\":8,\"zero_stage\":1,\"micro_batch\":1,"
@@ -136,16 +136,23 @@ START_TEST(pick_on_gpus_passes_over_what_the_device_does_not_train)
 	int n = ladder_build(&s, r);
 	ck_assert_int_eq(n, 5);
 	char why[256];
-	ck_assert(layout_on_device(&r[0], why, sizeof(why)));  /* dp 8, ZeRO 1 */
-	ck_assert(!layout_on_device(&r[1], why, sizeof(why))); /* dp 2 x pp 2 */
+	const layout_device F = LAYOUT_GPU_FP32, H = LAYOUT_GPU_16BIT;
+	for (int i = 0; i < n; i++) { /* the CPU and fp32 GPUs train every layout */
+		ck_assert(layout_on_device(&r[i], LAYOUT_CPU, NULL, 0));
+		ck_assert(layout_on_device(&r[i], F, NULL, 0));
+	}
+	ck_assert(layout_on_device(&r[0], H, why, sizeof(why)));  /* dp 8, ZeRO 1 */
+	ck_assert(!layout_on_device(&r[1], H, why, sizeof(why))); /* dp 2 x pp 2 */
 	ck_assert_ptr_nonnull(strstr(why, "not 2x1x2"));
-	ck_assert(layout_on_device(&r[2], NULL, 0)); /* dp 3, ZeRO 3 */
-	ck_assert(layout_on_device(&r[3], NULL, 0)); /* tp 2 */
-	ck_assert(layout_on_device(&r[4], NULL, 0)); /* one rank */
-	ck_assert_int_eq(ladder_pick(r, n, 1, 8, false), 1);
-	ck_assert_int_eq(ladder_pick(r, n, 1, 8, true), 2);
-	ck_assert_int_eq(ladder_pick(r, n, 3, 8, true), 3);
-	ck_assert_int_eq(ladder_pick(r, n, 1, 2, true), 3);
+	ck_assert(layout_on_device(&r[2], H, NULL, 0));  /* dp 3, ZeRO 3 */
+	ck_assert(!layout_on_device(&r[3], H, NULL, 0)); /* tp 2 */
+	ck_assert(layout_on_device(&r[4], H, NULL, 0));  /* one rank */
+	ck_assert_int_eq(ladder_pick(r, n, 1, 8, LAYOUT_CPU), 1);
+	ck_assert_int_eq(ladder_pick(r, n, 1, 8, F), 1);
+	ck_assert_int_eq(ladder_pick(r, n, 1, 8, H), 2);
+	ck_assert_int_eq(ladder_pick(r, n, 3, 8, F), 3);
+	ck_assert_int_eq(ladder_pick(r, n, 3, 8, H), 4);
+	ck_assert_int_eq(ladder_pick(r, n, 1, 2, H), 4);
 }
 END_TEST
 

@@ -102,29 +102,34 @@ static size_t carve_all(gpu_model *m, char *base)
 			(dst) = (float *)(base + used);                                            \
 		used += ((count) * (esz) + 255) / 256 * 256;                                      \
 	} while (0)
-	TAKE(m->enc, NC, F32);
-	for (int l = 0; l < m->L; l++) {
-		acts *a = &m->layer[l];
-		TAKE(a->ln1, NC, LOW);
-		TAKE(a->ln1_mean, N, F32);
-		TAKE(a->ln1_rstd, N, F32);
-		TAKE(a->qkv, 3 * NCl, LOW);
-		TAKE(a->atty, NCl, LOW);
-		TAKE(a->att, att, F32);
-		TAKE(a->res2, NC, F32);
-		TAKE(a->ln2, NC, LOW);
-		TAKE(a->ln2_mean, N, F32);
-		TAKE(a->ln2_rstd, N, F32);
-		TAKE(a->fch, 4 * NCl, LOW);
-		TAKE(a->fchg, 4 * NCl, LOW);
-		TAKE(a->res3, NC, F32);
+	for (int s = 0; s < m->nslots; s++) {
+		slot_state *st = &m->slot[s];
+		st->layer = m->layers + (size_t)s * m->nl;
+		TAKE(st->enc, NC, F32);
+		for (int l = 0; l < m->nl; l++) {
+			acts *a = &st->layer[l];
+			TAKE(a->ln1, NC, LOW);
+			TAKE(a->ln1_mean, N, F32);
+			TAKE(a->ln1_rstd, N, F32);
+			TAKE(a->qkv, 3 * NCl, LOW);
+			TAKE(a->atty, NCl, LOW);
+			TAKE(a->att, att, F32);
+			TAKE(a->res2, NC, F32);
+			TAKE(a->ln2, NC, LOW);
+			TAKE(a->ln2_mean, N, F32);
+			TAKE(a->ln2_rstd, N, F32);
+			TAKE(a->fch, 4 * NCl, LOW);
+			TAKE(a->fchg, 4 * NCl, LOW);
+			TAKE(a->res3, NC, F32);
+		}
+		size_t head = m->has_head ? 1 : 0; /* the final LayerNorm, the logits, the losses */
+		TAKE(st->lnf, head * NC, LOW);
+		TAKE(st->lnf_mean, head * N, F32);
+		TAKE(st->lnf_rstd, head * N, F32);
+		TAKE(st->logits, head * N * m->Vp, LOW);
+		TAKE(st->dev_losses, head * N, F32);
+		TAKE(st->lse, head * N, F32);
 	}
-	TAKE(m->lnf, NC, LOW);
-	TAKE(m->lnf_mean, N, F32);
-	TAKE(m->lnf_rstd, N, F32);
-	TAKE(m->logits, N * m->Vp, LOW);
-	TAKE(m->dev_losses, N, F32);
-	TAKE(m->lse, N, F32);
 	TAKE(m->proj, NC, LOW);
 	TAKE(m->dres, NC, F32);
 	TAKE(m->dbtc, NC, LOW);
@@ -160,14 +165,15 @@ static int row_parallel_forward(gpu_model *m, float *out, const float *inp, cons
 	return 0;
 }
 
-static int layer_forward(gpu_model *m, int l)
+/* The stage's layer j (local; the model's first + j). */
+static int layer_forward(gpu_model *m, int j)
 {
 	int B = m->B, T = m->T, N = m->N, C = m->C, Cl = m->Cl;
 	size_t NC = (size_t)N * C, NCl = (size_t)N * Cl;
 	float *p[P_COUNT];
-	layer_params(m, l, p);
-	acts *a = &m->layer[l];
-	const float *res = layer_input(m, l);
+	layer_params(m, m->first + j, p);
+	acts *a = &m->layer[j];
+	const float *res = layer_input(m, j);
 	gpu_layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, res, p[P_LN1W], p[P_LN1B], N, C);
 	if (gpu_matmul_forward(a->qkv, a->ln1, p[P_QKVW], p[P_QKVB], N, C, 3 * Cl) < 0)
 		return -1;
@@ -191,14 +197,14 @@ static int layer_forward(gpu_model *m, int l)
  * matmuls (QKV, the first of the MLP) are partial sums over this rank's
  * rows, summed over the tensor group before their LayerNorm's backward.
  */
-static int layer_backward(gpu_model *m, int l)
+static int layer_backward(gpu_model *m, int j)
 {
-	int B = m->B, T = m->T, N = m->N, C = m->C, Cl = m->Cl;
+	int B = m->B, T = m->T, N = m->N, C = m->C, Cl = m->Cl, l = m->first + j;
 	size_t NC = (size_t)N * C;
 	float *p[P_COUNT], *g[P_COUNT];
 	layer_params(m, l, p);
 	gpu_unit_tensors(m, gpu_unit_grads(m, l + 1), sizeof(float), (void **)g);
-	acts *a = &m->layer[l];
+	acts *a = &m->layer[j];
 	if (gpu_matmul_backward(m->dbt4c, g[P_FCPW], g[P_FCPB], m->dres, a->fchg, p[P_FCPW], N,
 	                        4 * Cl, C) < 0)
 		return -1;
@@ -217,23 +223,28 @@ static int layer_backward(gpu_model *m, int l)
 	                        3 * Cl) < 0)
 		return -1;
 	gpu_tp_allreduce(m, m->dbtc, NC);
-	gpu_layernorm_backward(m->dres, g[P_LN1W], g[P_LN1B], m->dbtc, layer_input(m, l),
+	gpu_layernorm_backward(m->dres, g[P_LN1W], g[P_LN1B], m->dbtc, layer_input(m, j),
 	                       p[P_LN1W], a->ln1_mean, a->ln1_rstd, N, C);
 	return 0;
 }
 
-/* The fp32 model's forward after the encoder: layers, final LayerNorm, LM head, losses. */
+/*
+ * The fp32 stage's forward after its input: its layers, then on the last
+ * stage the final LayerNorm, the LM head and the losses.
+ */
 static int fp32_forward(gpu_model *m, char *err, size_t errlen)
 {
 	int N = m->N, C = m->C;
-	for (int l = 0; l < m->L; l++)
-		if (layer_forward(m, l) < 0) {
-			snprintf(err, errlen, "cuBLASLt refused a matmul of layer %d", l);
+	for (int j = 0; j < m->nl; j++)
+		if (layer_forward(m, j) < 0) {
+			snprintf(err, errlen, "cuBLASLt refused a matmul of layer %d", m->first + j);
 			return -1;
 		}
+	if (!m->has_head)
+		return 0;
 	const float *fin = gpu_unit_params(m, m->L + 1);
-	gpu_layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, layer_input(m, m->L), fin, fin + C,
-	                      N, C);
+	gpu_layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, layer_input(m, m->nl), fin,
+	                      fin + C, N, C);
 	const float *wte = gpu_unit_params(m, 0); /* the LM head */
 	if (gpu_lmhead_forward(m->logits, m->lnf, wte, N, C, m->V, m->Vp) < 0) {
 		snprintf(err, errlen, "cuBLASLt refused the LM head");
@@ -243,10 +254,31 @@ static int fp32_forward(gpu_model *m, char *err, size_t errlen)
 	return 0;
 }
 
-/* The fp32 model's backward down to the encoder's input gradient in m->dres. */
-static int fp32_backward(gpu_model *m, float dloss, char *err, size_t errlen)
+/* The stage's layers' backward, last first, each unit's end told as it comes. */
+static int fp32_layers_backward(gpu_model *m, char *err, size_t errlen)
+{
+	for (int j = m->nl - 1; j >= 0; j--) {
+		if (layer_backward(m, j) < 0) {
+			snprintf(err, errlen, "cuBLASLt refused a matmul of layer %d's backward",
+			         m->first + j);
+			return -1;
+		}
+		unit_done(m, m->first + j + 1);
+	}
+	return 0;
+}
+
+/*
+ * The fp32 stage's backward from the loss (last stage) or from dy, the
+ * gradient of its output, down to its input's gradient in m->dres.
+ */
+static int fp32_backward(gpu_model *m, float dloss, const float *dy, char *err, size_t errlen)
 {
 	int N = m->N, C = m->C;
+	if (!m->has_head) {
+		cudaMemcpyAsync(m->dres, dy, (size_t)N * C * sizeof(float), cudaMemcpyDeviceToDevice);
+		return fp32_layers_backward(m, err, errlen);
+	}
 	const float *wte = gpu_unit_params(m, 0);
 	float *dwte = gpu_unit_grads(m, 0);
 	/* the loss and the LM head; the logits' buffer takes their gradient */
@@ -259,17 +291,10 @@ static int fp32_backward(gpu_model *m, float dloss, char *err, size_t errlen)
 	const float *fin = gpu_unit_params(m, m->L + 1);
 	float *dfin = gpu_unit_grads(m, m->L + 1);
 	cudaMemsetAsync(m->dres, 0, (size_t)N * C * sizeof(float));
-	gpu_layernorm_backward(m->dres, dfin, dfin + C, m->dbtc, layer_input(m, m->L), fin,
+	gpu_layernorm_backward(m->dres, dfin, dfin + C, m->dbtc, layer_input(m, m->nl), fin,
 	                       m->lnf_mean, m->lnf_rstd, N, C);
 	unit_done(m, m->L + 1);
-	for (int l = m->L - 1; l >= 0; l--) {
-		if (layer_backward(m, l) < 0) {
-			snprintf(err, errlen, "cuBLASLt refused a matmul of layer %d's backward", l);
-			return -1;
-		}
-		unit_done(m, l + 1);
-	}
-	return 0;
+	return fp32_layers_backward(m, err, errlen);
 }
 
 /*
@@ -310,6 +335,24 @@ static size_t stage_ints(const gpu_model *m)
 	return 5 * (size_t)m->N + 1;
 }
 
+/* Make slot k's activations and tokens the ones the layers read and write. */
+static void bind_slot(gpu_model *m, int k)
+{
+	const slot_state *st = &m->slot[k];
+	m->enc = st->enc;
+	m->layer = st->layer;
+	m->lnf = st->lnf;
+	m->lnf_mean = st->lnf_mean;
+	m->lnf_rstd = st->lnf_rstd;
+	m->logits = st->logits;
+	m->dev_losses = st->dev_losses;
+	m->lse = st->lse;
+	m->inputs = st->inputs;
+	m->targets = st->targets;
+	m->buckets = st->buckets;
+	m->nbuckets = st->nbuckets;
+}
+
 static gpu_lowp lowp_of(gpt_precision precision)
 {
 	return precision == GPT_BF16 ? GPU_BF16 : precision == GPT_FP16 ? GPU_FP16 : GPU_NO_LOWP;
@@ -317,7 +360,7 @@ static gpu_lowp lowp_of(gpt_precision precision)
 
 extern "C" {
 
-int gpu_model_fits(const gpt_config *cfg, int tp, gpt_precision precision, char *err,
+int gpu_model_fits(const gpt_config *cfg, int tp, int pp, gpt_precision precision, char *err,
                    size_t errlen)
 {
 	if (precision != GPT_FP32 && precision != GPT_BF16 && precision != GPT_FP16) {
@@ -329,9 +372,15 @@ int gpu_model_fits(const gpt_config *cfg, int tp, gpt_precision precision, char 
 		         cfg->num_heads);
 		return -1;
 	}
-	if (tp > 1 && precision != GPT_FP32) {
+	if (pp < 1 || cfg->num_layers % pp) {
+		snprintf(err, errlen, "pipeline_parallel %d does not divide the %d layers", pp,
+		         cfg->num_layers);
+		return -1;
+	}
+	if ((tp > 1 || pp > 1) && precision != GPT_FP32) {
 		snprintf(err, errlen,
-		         "tensor parallel on the GPU trains in fp32 so far, not in bf16 or fp16");
+		         "tensor and pipeline parallel on the GPU train in fp32 so far, not in bf16 "
+		         "or fp16");
 		return -1;
 	}
 	if (lowp_of(precision) == GPU_NO_LOWP)
@@ -353,12 +402,22 @@ int gpu_model_fits(const gpt_config *cfg, int tp, gpt_precision precision, char 
 	return 0;
 }
 
+/* Whether unit u is the stage's (gpt.h's units: 0 on either end, L + 1 on the last). */
+static bool unit_here(const gpu_model *m, int u)
+{
+	if (u == 0)
+		return m->has_embed || m->has_head;
+	if (u == m->L + 1)
+		return m->has_head;
+	return u - 1 >= m->first && u - 1 < m->first + m->nl;
+}
+
 /* ZeRO 3, 16-bit: the values slot k of the 16-bit copy holds (unit 0, the largest other). */
 static size_t low_slot_len(const gpu_model *m, int k)
 {
 	size_t n = 0;
 	for (int u = k == 0 ? 0 : 1; u < (k == 0 ? 1 : m->L + 2); u++)
-		if (m->unit_len[u] > n)
+		if (unit_here(m, u) && m->unit_len[u] > n)
 			n = m->unit_len[u];
 	return n;
 }
@@ -424,32 +483,52 @@ static cudaError_t norm_new(gpu_model *m, const gpu_shard_piece *norm, int n)
 }
 
 /*
- * The local layout of tensor rank r of tp (mp.h): each unit's offset and
- * length, and each tensor's local offset (the optimizer's spans), its
- * piece's size in place of the whole. RET the local parameter count.
+ * The local layout of the part (mp.h): the stage's units in order, each
+ * one's offset and length (an absent unit's offset SIZE_MAX), and its
+ * tensors, kept in m->tensors with their local offset (the optimizer's
+ * spans) and their tensor rank's piece's size in place of the whole.
+ * RET the local parameter count.
  */
 static size_t local_layout(gpu_model *m)
 {
 	size_t at = 0;
-	int k = 0;
+	int k = 0, kept = 0;
 	for (int u = 0; u < m->L + 2; u++) {
-		m->unit_off[u] = at;
+		bool here = unit_here(m, u);
+		m->unit_off[u] = here ? at : SIZE_MAX;
 		for (; k < m->ntensors && m->tensors[k].unit == u; k++) {
-			m->tensors[k].offset = at;
-			m->tensors[k].numel = gpt_tensor_local_numel(&m->tensors[k], m->tp);
-			at += m->tensors[k].numel;
+			if (!here)
+				continue;
+			gpt_tensor t = m->tensors[k];
+			t.offset = at;
+			t.numel = gpt_tensor_local_numel(&t, m->tp);
+			at += t.numel;
+			m->tensors[kept++] = t;
 		}
-		m->unit_len[u] = at - m->unit_off[u];
+		m->unit_len[u] = here ? at - m->unit_off[u] : 0;
 	}
+	m->ntensors = kept;
 	return at;
 }
 
-/* A tensor-parallel part's comm: its group's tp ranks. RET 0, or -1 with the reason. */
-static int part_comm_fits(const gpu_part *part, char *err, size_t errlen)
+/* Whether the part is one the device model takes. RET 0, or -1 with the reason. */
+static int part_fits(const gpt_config *cfg, const gpt_part *p, char *err, size_t errlen)
 {
-	if (part && part->tp > 1 && (!part->tp_comm || comm_size(part->tp_comm) != part->tp)) {
-		snprintf(err, errlen, "tensor_parallel %d needs a tensor group of %d ranks",
-		         part->tp, part->tp);
+	if (p->tp > 1 && (!p->tp_comm || comm_size(p->tp_comm) != p->tp)) {
+		snprintf(err, errlen, "tensor_parallel %d needs a tensor group of %d ranks", p->tp,
+		         p->tp);
+		return -1;
+	}
+	if (p->num_layers < 1 || p->first_layer < 0 ||
+	    p->first_layer + p->num_layers > cfg->num_layers || p->slots < 1 ||
+	    (p->first_layer > 0 && p->has_embed) ||
+	    (p->first_layer + p->num_layers < cfg->num_layers && p->has_head)) {
+		snprintf(err, errlen, "a stage of layers %d .. %d in %d slots does not fit the model",
+		         p->first_layer, p->first_layer + p->num_layers - 1, p->slots);
+		return -1;
+	}
+	if (p->recompute != GPT_RECOMPUTE_NONE) {
+		snprintf(err, errlen, "activation recomputation is not on the GPU yet");
 		return -1;
 	}
 	return 0;
@@ -458,14 +537,18 @@ static int part_comm_fits(const gpu_part *part, char *err, size_t errlen)
 gpu_model *gpu_model_new(const gpt_config *cfg, int B, int T, gpt_precision precision,
                          const float *params, const gpu_part *part, char *err, size_t errlen)
 {
-	if (gpt_config_check(cfg, err, errlen) < 0 || part_comm_fits(part, err, errlen) < 0)
+	if (gpt_config_check(cfg, err, errlen) < 0)
+		return NULL;
+	gpt_part whole = gpt_part_whole(cfg), sl = part ? part->slice : whole;
+	if (part_fits(cfg, &sl, err, errlen) < 0)
 		return NULL;
 	if (B < 1 || T < 1 || T > cfg->max_seq_len) {
 		snprintf(err, errlen, "B %d and T %d do not fit the model (T at most %d)", B, T,
 		         cfg->max_seq_len);
 		return NULL;
 	}
-	if (gpu_model_fits(cfg, part ? part->tp : 1, precision, err, errlen) < 0)
+	int pp = cfg->num_layers / sl.num_layers; /* a stage's share of the layers */
+	if (gpu_model_fits(cfg, sl.tp, pp, precision, err, errlen) < 0)
 		return NULL;
 	gpu_lowp fmt = lowp_of(precision);
 	gpu_model *m = (gpu_model *)calloc(1, sizeof *m);
@@ -483,18 +566,25 @@ gpu_model *gpu_model_new(const gpt_config *cfg, int B, int T, gpt_precision prec
 	m->L = cfg->num_layers;
 	m->V = cfg->vocab_size;
 	m->Vp = cfg->padded_vocab_size;
-	m->tp = part ? part->tp : 1;
-	m->tp_comm = m->tp > 1 ? part->tp_comm : NULL;
+	m->tp = sl.tp;
+	m->tp_comm = m->tp > 1 ? sl.tp_comm : NULL;
 	m->Cl = m->C / m->tp;
 	m->NHl = m->NH / m->tp;
+	m->first = sl.first_layer;
+	m->nl = sl.num_layers;
+	m->has_embed = sl.has_embed;
+	m->has_head = sl.has_head;
+	m->nslots = sl.slots;
 	m->ntensors = 2 + 12 * m->L + 2;
 	m->tensors = (gpt_tensor *)calloc((size_t)m->ntensors, sizeof *m->tensors);
 	m->unit_off = (size_t *)calloc((size_t)m->L + 2, sizeof(size_t));
 	m->unit_len = (size_t *)calloc((size_t)m->L + 2, sizeof(size_t));
-	m->layer = (acts *)calloc((size_t)m->L, sizeof *m->layer);
+	m->slot = (slot_state *)calloc((size_t)m->nslots, sizeof *m->slot);
+	m->layers = (acts *)calloc((size_t)m->nslots * m->nl, sizeof *m->layers);
 	m->losses = (float *)malloc((size_t)m->N * sizeof(float));
 	m->count = (int32_t *)malloc((size_t)m->V * sizeof(int32_t));
-	if (!m->tensors || !m->unit_off || !m->unit_len || !m->layer || !m->losses || !m->count) {
+	if (!m->tensors || !m->unit_off || !m->unit_len || !m->slot || !m->layers || !m->losses ||
+	    !m->count) {
 		snprintf(err, errlen, "out of host memory");
 		gpu_model_free(m);
 		return NULL;
@@ -517,7 +607,7 @@ gpu_model *gpu_model_new(const gpt_config *cfg, int B, int T, gpt_precision prec
 		e = cudaMalloc(&m->low_slot[k], 2 * low_slot_len(m, k));
 	m->block_bytes = carve_all(m, NULL);
 	if (e == cudaSuccess)
-		e = cudaMalloc((void **)&m->inputs, stage_ints(m) * sizeof(int32_t));
+		e = cudaMalloc((void **)&m->ints, m->nslots * stage_ints(m) * sizeof(int32_t));
 	if (e == cudaSuccess)
 		e = cudaMallocHost((void **)&m->staging, 2 * stage_ints(m) * sizeof(int32_t));
 	cudaEvent_t *ev = (cudaEvent_t *)calloc(2, sizeof(cudaEvent_t));
@@ -537,9 +627,14 @@ gpu_model *gpu_model_new(const gpt_config *cfg, int B, int T, gpt_precision prec
 		gpu_model_free(m);
 		return NULL;
 	}
-	m->targets = m->inputs + m->N;
-	m->buckets = m->inputs + 2 * (size_t)m->N;
+	for (int k = 0; k < m->nslots; k++) {
+		slot_state *st = &m->slot[k];
+		st->inputs = m->ints + (size_t)k * stage_ints(m);
+		st->targets = st->inputs + m->N;
+		st->buckets = st->inputs + 2 * (size_t)m->N;
+	}
 	carve_all(m, (char *)m->block);
+	bind_slot(m, 0);
 	if (gpu_model_set(m, GPU_PARAMS, params, err, errlen) < 0) {
 		gpu_model_free(m);
 		return NULL;
@@ -562,7 +657,7 @@ void gpu_model_free(gpu_model *m)
 	free(m->pieces);
 	free(m->norm);
 	free(m->piece_sq_host);
-	cudaFree(m->inputs);
+	cudaFree(m->ints);
 	cudaFree(m->block);
 	cudaFree(m->spans);
 	cudaFreeHost(m->staging);
@@ -576,7 +671,8 @@ void gpu_model_free(gpu_model *m)
 	free(m->tensors);
 	free(m->unit_off);
 	free(m->unit_len);
-	free(m->layer);
+	free(m->slot);
+	free(m->layers);
 	free(m->losses);
 	free(m->count);
 	free(m);
@@ -590,7 +686,7 @@ size_t gpu_model_bytes(const gpu_model *m)
 	for (int k = 0; k < 3; k++)
 		arrays += m->low_slot[k] ? 2 * low_slot_len(m, k) : 0;
 	return arrays + m->shard_size * sizeof(float) + (m->wlow ? m->np * 2 : 0) +
-	       stage_ints(m) * sizeof(int32_t) + m->block_bytes;
+	       m->nslots * stage_ints(m) * sizeof(int32_t) + m->block_bytes;
 }
 
 /*
@@ -599,12 +695,13 @@ size_t gpu_model_bytes(const gpu_model *m)
  * that half's copy of two micro-batches ago) and are copied in stream
  * order, after the work that still reads the previous batch.
  */
-static int put_batch(gpu_model *m, const int32_t *inputs, const int32_t *targets, char *err,
-                     size_t errlen)
+static int put_batch(gpu_model *m, int slot, const int32_t *inputs, const int32_t *targets,
+                     char *err, size_t errlen)
 {
 	int N = m->N;
 	for (int n = 0; n < N; n++)
-		if (inputs[n] < 0 || inputs[n] >= m->V || targets[n] < 0 || targets[n] >= m->V) {
+		if (inputs[n] < 0 || inputs[n] >= m->V ||
+		    (targets && (targets[n] < 0 || targets[n] >= m->V))) {
 			snprintf(err, errlen, "a token at position %d is outside 0 .. %d", n,
 			         m->V - 1);
 			return -1;
@@ -617,27 +714,43 @@ static int put_batch(gpu_model *m, const int32_t *inputs, const int32_t *targets
 		return cuda_fail(e, "the GPU failed", err, errlen);
 	int32_t *h = m->staging + (size_t)k * stage_ints(m);
 	memcpy(h, inputs, (size_t)N * sizeof(int32_t));
-	memcpy(h + N, targets, (size_t)N * sizeof(int32_t));
-	m->nbuckets = gpu_token_buckets(h + 2 * N, inputs, N, m->V, m->count);
-	e = cudaMemcpyAsync(m->inputs, h, stage_ints(m) * sizeof(int32_t), cudaMemcpyHostToDevice,
-	                    0);
+	if (targets)
+		memcpy(h + N, targets, (size_t)N * sizeof(int32_t));
+	m->slot[slot].nbuckets = gpu_token_buckets(h + 2 * N, inputs, N, m->V, m->count);
+	e = cudaMemcpyAsync(m->slot[slot].inputs, h, stage_ints(m) * sizeof(int32_t),
+	                    cudaMemcpyHostToDevice, 0);
 	if (e == cudaSuccess)
 		e = cudaEventRecord(ev[k], 0);
 	return e == cudaSuccess ? 0 : cuda_fail(e, "could not copy the batch to the GPU", err, errlen);
 }
 
-int gpu_model_forward(gpu_model *m, const int32_t *inputs, const int32_t *targets, float *loss,
-                      char *err, size_t errlen)
+/*
+ * gpu_model_forward_slot, and on the last stage with loss the mean loss
+ * read back into *loss (a wait) instead of added to the step's.
+ */
+static int forward_slot(gpu_model *m, int slot, const int32_t *inputs, const float *x,
+                        const int32_t *targets, float *loss, char *err, size_t errlen)
 {
 	int N = m->N, C = m->C;
 	if (m->unit_params && !m->hooks.params) {
 		snprintf(err, errlen, "a model sharded by unit (ZeRO 3) needs its caller's hooks");
 		return -1;
 	}
-	if (put_batch(m, inputs, targets, err, errlen) < 0)
+	if (slot < 0 || slot >= m->nslots || (!m->has_embed && !x) || (m->has_head && !targets)) {
+		snprintf(err, errlen, "a forward needs a slot of %d, %s", m->nslots,
+		         m->has_embed ? "the targets on the last stage"
+		                      : "the previous stage's output");
 		return -1;
-	const float *wte = gpu_unit_params(m, 0);
-	gpu_encoder_forward(m->enc, m->inputs, wte, wte + (size_t)m->Vp * C, m->B, m->T, C);
+	}
+	if (put_batch(m, slot, inputs, targets, err, errlen) < 0)
+		return -1;
+	bind_slot(m, slot);
+	if (m->has_embed) {
+		const float *wte = gpu_unit_params(m, 0);
+		gpu_encoder_forward(m->enc, m->inputs, wte, wte + (size_t)m->Vp * C, m->B, m->T, C);
+	} else {
+		cudaMemcpyAsync(m->enc, x, (size_t)N * C * sizeof(float), cudaMemcpyDeviceToDevice);
+	}
 	if (m->fmt == GPU_NO_LOWP) {
 		if (fp32_forward(m, err, errlen) < 0)
 			return -1;
@@ -645,8 +758,9 @@ int gpu_model_forward(gpu_model *m, const int32_t *inputs, const int32_t *target
 		snprintf(err, errlen, "cuBLASLt refused a 16-bit matmul of the forward");
 		return -1;
 	}
-	if (!loss) {
-		gpu_loss_mean_add(m->loss_acc, m->dev_losses, N);
+	if (!loss || !m->has_head) {
+		if (m->has_head)
+			gpu_loss_mean_add(m->loss_acc, m->dev_losses, N);
 		return launched(m, "the forward failed on the GPU", err, errlen);
 	}
 	if (launched(m, "the forward failed", err, errlen) < 0)
@@ -662,27 +776,61 @@ int gpu_model_forward(gpu_model *m, const int32_t *inputs, const int32_t *target
 	return 0;
 }
 
-int gpu_model_backward(gpu_model *m, float dloss, char *err, size_t errlen)
+int gpu_model_forward_slot(gpu_model *m, int slot, const int32_t *inputs, const float *x,
+                           const int32_t *targets, char *err, size_t errlen)
+{
+	return forward_slot(m, slot, inputs, x, targets, NULL, err, errlen);
+}
+
+int gpu_model_forward(gpu_model *m, const int32_t *inputs, const int32_t *targets, float *loss,
+                      char *err, size_t errlen)
+{
+	return forward_slot(m, 0, inputs, NULL, targets, loss, err, errlen);
+}
+
+const float *gpu_model_stage_output(const gpu_model *m, int slot)
+{
+	return m->slot[slot].layer[m->nl - 1].res3;
+}
+
+const float *gpu_model_stage_input_grad(const gpu_model *m)
+{
+	return m->dres;
+}
+
+int gpu_model_backward_slot(gpu_model *m, int slot, float dloss, const float *dy, char *err,
+                            size_t errlen)
 {
 	int C = m->C, rc = 0;
 	if ((m->unit_grads && !m->hooks.grads) || (m->unit_params && !m->hooks.params)) {
 		snprintf(err, errlen, "a model sharded by unit (ZeRO 2, 3) needs its caller's hooks");
 		return -1;
 	}
+	if (slot < 0 || slot >= m->nslots || (!m->has_head && !dy)) {
+		snprintf(err, errlen, "slot %d of %d%s", slot, m->nslots,
+		         m->has_head ? "" : ", the next stage's gradient");
+		return -1;
+	}
+	bind_slot(m, slot);
 	if (m->fmt == GPU_NO_LOWP) {
-		rc = fp32_backward(m, dloss, err, errlen);
+		rc = fp32_backward(m, dloss, dy, err, errlen);
 	} else if (lowp_model_backward(m, dloss) < 0) {
 		snprintf(err, errlen, "cuBLASLt refused a 16-bit matmul of the backward");
 		rc = -1;
 	}
-	if (rc == 0) {
+	if (rc == 0 && m->has_embed) {
 		float *dwte = gpu_unit_grads(m, 0);
 		gpu_encoder_backward(dwte, dwte + (size_t)m->Vp * C, m->dres, m->buckets, m->nbuckets,
 		                     m->B, m->T, C);
-		unit_done(m, 0);
-		rc = launched(m, "the backward failed on the GPU", err, errlen);
 	}
-	return rc;
+	if (rc == 0 && (m->has_embed || m->has_head))
+		unit_done(m, 0);
+	return rc == 0 ? launched(m, "the backward failed on the GPU", err, errlen) : rc;
+}
+
+int gpu_model_backward(gpu_model *m, float dloss, char *err, size_t errlen)
+{
+	return gpu_model_backward_slot(m, 0, dloss, NULL, err, errlen);
 }
 
 void gpu_model_zero_grad(gpu_model *m)

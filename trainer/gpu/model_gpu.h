@@ -29,11 +29,14 @@
  * (gpu_shard), with ZeRO 2 no gradient array either (the backward writes
  * each unit's into its caller's buffer), with ZeRO 3 the parameters of
  * their shard alone (each unit's gathered by the caller as the model asks
- * for it). Tensor parallel ranks (gpu_part) hold their slice of every
- * layer, as the CPU model's parts do (gpt_part; the arrays in the local
- * layout of mp.h), and sum partial results over their tensor group's comm
- * (device buffers) inside the forward and the backward, in fp32 only so
- * far. Not yet here: pipeline parallelism, activation recomputation.
+ * for it). A part of the model (gpu_part: the CPU model's gpt_part) holds
+ * its tensor rank's slice of every layer of its pipeline stage, the
+ * arrays in mp.h's local layout, and sums partial results over its
+ * tensor group's comm (device buffers) inside the forward and the
+ * backward; a stage keeps the activations of its slots' micro-batches
+ * (gpu_model_forward_slot), its input and output device buffers the
+ * pipeline moves; fp32 only so far. Not yet here: activation
+ * recomputation.
  */
 #ifndef TY_MODEL_GPU_H
 #define TY_MODEL_GPU_H
@@ -98,11 +101,13 @@ typedef struct gpu_shard {
 /*
  * What one rank of a parallel run holds (gpu_model_new; NULL: the whole
  * model, alone):
- *   tp, tp_comm  tensor parallel (gpt_part's): heads and slices of rank
- *                comm_rank(tp_comm) of tp; the arrays are in the local
- *                layout (mp.h: each tensor replaced by its piece, in
- *                gpt.h's order); tp_comm sums device buffers (NULL when
- *                tp is 1);
+ *   slice        the part of the model (gpt.h's gpt_part): tensor parallel
+ *                (tp, tp_comm: heads and slices of rank comm_rank(tp_comm)
+ *                of tp; tp_comm sums device buffers, NULL when tp is 1),
+ *                the pipeline stage's layers and ends, its slots (recompute
+ *                must be none); the arrays are in the local layout (mp.h:
+ *                the stage's units, each tensor replaced by its piece, in
+ *                gpt.h's order);
  *   shard        ZeRO 1 to 3: the optimizer's share, or NULL;
  *   norm         the pieces of the gradient this rank counts in the norm,
  *                with at in the shard's layout when sharded, else at ==
@@ -111,8 +116,7 @@ typedef struct gpu_shard {
  *                of mp.h). Copied.
  */
 typedef struct gpu_part {
-	int tp;
-	comm *tp_comm;
+	gpt_part slice;
 	const gpu_shard *shard;
 	int nnorm;
 	const gpu_shard_piece *norm;
@@ -120,11 +124,12 @@ typedef struct gpu_part {
 
 /*
  * Whether the model trains on the GPU in precision, cut over tp tensor
- * ranks: 16-bit needs heads the fused attention takes and rows the GEMMs
- * can read, and no tensor parallel yet; tp divides the heads. Asks no
- * device. RET 0, or -1 with the reason.
+ * ranks and pp pipeline stages: 16-bit needs heads the fused attention
+ * takes and rows the GEMMs can read, and neither tensor nor pipeline
+ * parallel yet; tp divides the heads, pp the layers. Asks no device.
+ * RET 0, or -1 with the reason.
  */
-int gpu_model_fits(const gpt_config *cfg, int tp, gpt_precision precision, char *err,
+int gpu_model_fits(const gpt_config *cfg, int tp, int pp, gpt_precision precision, char *err,
                    size_t errlen);
 
 /*
@@ -144,7 +149,32 @@ void gpu_model_free(gpu_model *m);
 size_t gpu_model_bytes(const gpu_model *m);
 
 /*
- * Forward of inputs and targets [B,T] (host, token ids < V); *loss gets
+ * A stage's forward of one micro-batch into slot (0 .. slots - 1),
+ * overwriting what the slot held: inputs and targets [B,T] (host, token
+ * ids < V; the targets may be NULL but on the last stage), x [B,T,C] (device) the previous
+ * stage's output on a stage without the embeddings (else NULL). The last
+ * stage adds the mean loss to the step's (gpu_model_step_stats). Queues
+ * the work; RET 0, or -1 with a message.
+ */
+int gpu_model_forward_slot(gpu_model *m, int slot, const int32_t *inputs, const float *x,
+                           const int32_t *targets, char *err, size_t errlen);
+/* The stage's output of slot's last forward, [B,T,C] device memory. */
+const float *gpu_model_stage_output(const gpu_model *m, int slot);
+/*
+ * Backward of slot's last forward: from the loss on the last stage (dloss
+ * as gpt_backward's), else from dy [B,T,C] (device), the gradient of the
+ * stage's output. Gradients accumulate through the hooks. RET 0 or -1.
+ */
+int gpu_model_backward_slot(gpu_model *m, int slot, float dloss, const float *dy, char *err,
+                            size_t errlen);
+/*
+ * [B,T,C] device: the gradient of the stage's input of the last backward
+ * (the previous stage's dy), valid until the next backward.
+ */
+const float *gpu_model_stage_input_grad(const gpu_model *m);
+
+/*
+ * The whole model's forward of inputs and targets [B,T] (host, token ids < V); *loss gets
  * the mean cross-entropy, summed in double in position order as the CPU
  * model does (a wait for the device); with loss NULL the mean is added on
  * the device to the step's loss, which gpu_model_step_stats reads. RET 0,

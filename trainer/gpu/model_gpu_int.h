@@ -38,11 +38,29 @@ typedef struct acts {
 	float *fch, *fchg, *res3;
 } acts;
 
+/*
+ * What one micro-batch in flight keeps (gpu_part's slots): the stage's
+ * input (the embeddings' output, or the previous stage's), its layers'
+ * activations, on the last stage the final LayerNorm's, the logits and
+ * the losses, and its tokens on the device with their buckets (the
+ * embeddings' backward reads them).
+ */
+typedef struct slot_state {
+	float *enc, *lnf, *lnf_mean, *lnf_rstd, *logits, *dev_losses, *lse;
+	acts *layer; /* [nl] */
+	int32_t *inputs, *targets, *buckets;
+	int nbuckets;
+} slot_state;
+
 struct gpu_model {
 	gpt_config cfg;
 	int B, T, N, C, NH, L, V, Vp;
 	/* tensor parallel (gpu_part): Cl = C / tp channels and NHl = NH / tp heads here */
 	int tp, Cl, NHl;
+	/* the pipeline stage (gpu_part): layers first .. first + nl - 1, its ends, its slots */
+	int first, nl, nslots;
+	bool has_embed, has_head;
+	slot_state *slot; /* [nslots]; the fields below marked "bound" are one slot's */
 	comm *tp_comm;    /* NULL when tp is 1 */
 	int tp_error;     /* the first failed all-reduce's COMM_ERR_* (then no more) */
 	size_t *unit_off; /* [L + 2]: each unit's first float in the local flat arrays */
@@ -64,8 +82,9 @@ struct gpu_model {
 	gpt_tensor *tensors;
 	int ntensors;
 	gpu_span *spans;           /* device [ntensors]: gpu_adamw_flat's */
-	int32_t *inputs, *targets; /* device [N] */
-	int32_t *buckets;          /* device [3N + 1]: the batch's gpu_token_buckets */
+	int32_t *ints;             /* device [nslots][5N + 1]: each slot's tokens and buckets */
+	int32_t *inputs, *targets; /* bound: device [N] */
+	int32_t *buckets;          /* bound: device [3N + 1], the batch's gpu_token_buckets */
 	int nbuckets;
 	int32_t *staging; /* pinned host [2][5N + 1]: a micro-batch's tokens and buckets */
 	void *staged;     /* cudaEvent_t [2]: when each staging half was last copied */
@@ -74,8 +93,9 @@ struct gpu_model {
 	float *losses;  /* host [N] */
 	void *block;    /* every activation and scratch buffer */
 	size_t block_bytes;
-	float *enc, *lnf, *lnf_mean, *lnf_rstd, *logits, *dev_losses, *lse;
-	acts *layer; /* [L] */
+	float *enc, *lnf, *lnf_mean, *lnf_rstd, *logits, *dev_losses, *lse; /* bound */
+	acts *layer;  /* bound: [nl], the stage's layers (local index) */
+	acts *layers; /* [nslots][nl] */
 	float *proj, *dres, *dbtc, *dbt4c, *dqkv, *datt;
 	float *dres_low; /* 16-bit: dres rounded, the next GEMM's input */
 	float *colsum;   /* 16-bit: GPU_COL_SCRATCH(N, 4C) floats for the column sums */
@@ -106,7 +126,7 @@ static inline void unit_done(const gpu_model *m, int u)
 		m->hooks.grads_done(m->hooks.ctx, u);
 }
 
-/* The residual stream entering layer l (l == L: the final LayerNorm's input), fp32. */
+/* The residual stream entering local layer l (l == nl: the final LayerNorm's input), fp32. */
 static inline const float *layer_input(const gpu_model *m, int l)
 {
 	return l == 0 ? m->enc : m->layer[l - 1].res3;
