@@ -653,6 +653,23 @@ int train_gpu_step(train_gpu *g, int accum, train_gpu_batch_fn next, void *ctx, 
 	return TRAIN_OK;
 }
 
+/* A comm's seconds since the last call, or 0 without it. */
+static double seconds_taken(comm *c)
+{
+	if (!c)
+		return 0.0;
+	double s = comm_seconds(c);
+	comm_seconds_reset(c);
+	return s;
+}
+
+void train_gpu_comm_seconds(train_gpu *g, double *tp, double *pp, double *dp)
+{
+	*tp = seconds_taken(g->tp_dev);
+	*pp = seconds_taken(g->pp_dev);
+	*dp = seconds_taken(g->dev) + seconds_taken(g->tie_dev);
+}
+
 size_t train_gpu_bytes(const train_gpu *g)
 {
 	size_t n = g->model ? g->be->model_bytes(g->model) : 0;

@@ -133,6 +133,13 @@ int train_gpu_step(train_gpu *g, int accum, train_gpu_batch_fn next, void *ctx, 
                    float clip, float loss_scale, float *loss, dp_step_info *info, int *data_rc,
                    char *err, size_t errlen);
 
+/*
+ * The seconds spent in the groups' device transfers since the last call
+ * (comm_seconds): the tensor group's, the pipeline's (the bubble), and the
+ * data-parallel group's with the tie's; then counts from 0 again.
+ */
+void train_gpu_comm_seconds(train_gpu *g, double *tp, double *pp, double *dp);
+
 /* Device memory the run holds: the model's and the ZeRO 2 and 3 buffers'. */
 size_t train_gpu_bytes(const train_gpu *g);
 

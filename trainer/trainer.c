@@ -455,10 +455,12 @@ static int next_batch(void *ctx, int32_t *inputs, int32_t *targets)
 static int train_step_gpu(run *r, int s, step_result *out)
 {
 	const train_config *tc = r->tc;
-	double t0 = clock_mono_s(), d0 = data_wait_seconds(r->data);
+	double t0 = clock_mono_s(), d0 = data_wait_seconds(r->data), ignored[3];
 	int data_rc = 0;
 	memset(out, 0, sizeof(*out));
 	out->lr = lr_at(&r->sched, s);
+	comm_seconds_reset(r->c);
+	train_gpu_comm_seconds(&r->gpu, &ignored[0], &ignored[1], &ignored[2]); /* from 0 */
 	int rc = train_gpu_step(&r->gpu, tc->run.grad_accum, next_batch, r, out->lr,
 	                        (float)tc->spec.training.grad_clip, r->scaler.scale, &out->loss,
 	                        &out->info, &data_rc, r->err, sizeof(r->err));
@@ -467,6 +469,8 @@ static int train_step_gpu(run *r, int s, step_result *out)
 	if (rc != TRAIN_OK)
 		return fail(r, rc, "the step failed on the GPU");
 	out->seconds = clock_mono_s() - t0;
+	train_gpu_comm_seconds(&r->gpu, &out->tp_s, &out->bubble_s, &out->dp_s);
+	out->comm_s = comm_seconds(r->c) + out->tp_s + out->bubble_s + out->dp_s;
 	out->data_s = data_wait_seconds(r->data) - d0;
 	return TRAIN_OK;
 }

@@ -100,6 +100,9 @@ check "two data-parallel ranks on the stand-in (the staged comm)" run dev2 2 --d
 check_eq "ranks that share a device sum through host memory" staged \
 	"$(jq -r 'select(.event == "device") | .comm' "$TY_TMP/dev2.m")"
 check "two on the CPU" run cpu2 2 --device cpu "${DP2[@]}"
+# comm_time NAME FIELD: whether every step of run NAME spent time in FIELD's transfers
+comm_time() { jq -se "[.[] | select(.type == \"step\") | .$2 > 0] | length > 0 and all" "$TY_TMP/$1.m"; }
+check "every step says the time its gradients' sums took (dp_comm_s)" comm_time dev2 dp_comm_s
 trains_as "data parallel on the device path trains as on the CPU" dev2 cpu2
 # ZeRO 1: the moments of the owned shard alone on each "device"
 model_bytes() { jq -r 'select(.event == "device_model") | .bytes' "$TY_TMP/$1.m"; }
@@ -151,6 +154,7 @@ TP2=(--set parallel.tensor_parallel=2 --set resources.ranks_per_node=2)
 check "two tensor-parallel ranks on the stand-in" run devtp2 2 --device cuda "${TP2[@]}"
 check "two on the CPU" run cputp2 2 --device cpu "${TP2[@]}"
 trains_as "tensor parallel on the device path trains as on the CPU" devtp2 cputp2
+check "every step says the time the tensor group's sums took (tp_comm_s)" comm_time devtp2 tp_comm_s
 trains_as "and as one rank" devtp2 cpu1
 check "each holds less on its device than one rank ($(model_bytes devtp2) < $(model_bytes dev1))" \
 	test "$(model_bytes devtp2)" -lt "$(model_bytes dev1)"
@@ -179,6 +183,8 @@ check_eq "the stages talk on the staged comm" staged \
 	"$(jq -r 'select(.event == "device") | .pp_comm' "$TY_TMP/devpp2.m")"
 check "the same on the CPU" run cpupp2 2 --device cpu "${PP2[@]}"
 trains_as "pipeline parallel on the device path trains as on the CPU" devpp2 cpupp2
+check "every step says the time the stages waited for each other (pp_bubble_s)" \
+	comm_time devpp2 pp_bubble_s
 check "a tensor-parallel pair of each of two stages on the stand-in" run devtppp 4 --device cuda \
 	--set parallel.pipeline_parallel=2 --set parallel.tensor_parallel=2 \
 	--set resources.ranks_per_node=4 --set parallel.micro_batch=2
