@@ -11,6 +11,7 @@
 #include "config.h"
 #include "db.h"
 #include "keys.h"
+#include "keys_record.h"
 #include "log.h"
 #include "tenantfs.h"
 #include "migrate.h"
@@ -41,6 +42,26 @@ static int schema_ready(const ty_config *cfg)
 	return 0;
 }
 
+/* The keys held against those the database belongs with (keys_record.h). RET 0, or -1 (logged). */
+static int keys_on_record(const ty_config *cfg, const keys_held *k)
+{
+	char err[512], note[256];
+	PGconn *c = db_connect(cfg->db, err, sizeof(err));
+	if (!c) {
+		log_printf(LOG_ERROR, "%s", err);
+		return -1;
+	}
+	int rc = keys_record_check(c, k, note, sizeof(note), err, sizeof(err));
+	db_close(c);
+	if (rc < 0) {
+		log_printf(LOG_ERROR, "%s", err);
+		return -1;
+	}
+	if (note[0])
+		log_printf(LOG_INFO, "%s", note);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
@@ -54,6 +75,7 @@ int main(int argc, char **argv)
 	if (schema_ready(&cfg) < 0)
 		return 1;
 	api_server srv = {0};
+	char id[CRYPT_KEY_ID_LEN + 1] = "", pid[CRYPT_KEY_ID_LEN + 1] = "";
 	const char *roots[] = {cfg.storage_root, cfg.data_root, cfg.sched_spool};
 	char rerr[1024];
 	if (tenantfs_outside_roots(cfg.master_key_file, "the master key file", roots, 3, rerr,
@@ -78,7 +100,6 @@ int main(int argc, char **argv)
 			log_printf(LOG_ERROR, "%s", kerr);
 			return 1;
 		}
-		char id[CRYPT_KEY_ID_LEN + 1], pid[CRYPT_KEY_ID_LEN + 1] = "";
 		crypt_key_id(&srv.master, id);
 		if (prc == 1) {
 			/* a rotation is under way: the rows it has not reached name this one */
@@ -103,6 +124,10 @@ int main(int argc, char **argv)
 		log_printf(LOG_WARN, "no audit signing key (TRAINYARD_AUDIT_KEY_FILE): the audit "
 		                     "log grows, but no tree head is signed");
 	}
+	keys_held held = {id[0] ? id : NULL, pid[0] ? pid : NULL,
+	                  srv.has_audit_key ? srv.audit_key.key_id : NULL};
+	if (keys_on_record(&cfg, &held) < 0)
+		return 1;
 	db_pool *pool = db_pool_new(cfg.db, cfg.db_pool, cfg.db_wait_ms, cfg.db_retry_ms);
 	/* webhook deliveries (webhook_send.c) use libcurl from a thread of their own */
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {

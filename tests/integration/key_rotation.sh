@@ -10,8 +10,10 @@
 # reads everything; run again, it finishes, audits each batch and retires
 # the old key, and GET /v1/keys/master says the previous key is no longer
 # needed. Restarted with the new key alone, the API still decrypts
-# everything; restarted with the old key alone, it opens nothing. At the
-# end the stack's own key is rotated back in, so the stack is as it was.
+# everything; the database now belongs with the new key (deployment_keys,
+# api/keys_record.h), so the old key alone, no key, or another audit
+# signing key, and the API refuses to start, saying which. At the end the
+# stack's own key is rotated back in, so the stack is as it was.
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -30,6 +32,8 @@ key_id() { # key_id FILE: the id crypt_key_id() gives the key in FILE
 OLD_ID=$(key_id "$OLD_KEY")
 NEW_ID=$(key_id "$NEW_KEY")
 check_match "the stack has a master key" '^[0-9a-f]{16}$' "$OLD_ID"
+recorded() { q "SELECT key_id FROM deployment_keys WHERE role = '$1'"; }
+check_eq "the database belongs with it" "$OLD_ID" "$(recorded master)"
 
 ADMIN=$(admin_token)
 SFX=$$
@@ -127,6 +131,7 @@ status() { TOKEN=$ADMIN api GET /v1/keys/master; }
 # ---- the API holds both keys ------------------------------------------------
 check "the API restarts with the new master key and the old one as previous" \
 	restart "$NEW_KEY" "$OLD_KEY"
+check_eq "the database now belongs with the new key" "$NEW_ID" "$(recorded master)"
 status
 check_eq "GET /v1/keys/master names both" "200 $NEW_ID $OLD_ID true" \
 	"$STATUS $(jb '"\(.master_key_id) \(.previous_key_id) \(.previous_needed)"')"
@@ -210,23 +215,38 @@ readable "after the rotation, with both keys"
 # ---- the new key alone; the old key alone -------------------------------------
 check "the API restarts with the new master key alone" restart "$NEW_KEY"
 readable "with the new key alone"
-check "the API restarts with the old master key alone" restart "$OLD_KEY"
-TOKEN=$ALICE
-check_status "the checkpoint no longer opens" 503 GET "$SHARD_Q"
-check_json "master_key_missing" master_key_missing .code
-check_status "nor the log" 503 GET "/v1/jobs/$J/logs"
-TOKEN=$CRED
-check_status "nor the job's data key" 503 POST "$I/$A/key"
-# even told to try it, the old key does not open what the new one wraps
-SAVED=$(q "SELECT master_key_id FROM tenant_keys WHERE tenant_id = '$TA_ID'")
-q "UPDATE tenant_keys SET master_key_id = NULL WHERE tenant_id = '$TA_ID'" >/dev/null
-check_status "a row naming no key, tried with the old key: does not unwrap" 500 POST "$I/$A/key"
-check_json "key_unwrap_failed" key_unwrap_failed .code
-q "UPDATE tenant_keys SET master_key_id = '$SAVED' WHERE tenant_id = '$TA_ID'" >/dev/null
+# refused DESC PATTERN VAR=VALUE...: another API process, on a port of its
+# own, with these keys: it exits at once with status 1, saying PATTERN
+API_BIN=$(dirname "$YARDCTL")/trainyard-api
+refused() {
+	local desc=$1 pattern=$2 rc=0
+	shift 2
+	env -u TRAINYARD_MASTER_KEY -u TRAINYARD_MASTER_KEY_PREVIOUS_FILE \
+		TRAINYARD_DB="$TRAINYARD_DB" TRAINYARD_LISTEN="127.0.0.1:$((TRAINYARD_API_PORT + 41))" \
+		TRAINYARD_PLAIN_HTTP=1 TRAINYARD_TLS_CERT_FILE= TRAINYARD_TLS_KEY_FILE= "$@" \
+		timeout 5 "$API_BIN" >"$TY_TMP/start.out" 2>&1 || rc=$?
+	check_eq "$desc: the API does not start" 1 "$rc"
+	check_match "$desc: saying which key" "$pattern" "$(cat "$TY_TMP/start.out")"
+}
+AUDIT_KEY=${TRAINYARD_AUDIT_KEY_FILE:-$TRAINYARD_VAR/audit.key}
+refused "the old master key alone" "master key is $OLD_ID .*belongs with master key $NEW_ID" \
+	TRAINYARD_MASTER_KEY_FILE="$OLD_KEY" TRAINYARD_AUDIT_KEY_FILE="$AUDIT_KEY"
+refused "no master key" "holds no master key .*belongs with master key $NEW_ID" \
+	TRAINYARD_MASTER_KEY_FILE= TRAINYARD_AUDIT_KEY_FILE="$AUDIT_KEY"
+"$YARDCTL" audit keygen --out "$TY_TMP/audit.other.key" >/dev/null 2>&1
+refused "another audit signing key" \
+	"audit signing key is [0-9a-f]{16} .*belongs with audit signing key $(recorded audit)" \
+	TRAINYARD_MASTER_KEY_FILE="$NEW_KEY" TRAINYARD_AUDIT_KEY_FILE="$TY_TMP/audit.other.key"
+refused "no audit signing key" "holds no audit signing key" \
+	TRAINYARD_MASTER_KEY_FILE="$NEW_KEY" TRAINYARD_AUDIT_KEY_FILE=
+check_eq "the records stay as they were" "$NEW_ID" "$(recorded master)"
+check_match "with the stack's audit key on record" '^[0-9a-f]{16}$' "$(recorded audit)"
+readable "the API that holds the keys serves on"
 
 # ---- back to the stack's key ----------------------------------------------------
 check "the API restarts with the stack's key as new, the rotated one as previous" \
 	restart "$OLD_KEY" "$NEW_KEY"
+check_eq "the database belongs with the stack's key again" "$OLD_ID" "$(recorded master)"
 y "" keys rotate-master --new-key-file "$OLD_KEY" --old-key-file "$NEW_KEY"
 expect_rc "rotating back to the retired key" 0
 check_match "retires the other" "master key $NEW_ID is retired" "$OUT"

@@ -43,14 +43,18 @@ check_match "saying why" 'certificate|SSL|verify' "$(cat "$TY_TMP/y.err")"
 
 # The API's own refusals. A port of its own, never the stack's.
 PORT=$((TRAINYARD_API_PORT + 40))
+# with the stack's keys, which the database belongs with (api/keys_record.h)
 start_api() { # start_api OUT [VAR=VALUE...]: run the API for at most 3 s; exit status in $RC
 	local out=$1
 	shift
 	RC=0
 	env -u TRAINYARD_TLS_CERT_FILE -u TRAINYARD_TLS_KEY_FILE -u TRAINYARD_PLAIN_HTTP \
-		TRAINYARD_DB="$TRAINYARD_DB" TRAINYARD_LISTEN="127.0.0.1:$PORT" "$@" \
+		TRAINYARD_DB="$TRAINYARD_DB" TRAINYARD_LISTEN="127.0.0.1:$PORT" \
+		TRAINYARD_MASTER_KEY_FILE="$MASTER_KEY" TRAINYARD_AUDIT_KEY_FILE="$AUDIT_KEY" "$@" \
 		timeout 3 "$API_BIN" >"$out" 2>&1 || RC=$?
 }
+MASTER_KEY=${TRAINYARD_MASTER_KEY_FILE:-$TRAINYARD_VAR/master.key}
+AUDIT_KEY=${TRAINYARD_AUDIT_KEY_FILE:-$TRAINYARD_VAR/audit.key}
 start_api "$TY_TMP/none.log"
 check_eq "without a certificate the API does not start" 1 "$RC"
 check_match "saying it serves HTTPS" 'serves HTTPS' "$(cat "$TY_TMP/none.log")"
