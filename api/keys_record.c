@@ -47,8 +47,7 @@ static int on_record(PGconn *c, const key_role *r, const char *mine, char *rec, 
 }
 
 /* Whether this process may start with mine for r, given rec on record. RET 0, or -1 with err. */
-static int same_key(const key_role *r, const char *mine, const char *rec, char *err,
-                    size_t errlen)
+static int same_key(const key_role *r, const char *mine, const char *rec, char *err, size_t errlen)
 {
 	if (!rec[0] || (mine && strcmp(mine, rec) == 0))
 		return 0;

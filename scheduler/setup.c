@@ -46,10 +46,11 @@ int sched_setup(sched *s, const ty_config *cfg)
 	char host[64] = "localhost";
 	gethostname(host, sizeof(host) - 1);
 	snprintf(s->owner, sizeof(s->owner), "%s:%ld", host, (long)getpid());
-	absolute(cfg->sched_spool, s->spool, sizeof(s->spool));
+	/* absolute paths (config.def's PATH), which every Slurm node sees alike */
+	snprintf(s->spool, sizeof(s->spool), "%s", cfg->sched_spool);
+	snprintf(s->storage_root, sizeof(s->storage_root), "%s", cfg->storage_root);
+	snprintf(s->data_root, sizeof(s->data_root), "%s", cfg->data_root);
 	absolute(".", s->work_dir, sizeof(s->work_dir));
-	absolute(cfg->storage_root, s->storage_root, sizeof(s->storage_root));
-	absolute(cfg->data_root, s->data_root, sizeof(s->data_root));
 	if (cfg->sched_worker_bin[0])
 		absolute(cfg->sched_worker_bin, s->worker_bin, sizeof(s->worker_bin));
 	else

@@ -10,13 +10,15 @@
 #include "log.h"
 
 static const cfg_option options[] = {
-#define STR                                       0
-#define INT                                       1
+#define STR                                       CFG_STR
+#define INT                                       CFG_INT
+#define PATH                                      CFG_PATH
 #define CFG(field, env, type, def, min, max, doc) {env, type, def, min, max, doc},
 #include "config.def"
 #undef CFG
 #undef STR
 #undef INT
+#undef PATH
 };
 
 const cfg_option *config_options(size_t *n)
@@ -39,6 +41,20 @@ static int parse_int(const cfg_option *o, const char *s, int *out, char *err, si
 	return 0;
 }
 
+static int parse_path(const cfg_option *o, const char *s, const char **out, char *err,
+                      size_t errlen)
+{
+	if (s[0] != '/') {
+		snprintf(err, errlen,
+		         "%s must be an absolute path, the same for every process and node, not "
+		         "\"%s\"",
+		         o->env, s);
+		return -1;
+	}
+	*out = s;
+	return 0;
+}
+
 int config_load(ty_config *cfg, char *err, size_t errlen)
 {
 	const cfg_option *o = options;
@@ -47,6 +63,9 @@ int config_load(ty_config *cfg, char *err, size_t errlen)
 #define STR_SET(field) cfg->field = s
 #define INT_SET(field)                                                                             \
 	if (parse_int(o, s, &cfg->field, err, errlen) < 0)                                         \
+	return -1
+#define PATH_SET(field)                                                                            \
+	if (parse_path(o, s, &cfg->field, err, errlen) < 0)                                        \
 	return -1
 #define CFG(field, env, type, def, min, max, doc)                                                  \
 	s = getenv(env);                                                                           \
@@ -58,6 +77,7 @@ int config_load(ty_config *cfg, char *err, size_t errlen)
 #undef CFG
 #undef STR_SET
 #undef INT_SET
+#undef PATH_SET
 	return 0;
 }
 

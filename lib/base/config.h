@@ -1,32 +1,38 @@
 /*
  * config.h - program settings from the environment, declared in config.def.
  *
- * config_load() fills every field from its variable or its default and
- * range-checks integers. Strings point into the environment or into the
- * static defaults: the caller never frees them.
+ * config_load() fills every field from its variable or its default,
+ * range-checks integers and refuses a relative PATH (a directory that
+ * every process and node must find alike: never relative to a working
+ * directory). Strings point into the environment or into the static
+ * defaults: the caller never frees them.
  */
 #ifndef TY_CONFIG_H
 #define TY_CONFIG_H
 
 #include <stddef.h>
 
-#define STR const char *
-#define INT int
+#define STR  const char *
+#define PATH const char *
+#define INT  int
 typedef struct ty_config {
 #define CFG(field, env, type, def, min, max, doc) type field;
 #include "config.def"
 #undef CFG
 } ty_config;
 #undef STR
+#undef PATH
 #undef INT
 
 typedef struct cfg_option {
 	const char *env;
-	int is_int;
+	int type; /* CFG_STR, CFG_INT, CFG_PATH */
 	const char *def;
 	long min, max;
 	const char *doc;
 } cfg_option;
+
+enum { CFG_STR = 0, CFG_INT, CFG_PATH };
 
 /* The table itself, for docs and tests. OUT: *n = number of rows. */
 const cfg_option *config_options(size_t *n);

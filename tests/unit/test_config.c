@@ -104,6 +104,37 @@ START_TEST(defaults_load_and_ranges_hold)
 }
 END_TEST
 
+/* The storage and data roots and the spool: absolute paths, every default too. */
+START_TEST(paths_must_be_absolute)
+{
+	size_t n;
+	const cfg_option *o = config_options(&n);
+	int paths = 0;
+	for (size_t i = 0; i < n; i++)
+		if (o[i].type == CFG_PATH) {
+			ck_assert_msg(o[i].def[0] == '/', "%s's default is not absolute", o[i].env);
+			paths++;
+		}
+	ck_assert_int_eq(paths, 3);
+	ty_config c;
+	char err[256];
+	const char *env[] = {"TRAINYARD_STORAGE_ROOT", "TRAINYARD_DATA_ROOT",
+	                     "TRAINYARD_SCHED_SPOOL"};
+	for (int k = 0; k < 3; k++) {
+		setenv(env[k], "var/x", 1);
+		ck_assert_int_eq(config_load(&c, err, sizeof(err)), -1);
+		ck_assert_ptr_nonnull(strstr(err, env[k]));
+		ck_assert_ptr_nonnull(strstr(err, "must be an absolute path"));
+		ck_assert_ptr_nonnull(strstr(err, "\"var/x\""));
+		setenv(env[k], "/srv/trainyard/x", 1);
+		ck_assert_int_eq(config_load(&c, err, sizeof(err)), 0);
+		unsetenv(env[k]);
+	}
+	ck_assert_int_eq(config_load(&c, err, sizeof(err)), 0);
+	ck_assert_str_eq(c.storage_root, "/var/lib/trainyard/storage");
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("config");
@@ -111,6 +142,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, readme_lists_every_setting);
 	tcase_add_test(tc, example_env_lists_every_setting);
 	tcase_add_test(tc, defaults_load_and_ranges_hold);
+	tcase_add_test(tc, paths_must_be_absolute);
 	suite_add_tcase(s, tc);
 	return s;
 }
