@@ -239,9 +239,27 @@ static void notice_to_log(void *arg, const char *message)
 	log_printf(LOG_WARN, "database: %.*s", (int)strcspn(message, "\n"), message);
 }
 
+/*
+ * How long a connection may go without hearing from the server before it
+ * is given up: TCP keepalives after 5 s of silence, every 2 s, 3 unanswered
+ * (about 11 s), and at most 10 s for data sent and not acknowledged
+ * (tcp_user_timeout). Without them a connection to a server that vanished
+ * (a partition, a host gone) waits for the kernel's defaults, about two
+ * hours, and a scheduler holding its leadership on it holds it that long.
+ * They come before the connection string, so that its own values win.
+ */
+static const char *const CONNECT_KEYS[] = {"keepalives",
+                                           "keepalives_idle",
+                                           "keepalives_interval",
+                                           "keepalives_count",
+                                           "tcp_user_timeout",
+                                           "dbname",
+                                           NULL};
+
 PGconn *db_connect(const char *conninfo, char *err, size_t errlen)
 {
-	PGconn *c = PQconnectdb(conninfo);
+	const char *values[] = {"1", "5", "2", "3", "10000", conninfo, NULL};
+	PGconn *c = PQconnectdbParams(CONNECT_KEYS, values, 1);
 	if (PQstatus(c) != CONNECTION_OK) {
 		const char *m = PQerrorMessage(c);
 		size_t n = strcspn(m, "\n");

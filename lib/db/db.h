@@ -29,7 +29,12 @@ int db_acquire(db_pool *p, PGconn **out);
 /* Give c back; a connection that failed (or is in a transaction) is closed. */
 void db_release(db_pool *p, PGconn *c);
 
-/* Open one connection outside any pool (CLI). RET NULL with a message in err. */
+/*
+ * Open one connection (the pool opens its own with it too), with TCP
+ * keepalives and tcp_user_timeout set so that a server that vanished is
+ * noticed within about 11 s (the connection string may set its own).
+ * RET NULL with a message in err.
+ */
 PGconn *db_connect(const char *conninfo, char *err, size_t errlen);
 
 /* Close a connection opened by db_connect() or the pool. NULL is fine. */
