@@ -5,7 +5,10 @@
  * TRAINYARD_WEBHOOK_SENDERS threads each claim one due pending delivery at
  * a time (FOR UPDATE SKIP LOCKED, and a lease pushing next_at a minute on,
  * so two API processes never send the same one at once), send it, and
- * record the outcome: delivered on a 2xx answer; otherwise tried again
+ * record the outcome, only while the delivery is still pending under the
+ * sender's own claim (each claim a fresh id, migration 0025: a sender that
+ * outlived its lease, stopped or slowed, writes nothing over what another
+ * sender did since): delivered on a 2xx answer; otherwise tried again
  * after 5 s, doubling up to an hour, and failed after WEBHOOK_TRIES tries
  * or at once when the address is refused. Each try ends within
  * WEBHOOK_TIMEOUT_S. Fair shares: a claim passes over the tenants that
@@ -71,7 +74,7 @@ typedef struct claimed_delivery {
 /*
  * Claim the oldest due delivery whose tenant is not in $1 (a uuid[] of the
  * tenants at their share); its row: id, attempts, url, sealed secret,
- * allow_private, webhook id, body, deleted, tenant id.
+ * allow_private, webhook id, body, deleted, tenant id, claim.
  */
 #define CLAIM_SQL                                                                                  \
 	"WITH due AS (SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = "            \
@@ -80,13 +83,13 @@ typedef struct claimed_delivery {
 	"   AND w.tenant_id <> ALL ($1::uuid[]) ORDER BY d.next_at LIMIT 1"                        \
 	"   FOR UPDATE OF d SKIP LOCKED),"                                                         \
 	" claimed AS (UPDATE webhook_deliveries d SET attempts = d.attempts + 1,"                  \
-	"   next_at = clock_timestamp() + interval '60 seconds' FROM due WHERE d.id = due.id"      \
-	"   RETURNING d.*)"                                                                        \
+	"   next_at = clock_timestamp() + interval '60 seconds', claim = gen_random_uuid()"        \
+	"   FROM due WHERE d.id = due.id RETURNING d.*)"                                           \
 	" SELECT c.id, c.attempts, w.url, encode(w.secret_sealed, 'hex'), w.allow_private, w.id,"  \
 	"  json_build_object('id', a.id, 'kind', a.kind, 'tenant', t.name, 'job_id', a.job_id,"    \
 	"   'job_name', j.name, 'detail', a.detail, 'created_at', to_char(a.created_at"            \
 	"   AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'))::text,"                      \
-	"  w.deleted_at IS NOT NULL, w.tenant_id"                                                  \
+	"  w.deleted_at IS NOT NULL, w.tenant_id, c.claim"                                         \
 	" FROM claimed c JOIN webhooks w ON w.id = c.webhook_id JOIN alerts a ON a.id = "          \
 	"c.alert_id"                                                                               \
 	" JOIN tenants t ON t.id = a.tenant_id LEFT JOIN jobs j ON j.id = a.job_id"
@@ -192,8 +195,13 @@ static long send_one(const webhook_sender *s, const char *url, bool allow_privat
 	return status;
 }
 
-/* Record the outcome of delivery id after attempts tries. */
-static void record(PGconn *c, const char *id, int attempts, long status, const char *why)
+/*
+ * Record the outcome of delivery id after attempts tries, if it is still
+ * pending under claim (else another sender took it over once this one's
+ * lease ran out, and what it did stands).
+ */
+static void record(PGconn *c, const char *id, const char *claim, int attempts, long status,
+                   const char *why)
 {
 	char st[24], tries[16];
 	snprintf(st, sizeof(st), "%ld", status > 0 ? status : 0);
@@ -202,15 +210,23 @@ static void record(PGconn *c, const char *id, int attempts, long status, const c
 	                    : status < 0 || attempts >= WEBHOOK_TRIES ? "failed"
 	                                                              : "pending";
 	/* the next try after 5 s, doubling each time, at most an hour */
-	const char *p[] = {id, state, status > 0 ? st : NULL, why, tries};
-	if (db_query(c, NULL,
+	const char *p[] = {id, state, status > 0 ? st : NULL, why, tries, claim};
+	PGresult *r = NULL;
+	if (db_query(c, &r,
 	             "UPDATE webhook_deliveries SET state = $2, last_status = $3::int,"
 	             " last_error = $4, delivered_at = CASE WHEN $2 = 'delivered'"
 	             " THEN clock_timestamp() END, next_at = clock_timestamp()"
-	             " + least(5 * power(2, $5::int - 1), 3600) * interval '1 second'"
-	             " WHERE id = $1::bigint",
-	             5, p))
+	             " + least(5 * power(2, $5::int - 1), 3600) * interval '1 second',"
+	             " claim = NULL"
+	             " WHERE id = $1::bigint AND claim = $6::uuid AND state = 'pending'",
+	             6, p))
 		log_printf(LOG_WARN, "could not record webhook delivery %s", id);
+	else if (strcmp(PQcmdTuples(r), "0") == 0)
+		log_printf(LOG_WARN,
+		           "webhook delivery %s: its claim ran out and another sender took it "
+		           "over; this try's outcome (%s) is not recorded",
+		           id, state);
+	PQclear(r);
 }
 
 /* tenant_id's entry in s->busy, or with add a free one for it; NULL when there is none. */
@@ -288,7 +304,7 @@ static void deliver(webhook_sender *s, PGconn *c, const claimed_delivery *d)
 		if (status > 0 && (status < 200 || status >= 300))
 			snprintf(why, sizeof(why), "answered %ld", status);
 	}
-	record(c, id, attempts, status, why);
+	record(c, id, PQgetvalue(r, 0, 9), attempts, status, why);
 }
 
 /* Give back d's place in its tenant's share and free its row. */

@@ -50,7 +50,8 @@ END_TEST
 START_TEST(the_connection_string_wins)
 {
 	char err[256], v[64], ci[1024];
-	snprintf(ci, sizeof(ci), "%s tcp_user_timeout=3000 keepalives_idle=7", getenv("TRAINYARD_DB"));
+	snprintf(ci, sizeof(ci), "%s tcp_user_timeout=3000 keepalives_idle=7",
+	         getenv("TRAINYARD_DB"));
 	PGconn *c = db_connect(ci, err, sizeof(err));
 	ck_assert_msg(c != NULL, "%s", err);
 	option_of(c, "tcp_user_timeout", v, sizeof(v));

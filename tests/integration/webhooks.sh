@@ -5,7 +5,10 @@
 # frees its place), and deliveries fair across tenants: while one tenant's
 # receiver takes longer than the delivery timeout to answer every one of
 # its webhooks, another tenant's alert still reaches its own receiver within
-# a few seconds. Receivers listen on loopback, which a platform admin allows.
+# a few seconds. A sender whose delivery another sender took over while it
+# waited for its receiver (its claim ran out) records nothing over it: a
+# delivery made stays delivered and is not sent again. Receivers listen on
+# loopback, which a platform admin allows.
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -83,4 +86,32 @@ TOKEN=$ADMIN
 for w in $(q "SELECT id FROM webhooks WHERE tenant_id = '$TA_ID' AND deleted_at IS NULL"); do
 	api DELETE "/v1/tenants/$TA/webhooks/$w"
 done
+
+# ---- an outcome is written by the claim's holder alone ---------------------------
+# The receiver answers the first POST 500 after 3 s. While the sender waits
+# for it, the delivery is made by another sender (as one in another API
+# process does once the first one's claim has run out): the late 500 must
+# not turn it back into a pending delivery, which would be sent again.
+TC=wh-c-$SFX
+TC_ID=$(tenant_new "$TC")
+LATE_PORT=$((${TRAINYARD_API_PORT:-28080} + 312))
+LATE=$TY_TMP/hook-late
+mkdir -p "$LATE"
+"$HOOK_BIN" "$LATE_PORT" "$LATE" 1 3000 &
+LATE_PID=$!
+trap 'kill $SLOW_PID $FAST_PID $LATE_PID 2>/dev/null' EXIT
+sleep 0.5
+TOKEN=$ADMIN
+check_status "a webhook to a receiver that answers late" 201 POST "/v1/tenants/$TC/webhooks" \
+	"${JSON[@]}" -d "{\"url\": \"http://127.0.0.1:$LATE_PORT/hook\", \"allow_private\": true}"
+WC=$(printf '%s' "$BODY" | jq -r .id)
+q "SELECT raise_alert('$TC_ID', NULL, 'quota_nearly_spent', '{}', '0 seconds')" >/dev/null
+late_busy() { [[ $(find "$LATE" -name '*.body' | wc -l) -ge 1 ]]; }
+check "its delivery is under way" wait_until 10 late_busy
+q "UPDATE webhook_deliveries SET state = 'delivered', delivered_at = clock_timestamp(),
+    last_status = 204 WHERE webhook_id = '$WC'" >/dev/null
+sleep 11 # the late 500, and a retry 5 s later, were it recorded
+check_eq "the delivery another sender made stays delivered" "delivered 204" \
+	"$(q "SELECT state || ' ' || last_status FROM webhook_deliveries WHERE webhook_id = '$WC'")"
+check_eq "and the receiver got one POST" 1 "$(find "$LATE" -name '*.body' | wc -l)"
 summary
