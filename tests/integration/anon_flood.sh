@@ -67,6 +67,10 @@ done
 # in it, and how many 3 s windows it spans, bound what follows
 secs=$((($(date +%s%N) - t0 + 999999999) / 1000000000))
 windows=$(((secs + 2) / 3))
+# at once, before the bucket refills (one a second): a valid token from the address
+TOKEN=$admin
+api GET /v1/whoami
+V_STATUS=$STATUS V_BODY=$BODY
 check_eq "every answer is 401 or 429" 0 "$other"
 check "about the burst is let through (20 and what refilled in ${secs}s): $denied" \
 	test "$denied" -ge 20 -a "$denied" -le $((20 + secs + 1))
@@ -75,8 +79,8 @@ check_eq "a refusal is rate_limited" rate_limited "$(printf '%s' "${L_BODY:-}" |
 check_match "by the client address's limit, says the detail" "per client address" \
 	"$(printf '%s' "${L_BODY:-}" | jq -r .detail)"
 check_match "with Retry-After" '^[1-9][0-9]*$' "${L_RETRY:-}"
-TOKEN=$admin
-check_status "while the address's bucket is empty, a valid token from it waits too" 429 GET /v1/whoami
+check_eq "while the address's bucket is empty, a valid token from it waits too" 429 "$V_STATUS"
+[[ $V_STATUS == 429 ]] || echo "#   $V_BODY"
 
 sleep 5 # the interval closes; its record is written within a second
 read -r records counted <<<"$(failures_since "$START")"
