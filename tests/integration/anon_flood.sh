@@ -67,20 +67,32 @@ done
 # in it, and how many 3 s windows it spans, bound what follows
 secs=$((($(date +%s%N) - t0 + 999999999) / 1000000000))
 windows=$(((secs + 2) / 3))
-# at once, before the bucket refills (one a second): a valid token from the address
-TOKEN=$admin
-api GET /v1/whoami
-V_STATUS=$STATUS V_BODY=$BODY
+flood_denied=$denied
+# A valid token from the address waits too while its bucket is empty: right
+# after a refused request (the bucket empty), a valid token's request is
+# refused as well. The bucket refills one a second, so a try may meet a
+# fresh token between the two (the valid request then passes and gives it
+# back, and the next failed one takes it): up to five tries. A failure let
+# through counts with the flood's for the audit below.
+valid_waits=0
+for ((i = 0; i < 5 && valid_waits == 0; i++)); do
+	TOKEN=$BAD
+	api GET /v1/whoami
+	[[ $STATUS == 401 ]] && denied=$((denied + 1))
+	[[ $STATUS == 429 ]] || continue
+	TOKEN=$admin
+	api GET /v1/whoami
+	[[ $STATUS == 429 ]] && valid_waits=1
+done
 check_eq "every answer is 401 or 429" 0 "$other"
-check "about the burst is let through (20 and what refilled in ${secs}s): $denied" \
-	test "$denied" -ge 20 -a "$denied" -le $((20 + secs + 1))
-check_eq "the rest answer 429" $((N - denied)) "$limited"
+check "about the burst is let through (20 and what refilled in ${secs}s): $flood_denied" \
+	test "$flood_denied" -ge 20 -a "$flood_denied" -le $((20 + secs + 1))
+check_eq "the rest answer 429" $((N - flood_denied)) "$limited"
 check_eq "a refusal is rate_limited" rate_limited "$(printf '%s' "${L_BODY:-}" | jq -r .code)"
 check_match "by the client address's limit, says the detail" "per client address" \
 	"$(printf '%s' "${L_BODY:-}" | jq -r .detail)"
 check_match "with Retry-After" '^[1-9][0-9]*$' "${L_RETRY:-}"
-check_eq "while the address's bucket is empty, a valid token from it waits too" 429 "$V_STATUS"
-[[ $V_STATUS == 429 ]] || echo "#   $V_BODY"
+check_eq "while the address's bucket is empty, a valid token from it waits too" 1 "$valid_waits"
 
 sleep 5 # the interval closes; its record is written within a second
 read -r records counted <<<"$(failures_since "$START")"
