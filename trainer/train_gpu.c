@@ -619,6 +619,10 @@ int train_gpu_step(train_gpu *g, int accum, train_gpu_batch_fn next, void *ctx, 
 {
 	const gpu_backend *be = g->be;
 	int P = g->grid.dp, rc;
+	comm *groups[] = {g->dev, g->tp_dev, g->pp_dev, g->tie_dev};
+	for (size_t k = 0; k < sizeof(groups) / sizeof(groups[0]); k++)
+		if (groups[k]) /* their clocks count this step's transfers */
+			comm_seconds_reset(groups[k]);
 	be->zero_grad(g->model);
 	/*
 	 * The device runs ahead: the host reads the next micro-batch meanwhile.
@@ -653,21 +657,17 @@ int train_gpu_step(train_gpu *g, int accum, train_gpu_batch_fn next, void *ctx, 
 	return TRAIN_OK;
 }
 
-/* A comm's seconds since the last call, or 0 without it. */
-static double seconds_taken(comm *c)
+/* A comm's seconds, or 0 without it. */
+static double seconds_of(const comm *c)
 {
-	if (!c)
-		return 0.0;
-	double s = comm_seconds(c);
-	comm_seconds_reset(c);
-	return s;
+	return c ? comm_seconds(c) : 0.0;
 }
 
-void train_gpu_comm_seconds(train_gpu *g, double *tp, double *pp, double *dp)
+void train_gpu_comm_seconds(const train_gpu *g, double *tp, double *pp, double *dp)
 {
-	*tp = seconds_taken(g->tp_dev);
-	*pp = seconds_taken(g->pp_dev);
-	*dp = seconds_taken(g->dev) + seconds_taken(g->tie_dev);
+	*tp = seconds_of(g->tp_dev);
+	*pp = seconds_of(g->pp_dev);
+	*dp = seconds_of(g->dev) + seconds_of(g->tie_dev);
 }
 
 size_t train_gpu_bytes(const train_gpu *g)

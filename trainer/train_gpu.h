@@ -134,11 +134,11 @@ int train_gpu_step(train_gpu *g, int accum, train_gpu_batch_fn next, void *ctx, 
                    char *err, size_t errlen);
 
 /*
- * The seconds spent in the groups' device transfers since the last call
- * (comm_seconds): the tensor group's, the pipeline's (the bubble), and the
- * data-parallel group's with the tie's; then counts from 0 again.
+ * The seconds the last train_gpu_step spent in its groups' device
+ * transfers (comm_seconds): the tensor group's, the pipeline's (the
+ * bubble), and the data-parallel group's with the tie's.
  */
-void train_gpu_comm_seconds(train_gpu *g, double *tp, double *pp, double *dp);
+void train_gpu_comm_seconds(const train_gpu *g, double *tp, double *pp, double *dp);
 
 /* Device memory the run holds: the model's and the ZeRO 2 and 3 buffers'. */
 size_t train_gpu_bytes(const train_gpu *g);

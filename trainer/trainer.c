@@ -455,12 +455,11 @@ static int next_batch(void *ctx, int32_t *inputs, int32_t *targets)
 static int train_step_gpu(run *r, int s, step_result *out)
 {
 	const train_config *tc = r->tc;
-	double t0 = clock_mono_s(), d0 = data_wait_seconds(r->data), ignored[3];
+	double t0 = clock_mono_s(), d0 = data_wait_seconds(r->data);
 	int data_rc = 0;
 	memset(out, 0, sizeof(*out));
 	out->lr = lr_at(&r->sched, s);
 	comm_seconds_reset(r->c);
-	train_gpu_comm_seconds(&r->gpu, &ignored[0], &ignored[1], &ignored[2]); /* from 0 */
 	int rc = train_gpu_step(&r->gpu, tc->run.grad_accum, next_batch, r, out->lr,
 	                        (float)tc->spec.training.grad_clip, r->scaler.scale, &out->loss,
 	                        &out->info, &data_rc, r->err, sizeof(r->err));

@@ -172,7 +172,7 @@ static int layer_forward(gpu_model *m, int j)
 	size_t NC = (size_t)N * C, NCl = (size_t)N * Cl;
 	float *p[P_COUNT];
 	layer_params(m, m->first + j, p);
-	acts *a = &m->layer[j];
+	acts *a = &m->cur.layer[j];
 	const float *res = layer_input(m, j);
 	gpu_layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, res, p[P_LN1W], p[P_LN1B], N, C);
 	if (gpu_matmul_forward(a->qkv, a->ln1, p[P_QKVW], p[P_QKVB], N, C, 3 * Cl) < 0)
@@ -204,7 +204,7 @@ static int layer_backward(gpu_model *m, int j)
 	float *p[P_COUNT], *g[P_COUNT];
 	layer_params(m, l, p);
 	gpu_unit_tensors(m, gpu_unit_grads(m, l + 1), sizeof(float), (void **)g);
-	acts *a = &m->layer[j];
+	acts *a = &m->cur.layer[j];
 	if (gpu_matmul_backward(m->dbt4c, g[P_FCPW], g[P_FCPB], m->dres, a->fchg, p[P_FCPW], N,
 	                        4 * Cl, C) < 0)
 		return -1;
@@ -243,14 +243,14 @@ static int fp32_forward(gpu_model *m, char *err, size_t errlen)
 	if (!m->has_head)
 		return 0;
 	const float *fin = gpu_unit_params(m, m->L + 1);
-	gpu_layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, layer_input(m, m->nl), fin,
+	gpu_layernorm_forward(m->cur.lnf, m->cur.lnf_mean, m->cur.lnf_rstd, layer_input(m, m->nl), fin,
 	                      fin + C, N, C);
 	const float *wte = gpu_unit_params(m, 0); /* the LM head */
-	if (gpu_lmhead_forward(m->logits, m->lnf, wte, N, C, m->V, m->Vp) < 0) {
+	if (gpu_lmhead_forward(m->cur.logits, m->cur.lnf, wte, N, C, m->V, m->Vp) < 0) {
 		snprintf(err, errlen, "cuBLASLt refused the LM head");
 		return -1;
 	}
-	gpu_softmax_xent_forward(m->dev_losses, m->lse, m->logits, m->targets, N, m->V, m->Vp);
+	gpu_softmax_xent_forward(m->cur.dev_losses, m->cur.lse, m->cur.logits, m->cur.targets, N, m->V, m->Vp);
 	return 0;
 }
 
@@ -282,9 +282,9 @@ static int fp32_backward(gpu_model *m, float dloss, const float *dy, char *err, 
 	const float *wte = gpu_unit_params(m, 0);
 	float *dwte = gpu_unit_grads(m, 0);
 	/* the loss and the LM head; the logits' buffer takes their gradient */
-	gpu_softmax_xent_backward(m->logits, m->logits, m->lse, m->targets, dloss / (float)N, N,
+	gpu_softmax_xent_backward(m->cur.logits, m->cur.logits, m->cur.lse, m->cur.targets, dloss / (float)N, N,
 	                          m->V, m->Vp);
-	if (gpu_lmhead_backward(m->dbtc, dwte, m->logits, m->lnf, wte, N, C, m->V, m->Vp) < 0) {
+	if (gpu_lmhead_backward(m->dbtc, dwte, m->cur.logits, m->cur.lnf, wte, N, C, m->V, m->Vp) < 0) {
 		snprintf(err, errlen, "cuBLASLt refused the LM head's backward");
 		return -1;
 	}
@@ -292,7 +292,7 @@ static int fp32_backward(gpu_model *m, float dloss, const float *dy, char *err, 
 	float *dfin = gpu_unit_grads(m, m->L + 1);
 	cudaMemsetAsync(m->dres, 0, (size_t)N * C * sizeof(float));
 	gpu_layernorm_backward(m->dres, dfin, dfin + C, m->dbtc, layer_input(m, m->nl), fin,
-	                       m->lnf_mean, m->lnf_rstd, N, C);
+	                       m->cur.lnf_mean, m->cur.lnf_rstd, N, C);
 	unit_done(m, m->L + 1);
 	return fp32_layers_backward(m, err, errlen);
 }
@@ -338,19 +338,7 @@ static size_t stage_ints(const gpu_model *m)
 /* Make slot k's activations and tokens the ones the layers read and write. */
 static void bind_slot(gpu_model *m, int k)
 {
-	const slot_state *st = &m->slot[k];
-	m->enc = st->enc;
-	m->layer = st->layer;
-	m->lnf = st->lnf;
-	m->lnf_mean = st->lnf_mean;
-	m->lnf_rstd = st->lnf_rstd;
-	m->logits = st->logits;
-	m->dev_losses = st->dev_losses;
-	m->lse = st->lse;
-	m->inputs = st->inputs;
-	m->targets = st->targets;
-	m->buckets = st->buckets;
-	m->nbuckets = st->nbuckets;
+	m->cur = m->slot[k];
 }
 
 static gpu_lowp lowp_of(gpt_precision precision)
@@ -747,9 +735,9 @@ static int forward_slot(gpu_model *m, int slot, const int32_t *inputs, const flo
 	bind_slot(m, slot);
 	if (m->has_embed) {
 		const float *wte = gpu_unit_params(m, 0);
-		gpu_encoder_forward(m->enc, m->inputs, wte, wte + (size_t)m->Vp * C, m->B, m->T, C);
+		gpu_encoder_forward(m->cur.enc, m->cur.inputs, wte, wte + (size_t)m->Vp * C, m->B, m->T, C);
 	} else {
-		cudaMemcpyAsync(m->enc, x, (size_t)N * C * sizeof(float), cudaMemcpyDeviceToDevice);
+		cudaMemcpyAsync(m->cur.enc, x, (size_t)N * C * sizeof(float), cudaMemcpyDeviceToDevice);
 	}
 	if (m->fmt == GPU_NO_LOWP) {
 		if (fp32_forward(m, err, errlen) < 0)
@@ -760,13 +748,13 @@ static int forward_slot(gpu_model *m, int slot, const int32_t *inputs, const flo
 	}
 	if (!loss || !m->has_head) {
 		if (m->has_head)
-			gpu_loss_mean_add(m->loss_acc, m->dev_losses, N);
+			gpu_loss_mean_add(m->loss_acc, m->cur.dev_losses, N);
 		return launched(m, "the forward failed on the GPU", err, errlen);
 	}
 	if (launched(m, "the forward failed", err, errlen) < 0)
 		return -1;
 	cudaError_t e =
-	    cudaMemcpy(m->losses, m->dev_losses, (size_t)N * sizeof(float), cudaMemcpyDeviceToHost);
+	    cudaMemcpy(m->losses, m->cur.dev_losses, (size_t)N * sizeof(float), cudaMemcpyDeviceToHost);
 	if (e != cudaSuccess)
 		return cuda_fail(e, "the forward failed on the GPU", err, errlen);
 	double sum = 0.0;
@@ -820,7 +808,7 @@ int gpu_model_backward_slot(gpu_model *m, int slot, float dloss, const float *dy
 	}
 	if (rc == 0 && m->has_embed) {
 		float *dwte = gpu_unit_grads(m, 0);
-		gpu_encoder_backward(dwte, dwte + (size_t)m->Vp * C, m->dres, m->buckets, m->nbuckets,
+		gpu_encoder_backward(dwte, dwte + (size_t)m->Vp * C, m->dres, m->cur.buckets, m->cur.nbuckets,
 		                     m->B, m->T, C);
 	}
 	if (rc == 0 && (m->has_embed || m->has_head))

@@ -60,7 +60,8 @@ struct gpu_model {
 	/* the pipeline stage (gpu_part): layers first .. first + nl - 1, its ends, its slots */
 	int first, nl, nslots;
 	bool has_embed, has_head;
-	slot_state *slot; /* [nslots]; the fields below marked "bound" are one slot's */
+	slot_state *slot; /* [nslots] */
+	slot_state cur;   /* the slot the layers read and write now (bind_slot) */
 	comm *tp_comm;    /* NULL when tp is 1 */
 	int tp_error;     /* the first failed all-reduce's COMM_ERR_* (then no more) */
 	size_t *unit_off; /* [L + 2]: each unit's first float in the local flat arrays */
@@ -81,11 +82,8 @@ struct gpu_model {
 	void *wlow;            /* 16-bit: the weights' working copy, np values */
 	gpt_tensor *tensors;
 	int ntensors;
-	gpu_span *spans;           /* device [ntensors]: gpu_adamw_flat's */
-	int32_t *ints;             /* device [nslots][5N + 1]: each slot's tokens and buckets */
-	int32_t *inputs, *targets; /* bound: device [N] */
-	int32_t *buckets;          /* bound: device [3N + 1], the batch's gpu_token_buckets */
-	int nbuckets;
+	gpu_span *spans;  /* device [ntensors]: gpu_adamw_flat's */
+	int32_t *ints;    /* device [nslots][5N + 1]: each slot's tokens and buckets */
 	int32_t *staging; /* pinned host [2][5N + 1]: a micro-batch's tokens and buckets */
 	void *staged;     /* cudaEvent_t [2]: when each staging half was last copied */
 	int next_stage;
@@ -93,9 +91,7 @@ struct gpu_model {
 	float *losses;  /* host [N] */
 	void *block;    /* every activation and scratch buffer */
 	size_t block_bytes;
-	float *enc, *lnf, *lnf_mean, *lnf_rstd, *logits, *dev_losses, *lse; /* bound */
-	acts *layer;  /* bound: [nl], the stage's layers (local index) */
-	acts *layers; /* [nslots][nl] */
+	acts *layers; /* [nslots][nl]: each slot's layers */
 	float *proj, *dres, *dbtc, *dbt4c, *dqkv, *datt;
 	float *dres_low; /* 16-bit: dres rounded, the next GEMM's input */
 	float *colsum;   /* 16-bit: GPU_COL_SCRATCH(N, 4C) floats for the column sums */
@@ -129,7 +125,7 @@ static inline void unit_done(const gpu_model *m, int u)
 /* The residual stream entering local layer l (l == nl: the final LayerNorm's input), fp32. */
 static inline const float *layer_input(const gpu_model *m, int l)
 {
-	return l == 0 ? m->enc : m->layer[l - 1].res3;
+	return l == 0 ? m->cur.enc : m->cur.layer[l - 1].res3;
 }
 
 /*

@@ -57,7 +57,7 @@ static int layer_forward(gpu_model *m, int l)
 	gpu_lowp f = m->fmt;
 	layer_ptrs p;
 	layer_ptrs_of(m, l, LP_LOW, &p);
-	acts *a = &m->layer[l];
+	acts *a = &m->cur.layer[l];
 	if (gpu_lowp_matmul_forward(a->qkv, NULL, a->ln1, p.lw[P_QKVW], p.lw[P_QKVB], N, C, 3 * C,
 	                            3 * C, f) < 0)
 		return -1;
@@ -78,7 +78,7 @@ static int layer_forward(gpu_model *m, int l)
 	if (l + 1 < m->L) {
 		layer_ptrs next;
 		layer_ptrs_of(m, l + 1, 0, &next); /* its LayerNorm alone */
-		acts *n = &m->layer[l + 1];
+		acts *n = &m->cur.layer[l + 1];
 		w = next.pw[P_LN1W];
 		b = next.pw[P_LN1B];
 		out = n->ln1;
@@ -87,9 +87,9 @@ static int layer_forward(gpu_model *m, int l)
 	} else {
 		w = (float *)gpu_unit_params(m, m->L + 1);
 		b = w + C;
-		out = m->lnf;
-		mean = m->lnf_mean;
-		rstd = m->lnf_rstd;
+		out = m->cur.lnf;
+		mean = m->cur.lnf_mean;
+		rstd = m->cur.lnf_rstd;
 	}
 	gpu_residual_layernorm_forward(a->res3, out, mean, rstd, a->res2, m->proj, w, b, N, C, f);
 	return 0;
@@ -102,7 +102,7 @@ static int layer_backward(gpu_model *m, int l)
 	gpu_lowp f = m->fmt;
 	layer_ptrs p;
 	layer_ptrs_of(m, l, LP_LOW | LP_GRADS, &p);
-	acts *a = &m->layer[l];
+	acts *a = &m->cur.layer[l];
 	float *cs = m->colsum;
 	if (gpu_lowp_matmul_backward(m->dbt4c, p.gw[P_FCPW], p.gw[P_FCPB], cs, m->dres_low, a->fchg,
 	                             p.lw[P_FCPW], a->fch, 1.0f, N, 4 * C, C, C, f) < 0 ||
@@ -131,18 +131,18 @@ int lowp_model_forward(gpu_model *m)
 	gpu_lowp f = m->fmt;
 	layer_ptrs first;
 	layer_ptrs_of(m, 0, 0, &first);
-	acts *a0 = &m->layer[0];
-	/* m->enc is in place; layer 0's LayerNorm is the only one without a residual add */
-	gpu_residual_layernorm_forward(m->enc, a0->ln1, a0->ln1_mean, a0->ln1_rstd, m->enc, NULL,
+	acts *a0 = &m->cur.layer[0];
+	/* m->cur.enc is in place; layer 0's LayerNorm is the only one without a residual add */
+	gpu_residual_layernorm_forward(m->cur.enc, a0->ln1, a0->ln1_mean, a0->ln1_rstd, m->cur.enc, NULL,
 	                               first.pw[P_LN1W], first.pw[P_LN1B], N, C, f);
 	for (int l = 0; l < m->L; l++)
 		if (layer_forward(m, l) < 0)
 			return -1;
 	/* the LM head over wte's V real rows (the working copy's first rows) */
 	const void *wte = gpu_unit_low(m, 0, gpu_unit_params(m, 0));
-	if (gpu_lowp_matmul_forward(m->logits, NULL, m->lnf, wte, NULL, N, C, m->V, m->Vp, f) < 0)
+	if (gpu_lowp_matmul_forward(m->cur.logits, NULL, m->cur.lnf, wte, NULL, N, C, m->V, m->Vp, f) < 0)
 		return -1;
-	gpu_lowp_classifier(m->logits, m->dev_losses, m->lse, m->targets, N, m->V, m->Vp, f);
+	gpu_lowp_classifier(m->cur.logits, m->cur.dev_losses, m->cur.lse, m->cur.targets, N, m->V, m->Vp, f);
 	return 0;
 }
 
@@ -152,14 +152,14 @@ int lowp_model_backward(gpu_model *m, float dloss)
 	gpu_lowp f = m->fmt;
 	/* the logits hold softmax - onehot: the loss's gradient is that times dloss / N */
 	const void *wte = gpu_unit_low(m, 0, gpu_unit_params(m, 0));
-	if (gpu_lowp_matmul_backward(m->dbtc, gpu_unit_grads(m, 0), NULL, NULL, m->logits, m->lnf,
+	if (gpu_lowp_matmul_backward(m->dbtc, gpu_unit_grads(m, 0), NULL, NULL, m->cur.logits, m->cur.lnf,
 	                             wte, NULL, dloss / (float)N, N, C, m->V, m->Vp, f) < 0)
 		return -1;
 	cudaMemsetAsync(m->dres, 0, (size_t)N * C * sizeof(float));
 	const float *w = gpu_unit_params(m, m->L + 1);
 	float *g = gpu_unit_grads(m, m->L + 1);
 	gpu_lowp_layernorm_backward(m->dres, m->dres_low, g, g + C, m->colsum, m->dbtc,
-	                            layer_input(m, m->L), w, m->lnf_mean, m->lnf_rstd, N, C, f);
+	                            layer_input(m, m->L), w, m->cur.lnf_mean, m->cur.lnf_rstd, N, C, f);
 	unit_done(m, m->L + 1);
 	for (int l = m->L - 1; l >= 0; l--) {
 		if (layer_backward(m, l) < 0)
