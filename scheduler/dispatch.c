@@ -213,8 +213,9 @@ static int prepare_batch(sched *s, char (*ids)[37], int n, dispatch_item *items)
 /* Step 2 for one item; sets its result. */
 static void submit_one(sched *s, dispatch_item *it, double leased_at)
 {
-	/* a lease about to run out is left to recovery rather than raced */
-	if (clock_mono_s() - leased_at > s->lease_s / 2.0) {
+	/* a lease about to run out is left to recovery rather than raced, and
+	 * a scheduler whose leadership ran out submits nothing */
+	if (clock_mono_s() - leased_at > s->lease_s / 2.0 || !leader_valid(s)) {
 		it->result = 2;
 		return;
 	}

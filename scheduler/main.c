@@ -1,7 +1,6 @@
 /*
  * main.c - trainyard-scheduler: wait for leadership, then run cycles until
- * told to stop; losing the database connection (and with it the lock)
- * goes back to waiting.
+ * told to stop; losing the lease (leader.h) goes back to waiting.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -23,8 +22,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: trainyard-scheduler [--once]\n\n"
 	           "Admits queued jobs under their tenants' quotas and fair share, hands them to\n"
-	           "Slurm and follows them to their end. Several may run: one leads (a\n"
-	           "PostgreSQL advisory lock), the others wait to take over. Settings come from\n"
+	           "Slurm and follows them to their end. Several may run: one leads (a lease\n"
+	           "in PostgreSQL), the others wait to take over. Settings come from\n"
 	           "TRAINYARD_* environment variables and SLURM_CONF; see scheduler/README.md.\n"
 	           "  --once   take the lead, run one cycle, exit (0, or 1 when it failed)\n");
 }
@@ -40,20 +39,25 @@ static int schema_ok(sched *s)
 	return 0;
 }
 
-/* Cycles while leading. RET 0 when told to stop, 1 when the lead was lost. */
+/*
+ * Cycles while leading: the lease is checked (and renewed when due)
+ * before each, and renewed while sleeping between them.
+ * RET 0 when told to stop, 1 when the lead was lost, -1 (--once) when the
+ * cycle failed.
+ */
 static int lead(sched *s, bool once)
 {
 	for (;;) {
+		if (!leader_holds(s)) {
+			log_printf(LOG_WARN, "scheduler %s lost the lead", s->owner);
+			return 1;
+		}
 		int rc = sched_cycle(s);
 		if (once)
 			return rc < 0 ? -1 : 0;
 		if (stopsig_count())
 			return 0;
-		if (!leader_holds(s)) {
-			log_printf(LOG_WARN, "lost the database connection, and with it the lead");
-			return 1;
-		}
-		sched_sleep_ms(s->cfg->sched_interval_ms);
+		leader_sleep_ms(s, s->cfg->sched_interval_ms);
 		if (stopsig_count())
 			return 0;
 	}
@@ -110,8 +114,7 @@ int main(int argc, char **argv)
 		}
 		if (l == 0)
 			break;
-		db_close(s.db);
-		s.db = NULL;
+		leader_release(&s);
 	}
 	leader_release(&s);
 	free(s.sj);

@@ -1,7 +1,7 @@
 /*
  * scheduler.h - the scheduler daemon's state and its cycle.
  *
- * One cycle, run by the leader only (leader.c):
+ * One cycle, run by the leader only (leader.h):
  *   1. accounts_sync   tenants and quotas -> Slurm accounts (GrpTRES)
  *   2. reconcile       every followed Slurm job: pending reason, start,
  *                      heartbeats, cancels, ends -> retry or final state;
@@ -35,7 +35,12 @@ typedef struct sched_stats {
 typedef struct sched {
 	const ty_config *cfg;
 	PGconn *db;
-	char owner[128];          /* host:pid, written as jobs.dispatch_owner */
+	char owner[128]; /* host:pid, written as jobs.dispatch_owner */
+	/* the leadership lease while leading (leader.h): its epoch ("" when
+	 * not leading), when the last renewal was sent and when it runs out,
+	 * on the monotonic clock in ms */
+	char epoch[24];
+	long long lease_renewed_ms, lease_until_ms;
 	char spool[PATH_MAX / 2]; /* short enough for every path made under it */
 	char worker_bin[PATH_MAX];
 	/* the scheduler's working directory; batch jobs start in their tenant's spool */
