@@ -5,6 +5,7 @@
  * needs more entries than the server has slots.
  */
 #include "followers.h"
+#include "peers.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@ typedef struct holder {
 struct followers {
 	pthread_mutex_t lock;
 	int total, per_tenant, per_user, per_token;
+	int share; /* this process holds 1/share of each cap (peers.h) */
 	int used;
 	holder *tenants, *users, *tokens; /* total entries each */
 };
@@ -40,6 +42,7 @@ followers *followers_new(int total, int per_tenant, int per_user, int per_token)
 	f->per_tenant = per_tenant;
 	f->per_user = per_user;
 	f->per_token = per_token;
+	f->share = 1;
 	return f;
 }
 
@@ -53,6 +56,13 @@ void followers_free(followers *f)
 	free(f->users);
 	free(f->tokens);
 	free(f);
+}
+
+void followers_share(followers *f, int n)
+{
+	pthread_mutex_lock(&f->lock);
+	f->share = n < 1 ? 1 : n;
+	pthread_mutex_unlock(&f->lock);
 }
 
 /* key's entry in table, or with add a free one for it; NULL when there is none. */
@@ -80,13 +90,14 @@ followers_result followers_take_user(followers *f, const char *tenant_id, const 
 	holder *tenant = holder_find(f, f->tenants, tenant_id, 1);
 	/* the narrowest full share is the one to name: the token's, the user's, the tenant's, the
 	 * server's */
-	if (token && token->n >= f->per_token)
+	if (token && token->n >= peers_cap(f->per_token, f->share))
 		r = FOLLOWERS_TOKEN_FULL;
-	else if (user && user->n >= f->per_user)
+	else if (user && user->n >= peers_cap(f->per_user, f->share))
 		r = FOLLOWERS_USER_FULL;
-	else if (tenant && tenant->n >= f->per_tenant)
+	else if (tenant && tenant->n >= peers_cap(f->per_tenant, f->share))
 		r = FOLLOWERS_TENANT_FULL;
-	else if (f->used >= f->total || !token || !tenant || (user_id && !user))
+	else if (f->used >= peers_cap(f->total, f->share) || !token || !tenant ||
+	         (user_id && !user))
 		r = FOLLOWERS_SERVER_FULL;
 	if (r == FOLLOWERS_TAKEN) {
 		f->used++;

@@ -28,6 +28,13 @@ followers *followers_new(int total, int per_tenant, int per_user, int per_token)
 void followers_free(followers *f);
 
 /*
+ * Hold 1/n of every cap from now on (n API processes share the platform's
+ * caps, peers.h): a cap of c allows peers_cap(c, n) here. Followers
+ * already streaming keep their slots.
+ */
+void followers_share(followers *f, int n);
+
+/*
  * Take a slot for a follower of tenant_id, of user user_id, with token_id
  * (ids of at most 36 characters). RET FOLLOWERS_TAKEN, or the narrowest
  * limit that refused it (the token's before the user's before the

@@ -23,6 +23,7 @@ typedef struct bucket_class {
 
 struct ratelimit {
 	pthread_mutex_t lock;
+	int share; /* this process holds 1/share of each rate (peers.h) */
 	size_t n;
 	bucket_class *classes;
 };
@@ -41,6 +42,7 @@ ratelimit *ratelimit_new(size_t n, const ratelimit_rate *rates)
 	}
 	pthread_mutex_init(&rl->lock, NULL);
 	rl->n = n;
+	rl->share = 1;
 	for (size_t i = 0; i < n; i++)
 		rl->classes[i].rate = rates[i];
 	return rl;
@@ -55,6 +57,22 @@ void ratelimit_free(ratelimit *rl)
 	free(rl);
 }
 
+void ratelimit_share(ratelimit *rl, int n)
+{
+	pthread_mutex_lock(&rl->lock);
+	rl->share = n < 1 ? 1 : n;
+	pthread_mutex_unlock(&rl->lock);
+}
+
+/* A class's rate as this process holds it: its share, a bucket of at least one. */
+static ratelimit_rate held(const ratelimit *rl, const bucket_class *c)
+{
+	ratelimit_rate r = {c->rate.rps / rl->share, c->rate.burst / rl->share};
+	if (r.burst < 1.0)
+		r.burst = 1.0;
+	return r;
+}
+
 static unsigned hash_key(const char *s)
 {
 	unsigned h = 2166136261u; /* FNV-1a */
@@ -64,7 +82,7 @@ static unsigned hash_key(const char *s)
 }
 
 /* Linear probe over 8 slots; take the key's slot or the stalest one. */
-static bucket *find_bucket(bucket_class *c, const char *key, double now)
+static bucket *find_bucket(bucket_class *c, const char *key, double now, double burst)
 {
 	unsigned h = hash_key(key);
 	bucket *victim = NULL;
@@ -76,7 +94,7 @@ static bucket *find_bucket(bucket_class *c, const char *key, double now)
 			victim = b;
 	}
 	snprintf(victim->key, sizeof(victim->key), "%s", key);
-	victim->tokens = c->rate.burst;
+	victim->tokens = burst;
 	victim->last = now;
 	return victim;
 }
@@ -103,14 +121,14 @@ int ratelimit_take(ratelimit *rl, const char *const *keys, double now_s, int *re
 		if (!keys[i])
 			continue;
 		bucket_class *c = &rl->classes[i];
-		b[i] = find_bucket(c, keys[i], now_s);
-		b[i]->tokens =
-		    fmin(c->rate.burst, b[i]->tokens + (now_s - b[i]->last) * c->rate.rps);
+		ratelimit_rate rate = held(rl, c);
+		b[i] = find_bucket(c, keys[i], now_s, rate.burst);
+		b[i]->tokens = fmin(rate.burst, b[i]->tokens + (now_s - b[i]->last) * rate.rps);
 		b[i]->last = now_s;
 		if (b[i]->tokens < 1.0) {
 			if (refused == RATELIMIT_ALLOWED)
 				refused = (int)i;
-			wait = fmax(wait, (1.0 - b[i]->tokens) / c->rate.rps);
+			wait = fmax(wait, (1.0 - b[i]->tokens) / rate.rps);
 		}
 	}
 	for (size_t i = 0; refused == RATELIMIT_ALLOWED && i < rl->n; i++)
@@ -134,7 +152,7 @@ void ratelimit_give(ratelimit *rl, const char *const *keys)
 		bucket_class *c = &rl->classes[i];
 		bucket *b = lookup_bucket(c, keys[i]);
 		if (b)
-			b->tokens = fmin(c->rate.burst, b->tokens + 1.0);
+			b->tokens = fmin(held(rl, c).burst, b->tokens + 1.0);
 	}
 	pthread_mutex_unlock(&rl->lock);
 }

@@ -31,6 +31,14 @@ ratelimit *ratelimit_new(size_t n, const ratelimit_rate *rates);
 void ratelimit_free(ratelimit *rl);
 
 /*
+ * Hold 1/n of every class's rate from now on (n API processes share the
+ * platform's limits, peers.h): refilled at rps / n into a bucket of
+ * burst / n, at least one request. A fuller bucket is cut down at its
+ * next take.
+ */
+void ratelimit_share(ratelimit *rl, int n);
+
+/*
  * Take one request at time now_s (seconds, monotonic) from the bucket of
  * keys[i] (at most 47 bytes) in each class i; a NULL key leaves its class
  * out. Nothing is taken unless every bucket has a request left.

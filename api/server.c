@@ -33,6 +33,7 @@
 #include "hex.h"
 #include "listen.h"
 #include "log.h"
+#include "peers.h"
 #include "readcache.h"
 #include "stream_hub.h"
 #include "token.h"
@@ -84,6 +85,58 @@ static void set_path_shown(api_req *rq)
 	rq->path_shown[i] = '\0';
 }
 
+/* RET: whether addr is one of the comma-separated addresses of list. */
+static bool address_listed(const char *list, const char *addr)
+{
+	size_t n = strlen(addr);
+	for (const char *p = list; *p;) {
+		p += strspn(p, " ,");
+		size_t k = strcspn(p, " ,");
+		if (k == n && k > 0 && strncmp(p, addr, n) == 0)
+			return true;
+		p += k;
+	}
+	return false;
+}
+
+/* Keeps the value of the last X-Forwarded-For header line in *cls. */
+static enum MHD_Result last_forwarded(void *cls, enum MHD_ValueKind kind, const char *key,
+                                      const char *value)
+{
+	(void)kind;
+	if (key && value && strcasecmp(key, "X-Forwarded-For") == 0)
+		*(const char **)cls = value;
+	return MHD_YES;
+}
+
+/*
+ * The client behind a trusted load balancer: the last entry of the last
+ * X-Forwarded-For line (the one the balancer added, as a line of its own
+ * or appended to the client's; the entries before it are the client's to
+ * write), when it is an IP address. RET whether it was taken.
+ */
+static bool forwarded_client(api_req *rq)
+{
+	const char *xff = NULL;
+	MHD_get_connection_values(rq->conn, MHD_HEADER_KIND, last_forwarded, &xff);
+	if (!xff)
+		return false;
+	const char *last = strrchr(xff, ',');
+	last = last ? last + 1 : xff;
+	last += strspn(last, " \t");
+	char addr[sizeof(rq->client_addr)];
+	size_t k = strcspn(last, " \t");
+	if (k == 0 || k >= sizeof(addr))
+		return false;
+	memcpy(addr, last, k);
+	addr[k] = '\0';
+	unsigned char bin[sizeof(struct in6_addr)];
+	if (inet_pton(AF_INET, addr, bin) != 1 && inet_pton(AF_INET6, addr, bin) != 1)
+		return false;
+	memcpy(rq->client_addr, addr, k + 1);
+	return true;
+}
+
 static void set_client_addr(api_req *rq)
 {
 	const union MHD_ConnectionInfo *ci =
@@ -98,6 +151,9 @@ static void set_client_addr(api_req *rq)
 	else if (sa->sa_family == AF_INET6)
 		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr,
 		          rq->client_addr, sizeof(rq->client_addr));
+	if (rq->cfg->trusted_proxies[0] &&
+	    address_listed(rq->cfg->trusted_proxies, rq->client_addr))
+		forwarded_client(rq);
 }
 
 int api_db(api_req *rq)
@@ -586,6 +642,8 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 /* Free what server_start() made beside the daemon (a stopped hub, the followers' slots...). */
 static void parts_free(api_server *s)
 {
+	peers_stop(s->peers); /* deletes its row: the pool is still open */
+	s->peers = NULL;
 	workers_free(s->workers);
 	s->workers = NULL;
 	stream_hub_free(s->hub);
@@ -605,6 +663,15 @@ static void parts_free(api_server *s)
 	telemetry_release(&s->tm);
 	webhook_sender_stop(s->hooks);
 	s->hooks = NULL;
+}
+
+/* The count of live API processes changed or was renewed: hold this one's share. */
+static void on_peers(void *arg, int live)
+{
+	api_server *s = arg;
+	ratelimit_share(s->rl, live);
+	followers_share(s->followers, live);
+	prom_set(s->tm.processes, NULL, live);
 }
 
 /* The daemon's polling threads: TRAINYARD_IO_THREADS, or one per CPU. */
@@ -646,6 +713,9 @@ int server_start(api_server *s, const ty_config *cfg, db_pool *pool)
 	if (!s->authfail)
 		tm = -1;
 	if (s->has_master && !(s->hooks = webhook_sender_start(cfg, &s->master)))
+		tm = -1;
+	if (tm == 0 && s->rl && s->followers &&
+	    !(s->peers = peers_start(pool, cfg->listen, on_peers, s)))
 		tm = -1;
 	s->workers = s->rl && s->followers && s->reports && s->reads && s->auditseq && tm == 0
 	                 ? workers_start(cfg->threads)

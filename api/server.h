@@ -32,6 +32,7 @@ struct api_server {
 	struct report_slots *reports; /* slots of streamed reports, exports (report_slots.h) */
 	struct readcache *reads;      /* job answers served from memory (readcache.h) */
 	api_telemetry tm;             /* the metrics of GET /metrics (telemetry.h) */
+	struct peers *peers;          /* the API processes sharing the limits (peers.h) */
 	struct webhook_sender
 	    *hooks; /* delivers alerts (webhook_send.h); NULL without a master key */
 };

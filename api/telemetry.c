@@ -34,6 +34,10 @@ int telemetry_init(api_telemetry *t)
 	    prom_histogram(t->reg, "trainyard_db_pool_wait_seconds",
 	                   "Time a request waited for a database connection from the pool", 0, NULL,
 	                   latency_buckets, nb);
+	t->processes = prom_gauge(t->reg, "trainyard_api_processes",
+	                          "API processes serving the platform, as this one counts them; "
+	                          "each holds its share of the rate limits and stream caps",
+	                          0, NULL);
 	t->audit = prom_counter(t->reg, "trainyard_audit_records_written_total",
 	                        "Audit records written, by the outcome they record", 1, outcome);
 	t->jobs = prom_gauge(t->reg, "trainyard_jobs", "Jobs by tenant and state", 2, tenant_state);
@@ -52,8 +56,9 @@ int telemetry_init(api_telemetry *t)
 	               1, tenant);
 	t->storage_quota = prom_gauge(t->reg, "trainyard_tenant_storage_quota_bytes",
 	                              "Each tenant's max_storage_bytes quota", 1, tenant);
-	if (!t->requests || !t->latency || !t->pool_wait || !t->audit || !t->jobs || !t->oldest ||
-	    !t->devices || !t->quota || !t->storage || !t->storage_quota) {
+	if (!t->requests || !t->latency || !t->pool_wait || !t->processes || !t->audit ||
+	    !t->jobs || !t->oldest || !t->devices || !t->quota || !t->storage ||
+	    !t->storage_quota) {
 		telemetry_release(t);
 		return -1;
 	}

@@ -20,6 +20,7 @@ typedef struct api_telemetry {
 	prom_family *requests;      /* trainyard_http_requests_total{route,method,code} */
 	prom_family *latency;       /* trainyard_http_request_duration_seconds{route,method} */
 	prom_family *pool_wait;     /* trainyard_db_pool_wait_seconds */
+	prom_family *processes;     /* trainyard_api_processes (peers.h) */
 	prom_family *audit;         /* trainyard_audit_records_written_total{outcome} */
 	prom_family *jobs;          /* trainyard_jobs{tenant,state} */
 	prom_family *oldest;        /* trainyard_queue_oldest_job_age_seconds{tenant} */

@@ -29,6 +29,8 @@ sched_start() { stack sched-start >/dev/null; }
 # stack_slurm COMMAND...: deploy/slurm on the test stack's cluster
 stack_slurm() { TRAINYARD_VAR=$TRAINYARD_VAR "$TY_ROOT/deploy/slurm" "$@"; }
 sched_stop() { stack sched-stop >/dev/null; }
+# sched_running: the stack's scheduler runs (a test that stops it starts it again after)
+sched_running() { [[ -s $TRAINYARD_VAR/scheduler.pid ]] && kill -0 "$(cat "$TRAINYARD_VAR/scheduler.pid")" 2>/dev/null; }
 
 # sched_run NAME [ENV=VALUE...]: a scheduler of our own in the background,
 # its log in $TY_TMP/NAME.log; its pid in SCHED_PID.

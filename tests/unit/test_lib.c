@@ -10,6 +10,7 @@
 #include "jobstate.h"
 #include "jsonx.h"
 #include "followers.h"
+#include "peers.h"
 #include "ratelimit.h"
 #include "token.h"
 #include "unit.h"
@@ -268,6 +269,65 @@ START_TEST(rate_limit_classes)
 }
 END_TEST
 
+/* Two processes share the platform's rates (peers.h): each holds half. */
+START_TEST(rate_limit_share)
+{
+	ratelimit_rate rate = {4.0, 6.0};
+	ratelimit *rl = ratelimit_new(1, &rate);
+	int retry = 0;
+	ratelimit_share(rl, 2);
+	for (int i = 0; i < 3; i++) /* half the burst */
+		ck_assert(take1(rl, "tok-a", 100.0, &retry));
+	ck_assert(!take1(rl, "tok-a", 100.0, &retry));
+	ck_assert(!take1(rl, "tok-a", 100.25, &retry)); /* half the refill: 2 a second */
+	ck_assert(take1(rl, "tok-a", 100.5, &retry));
+	ck_assert(!take1(rl, "tok-a", 100.5, &retry));
+	/* alone again: the whole rate, the bucket refilled up to the whole burst */
+	ratelimit_share(rl, 1);
+	ck_assert(take1(rl, "tok-a", 102.0, &retry));
+	for (int i = 0; i < 5; i++)
+		ck_assert(take1(rl, "tok-a", 102.0, &retry));
+	ck_assert(!take1(rl, "tok-a", 102.0, &retry));
+	/* a full bucket is cut down to the new share at its next take */
+	ck_assert(take1(rl, "tok-b", 110.0, &retry));
+	ratelimit_share(rl, 3);
+	ck_assert(take1(rl, "tok-b", 120.0, &retry));
+	ck_assert(take1(rl, "tok-b", 120.0, &retry));
+	ck_assert(!take1(rl, "tok-b", 120.0, &retry));
+	/* a share smaller than one request still lets one through */
+	ratelimit_share(rl, 100);
+	ck_assert(take1(rl, "tok-c", 130.0, &retry));
+	ck_assert(!take1(rl, "tok-c", 130.0, &retry));
+	ratelimit_free(rl);
+	ck_assert_int_eq(peers_cap(8, 2), 4);
+	ck_assert_int_eq(peers_cap(8, 3), 2);
+	ck_assert_int_eq(peers_cap(1, 2), 1);
+	ck_assert_int_eq(peers_cap(5, 1), 5);
+	ck_assert_int_eq(peers_cap(5, 0), 5);
+}
+END_TEST
+
+/* Two processes share the platform's follower caps: each holds half. */
+START_TEST(follower_caps_shared)
+{
+	followers *f = followers_new(8, 4, 8, 2);
+	ck_assert_ptr_nonnull(f);
+	followers_share(f, 2);
+	ck_assert_int_eq(followers_take(f, "tenant-a", "tok-1"), FOLLOWERS_TAKEN);
+	ck_assert_int_eq(followers_take(f, "tenant-a", "tok-1"), FOLLOWERS_TOKEN_FULL);
+	ck_assert_int_eq(followers_take(f, "tenant-a", "tok-2"), FOLLOWERS_TAKEN);
+	ck_assert_int_eq(followers_take(f, "tenant-a", "tok-3"), FOLLOWERS_TENANT_FULL);
+	ck_assert_int_eq(followers_take(f, "tenant-b", "tok-4"), FOLLOWERS_TAKEN);
+	ck_assert_int_eq(followers_take(f, "tenant-c", "tok-5"), FOLLOWERS_TAKEN);
+	ck_assert_int_eq(followers_take(f, "tenant-d", "tok-6"), FOLLOWERS_SERVER_FULL);
+	followers_share(f, 1); /* the other process is gone: the whole caps */
+	ck_assert_int_eq(followers_take(f, "tenant-a", "tok-1"), FOLLOWERS_TAKEN);
+	ck_assert_int_eq(followers_take(f, "tenant-a", "tok-3"), FOLLOWERS_TAKEN);
+	ck_assert_int_eq(followers_take(f, "tenant-a", "tok-3"), FOLLOWERS_TENANT_FULL);
+	followers_free(f);
+}
+END_TEST
+
 /* 4 slots, 2 per tenant, 4 per user (never reached: no user given), 1 per token */
 START_TEST(follower_shares)
 {
@@ -351,7 +411,9 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, names_and_ids);
 	tcase_add_test(tc, rate_limit_buckets);
 	tcase_add_test(tc, rate_limit_classes);
+	tcase_add_test(tc, rate_limit_share);
 	tcase_add_test(tc, follower_shares);
+	tcase_add_test(tc, follower_caps_shared);
 	tcase_add_test(tc, follower_user_share);
 	suite_add_tcase(s, tc);
 	return s;
