@@ -95,7 +95,7 @@ TOOL_BINS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(TOOL_SRC))
 Q ?= @
 EMBEDDED := $(sort $(wildcard migrations/*.sql)) api/openapi.json ui/index.html ui/app.js ui/app.css
 
-.PHONY: all test unit itest bench demo deps fuzz format format-check clean help docs chaos gpu gpu-build
+.PHONY: all test unit itest bench demo deps fuzz format format-check clean help docs chaos chaos-ha gpu gpu-build
 all: $(BINS) $(if $(GPU),gpu)
 
 help:
@@ -105,6 +105,7 @@ help:
 	@echo "make SANITIZE=address,undefined test   the same under ASan/UBSan (build/san)"
 	@echo "make fuzz         libFuzzer targets, FUZZ_SECONDS each (default 20)"
 	@echo "make chaos        the chaos test alone, CHAOS_SECONDS long (default 600)"
+	@echo "make chaos-ha     the chaos test through haproxy, Patroni and a standby scheduler (about 5 min)"
 	@echo "make bench        API, trainer, crypto, scheduler, audit log and lineage benchmarks"
 	@echo "make demo         bring up the local stack and submit a job"
 	@echo "make deps         install the Debian packages when missing (GPU=1: and the CUDA toolkit)"
@@ -363,6 +364,13 @@ test: $(BINS) $(UNIT_BINS) $(ITEST_BINS) $(TOOL_BINS) $(MPI_TEST_BINS) $(HOSTDEV
 CHAOS_SECONDS ?= 600
 chaos: $(BINS) $(UNIT_BINS) $(ITEST_BINS) $(TOOL_BINS) $(MPI_TEST_BINS)
 	@BUILD=$(BUILD) CHAOS_SECONDS=$(CHAOS_SECONDS) SETTLE_SECONDS=600 TEST_FILTER=sched_chaos tests/run
+
+# The same on the stack of several processes: PostgreSQL under Patroni, two
+# API processes behind haproxy, two schedulers; either API process, the
+# leading scheduler and the PostgreSQL primary killed (about 5 minutes).
+CHAOS_HA_SECONDS ?= 150
+chaos-ha: $(BINS) $(UNIT_BINS) $(ITEST_BINS) $(TOOL_BINS) $(MPI_TEST_BINS)
+	@BUILD=$(BUILD) TEST_HA=1 CHAOS_SECONDS=$(CHAOS_HA_SECONDS) TEST_FILTER=sched_chaos tests/run
 
 FUZZ_SECONDS ?= 20
 fuzz:

@@ -134,8 +134,11 @@ ha_member_start() { # ha_member_start I
 	ha_member_config "$1" >"$dir/patroni.yml"
 	((EUID == 0)) && chown -R postgres:postgres "$dir"
 	chmod 700 "$dir"
+	# The libpq variables of stack.env name the multi-host string; the
+	# server would take PGPORT for its own port.
 	# shellcheck disable=SC2016 # $$ and $0 are the child shell's
-	as_pg setsid -f bash -c 'echo $$ >"$0" && exec patroni "$1"' "$pidfile" "$dir/patroni.yml" \
+	as_pg env -u PGHOST -u PGPORT -u PGUSER -u PGDATABASE -u PGTARGETSESSIONATTRS \
+		setsid -f bash -c 'echo $$ >"$0" && exec patroni "$1"' "$pidfile" "$dir/patroni.yml" \
 		</dev/null >>"$dir/patroni.log" 2>&1
 }
 
@@ -186,10 +189,35 @@ ha_pg_start() {
 	die "Patroni did not bring up a primary with a synchronous standby within 120 s"
 }
 
+# ha_member_stop I: TERM to the member's Patroni, which stops its
+# PostgreSQL first (a checkpoint: up to 60 s); then KILL to both.
+ha_member_stop() {
+	local pidfile pid pm i
+	pidfile=$(ha_member_pid "$1")
+	if pid=$(daemon_pid "$pidfile" patroni); then
+		kill -TERM "$pid" 2>/dev/null || true
+		for ((i = 0; i < 600; i++)); do
+			pid_running "$pid" || break
+			sleep 0.1
+		done
+		if pid_running "$pid"; then
+			note "Patroni member pg$1 (pid $pid) ignored TERM for 60 s; killing it"
+			kill -KILL "$pid" 2>/dev/null || true
+		fi
+	fi
+	rm -f "$pidfile"
+	pm=$(head -n 1 "$(ha_member_dir "$1")/data/postmaster.pid" 2>/dev/null) || return 0
+	if pid_running "$pm" postgres; then
+		kill -KILL "$pm" 2>/dev/null || true
+		pkill -KILL -P "$pm" 2>/dev/null || true
+	fi
+	return 0
+}
+
 ha_pg_stop() {
 	local i
 	for ((i = HA_MEMBERS; i >= 1; i--)); do
-		daemon_stop "$(ha_member_pid "$i")" patroni "Patroni member pg$i"
+		ha_member_stop "$i"
 	done
 	daemon_stop "$HA_ETCD_PID" etcd "etcd"
 }

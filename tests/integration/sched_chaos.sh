@@ -14,6 +14,14 @@
 #     database knows;
 #   - every job has its audit record of the submission.
 # `make chaos` runs the same test longer (CHAOS_SECONDS=600).
+#
+# On the stack of several processes (`make chaos-ha`: TRAINYARD_PG_HA=1,
+# TRAINYARD_API_REPLICAS=2, TRAINYARD_SCHEDULERS=2, the client going
+# through haproxy) the victims are either API process, the leading
+# scheduler (the standby takes over) and the PostgreSQL primary (its
+# Patroni member and its postmaster: the synchronous standby is promoted),
+# each started again a moment later. Either way the audit log's export
+# verifies at the end.
 # TEST_SEED=N repeats a run's choices.
 set -uo pipefail
 
@@ -24,11 +32,13 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib_sched.sh"
 
 needs SLURM_CONF "$SCHED_BIN"
+HA=0
+((${TRAINYARD_PG_HA:-0} == 1 && ${TRAINYARD_API_REPLICAS:-1} > 1 && ${TRAINYARD_SCHEDULERS:-1} > 1)) && HA=1
 CHAOS_SECONDS=${CHAOS_SECONDS:-60}
 SETTLE_SECONDS=${SETTLE_SECONDS:-240}
 SEED=${TEST_SEED:-$RANDOM}
 RANDOM=$SEED
-echo "# $CHAOS_SECONDS s of chaos, seed $SEED (TEST_SEED=$SEED repeats the choices)"
+echo "# $CHAOS_SECONDS s of chaos, seed $SEED (TEST_SEED=$SEED repeats the choices)$( ((HA)) && echo ", on the stack of several processes")"
 
 make_corpus
 sched_quiet
@@ -82,19 +92,75 @@ CLIENT=$!
 # ---- the killer ------------------------------------------------------------
 SCHED_N=0
 sched_up() {
+	if ((HA)); then
+		stack sched-start >/dev/null 2>&1
+		return
+	fi
 	SCHED_N=$((SCHED_N + 1))
 	sched_run "sched-$SCHED_N"
 }
-pg_kill() { # every process of the stack's PostgreSQL, postmaster first
+sched_kill() {
+	if ((HA)); then # the leader
+		kill -KILL "$(q "SELECT split_part(holder, ':', 2) FROM scheduler_lease" 2>/dev/null)" 2>/dev/null
+		return 0
+	fi
+	kill -KILL "$SCHED_PID" 2>/dev/null && wait "$SCHED_PID" 2>/dev/null
+}
+sched_alive() {
+	if ((HA)); then
+		stack status 2>/dev/null | grep -q '^scheduler *up'
+	else
+		kill -0 "$SCHED_PID" 2>/dev/null
+	fi
+}
+# ha_is_primary I: Patroni member pgI says it is the primary
+ha_is_primary() {
+	curl -fsS --max-time 1 -o /dev/null \
+		"http://127.0.0.1:$((TRAINYARD_PG_PORT + 100 + 10 * ($1 - 1)))/primary" 2>/dev/null
+}
+# ha_primary_kill: the primary's Patroni member, then its postmaster; the
+# other member's number in PROMOTED
+ha_primary_kill() {
+	local i dir
+	PROMOTED=
+	for i in 1 2; do
+		ha_is_primary "$i" || continue
+		dir=$TRAINYARD_VAR/ha/pg$i
+		kill -KILL "$(cat "$dir/patroni.pid")" 2>/dev/null
+		pg_kill "$dir/data"
+		PROMOTED=$((3 - i))
+		return 0
+	done
+}
+# ha_failover: until the standby is promoted (Patroni's leader key of the
+# killed member runs out: about 10 s); a member back sooner would take
+# its own key again and no failover would happen
+ha_failover() {
+	local t0=$SECONDS
+	[[ -n $PROMOTED ]] || return 0
+	if wait_until 40 ha_is_primary "$PROMOTED"; then
+		echo "# pg$PROMOTED promoted $((SECONDS - t0)) s after the primary was killed"
+		FAILOVERS=$((FAILOVERS + 1))
+	else
+		echo "# pg$PROMOTED was not promoted within 40 s"
+	fi
+}
+FAILOVERS=0
+pg_kill() { # pg_kill [DATA_DIR]: every process of a PostgreSQL, postmaster first
 	local pm
-	pm=$(head -n 1 "$TRAINYARD_PGDATA/postmaster.pid" 2>/dev/null) || return 0
+	pm=$(head -n 1 "${1:-$TRAINYARD_PGDATA}/postmaster.pid" 2>/dev/null) || return 0
 	kill -KILL "$pm" 2>/dev/null
 	pkill -KILL -P "$pm" 2>/dev/null
 	while kill -0 "$pm" 2>/dev/null; do sleep 0.05; done
 	sleep 0.2
 }
-api_kill() { kill -KILL "$(cat "$TRAINYARD_VAR/api.pid" 2>/dev/null)" 2>/dev/null; }
+api_kill() { # the API, or one of the API processes at random
+	local f=$TRAINYARD_VAR/api.pid
+	((HA && RANDOM % 2)) && f=$TRAINYARD_VAR/api-2.pid
+	kill -KILL "$(cat "$f" 2>/dev/null)" 2>/dev/null
+}
 VICTIMS=(api scheduler slurmctld slurmd postgresql)
+((HA)) && VICTIMS=(api scheduler postgresql)
 kills=()
 sched_up
 t_end=$((SECONDS + CHAOS_SECONDS))
@@ -106,12 +172,13 @@ while ((SECONDS < t_end)); do
 	echo "# t=$((CHAOS_SECONDS - t_end + SECONDS))s: SIGKILL $v, back after ${down}s"
 	case $v in
 	api) api_kill ;;
-	scheduler) kill -KILL "$SCHED_PID" 2>/dev/null && wait "$SCHED_PID" 2>/dev/null ;;
+	scheduler) sched_kill ;;
 	slurmctld) stack_slurm kill-ctld >/dev/null ;;
 	slurmd) node=n$((1 + RANDOM % 2)) && stack_slurm kill-node "$node" >/dev/null ;;
-	postgresql) pg_kill ;;
+	postgresql) if ((HA)); then ha_primary_kill; else pg_kill; fi ;;
 	esac
 	sleep "$down"
+	((HA)) && [[ $v == postgresql ]] && ha_failover
 	case $v in
 	api) stack api-start >/dev/null 2>&1 ;;
 	scheduler) sched_up ;;
@@ -123,13 +190,17 @@ done
 touch "$STOP"
 wait "$CLIENT"
 echo "# killed: $(printf '%s\n' "${kills[@]}" | sort | uniq -c | xargs)"
+if ((HA)); then
+	pg_kills=$(printf '%s\n' "${kills[@]}" | grep -c postgresql)
+	check_eq "every kill of the primary failed over to the standby" "$pg_kills" "$FAILOVERS"
+fi
 
 # ---- everything back, the queue drained ----------------------------------------
 stack pg-start >/dev/null 2>&1
 stack_slurm start-ctld >/dev/null 2>&1
 for n in n1 n2; do stack_slurm start-node "$n" >/dev/null 2>&1; done
 api_healthy 2>/dev/null || stack api-start >/dev/null 2>&1
-kill -0 "$SCHED_PID" 2>/dev/null || sched_up
+sched_alive || sched_up
 active() {
 	q "SELECT count(*) FROM jobs WHERE tenant_id = '$T_ID'
 	    AND state NOT IN ('succeeded', 'failed', 'cancelled')"
@@ -208,6 +279,24 @@ check_eq "every job has the audit record of its submission" 0 \
 	"$(q "SELECT count(*) FROM jobs j WHERE j.tenant_id = '$T_ID' AND NOT EXISTS
 	       (SELECT 1 FROM audit_log a WHERE a.action = 'job.submit'
 	        AND a.resource = 'job/' || j.id AND a.outcome = 'success')")"
-kill "$SCHED_PID" 2>/dev/null
-wait "$SCHED_PID" 2>/dev/null
+
+# the verifiable log came through: a head over all of it, the export
+# verified with the public key alone
+TOKEN=$ADMIN
+check_status "a head of the audit log" 201 POST /v1/audit/heads
+check_status "the signing key" 200 GET /v1/audit/signing-key
+PUB=$(printf '%s' "$BODY" | jq -r .public_key)
+y "$ADMIN" audit export
+expect_rc "the audit log exports" 0
+printf '%s\n' "$OUT" >"$TY_TMP/export.jsonl"
+y "" audit verify "$TY_TMP/export.jsonl" --pubkey "$PUB" -o json
+expect_rc "and the export verifies" 0
+check_eq "every submission acknowledged is in it" 0 \
+	"$(while read -r _ id; do grep -q "\"resource\":\"job/$id\"" "$TY_TMP/export.jsonl" || echo "$id"; done <"$ACKED" | wc -l)"
+if ((HA)); then
+	stack sched-stop >/dev/null 2>&1
+else
+	kill "$SCHED_PID" 2>/dev/null
+	wait "$SCHED_PID" 2>/dev/null
+fi
 summary
