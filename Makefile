@@ -416,6 +416,8 @@ bench: $(BINS) $(BUILD)/bench/sgemm $(BUILD)/bench/crypto $(BUILD)/bench/sched $
 	@echo
 	@BUILD=$(BUILD) bench/lineage
 	@echo
+	@BUILD=$(BUILD) bench/limits
+	@echo
 	@$(BUILD)/bench/eta
 
 demo:
