@@ -5,6 +5,7 @@
  * table needs no more entries than the server has slots.
  */
 #include "report_slots.h"
+#include "peers.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@ typedef struct holder {
 struct report_slots {
 	pthread_mutex_t lock;
 	int total, per_tenant, used;
+	int share;    /* this process holds 1/share of each cap (peers.h) */
 	holder *keys; /* total entries */
 };
 
@@ -36,6 +38,7 @@ report_slots *report_slots_new(int total, int per_tenant)
 	pthread_mutex_init(&s->lock, NULL);
 	s->total = total;
 	s->per_tenant = per_tenant;
+	s->share = 1;
 	return s;
 }
 
@@ -46,6 +49,13 @@ void report_slots_free(report_slots *s)
 	pthread_mutex_destroy(&s->lock);
 	free(s->keys);
 	free(s);
+}
+
+void report_slots_share(report_slots *s, int n)
+{
+	pthread_mutex_lock(&s->lock);
+	s->share = n < 1 ? 1 : n;
+	pthread_mutex_unlock(&s->lock);
 }
 
 /* key's entry, or with add a free one for it; NULL when there is none. */
@@ -69,9 +79,9 @@ int report_slot_take(api_req *rq, const char *key, report_slot *slot)
 	bool tenant_full = false, taken = false;
 	pthread_mutex_lock(&s->lock);
 	holder *h = holder_find(s, key, true);
-	if (h && h->n >= s->per_tenant)
+	if (h && h->n >= peers_cap(s->per_tenant, s->share))
 		tenant_full = true;
-	else if (h && s->used < s->total) {
+	else if (h && s->used < peers_cap(s->total, s->share)) {
 		h->n++;
 		s->used++;
 		taken = true;

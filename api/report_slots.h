@@ -33,6 +33,13 @@ report_slots *report_slots_new(int total, int per_tenant);
 void report_slots_free(report_slots *s);
 
 /*
+ * Hold 1/n of both caps from now on (n API processes share the platform's
+ * caps, peers.h): a cap of c allows peers_cap(c, n) here. Streams under
+ * way keep their slots.
+ */
+void report_slots_share(report_slots *s, int n);
+
+/*
  * Take a slot of rq's server for key (a tenant's id, or
  * REPORT_SLOTS_PLATFORM) into *slot.
  * RET 0; or -1 with 429 rate_limited and Retry-After answered, the detail

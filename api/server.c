@@ -671,6 +671,7 @@ static void on_peers(void *arg, int live)
 	api_server *s = arg;
 	ratelimit_share(s->rl, live);
 	followers_share(s->followers, live);
+	report_slots_share(s->reports, live);
 	prom_set(s->tm.processes, NULL, live);
 }
 
@@ -714,7 +715,7 @@ int server_start(api_server *s, const ty_config *cfg, db_pool *pool)
 		tm = -1;
 	if (s->has_master && !(s->hooks = webhook_sender_start(cfg, &s->master)))
 		tm = -1;
-	if (tm == 0 && s->rl && s->followers &&
+	if (tm == 0 && s->rl && s->followers && s->reports &&
 	    !(s->peers = peers_start(pool, cfg->listen, on_peers, s)))
 		tm = -1;
 	s->workers = s->rl && s->followers && s->reports && s->reads && s->auditseq && tm == 0
