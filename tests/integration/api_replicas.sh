@@ -44,9 +44,14 @@ T=replicas-$$
 T_ID=$(tenant_new "$T")
 JSON=(-H 'Content-Type: application/json')
 PORT1=$((TRAINYARD_API_PORT + 10)) PORT2=$((TRAINYARD_API_PORT + 20))
+# The schedulers record the cluster's nodes (scheduler_cluster), which the
+# API then checks submissions against; the scripts after this one that
+# start no scheduler expect no record, as before it.
+CLUSTER_WAS=$(q "SELECT count(*) FROM scheduler_cluster")
 restore() {
 	env TRAINYARD_API_REPLICAS=1 "$TY_ROOT/deploy/stack" api-restart >/dev/null 2>&1
 	env TRAINYARD_SCHEDULERS=1 "$TY_ROOT/deploy/stack" sched-stop >/dev/null 2>&1
+	((CLUSTER_WAS > 0)) || q "DELETE FROM scheduler_cluster" >/dev/null
 	kill "${HOOK_PID:-}" 2>/dev/null
 }
 trap restore EXIT
