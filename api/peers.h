@@ -18,7 +18,10 @@
  *
  * A process that dies is counted for PEERS_LIVE_MS more (the others are
  * stricter meanwhile, never more lenient); while the database is away
- * the last count holds.
+ * the last count holds. The one time the sum can pass the limit: for up
+ * to PEERS_BEAT_MS after a process joins, the others still hold their
+ * former share, and a process whose renewals stall for PEERS_LIVE_MS
+ * (its database connections all busy) is left out of the others' count.
  */
 #ifndef TY_PEERS_H
 #define TY_PEERS_H
