@@ -23,6 +23,7 @@
 	" SELECT json_build_object('state', j.state, 'now', extract(epoch FROM "                   \
 	"clock_timestamp()),"                                                                      \
 	" 'max_gpus', k.max_gpus, 'max_running_jobs', k.max_running_jobs,"                         \
+	" 'borrow_gpus', k.borrow_gpus, 'state_reason', j.state_reason,"                           \
 	" 'gpu_hours_per_month', k.gpu_hours_per_month, 'month_gpu_hours', u.month_gpu_hours,"     \
 	" 'ratio', (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY x.r) FROM ("                \
 	"   SELECT extract(epoch FROM a.ended_at - a.started_at)"                                  \
@@ -34,7 +35,8 @@
 	"   extract(epoch FROM coalesce(a.started_at, a.created_at, r.updated_at)),"               \
 	"   coalesce((SELECT max(m.step) FROM job_metrics m WHERE m.attempt_id = a.id), 0),"       \
 	"   (r.spec->'training'->>'steps')::int,"                                                  \
-	"   60 * (r.spec->'resources'->>'time_limit_minutes')::float8, h.devices)), '[]')"         \
+	"   60 * (r.spec->'resources'->>'time_limit_minutes')::float8, h.devices, h.borrowed)),"   \
+	"   '[]')"                                                                                 \
 	"   FROM job_devices_held h JOIN jobs r ON r.id = h.job_id"                                \
 	"   LEFT JOIN job_attempts a ON a.job_id = r.id AND a.number = r.attempts"                 \
 	"   WHERE h.tenant_id = j.tenant_id),"                                                     \
@@ -97,7 +99,7 @@ int h_job_eta(api_req *rq)
 		r[i] = (eta_running){
 		    eta_running_end(num(json_array_get(x, 0)), now, (int)num(json_array_get(x, 1)),
 		                    (int)num(json_array_get(x, 2)), num(json_array_get(x, 3))),
-		    (int)num(json_array_get(x, 4))};
+		    (int)num(json_array_get(x, 4)), (int)num(json_array_get(x, 5))};
 	}
 	for (size_t i = 0; i < nq; i++) {
 		const json_t *x = json_array_get(queue, i);
@@ -110,7 +112,8 @@ int h_job_eta(api_req *rq)
 	eta_input in = {.now = now,
 	                .limits = {(int64_t)num(json_object_get(doc, "max_gpus")),
 	                           (int64_t)num(json_object_get(doc, "max_running_jobs")),
-	                           (int64_t)num(json_object_get(doc, "gpu_hours_per_month"))},
+	                           (int64_t)num(json_object_get(doc, "gpu_hours_per_month")),
+	                           (int64_t)num(json_object_get(doc, "borrow_gpus"))},
 	                .month_gpu_hours = num(json_object_get(doc, "month_gpu_hours")),
 	                .running = r,
 	                .n_running = nr,
@@ -123,12 +126,13 @@ int h_job_eta(api_req *rq)
 	                  : start < 0
 	                      ? "the job cannot start within its tenant's quota as it stands"
 	                      : NULL;
-	json_t *out = json_pack("{s:s, s:s, s:o, s:o, s:i, s:i, s:f, s:s*}", "job_id",
-	                        rq->scope.job_id, "state", state ? state : "", "eta",
-	                        start >= 0 ? timestamp(start) : json_null(), "eta_seconds",
-	                        start >= 0 ? json_real(start - now) : json_null(), "queued_ahead",
-	                        queued && nq > 0 ? (int)nq - 1 : 0, "running", (int)nr,
-	                        "duration_ratio", ratio, "reason", why);
+	const char *waiting = json_string_value(json_object_get(doc, "state_reason"));
+	json_t *out = json_pack(
+	    "{s:s, s:s, s:o, s:o, s:i, s:i, s:f, s:s*, s:s*}", "job_id", rq->scope.job_id, "state",
+	    state ? state : "", "eta", start >= 0 ? timestamp(start) : json_null(), "eta_seconds",
+	    start >= 0 ? json_real(start - now) : json_null(), "queued_ahead",
+	    queued && nq > 0 ? (int)nq - 1 : 0, "running", (int)nr, "duration_ratio", ratio,
+	    "reason", why, "waiting", queued && waiting && waiting[0] ? waiting : NULL);
 	json_decref(doc);
 	return api_reply(rq, 200, out);
 }

@@ -64,12 +64,12 @@ static int submit_context(api_req *rq, const char *key, const char *body_hex, qu
 	                  3, p);
 	if (rc == 0 && PQntuples(r) == 1) {
 		quota_from_row(r, 0, 0, q, NULL);
-		*nodes = json_loads(PQgetvalue(r, 0, 5), 0, NULL);
-		if (!PQgetisnull(r, 0, 4)) {
-			if (strcmp(PQgetvalue(r, 0, 3), body_hex) != 0)
+		*nodes = json_loads(PQgetvalue(r, 0, 6), 0, NULL);
+		if (!PQgetisnull(r, 0, 5)) {
+			if (strcmp(PQgetvalue(r, 0, 4), body_hex) != 0)
 				rc = -ERR_IDEMPOTENCY_CONFLICT;
 			else
-				snprintf(job_id, 37, "%s", PQgetvalue(r, 0, 4));
+				snprintf(job_id, 37, "%s", PQgetvalue(r, 0, 5));
 		}
 	} else if (rc == 0) {
 		rc = -ERR_TENANT_NOT_FOUND;
@@ -248,20 +248,55 @@ static int data_paths(const api_req *rq, const jobspec *js, verrs *v)
  * event, its idempotency key (key NULL: none), the audit record, and last
  * the job's document, the answer.
  */
+/*
+ * The job's priority class: one its tenant may use (the default, or one
+ * its quota lists). OUT: *priority, the class's value (jobs.priority).
+ * RET 0 (a row in v when it may not), or -ERR_*.
+ */
+static int priority_class_resolve(api_req *rq, const jobspec *js, int *priority, verrs *v)
+{
+	const char *p[] = {js->resources.priority_class, rq->scope.tenant_id,
+	                   JOBSPEC_CLASS_DEFAULT};
+	PGresult *r;
+	int rc = db_query(rq->db, &r,
+	                  "SELECT c.value FROM priority_classes c JOIN quotas k ON k.tenant_id = $2"
+	                  " WHERE c.name = $1 AND ($1 = $3 OR $1 = ANY (k.priority_classes))",
+	                  3, p);
+	if (rc == 0 && PQntuples(r) == 1)
+		*priority = atoi(PQgetvalue(r, 0, 0));
+	else if (rc == 0)
+		verrs_add(v, "/resources/priority_class", ERR_F_PRIORITY_CLASS,
+		          "the tenant may not use the priority class %s (its quota's "
+		          "priority_classes, and %s)",
+		          js->resources.priority_class, JOBSPEC_CLASS_DEFAULT);
+	PQclear(r);
+	return rc;
+}
+
 static void job_insert(api_req *rq, const json_t *spec, const jobspec *js, const job_datasets *ds,
                        const job_init *init, const char *code_version, const char *key,
-                       const char *body_hex, const char *job_id)
+                       const char *body_hex, const char *job_id, int priority)
 {
 	/* 15 digits: 3e-4 is stored as 0.0003, not its 17-digit binary neighbour */
 	char *text = json_dumps(spec, JSON_COMPACT | JSON_REAL_PRECISION(15));
-	char devices[24];
+	char devices[24], prio[16];
 	snprintf(devices, sizeof(devices), "%lld", (long long)jobspec_devices(js));
+	snprintf(prio, sizeof(prio), "%d", priority);
 	const char *name = json_string_value(json_object_get(spec, "name"));
-	const char *p[] = {job_id, rq->scope.tenant_id, rq->who.user_id, name, text, devices};
+	const char *p[] = {job_id,
+	                   rq->scope.tenant_id,
+	                   rq->who.user_id,
+	                   name,
+	                   text,
+	                   devices,
+	                   js->resources.priority_class,
+	                   prio,
+	                   js->resources.preemptible ? "t" : "f"};
 	db_query(rq->db, NULL,
-	         "INSERT INTO jobs (id, tenant_id, submitter_id, name, spec, devices)"
-	         " VALUES ($1, $2, $3, $4, $5::jsonb, $6::int)",
-	         6, p);
+	         "INSERT INTO jobs (id, tenant_id, submitter_id, name, spec, devices,"
+	         " priority_class, priority, preemptible)"
+	         " VALUES ($1, $2, $3, $4, $5::jsonb, $6::int, $7, $8::int, $9::boolean)",
+	         9, p);
 	free(text);
 	jobstate_record_created(rq->db, job_id, rq->who.user_id);
 	for (int i = 0; i < ds->n; i++) {
@@ -349,7 +384,9 @@ static int submit_once(api_req *rq, const json_t *in, const char *key, const cha
 	if (rc == 0 && js.kind == JOBSPEC_KIND_TRAIN &&
 	    plan_check_job(&js, job_device_memory(rq->cfg, &js), &v) > 0)
 		rc = -ERR_VALIDATION_FAILED;
-	if (rc == 0 && (rc = datasets_resolve(rq, &js, spec, &ds, &v)) == 0 &&
+	int priority = 0;
+	if (rc == 0 && (rc = priority_class_resolve(rq, &js, &priority, &v)) == 0 &&
+	    (rc = datasets_resolve(rq, &js, spec, &ds, &v)) == 0 &&
 	    (rc = jobinit_resolve(rq, &js, spec, &init, &v)) == 0 &&
 	    (rc = jobcode_resolve(rq, &js, spec, code_version, &v)) == 0 && verrs_count(&v))
 		rc = -ERR_VALIDATION_FAILED;
@@ -364,7 +401,7 @@ static int submit_once(api_req *rq, const json_t *in, const char *key, const cha
 		json_decref(spec);
 		return rc;
 	}
-	job_insert(rq, spec, &js, &ds, &init, code_version, key, body_hex, job_id);
+	job_insert(rq, spec, &js, &ds, &init, code_version, key, body_hex, job_id, priority);
 	json_decref(spec);
 	PGresult *doc;
 	if ((rc = db_pipeline_end(rq->db, &doc))) {

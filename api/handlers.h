@@ -26,6 +26,10 @@ int h_tenant_list(api_req *rq);
 int h_tenant_get(api_req *rq);
 int h_quota_get(api_req *rq);
 int h_quota_put(api_req *rq);
+/* h_priority_classes.c: the platform's priority classes (scheduler/README.md) */
+int h_priority_class_list(api_req *rq);
+int h_priority_class_put(api_req *rq);
+int h_priority_class_delete(api_req *rq);
 
 /* h_members.c */
 int h_member_list(api_req *rq);

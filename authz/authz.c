@@ -80,6 +80,7 @@ static const char *const perm_names[PERM__COUNT] = {
     [PERM_CODE_WRITE] = "code.write",
     [PERM_CODE_GRANT] = "code.grant",
     [PERM_CODE_APPROVE] = "code.approve",
+    [PERM_PRIORITY_CLASS_WRITE] = "priority_class.write",
 };
 
 static const char *const scope_names[SCOPE__COUNT] = {

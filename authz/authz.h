@@ -68,6 +68,7 @@ typedef enum perm {
 	PERM_CODE_WRITE,     /* register code bundles, upload versions */
 	PERM_CODE_GRANT,     /* grant another tenant the running of a code bundle, revoke it */
 	PERM_CODE_APPROVE,   /* put a grant of a confidential or restricted bundle in force */
+	PERM_PRIORITY_CLASS_WRITE, /* define, change and remove priority classes (platform) */
 	PERM__COUNT
 } perm;
 

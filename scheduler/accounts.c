@@ -2,9 +2,16 @@
  * accounts.c - each tenant is a Slurm account whose GrpTRES mirrors its
  * quota, so Slurm enforces the quota too.
  *
- * A tenant may hold max_gpus devices: GPUs, or CPU ranks for CPU jobs.
- * Every task of a batch job takes one CPU and, on GPU nodes, one GPU, so
- * the account's limit is GrpTRES=cpu=<max_gpus>,gres/gpu=<max_gpus>.
+ * A tenant may hold max_gpus guaranteed and borrow_gpus borrowed devices:
+ * GPUs, or CPU ranks for CPU jobs. Every task of a batch job takes one CPU
+ * and, on GPU nodes, one GPU, so the account's limit is
+ * GrpTRES=cpu=<n>,gres/gpu=<n> with n = max_gpus + borrow_gpus: Slurm
+ * holds a tenant to what it may ever hold, and which of its devices are
+ * borrowed is the scheduler's business (scheduler/preempt.h). Slurm's own
+ * preemption stays off (deploy/slurm leaves PreemptType at preempt/none): it would
+ * stop jobs without the checkpoint trainyard asks for first, and the jobs
+ * it is given are only those trainyard admitted, so its priorities are
+ * not mirrored either.
  * sacctmgr runs through sl_tool() with an argv array (tenant names match
  * ^[a-z][a-z0-9-]*$ and no shell sees them); it is called only when a
  * tenant is new or its quota changed, which slurm_accounts remembers.
@@ -77,12 +84,14 @@ int accounts_sync(sched *s)
 		return 0;
 	PGresult *r;
 	int rc = db_query(s->db, &r,
-	                  "SELECT t.id, t.name, 'cpu=' || q.max_gpus || ',gres/gpu=' || q.max_gpus,"
+	                  "SELECT t.id, t.name, 'cpu=' || (q.max_gpus + q.borrow_gpus) || "
+	                  "',gres/gpu=' || (q.max_gpus + q.borrow_gpus),"
 	                  " a.tenant_id IS NOT NULL"
 	                  " FROM tenants t JOIN quotas q ON q.tenant_id = t.id"
 	                  " LEFT JOIN slurm_accounts a ON a.tenant_id = t.id"
 	                  " WHERE a.grp_tres IS DISTINCT FROM"
-	                  " 'cpu=' || q.max_gpus || ',gres/gpu=' || q.max_gpus",
+	                  " 'cpu=' || (q.max_gpus + q.borrow_gpus) || ',gres/gpu=' || (q.max_gpus "
+	                  "+ q.borrow_gpus)",
 	                  0, NULL);
 	if (rc) {
 		PQclear(r);

@@ -13,7 +13,8 @@ double admit_share_key(const admit_tenant *t)
 
 quota_ask admit_ask(const admit_job *j)
 {
-	return (quota_ask){.devices = j->devices, .gpu = j->gpus_per_node > 0};
+	return (quota_ask){
+	    .devices = j->devices, .gpu = j->gpus_per_node > 0, .no_preempt = j->no_preempt};
 }
 
 bool admit_cluster_take(admit_cluster *c, const admit_job *j)
@@ -37,7 +38,18 @@ bool admit_cluster_could_hold(const admit_cluster *c, const admit_job *j)
 	                                j->cpus_per_node, j->gpus_per_node);
 }
 
-/* The unblocked tenant with work left and the smallest key, or -1. */
+/* Whether tenant a's next job goes before tenant b's (admit.h's order). */
+static bool goes_before(const admit_tenant *a, const admit_tenant *b)
+{
+	const admit_job *x = &a->jobs[a->next], *y = &b->jobs[b->next];
+	if (x->favoured != y->favoured)
+		return x->favoured;
+	if (x->priority != y->priority)
+		return x->priority > y->priority;
+	return admit_share_key(a) < admit_share_key(b);
+}
+
+/* The unblocked tenant with work left whose next job goes first, or -1. */
 static int next_tenant(admit_tenant *ts, int n)
 {
 	int best = -1;
@@ -45,7 +57,7 @@ static int next_tenant(admit_tenant *ts, int n)
 		admit_tenant *t = &ts[i];
 		if (t->blocked || t->next >= t->n_jobs)
 			continue;
-		if (best < 0 || admit_share_key(t) < admit_share_key(&ts[best]))
+		if (best < 0 || goes_before(t, &ts[best]))
 			best = i;
 	}
 	return best;
@@ -83,13 +95,26 @@ int admit_cycle(admit_tenant *ts, int n, admit_cluster *cluster, admit_job **ord
 		admit_job *j = &t->jobs[t->next];
 		quota_ask ask = admit_ask(j);
 		bool never = false;
+		j->borrowed = (int)quota_borrow(&t->limits, &t->use, &ask);
 		if (quota_ever_fits(&t->limits, &ask, j->reason, sizeof(j->reason)) != QUOTA_FITS) {
 			never = true; /* the quota was lowered below it since it was queued */
+			j->wait = ADMIT_WAIT_QUOTA;
 		} else if (quota_fits_now(&t->limits, &t->use, &ask, j->reason,
 		                          sizeof(j->reason)) != QUOTA_FITS) {
 			t->blocked = true;
+			j->wait = ADMIT_WAIT_QUOTA;
+		} else if (j->borrowed > 0 && cluster->lend_left >= 0 &&
+		           j->borrowed > cluster->lend_left) {
+			snprintf(
+			    j->reason, sizeof(j->reason),
+			    "lending: it would borrow %d devices and the cluster lends %d more "
+			    "(TRAINYARD_LEND_LIMIT)",
+			    j->borrowed, cluster->lend_left);
+			t->blocked = true;
+			j->wait = ADMIT_WAIT_LENDING;
 		} else if (!admit_cluster_take(cluster, j)) {
 			never = !admit_cluster_could_hold(cluster, j);
+			j->wait = never ? ADMIT_WAIT_NEVER : ADMIT_WAIT_CLUSTER;
 			if (never)
 				snprintf(j->reason, sizeof(j->reason),
 				         "cluster: its up nodes cannot hold %d node(s) with %d "
@@ -105,8 +130,11 @@ int admit_cycle(admit_tenant *ts, int n, admit_cluster *cluster, admit_job **ord
 			t->blocked = !never;
 		} else {
 			j->admitted = true;
+			j->wait = ADMIT_WAIT_NONE;
+			if (cluster->lend_left >= 0)
+				cluster->lend_left -= j->borrowed;
 			j->reason[0] = '\0';
-			quota_take(&t->use, &ask);
+			quota_take(&t->use, &ask, j->borrowed);
 			t->charged += j->devices * ADMIT_CHARGE_HOURS;
 			t->next++;
 			order[admitted++] = j;

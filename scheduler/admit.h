@@ -2,12 +2,19 @@
  * admit.h - which queued jobs a scheduling cycle admits, and why the
  * others wait.
  *
- * Pure logic over what the cycle loaded: no database, no Slurm. Tenants
- * take turns by weighted fair share (decayed usage divided by weight,
- * smallest first); within a tenant, jobs go by priority, then submit time.
- * A job is admitted when its tenant's quota has room for it now
- * (quota_fits_now, lib/job/quota.h: running jobs, devices, GPU-hours) and the
- * cluster has the job's nodes free (cpus and gpus per node).
+ * Pure logic over what the cycle loaded: no database, no Slurm. Priority
+ * and fair share combine in one order: the tenant whose next job has the
+ * highest priority (its class's value) goes first, and among equal
+ * priorities the tenant with the smallest fair-share key (decayed usage
+ * divided by weight). A job that preemptions were made for goes before
+ * all (it takes the room they free). Within a tenant, jobs go by
+ * priority, then submit time. A job is admitted when its tenant's quota
+ * has room for it now (quota_fits_now, lib/job/quota.h: running jobs,
+ * guaranteed and borrowed devices, GPU-hours), the devices it would
+ * borrow are within what the cluster still lends (TRAINYARD_LEND_LIMIT),
+ * and the cluster has the job's nodes free (cpus and gpus per node).
+ * A job that waits for the cluster's room says so (ADMIT_WAIT_CLUSTER):
+ * the preemption planner (preempt.h) looks at those.
  * A tenant held for another reason (hold: it has no Unix user to run as,
  * docs/identity.md) admits nothing, and its first job says why.
  *
@@ -36,11 +43,27 @@
 #define ADMIT_CHARGE_HOURS 1.0
 #define ADMIT_MAX_NODES    JOBSPEC_MAX_NODES
 
+/* Why a job that was reached is not admitted. */
+typedef enum admit_wait {
+	ADMIT_WAIT_NONE = 0, /* admitted, or not reached */
+	ADMIT_WAIT_QUOTA,    /* its tenant's quota, now or ever */
+	ADMIT_WAIT_LENDING,  /* the cluster lends no more (TRAINYARD_LEND_LIMIT) */
+	ADMIT_WAIT_CLUSTER,  /* no free nodes for it now */
+	ADMIT_WAIT_NEVER,    /* the cluster's up nodes could never hold it */
+} admit_wait;
+
 typedef struct admit_job {
 	char id[37];
 	int devices; /* GPUs, or CPU ranks for a CPU job */
 	int nodes, cpus_per_node, gpus_per_node;
+	int priority;    /* its class's value (jobs.priority) */
+	bool no_preempt; /* it declared itself not preemptible */
+	bool favoured;   /* preemptions were made for it: it goes first */
+	int waiting_on;  /* of those, the ones whose victims still run */
+	/* out */
 	bool admitted;
+	admit_wait wait;
+	int borrowed;                  /* devices of it borrowed: when admitted, or would be */
 	char reason[ADMIT_REASON_MAX]; /* why it waits; "" when admitted or not reached */
 } admit_job;
 
@@ -74,6 +97,7 @@ typedef struct admit_cluster {
 	int cpus[ADMIT_MAX_NODES], gpus[ADMIT_MAX_NODES];
 	int free_cpus[ADMIT_MAX_NODES];
 	int free_gpus[ADMIT_MAX_NODES];
+	int lend_left; /* devices the tenants may still borrow together; -1: no limit */
 } admit_cluster;
 
 /* What job j asks of its tenant's quota. */

@@ -69,17 +69,27 @@ void sched_crash_point(const sched *s, const char *point)
 	" FROM q JOIN tenants t ON t.id = q.tenant_id" QUOTA_SQL_JOIN("t.id") " ORDER BY t.id"
 
 /* The head of each of those tenants' queues, in admission order. */
+/*
+ * With each, its priority and whether it is preemptible, and the
+ * preemptions made for it since its last attempt: how many, and how many
+ * of those still run (preempt.h).
+ */
 #define HEADS_SQL                                                                                  \
-	"SELECT h.tenant_id, h.id, h.n, h.rpn, h.gpn, h.state_reason, h.waited FROM"               \
+	"SELECT h.tenant_id, h.id, h.n, h.rpn, h.gpn, h.state_reason, h.waited,"                   \
+	" h.priority, h.preemptible, p.made, p.open FROM"                                          \
 	" unnest($1::uuid[]) AS t(id) CROSS JOIN LATERAL"                                          \
-	" (SELECT j.tenant_id, j.id, j.state_reason,"                                              \
+	" (SELECT j.tenant_id, j.id, j.state_reason, j.priority, j.preemptible,"                   \
 	"   extract(epoch FROM now() - j.created_at) AS waited,"                                   \
 	"   coalesce(j.next_nodes, (j.spec->'resources'->>'nodes')::int) AS n,"                    \
 	"   (j.spec->'resources'->>'ranks_per_node')::int AS rpn,"                                 \
 	"   (j.spec->'resources'->>'gpus_per_node')::int AS gpn"                                   \
 	"   FROM jobs j WHERE j.tenant_id = t.id AND j.state = 'queued'"                           \
 	"   AND coalesce(j.not_before, '-infinity') <= now()"                                      \
-	"   ORDER BY j.priority DESC, j.created_at, j.id LIMIT $2) h"
+	"   ORDER BY j.priority DESC, j.created_at, j.id LIMIT $2) h"                              \
+	" CROSS JOIN LATERAL (SELECT count(*) AS made,"                                            \
+	"   count(*) FILTER (WHERE x.ended_at IS NULL) AS open FROM preemptions x"                 \
+	"   WHERE x.beneficiary_job_id = h.id AND x.asked_at > coalesce((SELECT max(a.created_at)" \
+	"   FROM job_attempts a WHERE a.job_id = h.id), '-infinity')) p"
 
 typedef struct cycle_load {
 	admit_tenant *tenants;
@@ -175,6 +185,10 @@ static int load_heads(sched *s, cycle_load *l)
 		    j->nodes * (j->gpus_per_node > 0 ? j->gpus_per_node : j->cpus_per_node);
 		snprintf(l->job_reason[i], sizeof(l->job_reason[0]), "%s", PQgetvalue(r, i, 5));
 		l->job_waited[i] = atof(PQgetvalue(r, i, 6));
+		j->priority = atoi(PQgetvalue(r, i, 7));
+		j->no_preempt = PQgetvalue(r, i, 8)[0] != 't';
+		j->favoured = atoi(PQgetvalue(r, i, 9)) > 0;
+		j->waiting_on = atoi(PQgetvalue(r, i, 10));
 		admit_tenant *t = tenant_by_id(l, PQgetvalue(r, i, 0));
 		if (t && !t->jobs)
 			t->jobs = j;
@@ -188,7 +202,9 @@ static int load_heads(sched *s, cycle_load *l)
 
 /*
  * The room admission may hand out: what Slurm's nodes have free, less
- * what the jobs we submitted and Slurm still holds pending will take.
+ * what the jobs we submitted and Slurm still holds pending will take;
+ * and the devices the cluster still lends (TRAINYARD_LEND_LIMIT less what
+ * the tenants borrowed).
  */
 static int cluster_load(sched *s, admit_cluster *c)
 {
@@ -213,6 +229,17 @@ static int cluster_load(sched *s, admit_cluster *c)
 		               .gpus_per_node = atoi(PQgetvalue(r, i, 2))};
 		admit_cluster_take(c, &j);
 	}
+	PQclear(r);
+	c->lend_left = -1;
+	if (s->cfg->lend_limit < 0)
+		return 0;
+	if (db_query(s->db, &r, "SELECT coalesce(sum(borrowed), 0) FROM job_devices_held", 0,
+	             NULL)) {
+		PQclear(r);
+		return -1;
+	}
+	long lent = strtol(PQgetvalue(r, 0, 0), NULL, 10);
+	c->lend_left = lent >= s->cfg->lend_limit ? 0 : (int)(s->cfg->lend_limit - lent);
 	PQclear(r);
 	return 0;
 }
@@ -349,24 +376,32 @@ int admit_and_dispatch(sched *s)
 	}
 	admit_job **order = calloc((size_t)s->max_admit, sizeof(*order));
 	char(*ids)[37] = calloc((size_t)s->max_admit, sizeof(*ids));
-	if (!order || !ids) {
+	int *borrowed = calloc((size_t)s->max_admit, sizeof(*borrowed));
+	if (!order || !ids || !borrowed) {
 		free(order);
 		free(ids);
+		free(borrowed);
 		goto out;
 	}
 	int n = admit_cycle(l.tenants, l.n_tenants, &cluster, order, s->max_admit);
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		memcpy(ids[i], order[i]->id, sizeof(ids[i]));
+		borrowed[i] = order[i]->borrowed;
+	}
 	free(order);
 	s->stats.admitted += n;
 	count_admission(s, &l);
-	rc = write_picture(s, &l);
+	/* the jobs left waiting for room may take it from others (preempt.h) */
+	rc = preempt_for_waiting(s, l.tenants, l.n_tenants, &cluster);
+	if (rc == 0)
+		rc = write_picture(s, &l);
 	if (rc == 0 && n > 0) {
-		submitted = dispatch_jobs(s, ids, n);
+		submitted = dispatch_jobs(s, ids, borrowed, n);
 		sched_count(s->tm.dispatched, "submitted", submitted > 0 ? submitted : 0);
 		sched_count(s->tm.dispatched, "not_submitted", n - (submitted > 0 ? submitted : 0));
 	}
 	free(ids);
+	free(borrowed);
 	if (submitted < 0)
 		rc = -1;
 out:

@@ -136,13 +136,16 @@ static void credential_remove(const sched *s, const dispatch_item *it)
  * OUT: items[0..RET-1].
  * RET: the jobs prepared (jobs no longer queued are left out), or -ERR_*.
  */
-static int prepare_batch(sched *s, char (*ids)[37], int n, dispatch_item *items)
+static int prepare_batch(sched *s, char (*ids)[37], const int *borrowed, int n,
+                         dispatch_item *items)
 {
 	const char *id[DISPATCH_BATCH_MAX] = {0}, *why[DISPATCH_BATCH_MAX] = {0},
 	           *hash[DISPATCH_BATCH_MAX] = {0};
 	bool moved[DISPATCH_BATCH_MAX];
 	char secrets[DISPATCH_BATCH_MAX][ATTEMPT_SECRET_LEN + 1];
 	char hexes[DISPATCH_BATCH_MAX][2 * TOKEN_HASH_LEN + 1];
+	char lent[DISPATCH_BATCH_MAX][16];
+	const char *lent_p[DISPATCH_BATCH_MAX] = {0};
 	for (int i = 0; i < n; i++) {
 		id[i] = ids[i];
 		why[i] = "admitted";
@@ -159,29 +162,34 @@ static int prepare_batch(sched *s, char (*ids)[37], int n, dispatch_item *items)
 			return -ERR_INTERNAL;
 		id[k] = ids[i];
 		hash[k] = hexes[k];
+		snprintf(lent[k], sizeof(lent[k]), "%d", borrowed ? borrowed[i] : 0);
+		lent_p[k] = lent[k];
 		k++;
 	}
-	char *id_arr = db_array_literal(id, k), *hash_arr = db_array_literal(hash, k);
+	char *id_arr = db_array_literal(id, k), *hash_arr = db_array_literal(hash, k),
+	     *lent_arr = db_array_literal(lent_p, k);
 	char margin[16];
 	snprintf(margin, sizeof(margin), "%d", SCHED_CREDENTIAL_MARGIN_MINUTES);
-	const char *p[] = {id_arr, hash_arr, margin};
+	const char *p[] = {id_arr, hash_arr, margin, lent_arr};
 	PGresult *r = NULL;
-	rc = id_arr && hash_arr ? 0 : -ERR_INTERNAL;
+	rc = id_arr && hash_arr && lent_arr ? 0 : -ERR_INTERNAL;
 	/* the jobs' new attempt numbers come from the move just made */
 	if (rc == 0)
 		rc = db_query(
 		    s->db, &r,
-		    "WITH v AS (SELECT * FROM unnest($1::uuid[], $2::text[])"
-		    "   WITH ORDINALITY AS v(id, cred, ord)),"
+		    "WITH v AS (SELECT * FROM unnest($1::uuid[], $2::text[], $4::int[])"
+		    "   WITH ORDINALITY AS v(id, cred, lent, ord)),"
 		    " n AS (SELECT j.id, j.tenant_id, j.attempts, j.spec, j.next_overrides,"
-		    "   v.cred, v.ord, (j.spec->'resources'->>'ranks_per_node')::int AS rpn,"
+		    "   v.cred, v.lent, v.ord, (j.spec->'resources'->>'ranks_per_node')::int AS "
+		    "rpn,"
 		    "   coalesce(j.next_nodes, (j.spec->'resources'->>'nodes')::int) AS nodes"
 		    "   FROM jobs j JOIN v ON v.id = j.id),"
 		    " a AS (INSERT INTO job_attempts (job_id, number, credential, expires_at,"
-		    "   nodes, devices, config, followed)"
+		    "   nodes, devices, borrowed_devices, config, followed)"
 		    "   SELECT id, attempts, decode(cred, 'hex'), now() + interval '1 minute'"
 		    "   * ((spec->'resources'->>'time_limit_minutes')::int + $3::int),"
-		    "   nodes, nodes * rpn, jsonb_build_object('nodes', nodes,"
+		    "   nodes, nodes * rpn, least(lent, nodes * rpn), jsonb_build_object('nodes', "
+		    "nodes,"
 		    "   'ranks_per_node', rpn,"
 		    "   'gpus_per_node', (spec->'resources'->>'gpus_per_node')::int,"
 		    "   'overrides', next_overrides), true FROM n RETURNING *)"
@@ -193,9 +201,10 @@ static int prepare_batch(sched *s, char (*ids)[37], int n, dispatch_item *items)
 		    "0),"
 		    " n.ord FROM a JOIN n ON n.id = a.job_id JOIN tenants t ON t.id = n.tenant_id"
 		    " LEFT JOIN tenant_identities ti ON ti.tenant_id = t.id ORDER BY n.ord",
-		    3, p);
+		    4, p);
 	free(id_arr);
 	free(hash_arr);
+	free(lent_arr);
 	if (rc == 0 && PQntuples(r) != k)
 		rc = -ERR_INTERNAL;
 	for (int i = 0; rc == 0 && i < k; i++) {
@@ -436,6 +445,7 @@ static int record_items(sched *s, dispatch_item *items, int n)
 typedef struct batch_run {
 	sched *s;
 	char (*ids)[37];
+	const int *borrowed;
 	int n, k, rc;
 	double leased_at;
 	dispatch_item items[DISPATCH_BATCH_MAX];
@@ -446,7 +456,7 @@ static int prepare_commit(batch_run *b)
 {
 	sched *s = b->s;
 	int rc = db_begin(s->db);
-	b->k = rc == 0 ? prepare_batch(s, b->ids, b->n, b->items) : rc;
+	b->k = rc == 0 ? prepare_batch(s, b->ids, b->borrowed, b->n, b->items) : rc;
 	b->leased_at = clock_mono_s();
 	rc = b->k < 0 ? b->k : db_commit(s->db);
 	if (rc) {
@@ -489,7 +499,7 @@ static void *db_step_run(void *arg)
  * database connection. The connection is used by one thread at a time,
  * and every batch keeps the order prepare, submit, record of dispatch.h.
  */
-int dispatch_jobs(sched *s, char (*ids)[37], int n)
+int dispatch_jobs(sched *s, char (*ids)[37], const int *borrowed, int n)
 {
 	static batch_run runs[3];
 	batch_run *prev = NULL, *cur = &runs[0];
@@ -498,6 +508,7 @@ int dispatch_jobs(sched *s, char (*ids)[37], int n)
 		return 0;
 	cur->s = s;
 	cur->ids = ids;
+	cur->borrowed = borrowed;
 	/* a small first batch: the first submissions start sooner, and the
 	 * pipeline's thread has its next batch ready by the time they end */
 	cur->n = min_int(min_int(batch, DISPATCH_FIRST_BATCH), n);
@@ -513,6 +524,7 @@ int dispatch_jobs(sched *s, char (*ids)[37], int n)
 			next = &runs[++turn % 3];
 			next->s = s;
 			next->ids = ids + off;
+			next->borrowed = borrowed ? borrowed + off : NULL;
 			next->n = min_int(batch, n - off);
 			off += next->n;
 		}

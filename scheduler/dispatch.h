@@ -47,10 +47,12 @@ typedef struct dispatch_item {
 } dispatch_item;
 
 /*
- * Steps 1-3 for the admitted jobs ids[0..n-1], in batches.
+ * Steps 1-3 for the admitted jobs ids[0..n-1], in batches; each new
+ * attempt records borrowed[i] of its devices as borrowed (quota.h;
+ * borrowed may be NULL: none).
  * RET: the jobs submitted, or -1 when the database failed.
  */
-int dispatch_jobs(sched *s, char (*ids)[37], int n);
+int dispatch_jobs(sched *s, char (*ids)[37], const int *borrowed, int n);
 
 /*
  * Finish dispatches whose lease ran out (see above). RET the number, or -1

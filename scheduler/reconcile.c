@@ -14,7 +14,8 @@
  *               that accounting does not show ended is lost once the
  *               attempt is TRAINYARD_SCHED_LOST_S old
  * Slurm jobs are matched by id and comment together: ids repeat.
- * A job being cancelled has its Slurm job cancelled until it ends.
+ * A job being cancelled has its Slurm job cancelled until it ends; a job
+ * being preempted has it cancelled once its grace is over (preemptions.c).
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -48,6 +49,10 @@ typedef struct followed {
 	char reason[256];
 	int heartbeat_timeout_s;
 	bool recompute_full;
+	/* its open preemption: seconds past its grace (negative: within it),
+	 * and whether the grace ran out already; over_s is INT_MIN when none */
+	int preempt_over_s;
+	bool preempt_cancelled;
 } followed;
 
 static void followed_fill(followed *f, const PGresult *r, int i)
@@ -70,6 +75,8 @@ static void followed_fill(followed *f, const PGresult *r, int i)
 	f->attempts = atoi(PQgetvalue(r, i, 13));
 	f->recompute_full = PQgetvalue(r, i, 14)[0] == 't';
 	snprintf(f->slurm_state, sizeof(f->slurm_state), "%s", PQgetvalue(r, i, 15));
+	f->preempt_over_s = PQgetisnull(r, i, 16) ? INT_MIN : atoi(PQgetvalue(r, i, 16));
+	f->preempt_cancelled = PQgetvalue(r, i, 17)[0] == 't';
 }
 
 /* ---- while it lives ---------------------------------------------------- */
@@ -121,6 +128,15 @@ static void on_running(sched *s, const followed *f, const sl_job *j)
 	if (f->job == JOB_CANCELLING)
 		return;
 	char err[SL_ERR_MAX];
+	if (f->job == JOB_PREEMPTING && f->preempt_cancelled) {
+		if (sl_cancel(f->slurm_id, err) < 0) /* again, until Slurm ends it */
+			log_printf(LOG_WARN, "%s", err);
+		return;
+	}
+	if (f->job == JOB_PREEMPTING && f->preempt_over_s != INT_MIN && f->preempt_over_s >= 0) {
+		preempt_cancel(s, f->attempt_id, f->slurm_id);
+		return;
+	}
 	if (failure_by_name(f->failure_class) == FAILURE_HANG) {
 		if (sl_cancel(f->slurm_id, err) < 0) /* again, until Slurm ends it */
 			log_printf(LOG_WARN, "%s", err);
@@ -147,8 +163,8 @@ static void on_running(sched *s, const followed *f, const sl_job *j)
 
 /* ---- its end ------------------------------------------------------------ */
 
-/* The class an ended attempt failed with, or "" when it succeeded. */
-static const char *end_class(const followed *f, const sl_job *j)
+/* The class an ended attempt failed with as its report and Slurm tell it, or "". */
+static const char *end_class_of(const followed *f, const sl_job *j)
 {
 	if (failure_by_name(f->failure_class) == FAILURE_HANG)
 		return failure_name(FAILURE_HANG);
@@ -161,6 +177,20 @@ static const char *end_class(const followed *f, const sl_job *j)
 	if (j->state == SL_COMPLETED || j->exit_code == TRAIN_ATTEMPT_OVER)
 		return failure_name(FAILURE_LOST); /* the batch script ended without the report */
 	return sl_failure_class(j->state);
+}
+
+/*
+ * The class an ended attempt failed with, or "" when it succeeded. A job
+ * being preempted that failed did so because it was stopped (killed,
+ * cancelled, stopped): preempted, unless its class says retrying cannot help.
+ */
+static const char *end_class(const followed *f, const sl_job *j)
+{
+	const char *c = end_class_of(f, j);
+	if (f->job == JOB_PREEMPTING && c[0] &&
+	    failure_retry_rule(failure_by_name(c)) != FAILURE_RETRY_NEVER)
+		return failure_name(FAILURE_PREEMPTED);
+	return c;
 }
 
 /* The smallest rung of the job's fallback ladder, in ranks; *command: a command job's spec. */
@@ -223,7 +253,10 @@ static int job_after(sched *s, const followed *f, const char *c, json_t *story)
 	PGresult *r;
 	int rc = db_query(s->db, &r,
 	                  "SELECT spec, (spec->'fault_tolerance'->>'max_restarts')::int,"
-	                  " (spec->'resources'->>'ranks_per_node')::int FROM jobs WHERE id = $1",
+	                  " (spec->'resources'->>'ranks_per_node')::int,"
+	                  " (SELECT count(*) FROM job_attempts a WHERE a.job_id = j.id"
+	                  "   AND a.failure_class = 'preempted')"
+	                  " FROM jobs j WHERE id = $1",
 	                  1, p);
 	if (rc || PQntuples(r) != 1) {
 		PQclear(r);
@@ -237,6 +270,7 @@ static int job_after(sched *s, const followed *f, const char *c, json_t *story)
 	    .nodes = f->nodes,
 	    .ranks_per_node = atoi(PQgetvalue(r, 0, 2)),
 	    .recompute_full = f->recompute_full,
+	    .requeues = atoi(PQgetvalue(r, 0, 3)),
 	    .backoff_base_s = s->backoff_s,
 	    .node_grace_s = s->node_grace_s,
 	};
@@ -253,15 +287,19 @@ static int job_after(sched *s, const followed *f, const char *c, json_t *story)
 	                    json_pack("{s:i, s:b, s:i}", "nodes", d.nodes, "recompute_full",
 	                              d.set_recompute_full || f->recompute_full, "backoff_s",
 	                              d.backoff_s));
-	snprintf(why, sizeof(why), "attempt %d failed (%s); retry %d of %d in %d s: %s", f->number,
-	         c, f->attempts, in.max_restarts, d.backoff_s, d.why);
+	if (failure_retry_rule(failure_by_name(c)) == FAILURE_RETRY_REQUEUE)
+		snprintf(why, sizeof(why), "attempt %d %s; %s", f->number, c, d.why);
+	else
+		snprintf(why, sizeof(why), "attempt %d failed (%s); retry %d of %d in %d s: %s",
+		         f->number, c, f->attempts - in.requeues, in.max_restarts, d.backoff_s,
+		         d.why);
 	rc = queue_retry(s, f, &d);
 	if (rc == 0)
 		rc = jobstate_transition(s->db, f->job_id, JOB_QUEUED, why, NULL, story, NULL);
 	if (rc == 0) {
 		s->stats.retried++;
 		sched_count(s->tm.retries, c, 1);
-		if (f->attempts >= 3)
+		if (f->attempts - in.requeues >= 3)
 			sched_alert_job(s, f->job_id, "restarts",
 			                json_pack("{s:i, s:s}", "failed_attempts", f->attempts,
 			                          "last_class", c),
@@ -323,14 +361,17 @@ static int refresh_locked(sched *s, followed *f)
 
 /*
  * The job after f ended with class c (inside the transaction), its event
- * telling the story of every attempt so far. RET 0 or -ERR_*.
+ * telling the story of every attempt so far, and of the attempt's
+ * preemption when it had one (borrowed; may be NULL). RET 0 or -ERR_*.
  */
-static int job_after_attempt(sched *s, const followed *f, const char *c)
+static int job_after_attempt(sched *s, const followed *f, const char *c, json_t *preemption)
 {
 	json_t *story = NULL;
 	int rc = story_load(s, f->job_id, &story);
 	if (rc == 0) {
 		json_object_set_new(story, "ended_attempt", json_integer(f->number));
+		if (preemption)
+			json_object_set(story, "preemption", preemption);
 		rc = job_after(s, f, c, story);
 	}
 	json_decref(story);
@@ -363,10 +404,14 @@ static int on_final(sched *s, followed *f, const sl_job *j)
 	                    .failure_class = c,
 	                    .unfollow = true,
 	                    .ended_s = j->end ? (int64_t)j->end : (int64_t)time(NULL)};
+	json_t *preemption = NULL;
 	if (rc == 0)
 		rc = attemptstate_end(s->db, f->attempt_id, &e, NULL);
 	if (rc == 0)
-		rc = job_after_attempt(s, f, c);
+		rc = preempt_close(s, f->attempt_id, c, &preemption);
+	if (rc == 0)
+		rc = job_after_attempt(s, f, c, preemption);
+	json_decref(preemption);
 	if (rc == 0)
 		rc = db_commit(s->db);
 	if (rc) {
@@ -464,8 +509,10 @@ static void follow_one(sched *s, followed *f)
 	" extract(epoch FROM now() - coalesce(a.heartbeat_at, a.started_at))::int,"                \
 	" extract(epoch FROM now() - a.created_at)::int, j.state, j.state_reason,"                 \
 	" coalesce((j.spec->'fault_tolerance'->>'heartbeat_timeout_s')::int, 300), j.attempts,"    \
-	" a.config->'overrides' ? 'training.recompute=full', a.slurm_state"                        \
-	" FROM job_attempts a JOIN jobs j ON j.id = a.job_id"
+	" a.config->'overrides' ? 'training.recompute=full', a.slurm_state,"                       \
+	" extract(epoch FROM now() - p.asked_at)::int - p.grace_s, p.outcome = 'cancelled'"        \
+	" FROM job_attempts a JOIN jobs j ON j.id = a.job_id"                                      \
+	" LEFT JOIN preemptions p ON p.attempt_id = a.id AND p.ended_at IS NULL"
 
 /* OUT: *out (free()), *n: the attempts the query (FOLLOWED_SQL and a condition) names. */
 static int followed_load(sched *s, const char *sql, int np, const char *const *p, followed **out,
@@ -538,7 +585,7 @@ static void sweep(sched *s)
 		if (strcmp(f->outcome, "succeeded") == 0)
 			c = "";
 		if (rc == 0)
-			rc = job_after_attempt(s, f, c);
+			rc = job_after_attempt(s, f, c, NULL);
 		if (rc == 0)
 			rc = db_commit(s->db);
 		if (rc) {

@@ -30,13 +30,19 @@ retry_decision retry_decide(const retry_input *in)
 		         c[0] ? c : "unknown failure");
 		return d;
 	}
-	int restarts = in->attempts - 1;
+	failure_retry rule = failure_retry_rule(failure_by_name(c));
+	if (rule == FAILURE_RETRY_REQUEUE) {
+		snprintf(d.why, sizeof(d.why), "%s: requeued, resuming from its last checkpoint",
+		         c);
+		d.retry = true;
+		return d;
+	}
+	int restarts = in->attempts - 1 - in->requeues;
 	if (restarts >= in->max_restarts) {
 		snprintf(d.why, sizeof(d.why), "%s: no restarts left (%d of %d used)", c, restarts,
 		         in->max_restarts);
 		return d;
 	}
-	failure_retry rule = failure_retry_rule(failure_by_name(c));
 	if (rule == FAILURE_RETRY_RECOMPUTE && in->own_program)
 		rule = FAILURE_RETRY_SAME; /* its memory is the program's own business */
 	if (rule == FAILURE_RETRY_FEWER_NODES) {

@@ -10,7 +10,9 @@
  * itself (hang: no heartbeat within the job's heartbeat_timeout_s; lost:
  * Slurm no longer knows the job).
  *
- * A job retries at most max_restarts times; the k-th retry waits
+ * A preempted attempt (FAILURE_RETRY_REQUEUE) goes back to the queue at
+ * once and is not a restart. Otherwise a job retries at most
+ * max_restarts times; the k-th retry waits
  * base x 2^(k-1) seconds, at most RETRY_BACKOFF_MAX_S (after a lost node,
  * at least node_grace_s). An empty class is never retried. No other name
  * reaches it: the API refuses a class not in the table and maps a reason
@@ -29,6 +31,7 @@
 typedef struct retry_input {
 	const char *failure_class;
 	int attempts;        /* attempts made so far, the failed one included */
+	int requeues;        /* of them, those requeued (preempted): not restarts */
 	int max_restarts;    /* the spec's fault_tolerance.max_restarts */
 	int nodes;           /* nodes of the failed attempt */
 	int ranks_per_node;  /* the spec's */

@@ -13,6 +13,7 @@
 #ifndef TY_SCHED_SCHEDULER_H
 #define TY_SCHED_SCHEDULER_H
 
+#include <jansson.h>
 #include <libpq-fe.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -105,6 +106,27 @@ int reconcile(sched *s);
 int reconcile_attempt_lost(sched *s, const char *attempt_id);
 /* Admission and dispatch. RET the jobs submitted, or -1. */
 int admit_and_dispatch(sched *s);
+
+/*
+ * Preemption (preemptions.c; the rule is preempt.h). After admission: for
+ * each tenant's job left waiting for the cluster's room, in admission's
+ * order, ask the victims the rule picks to checkpoint and stop, taking
+ * the room they free from *room; each waiting job's reason says what it
+ * waits for. RET 0, or -1 when the database failed.
+ */
+int preempt_for_waiting(sched *s, admit_tenant *ts, int n, admit_cluster *room);
+/*
+ * The grace of the attempt's open preemption is over: record it as
+ * cancelled (class preempted) and cancel its Slurm job. RET 0 or -1.
+ */
+int preempt_cancel(sched *s, const char *attempt_id, uint32_t slurm_id);
+/*
+ * Inside the transaction that ends the attempt (with class klass): close
+ * its open preemption, if any, with the steps done and lost, and write
+ * its audit record. OUT: *detail, the preemption as the job's event tells
+ * it (NULL when there was none; json_decref() it). RET 0 or -ERR_*.
+ */
+int preempt_close(sched *s, const char *attempt_id, const char *klass, json_t **detail);
 
 /* The Slurm account of a tenant: "ty-" and its name. */
 void sched_account_name(const char *tenant, char out[80]);

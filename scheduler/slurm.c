@@ -410,6 +410,27 @@ int sl_cluster_room(admit_cluster *c, char err[SL_ERR_MAX])
 	return 0;
 }
 
+int sl_nodes_in(const admit_cluster *c, const char *list, int *idx, int max)
+{
+	int n = 0;
+	if (!list || !list[0])
+		return 0;
+	hostlist_t hl = slurm_hostlist_create(list);
+	if (!hl)
+		return 0;
+	char *name;
+	while (n < max && (name = slurm_hostlist_shift(hl))) {
+		for (int i = 0; i < c->n_nodes; i++)
+			if (strcmp(c->name[i], name) == 0) {
+				idx[n++] = i;
+				break;
+			}
+		free(name);
+	}
+	slurm_hostlist_destroy(hl);
+	return n;
+}
+
 int sl_node_timeout_s(char err[SL_ERR_MAX])
 {
 	slurm_conf_t *conf = NULL;

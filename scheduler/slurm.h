@@ -110,6 +110,13 @@ int sl_cancel(uint32_t id, char err[SL_ERR_MAX]);
 int sl_cluster_room(admit_cluster *c, char err[SL_ERR_MAX]);
 
 /*
+ * The indexes in c of the nodes a Slurm node list names ("n[1-2],n4").
+ * OUT: idx[0..RET-1] (at most max); a name c does not hold is left out.
+ * RET: how many.
+ */
+int sl_nodes_in(const admit_cluster *c, const char *list, int *idx, int max);
+
+/*
  * Slurm's SlurmdTimeout: how long slurmctld waits for a silent slurmd
  * before it marks the node down. RET seconds, or -1 when it cannot be read.
  */

@@ -90,9 +90,15 @@ int sched_telemetry_start(sched_telemetry *t, const char *listen)
 	                        1, tenant);
 	t->quota = prom_gauge(r, "trainyard_scheduler_tenant_device_quota",
 	                      "Each tenant's max_gpus quota", 1, tenant);
+	const char *const preempted[] = {"tenant", "class", "reason"};
+	t->preemptions = prom_counter(r, "trainyard_scheduler_preemptions_total",
+	                              "Running jobs the scheduler asked to checkpoint and stop for "
+	                              "another, by the victim's tenant and priority class, and why "
+	                              "(reclaim, priority)",
+	                              3, preempted);
 	if (!t->leader || !t->cycles || !t->cycle_s || !t->admitted || !t->queue_wait ||
 	    !t->dispatched || !t->ended || !t->retries || !t->rank || !t->usage || !t->devices ||
-	    !t->quota) {
+	    !t->quota || !t->preemptions) {
 		sched_telemetry_stop(t);
 		return -1;
 	}

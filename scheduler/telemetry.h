@@ -6,7 +6,8 @@
  *
  * Counted as the leader works: cycles and their duration, admissions and
  * each admitted job's wait in the queue per tenant, dispatches by outcome,
- * attempts ended by failure class, retries by class. Set at each cycle
+ * attempts ended by failure class, retries by class, preemptions by
+ * the victim's tenant, class and reason. Set at each cycle
  * from what admission computed: each tenant's fair-share rank, decayed
  * usage, devices in use and device quota. Labels are tenant names,
  * outcomes and classes: no user or job id.
@@ -19,7 +20,7 @@
 typedef struct sched_telemetry {
 	prom_registry *reg;
 	prom_family *leader, *cycles, *cycle_s, *admitted, *queue_wait, *dispatched, *ended,
-	    *retries, *rank, *usage, *devices, *quota;
+	    *retries, *rank, *usage, *devices, *quota, *preemptions;
 	struct MHD_Daemon *http; /* NULL: not serving */
 } sched_telemetry;
 

@@ -15,6 +15,10 @@
  * heartbeat_s seconds. Every report answers the job's state; "cancelling"
  * asks the driver to stop (the launch checkpoints and exits 16), and the
  * finish then ends the attempt, which the API turns into "cancelled".
+ * "preempting" (the scheduler preempts the job for another, preempt.h in
+ * scheduler/) asks the same "save now" of the launch, and the attempt
+ * ends in the class preempted: the scheduler requeues the job to resume
+ * from that checkpoint.
  *
  * The tenant's storage quota (migrations/0014_storage_quota.sql):
  * heartbeats and metrics carry the sealed log's size on disk
@@ -68,6 +72,7 @@ typedef struct api_sink {
 	bool ended;      /* the attempt's credential was refused: nothing more is sent */
 	bool stop_asked; /* runtime_request_stop() was called */
 	bool cancelling; /* the job is being cancelled */
+	bool preempting; /* the job is being preempted */
 	int dropped;     /* reports given up */
 	/* the storage quota */
 	int log_size_fd;     /* the sealed log, for its size on disk; -1: none */
@@ -122,7 +127,7 @@ static void ask_stop(api_sink *s, const char *why)
 	runtime_request_stop();
 }
 
-/* What an answer says about the job: "cancelling" stops the training. */
+/* What an answer says about the job: "cancelling" and "preempting" stop the training. */
 static void took(api_sink *s, const rt_answer *a, double now)
 {
 	s->last_report = now;
@@ -135,6 +140,9 @@ static void took(api_sink *s, const rt_answer *a, double now)
 	if (state && strcmp(state, "cancelling") == 0) {
 		s->cancelling = true;
 		ask_stop(s, "the job is being cancelled");
+	} else if (state && strcmp(state, "preempting") == 0) {
+		s->preempting = true;
+		ask_stop(s, "the job is preempted for another: saving a checkpoint");
 	}
 }
 
@@ -398,6 +406,8 @@ static int as_finish(runtime_sink *base, runtime_outcome *o)
 	failure_class c = o->failure      ? failure_of_reason(o->failure)
 	                  : s->cancelling ? FAILURE_CANCELLED
 	                                  : FAILURE_STOPPED;
+	if (s->preempting && !s->cancelling && c == FAILURE_STOPPED)
+		c = FAILURE_PREEMPTED; /* it saved and stopped because it was asked to */
 	json_t *body =
 	    ok ? json_pack("{s:s, s:s}", "outcome", "succeeded", "reason", "all steps done")
 	       : json_pack("{s:s, s:s, s:s}", "outcome", "failed", "reason", failure_name(c),

@@ -7,7 +7,7 @@
 
 typedef struct slot {
 	double ends;
-	int devices;
+	int devices, borrowed;
 } slot;
 
 static int by_end(const void *a, const void *b)
@@ -27,8 +27,10 @@ double eta_start(const eta_input *in)
 	size_t n = 0;
 	quota_use use = {.month_gpu_hours = in->month_gpu_hours};
 	for (size_t i = 0; i < in->n_running; i++) {
-		run[n++] = (slot){in->running[i].ends, in->running[i].devices};
+		run[n++] =
+		    (slot){in->running[i].ends, in->running[i].devices, in->running[i].borrowed};
 		use.devices += in->running[i].devices;
+		use.borrowed += in->running[i].borrowed;
 	}
 	double t = in->now, start = -1;
 	for (size_t k = 0; k < in->n_queue; k++) {
@@ -52,6 +54,7 @@ double eta_start(const eta_input *in)
 			if (run[done].ends > t)
 				t = run[done].ends;
 			use.devices -= run[done].devices;
+			use.borrowed -= run[done].borrowed;
 			done++;
 		}
 		if (v != QUOTA_FITS)
@@ -60,8 +63,9 @@ double eta_start(const eta_input *in)
 			run[i - done] = run[i];
 		n -= done;
 		start = t;
-		run[n++] = (slot){t + q->duration, q->devices};
-		quota_take(&use, &ask);
+		int64_t borrow = quota_borrow(&in->limits, &use, &ask);
+		run[n++] = (slot){t + q->duration, q->devices, (int)borrow};
+		quota_take(&use, &ask, borrow);
 		if (k + 1 == in->n_queue)
 			break;
 		start = -1;

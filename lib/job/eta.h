@@ -13,7 +13,9 @@
  * order as room appears and adding their own expected ends. What it cannot
  * see: the cluster's free nodes and other tenants' turns in fair share,
  * which can only delay the start, so the estimate is the earliest start
- * the tenant's own jobs allow. The month's GPU-hours are taken as they
+ * the tenant's own jobs allow (a job that would borrow is taken to find
+ * idle devices; one waiting for its lent devices to return says so in
+ * its reason). The month's GPU-hours are taken as they
  * are now: a GPU job of a tenant whose budget is spent has no estimate.
  */
 #ifndef TY_ETA_H
@@ -26,6 +28,7 @@
 typedef struct eta_running {
 	double ends; /* expected end, seconds since the epoch */
 	int devices;
+	int borrowed; /* of them, borrowed (quota.h) */
 } eta_running;
 
 typedef struct eta_queued {

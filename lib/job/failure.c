@@ -96,6 +96,8 @@ const char *failure_retry_text(failure_retry r)
 		return "one node fewer";
 	case FAILURE_RETRY_RECOMPUTE:
 		return "training.recompute=full, once";
+	case FAILURE_RETRY_REQUEUE:
+		return "requeued at once, not counted as a restart";
 	}
 	return "";
 }

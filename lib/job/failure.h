@@ -15,6 +15,7 @@ typedef enum failure_retry {
 	FAILURE_RETRY_SAME,        /* the same configuration */
 	FAILURE_RETRY_FEWER_NODES, /* one node fewer (the ladder's smallest rung must fit) */
 	FAILURE_RETRY_RECOMPUTE,   /* training.recompute=full, once */
+	FAILURE_RETRY_REQUEUE,     /* back to the queue at once, not counted as a restart */
 } failure_retry;
 
 typedef enum failure_class {

@@ -84,9 +84,11 @@ static const char *const data_fields[] = {"train",       "val",     "dataset",
 /* parallel holds a layout's fields (layout.h) and these */
 static const char *const parallel_others[] = {"global_batch", NULL};
 static const char *const resources_fields[] = {
-    "nodes", "gpus_per_node", "ranks_per_node", "time_limit_minutes", "partition", NULL};
+    "nodes",     "gpus_per_node",  "ranks_per_node", "time_limit_minutes",
+    "partition", "priority_class", "preemptible",    NULL};
 static const char *const command_resources_fields[] = {
-    "nodes", "gpus_per_node", "ranks_per_node", "time_limit_minutes", "partition", "min_nodes",
+    "nodes",     "gpus_per_node",  "ranks_per_node", "time_limit_minutes",
+    "partition", "priority_class", "preemptible",    "min_nodes",
     NULL};
 static const char *const training_fields[] = {
     "steps",           "lr",        "warmup_steps",  "schedule",     "lr_convention",
@@ -475,6 +477,12 @@ static void read_resources(ctx *c, const json_t *root, const char *const *fields
 	     rd_int(c, r, B, "time_limit_minutes", false, 1, 525600, 60, &x->time_limit_minutes));
 	rd_text(c, r, B, "partition", false, TEXT_WORD, JOBSPEC_PARTITION_MAX, x->partition,
 	        sizeof(x->partition));
+	if (rd_text(c, r, B, "priority_class", false, TEXT_WORD, JOBSPEC_CLASS_MAX,
+	            x->priority_class, sizeof(x->priority_class)) <= 0)
+		snprintf(x->priority_class, sizeof(x->priority_class), "%s", JOBSPEC_CLASS_DEFAULT);
+	x->preemptible = true;
+	if (jsonx_get_bool(r, B, "preemptible", false, &x->preemptible, c->v) < 0)
+		c->problems++;
 	if (fields != command_resources_fields)
 		return;
 	int *min = &c->s->command.min_nodes;
@@ -716,6 +724,7 @@ static void check_quota(ctx *c, const quota_limits *q)
 		if (c->known & K_TIME)
 			ask.limit_minutes = c->s->resources.time_limit_minutes;
 	}
+	ask.no_preempt = !c->s->resources.preemptible;
 	quota_never_fits(q, &ask, quota_problem, c);
 }
 
@@ -755,12 +764,32 @@ static json_t *parallel_json(const layout *p, int global_batch)
 	return o;
 }
 
+/*
+ * The scheduling fields (priority_class, preemptible) onto a normal form's
+ * resources only when they differ from their defaults: the normal form of
+ * a job without them is unchanged. RET: o, or NULL (o released) out of memory.
+ */
+static json_t *scheduling_json(json_t *o, const jobspec_resources *r)
+{
+	if (o && strcmp(r->priority_class, JOBSPEC_CLASS_DEFAULT) != 0 &&
+	    json_object_set_new(o, "priority_class", json_string(r->priority_class)) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	if (o && !r->preemptible && json_object_set_new(o, "preemptible", json_false()) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
 static json_t *resources_json(const jobspec_resources *r)
 {
-	return json_pack("{s:i, s:i, s:i, s:i, s:s*}", "nodes", r->nodes, "gpus_per_node",
-	                 r->gpus_per_node, "ranks_per_node", r->ranks_per_node,
-	                 "time_limit_minutes", r->time_limit_minutes, "partition",
-	                 or_null(r->partition));
+	return scheduling_json(json_pack("{s:i, s:i, s:i, s:i, s:s*}", "nodes", r->nodes,
+	                                 "gpus_per_node", r->gpus_per_node, "ranks_per_node",
+	                                 r->ranks_per_node, "time_limit_minutes",
+	                                 r->time_limit_minutes, "partition", or_null(r->partition)),
+	                       r);
 }
 
 static json_t *training_json(const jobspec_training *t)
@@ -1054,15 +1083,18 @@ static json_t *command_env_json(const jobspec_command *x)
 static json_t *command_spec_json(const jobspec *s)
 {
 	const jobspec_resources *r = &s->resources;
+	json_t *res = scheduling_json(
+	    json_pack("{s:i, s:i, s:i, s:i, s:i, s:s*}", "nodes", r->nodes, "min_nodes",
+	              s->command.min_nodes, "gpus_per_node", r->gpus_per_node, "ranks_per_node",
+	              r->ranks_per_node, "time_limit_minutes", r->time_limit_minutes, "partition",
+	              or_null(r->partition)),
+	    r);
 	return json_pack(
-	    "{s:s, s:s, s:s, s:o, s:o, s:{s:s*, s:s*}, s:{s:i, s:i, s:i, s:i, s:i, s:s*}, "
-	    "s:{s:o}, s:{s:i}, s:{s:i, s:i}}",
+	    "{s:s, s:s, s:s, s:o, s:o, s:{s:s*, s:s*}, s:o, s:{s:o}, s:{s:i}, s:{s:i, s:i}}",
 	    "name", s->name, "kind", "command", "code", s->command.code, "command",
 	    command_argv_json(&s->command), "env", command_env_json(&s->command), "data", "dataset",
-	    or_null(s->data.dataset), "val_dataset", or_null(s->data.val_dataset), "resources",
-	    "nodes", r->nodes, "min_nodes", s->command.min_nodes, "gpus_per_node", r->gpus_per_node,
-	    "ranks_per_node", r->ranks_per_node, "time_limit_minutes", r->time_limit_minutes,
-	    "partition", or_null(r->partition), "training", "steps",
+	    or_null(s->data.dataset), "val_dataset", or_null(s->data.val_dataset), "resources", res,
+	    "training", "steps",
 	    s->training.steps > 0 ? json_integer(s->training.steps) : json_null(), "checkpoint",
 	    "keep", s->checkpoint.keep, "fault_tolerance", "max_restarts",
 	    s->fault_tolerance.max_restarts, "heartbeat_timeout_s",

@@ -34,6 +34,8 @@
 #define JOBSPEC_ENV_MAX       64   /* env: variables */
 #define JOBSPEC_ENV_BYTES     8192 /* env: every "NAME=value" with its NUL */
 #define JOBSPEC_ENV_NAME_MAX  128  /* env: bytes of a name */
+#define JOBSPEC_CLASS_MAX     32   /* resources.priority_class: characters */
+#define JOBSPEC_CLASS_DEFAULT "normal"
 
 /*
  * What a job runs: the built-in GPT trainer (the default; model, parallel
@@ -100,6 +102,14 @@ typedef struct jobspec_resources {
 	int ranks_per_node;
 	int time_limit_minutes;
 	char partition[JOBSPEC_PARTITION_MAX + 1]; /* "" when absent */
+	/*
+	 * Scheduling (scheduler/README.md, "Borrowing and preemption"): the
+	 * job's priority class, which the API checks against the tenant's
+	 * allowed ones, and whether it may be preempted (false only within
+	 * the tenant's guaranteed devices).
+	 */
+	char priority_class[JOBSPEC_CLASS_MAX + 1]; /* JOBSPEC_CLASS_DEFAULT when absent */
+	bool preemptible;                           /* true when absent */
 } jobspec_resources;
 
 typedef struct jobspec_training {

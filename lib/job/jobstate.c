@@ -14,7 +14,7 @@
 static const char *const names[JOB_STATE__COUNT] = {
     [JOB_QUEUED] = "queued",   [JOB_DISPATCHING] = "dispatching", [JOB_SCHEDULED] = "scheduled",
     [JOB_RUNNING] = "running", [JOB_CANCELLING] = "cancelling",   [JOB_SUCCEEDED] = "succeeded",
-    [JOB_FAILED] = "failed",   [JOB_CANCELLED] = "cancelled",
+    [JOB_FAILED] = "failed",   [JOB_CANCELLED] = "cancelled",     [JOB_PREEMPTING] = "preempting",
 };
 
 #define S(x) (1u << JOB_##x)
@@ -23,7 +23,8 @@ static const unsigned allowed[JOB_STATE__COUNT] = {
     [JOB_QUEUED] = S(DISPATCHING) | S(CANCELLED) | S(FAILED),
     [JOB_DISPATCHING] = S(SCHEDULED) | S(QUEUED) | S(CANCELLING) | S(FAILED),
     [JOB_SCHEDULED] = S(RUNNING) | S(QUEUED) | S(CANCELLING) | S(FAILED) | S(SUCCEEDED),
-    [JOB_RUNNING] = S(SUCCEEDED) | S(FAILED) | S(QUEUED) | S(CANCELLING),
+    [JOB_RUNNING] = S(SUCCEEDED) | S(FAILED) | S(QUEUED) | S(CANCELLING) | S(PREEMPTING),
+    [JOB_PREEMPTING] = S(QUEUED) | S(SUCCEEDED) | S(FAILED) | S(CANCELLING),
     [JOB_CANCELLING] = S(CANCELLED) | S(SUCCEEDED) | S(FAILED),
     [JOB_SUCCEEDED] = 0,
     [JOB_FAILED] = 0,

@@ -9,6 +9,8 @@
  *   queued -> dispatching -> scheduled -> running -> succeeded | failed
  *   any live state -> cancelling -> cancelled; queued -> cancelled
  *   dispatching | scheduled | running -> queued (retry or lost lease)
+ *   running -> preempting -> queued (requeued to resume), or succeeded |
+ *     failed | cancelling (scheduler/preempt.h)
  */
 #ifndef TY_JOBSTATE_H
 #define TY_JOBSTATE_H
@@ -22,6 +24,7 @@ typedef enum job_state {
 	JOB_DISPATCHING,
 	JOB_SCHEDULED,
 	JOB_RUNNING,
+	JOB_PREEMPTING,
 	JOB_CANCELLING,
 	JOB_SUCCEEDED,
 	JOB_FAILED,

@@ -28,10 +28,19 @@ quota_verdict quota_fits_now(const quota_limits *l, const quota_use *u, const qu
 		return say(QUOTA_RUNNING_JOBS, why, n,
 		           "quota: max_running_jobs (%lld running of %lld)",
 		           (long long)u->running_jobs, (long long)l->max_running_jobs);
-	if (u->devices + a->devices > l->max_gpus)
+	int64_t borrow = quota_borrow(l, u, a);
+	if (borrow > 0 && a->no_preempt)
+		return say(
+		    QUOTA_NO_PREEMPT, why, n,
+		    "quota: not preemptible, so only within max_gpus (%lld guaranteed in use "
+		    "+ %lld asked > %lld)",
+		    (long long)(u->devices - u->borrowed), (long long)a->devices,
+		    (long long)l->max_gpus);
+	if (u->borrowed + borrow > l->borrow_gpus)
 		return say(QUOTA_DEVICES, why, n,
-		           "quota: max_gpus (%lld in use + %lld asked > %lld)",
-		           (long long)u->devices, (long long)a->devices, (long long)l->max_gpus);
+		           "quota: max_gpus %lld + borrow_gpus %lld (%lld in use + %lld asked)",
+		           (long long)l->max_gpus, (long long)l->borrow_gpus, (long long)u->devices,
+		           (long long)a->devices);
 	if (a->gpu && u->month_gpu_hours >= (double)l->gpu_hours_per_month)
 		return say(QUOTA_GPU_HOURS, why, n,
 		           "quota: gpu_hours_per_month spent (%.1f of %lld)", u->month_gpu_hours,
@@ -53,10 +62,19 @@ int quota_never_fits(const quota_limits *l, const quota_ask *a, quota_report_fn 
 		if (report)
 			report(arg, QUOTA_RUNNING_JOBS, why);
 	}
-	if (a->devices > l->max_gpus) {
+	if (a->no_preempt && a->devices > l->max_gpus) {
 		snprintf(why, sizeof(why),
-		         "the job needs %lld devices but the tenant's max_gpus is %lld",
+		         "the job needs %lld devices and is not preemptible, but the tenant's "
+		         "max_gpus (guaranteed) is %lld",
 		         (long long)a->devices, (long long)l->max_gpus);
+		n++;
+		if (report)
+			report(arg, QUOTA_NO_PREEMPT, why);
+	} else if (a->devices > l->max_gpus + l->borrow_gpus) {
+		snprintf(why, sizeof(why),
+		         "the job needs %lld devices but the tenant's max_gpus is %lld and its "
+		         "borrow_gpus %lld",
+		         (long long)a->devices, (long long)l->max_gpus, (long long)l->borrow_gpus);
 		n++;
 		if (report)
 			report(arg, QUOTA_DEVICES, why);
@@ -111,9 +129,18 @@ bool quota_cluster_could_hold(const int *cpus, const int *gpus, const bool *up, 
 	return fit >= nodes;
 }
 
-void quota_take(quota_use *u, const quota_ask *a)
+int64_t quota_borrow(const quota_limits *l, const quota_use *u, const quota_ask *a)
+{
+	int64_t guaranteed_free = l->max_gpus - (u->devices - u->borrowed);
+	if (guaranteed_free < 0)
+		guaranteed_free = 0;
+	return a->devices > guaranteed_free ? a->devices - guaranteed_free : 0;
+}
+
+void quota_take(quota_use *u, const quota_ask *a, int64_t borrowed)
 {
 	u->devices += a->devices;
+	u->borrowed += borrowed;
 	u->running_jobs++;
 }
 
@@ -122,9 +149,11 @@ void quota_from_row(const PGresult *r, int i, int col, quota_limits *l, quota_us
 	l->max_gpus = strtoll(PQgetvalue(r, i, col), NULL, 10);
 	l->max_running_jobs = strtoll(PQgetvalue(r, i, col + 1), NULL, 10);
 	l->gpu_hours_per_month = strtoll(PQgetvalue(r, i, col + 2), NULL, 10);
+	l->borrow_gpus = strtoll(PQgetvalue(r, i, col + 3), NULL, 10);
 	if (u) {
-		u->devices = strtoll(PQgetvalue(r, i, col + 3), NULL, 10);
-		u->running_jobs = strtoll(PQgetvalue(r, i, col + 4), NULL, 10);
-		u->month_gpu_hours = strtod(PQgetvalue(r, i, col + 5), NULL);
+		u->devices = strtoll(PQgetvalue(r, i, col + 4), NULL, 10);
+		u->running_jobs = strtoll(PQgetvalue(r, i, col + 5), NULL, 10);
+		u->month_gpu_hours = strtod(PQgetvalue(r, i, col + 6), NULL);
+		u->borrowed = strtoll(PQgetvalue(r, i, col + 7), NULL, 10);
 	}
 }

@@ -4,7 +4,8 @@
  * interleaves them, each quota with its reason, strict order within a
  * tenant, first fit of multi-node jobs on the cluster's free room, the
  * rank at the cycle's start and the cap; a tenant held (no Unix user to
- * run as) admits nothing and its first job says why.
+ * run as) admits nothing and its first job says why; priority before
+ * fair share, and devices borrowed beyond a tenant's guarantee.
  *
  * Every expected order is worked out by hand from the share key
  * (usage + charged) / weight in the comment beside it.
@@ -24,7 +25,7 @@ static void tenant_init(admit_tenant *t, const char *name, admit_job *jobs, int 
 	memset(t, 0, sizeof(*t));
 	snprintf(t->id, sizeof(t->id), "id-%s", name);
 	snprintf(t->name, sizeof(t->name), "%s", name);
-	t->limits = (quota_limits){NO_LIMIT, NO_LIMIT, NO_LIMIT};
+	t->limits = (quota_limits){NO_LIMIT, NO_LIMIT, NO_LIMIT, 0};
 	t->weight = 1.0;
 	t->jobs = jobs;
 	t->n_jobs = n_jobs;
@@ -608,6 +609,81 @@ START_TEST(quota_lowered_below_head_is_passed)
 }
 END_TEST
 
+/* ------------------------------------------------ priority and borrowing */
+
+/*
+ * a has no usage, b ten hours: fair share puts a first, but b's job has a
+ * higher priority (its class's value), and priority goes before fair share.
+ * One node's room: b's job only.
+ */
+START_TEST(priority_before_fair_share)
+{
+	admit_job ja, jb;
+	job_small(&ja, "a1");
+	job_small(&jb, "b1");
+	jb.priority = 10;
+	admit_tenant t[2];
+	tenant_init(&t[0], "a", &ja, 1);
+	tenant_init(&t[1], "b", &jb, 1);
+	t[1].usage_hours = 10;
+	admit_cluster c;
+	cluster_init(&c, 1, 4, 1);
+	admit_job *order[2];
+	int n = admit_cycle(t, 2, &c, order, 2);
+	const char *want[] = {"b1"};
+	assert_order(order, n, want, 1);
+	ck_assert_int_eq(ja.wait, ADMIT_WAIT_CLUSTER);
+	/* a job preemptions were made for goes before any priority */
+	cluster_init(&c, 1, 4, 1);
+	memset(&ja.admitted, 0, sizeof(ja.admitted));
+	memset(&jb.admitted, 0, sizeof(jb.admitted));
+	ja.favoured = true;
+	n = admit_cycle(t, 2, &c, order, 2);
+	const char *favoured[] = {"a1"};
+	assert_order(order, n, favoured, 1);
+}
+END_TEST
+
+/*
+ * a is guaranteed 4 devices and may borrow 4: its second 4-device job is
+ * admitted on borrowed devices, marked so; with the cluster lending only
+ * 3 more it waits instead, and says why.
+ */
+START_TEST(borrowed_devices_marked)
+{
+	admit_job j[3];
+	job_init(&j[0], "a1", 4, 1, 4, 0);
+	job_init(&j[1], "a2", 4, 1, 4, 0);
+	job_init(&j[2], "a3", 1, 1, 1, 0);
+	admit_tenant t;
+	tenant_init(&t, "a", j, 3);
+	t.limits.max_gpus = 4;
+	t.limits.borrow_gpus = 4;
+	admit_cluster c;
+	cluster_init(&c, 4, 4, 0);
+	c.lend_left = -1;
+	admit_job *order[3];
+	int n = admit_cycle(&t, 1, &c, order, 3);
+	const char *want[] = {"a1", "a2"};
+	assert_order(order, n, want, 2);
+	ck_assert_int_eq(j[0].borrowed, 0);
+	ck_assert_int_eq(j[1].borrowed, 4);
+	ck_assert_int_eq(j[2].wait, ADMIT_WAIT_QUOTA); /* 9 > 4 + 4 */
+	ck_assert_msg(strstr(j[2].reason, "borrow_gpus 4"), "reason \"%s\"", j[2].reason);
+
+	for (int i = 0; i < 3; i++)
+		j[i].admitted = false;
+	t.use = (quota_use){0};
+	cluster_init(&c, 4, 4, 0);
+	c.lend_left = 3;
+	n = admit_cycle(&t, 1, &c, order, 3);
+	const char *lent[] = {"a1"};
+	assert_order(order, n, lent, 1);
+	ck_assert_int_eq(j[1].wait, ADMIT_WAIT_LENDING);
+	ck_assert_msg(strstr(j[1].reason, "lends 3 more"), "reason \"%s\"", j[1].reason);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("sched_admit");
@@ -636,6 +712,10 @@ static Suite *make_suite(void)
 	tcase_add_test(k, rank_by_key_at_start);
 	tcase_add_test(k, cap_limits_admissions);
 	suite_add_tcase(s, k);
+	TCase *p = tcase_create("priority_borrowing");
+	tcase_add_test(p, priority_before_fair_share);
+	tcase_add_test(p, borrowed_devices_marked);
+	suite_add_tcase(s, p);
 	return s;
 }
 

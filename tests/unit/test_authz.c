@@ -21,7 +21,7 @@ static bool expected_has(role r, perm p)
 	        "checkpoint.download key.rotate key.shred dataset.read dataset.write "
 	        "dataset.exempt dataset.grant dataset.approve checkpoint.grant "
 	        "checkpoint.approve tenant.identity metrics.read webhook.manage code.read "
-	        "code.write code.grant code.approve",
+	        "code.write code.grant code.approve priority_class.write",
 	    [ROLE_PLATFORM_AUDITOR] = "authenticated tenant.list_all tenant.read quota.read "
 	                              "member.read user.read job.read audit.read dataset.read "
 	                              "metrics.read code.read",

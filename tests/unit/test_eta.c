@@ -20,7 +20,7 @@ START_TEST(queue_replays)
 	ck_assert_double_eq(eta_start(&in), 1100); /* after the first of the two ahead */
 
 	/* one job holds all 8 devices until 1050 */
-	eta_running r[] = {{1050, 8}};
+	eta_running r[] = {{1050, 8, 0}};
 	in.running = r;
 	in.n_running = 1;
 	in.n_queue = 1;

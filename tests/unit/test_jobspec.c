@@ -65,14 +65,14 @@
 
 static const jsonx_limits limits = {16, 256};
 
-static const quota_limits q_roomy = {1024, 10, 1000000};
-static const quota_limits q_exact = {64, 1, 64}; /* FOUNDING: 64 GPUs x 60 minutes */
-static const quota_limits q_few_gpus = {63, 10, 1000000};
-static const quota_limits q_no_jobs = {1024, 0, 1000000};
-static const quota_limits q_few_hours = {1024, 10, 63};
-static const quota_limits q_nothing = {63, 0, 63};
-static const quota_limits q_three_devices = {3, 10, 1000};
-static const quota_limits q_no_hours = {1024, 10, 0};
+static const quota_limits q_roomy = {1024, 10, 1000000, 0};
+static const quota_limits q_exact = {64, 1, 64, 0}; /* FOUNDING: 64 GPUs x 60 minutes */
+static const quota_limits q_few_gpus = {63, 10, 1000000, 0};
+static const quota_limits q_no_jobs = {1024, 0, 1000000, 0};
+static const quota_limits q_few_hours = {1024, 10, 63, 0};
+static const quota_limits q_nothing = {63, 0, 63, 0};
+static const quota_limits q_three_devices = {3, 10, 1000, 0};
+static const quota_limits q_no_hours = {1024, 10, 0, 0};
 
 typedef struct expect {
 	const char *pointer, *code;

@@ -47,16 +47,31 @@ END_TEST
 START_TEST(job_state_table)
 {
 	/* every pair against the documented machine */
-	static const char *const allowed[] = {"queued>dispatching",   "queued>cancelled",
-	                                      "queued>failed",        "dispatching>scheduled",
-	                                      "dispatching>queued",   "dispatching>cancelling",
-	                                      "dispatching>failed",   "scheduled>running",
-	                                      "scheduled>queued",     "scheduled>cancelling",
-	                                      "scheduled>failed",     "scheduled>succeeded",
-	                                      "running>succeeded",    "running>failed",
-	                                      "running>queued",       "running>cancelling",
-	                                      "cancelling>cancelled", "cancelling>succeeded",
-	                                      "cancelling>failed",    NULL};
+	static const char *const allowed[] = {"queued>dispatching",
+	                                      "queued>cancelled",
+	                                      "queued>failed",
+	                                      "dispatching>scheduled",
+	                                      "dispatching>queued",
+	                                      "dispatching>cancelling",
+	                                      "dispatching>failed",
+	                                      "scheduled>running",
+	                                      "scheduled>queued",
+	                                      "scheduled>cancelling",
+	                                      "scheduled>failed",
+	                                      "scheduled>succeeded",
+	                                      "running>succeeded",
+	                                      "running>failed",
+	                                      "running>queued",
+	                                      "running>cancelling",
+	                                      "cancelling>cancelled",
+	                                      "cancelling>succeeded",
+	                                      "cancelling>failed",
+	                                      "running>preempting",
+	                                      "preempting>queued",
+	                                      "preempting>succeeded",
+	                                      "preempting>failed",
+	                                      "preempting>cancelling",
+	                                      NULL};
 	for (int f = 0; f < JOB_STATE__COUNT; f++)
 		for (int t = 0; t < JOB_STATE__COUNT; t++) {
 			char pair[64];

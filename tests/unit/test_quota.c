@@ -1,7 +1,8 @@
 /*
  * test_quota.c - the quota rule (lib/job/quota.h): each limit now and ever,
- * GPU-hours charged to GPU jobs only, every limit reported at once, and
- * whether a cluster's nodes could hold a job.
+ * GPU-hours charged to GPU jobs only, every limit reported at once,
+ * guaranteed and borrowed devices, and whether a cluster's nodes could
+ * hold a job.
  */
 #include <check.h>
 #include <string.h>
@@ -11,15 +12,15 @@
 
 START_TEST(fits_now)
 {
-	quota_limits l = {8, 2, 100};
+	quota_limits l = {8, 2, 100, 0};
 	quota_use u = {.devices = 4, .running_jobs = 1, .month_gpu_hours = 10};
 	quota_ask gpu4 = {.devices = 4, .gpu = true}, gpu5 = {.devices = 5, .gpu = true};
 	char why[256];
 	ck_assert_int_eq(quota_fits_now(&l, &u, &gpu4, why, sizeof(why)), QUOTA_FITS);
 	ck_assert_str_eq(why, "");
 	ck_assert_int_eq(quota_fits_now(&l, &u, &gpu5, why, sizeof(why)), QUOTA_DEVICES);
-	ck_assert_msg(strstr(why, "max_gpus (4 in use + 5 asked > 8)"), "%s", why);
-	quota_take(&u, &gpu4);
+	ck_assert_msg(strstr(why, "max_gpus 8 + borrow_gpus 0 (4 in use + 5 asked)"), "%s", why);
+	quota_take(&u, &gpu4, 0);
 	ck_assert_int_eq(u.devices, 8);
 	ck_assert_int_eq(quota_fits_now(&l, &u, &gpu4, why, sizeof(why)), QUOTA_RUNNING_JOBS);
 	ck_assert_msg(strstr(why, "max_running_jobs (2 running of 2)"), "%s", why);
@@ -44,7 +45,7 @@ static void count(void *arg, quota_verdict v, const char *why)
 
 START_TEST(ever_fits)
 {
-	quota_limits l = {8, 1, 64};
+	quota_limits l = {8, 1, 64, 0};
 	quota_ask gpu = {.devices = 8, .gpu = true, .limit_minutes = 480};
 	char why[256];
 	ck_assert_int_eq(quota_ever_fits(&l, &gpu, why, sizeof(why)), QUOTA_FITS);
@@ -57,12 +58,49 @@ START_TEST(ever_fits)
 	ck_assert_int_eq(quota_ever_fits(&l, &cpu, why, sizeof(why)), QUOTA_DEVICES);
 
 	/* every limit it breaks, each once; the first is the one quota_ever_fits names */
-	quota_limits none = {4, 0, 1};
+	quota_limits none = {4, 0, 1, 0};
 	reported = 0;
 	ck_assert_int_eq(quota_never_fits(&none, &gpu, count, NULL), 3);
 	ck_assert_int_eq(reported, 3);
 	ck_assert_int_eq(quota_ever_fits(&none, &gpu, why, sizeof(why)), QUOTA_RUNNING_JOBS);
 	ck_assert_msg(strstr(why, "max_running_jobs is 0"), "%s", why);
+}
+END_TEST
+
+/* 4 guaranteed, 4 more borrowable: what a job borrows, and the jobs that may not */
+START_TEST(borrowing)
+{
+	quota_limits l = {4, 10, 1000, 4};
+	quota_use u = {0};
+	quota_ask four = {.devices = 4}, one = {.devices = 1};
+	char why[256];
+	ck_assert_int_eq(quota_borrow(&l, &u, &four), 0);
+	quota_take(&u, &four, 0);
+	/* the guarantee is full: the next four are borrowed */
+	ck_assert_int_eq(quota_borrow(&l, &u, &four), 4);
+	ck_assert_int_eq(quota_fits_now(&l, &u, &four, why, sizeof(why)), QUOTA_FITS);
+	quota_take(&u, &four, 4);
+	ck_assert_int_eq(u.borrowed, 4);
+	ck_assert_int_eq(quota_fits_now(&l, &u, &one, why, sizeof(why)), QUOTA_DEVICES);
+	ck_assert_msg(strstr(why, "max_gpus 4 + borrow_gpus 4 (8 in use + 1 asked)"), "%s", why);
+	/* the guaranteed job ended: a new one is within the guarantee again */
+	quota_use later = {.devices = 4, .running_jobs = 1, .borrowed = 4};
+	ck_assert_int_eq(quota_borrow(&l, &later, &four), 0);
+	ck_assert_int_eq(quota_fits_now(&l, &later, &four, NULL, 0), QUOTA_FITS);
+	/* part of a job may be borrowed */
+	quota_use three = {.devices = 3, .running_jobs = 1};
+	ck_assert_int_eq(quota_borrow(&l, &three, &four), 3);
+	/* a job that is not preemptible runs only within the guarantee */
+	quota_ask pinned = {.devices = 4, .no_preempt = true};
+	ck_assert_int_eq(quota_fits_now(&l, &three, &pinned, why, sizeof(why)), QUOTA_NO_PREEMPT);
+	ck_assert_msg(strstr(why, "not preemptible"), "%s", why);
+	ck_assert_int_eq(quota_fits_now(&l, &later, &pinned, NULL, 0), QUOTA_FITS);
+	/* and can ever fit only there; a preemptible one up to max_gpus + borrow_gpus */
+	quota_ask eight = {.devices = 8}, nine = {.devices = 9};
+	ck_assert_int_eq(quota_ever_fits(&l, &eight, NULL, 0), QUOTA_FITS);
+	ck_assert_int_eq(quota_ever_fits(&l, &nine, NULL, 0), QUOTA_DEVICES);
+	pinned.devices = 5;
+	ck_assert_int_eq(quota_ever_fits(&l, &pinned, why, sizeof(why)), QUOTA_NO_PREEMPT);
 }
 END_TEST
 
@@ -85,6 +123,7 @@ static Suite *make_suite(void)
 	TCase *tc = tcase_create("rule");
 	tcase_add_test(tc, fits_now);
 	tcase_add_test(tc, ever_fits);
+	tcase_add_test(tc, borrowing);
 	tcase_add_test(tc, cluster_could_hold);
 	suite_add_tcase(s, tc);
 	return s;
