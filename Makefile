@@ -418,6 +418,8 @@ bench: $(BINS) $(BUILD)/bench/sgemm $(BUILD)/bench/crypto $(BUILD)/bench/sched $
 	@echo
 	@BUILD=$(BUILD) bench/limits
 	@echo
+	@BUILD=$(BUILD) bench/preempt
+	@echo
 	@$(BUILD)/bench/eta
 
 demo:

@@ -167,7 +167,9 @@ static int cut(const json_t *doc, job_goodput *out)
 		goodput_attempt *g = &att[k];
 		g->started = num(json_object_get(a, "started"));
 		g->ended = num(json_object_get(a, "ended"));
-		g->failed = attempt_failed(json_string_value(json_object_get(a, "class")));
+		const char *cls = json_string_value(json_object_get(a, "class"));
+		g->failed = attempt_failed(cls);
+		g->preempted = failure_by_name(cls) == FAILURE_PREEMPTED;
 		out->devices = (int)num(json_object_get(a, "devices"));
 		if (g->started > 0)
 			out->device_seconds +=

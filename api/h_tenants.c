@@ -226,6 +226,7 @@ int h_quota_put(api_req *rq)
 		              " (SELECT 1 FROM priority_classes c WHERE c.name = u.n FOR SHARE)",
 		              1, pk);
 		if (rc == 0 && PQntuples(known) > 0) {
+			verrs_init(&v);
 			verrs_add(&v, "/priority_classes", ERR_F_PRIORITY_CLASS,
 			          "no priority class named %s", PQgetvalue(known, 0, 0));
 			PQclear(known);

@@ -20,6 +20,7 @@ const cli_command cli_top_commands[] = {
     {"db", NULL, "database schema", NULL, NULL, db_commands, NULL},
     {"tenant", NULL, "tenants", NULL, NULL, tenant_commands, NULL},
     {"quota", NULL, "tenant quotas", NULL, NULL, quota_commands, NULL},
+    {"class", NULL, "priority classes", NULL, NULL, class_commands, NULL},
     {"user", NULL, "users", NULL, NULL, user_commands, NULL},
     {"token", NULL, "API tokens", NULL, NULL, token_commands, NULL},
     {"member", NULL, "tenant members and their roles", NULL, NULL, member_commands, NULL},

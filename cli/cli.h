@@ -105,6 +105,7 @@ extern const cli_command cli_top_commands[];
 /* The command groups, one per cmd_*.c file. */
 extern const cli_command tenant_commands[];
 extern const cli_command quota_commands[];
+extern const cli_command class_commands[];
 extern const cli_command user_commands[];
 extern const cli_command token_commands[];
 extern const cli_command member_commands[];

@@ -4,6 +4,7 @@
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cmd.h"
 #include "routes.h"
@@ -16,23 +17,42 @@ static const out_col quota_fields[] = {
     {"gpu_hours_per_month", "gpu_hours_per_month"},
     {"max_storage_bytes", "max_storage_bytes"},
     {"weight", "weight"},
+    {"borrow_gpus", "borrow_gpus"},
+    {"priority_classes", "priority_classes"},
     {"updated_at", "updated_at"},
     {NULL, NULL},
 };
 
 /* The integer options of quota set, in the order of set_opts, and their members. */
 static const char *const int_members[] = {"max_gpus", "max_running_jobs", "gpu_hours_per_month",
-                                          "max_storage_bytes"};
+                                          "max_storage_bytes", "borrow_gpus"};
 #define N_INT_OPTS (sizeof(int_members) / sizeof(int_members[0]))
-enum { OPT_WEIGHT = N_INT_OPTS };
+enum { OPT_WEIGHT = N_INT_OPTS, OPT_CLASSES };
 static const opt_spec set_opts[] = {
     {"max-gpus", true, false},
     {"max-running-jobs", true, false},
     {"gpu-hours-per-month", true, false},
     {"max-storage-bytes", true, false},
+    {"borrow-gpus", true, false},
     {"weight", true, false},
+    {"priority-classes", true, false},
     {NULL, false, false},
 };
+
+/* "a,b" as ["a", "b"]; "" as []. RET: a new array. */
+static json_t *class_array(const char *list)
+{
+	json_t *a = json_array();
+	const char *p = list;
+	while (a && *p) {
+		const char *comma = strchr(p, ',');
+		size_t n = comma ? (size_t)(comma - p) : strlen(p);
+		if (n > 0)
+			json_array_append_new(a, json_stringn(p, n));
+		p += n + (comma ? 1 : 0);
+	}
+	return a;
+}
 
 /* Build the PUT body from the options given. OUT: *body. RET 0 or -1 with msg. */
 static int quota_body(const opt_result *o, json_t **body, char *msg, size_t msglen)
@@ -56,6 +76,8 @@ static int quota_body(const opt_result *o, json_t **body, char *msg, size_t msgl
 		}
 		json_object_set_new(b, "weight", json_real(w));
 	}
+	if (o->set[OPT_CLASSES])
+		json_object_set_new(b, "priority_classes", class_array(o->val[OPT_CLASSES]));
 	if (json_object_size(b) == 0) {
 		snprintf(msg, msglen, "give at least one of the quota options");
 		goto fail;
@@ -87,9 +109,13 @@ const cli_command quota_commands[] = {
      CMD_SHOW("GET", ROUTE_TENANT_QUOTA, 1, quota_fields)},
     {"set",
      "TENANT [--max-gpus N] [--max-running-jobs N] [--gpu-hours-per-month N]"
-     " [--max-storage-bytes N] [--weight W]",
+     " [--max-storage-bytes N] [--borrow-gpus N] [--weight W] [--priority-classes LIST]",
      "change a tenant's quota; fields not given keep their values",
-     "At least one option is required. W is the tenant's fair-share weight (> 0).\n", quota_set,
+     "At least one option is required. --max-gpus is guaranteed; --borrow-gpus more may be\n"
+     "borrowed while others leave theirs idle. W is the tenant's fair-share weight (> 0).\n"
+     "LIST names the priority classes its members may choose beside normal, comma-separated\n"
+     "(\"\" for none).\n",
+     quota_set,
      NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 };

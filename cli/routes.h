@@ -11,6 +11,8 @@
 #define ROUTE_TENANTS           "/v1/tenants"
 #define ROUTE_TENANT            "/v1/tenants/{}"
 #define ROUTE_TENANT_QUOTA      "/v1/tenants/{}/quota"
+#define ROUTE_PRIORITY_CLASSES  "/v1/priority-classes"
+#define ROUTE_PRIORITY_CLASS    "/v1/priority-classes/{}"
 #define ROUTE_TENANT_USAGE      "/v1/tenants/{}/usage"
 #define ROUTE_TENANT_IDENTITY   "/v1/tenants/{}/identity"
 #define ROUTE_TENANT_MEMBERS    "/v1/tenants/{}/members"

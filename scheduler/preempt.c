@@ -24,7 +24,8 @@ preempt_reason preempt_eligible(const preempt_candidate *c, const admit_job *j,
 {
 	if (!c->preemptible || c->preempting || c->taken != PREEMPT_NONE || c->run_s < min_run_s)
 		return PREEMPT_NONE;
-	if (j->borrowed == 0 && c->borrowed > 0 && strcmp(c->tenant_id, tenant_id) != 0)
+	if (j->borrowed == 0 && c->borrowed > 0 && c->priority <= j->priority &&
+	    strcmp(c->tenant_id, tenant_id) != 0)
 		return PREEMPT_RECLAIM;
 	if (c->priority < j->priority)
 		return PREEMPT_PRIORITY;

@@ -6,7 +6,8 @@
  * A job that waits only for the cluster's room (ADMIT_WAIT_CLUSTER,
  * admit.h) may preempt a running job (a candidate) when
  *   - reclaim: its devices are all within its tenant's guarantee (it
- *     borrows none) and the candidate, of another tenant, borrowed devices;
+ *     borrows none) and the candidate, of another tenant and of no higher
+ *     priority, borrowed devices;
  *   - priority: the candidate's priority (its class's value) is lower.
  * Never a candidate: a job that is not preemptible, one already being
  * preempted, one whose attempt has run less than TRAINYARD_PREEMPT_MIN_RUN_S
@@ -18,6 +19,15 @@
  * then the lowest priority, then the least progress lost (the fewest
  * steps since the job's last checkpoint), then the latest started. If all
  * of them would not make room, none is preempted.
+ *
+ * No loop: every preemption makes room for a job of at least the victim's
+ * priority (strictly higher, or equal by reclaim), and a job admitted
+ * within its guarantee borrowed nothing, so it is never reclaimed. Two
+ * jobs therefore never preempt each other in turn, and no longer cycle
+ * closes either: along one, priorities never fall, so all its steps
+ * would be reclaims at one priority, and the first job of it, within its
+ * guarantee, cannot be reclaimed at the end. What remains, a borrowing
+ * job lent room again and taken back again, the minimum run time spaces.
  */
 #ifndef TY_SCHED_PREEMPT_H
 #define TY_SCHED_PREEMPT_H

@@ -9,6 +9,7 @@ static const char *const cat_names[GP__COUNT] = {
     [GP_GOODPUT] = "goodput",     [GP_QUEUEING] = "queueing",     [GP_STARTUP] = "startup",
     [GP_DATA_WAIT] = "data_wait", [GP_CHECKPOINT] = "checkpoint", [GP_LOST] = "lost",
     [GP_RECOVERY] = "recovery",   [GP_FALLBACK] = "fallback",     [GP_OVERHEAD] = "overhead",
+    [GP_PREEMPTED] = "preempted",
 };
 
 const char *goodput_cat_name(goodput_cat c)
@@ -65,13 +66,17 @@ void goodput_compute(const goodput_job *job, goodput_result *out)
 	memset(out, 0, sizeof(*out));
 	out->total = job->end > job->submitted ? job->end - job->submitted : 0;
 	cursor cu = {.at = job->submitted, .end = job->end, .out = out};
+	/* after a failed attempt: recovery, or preempted when it was stopped for another */
 	bool after_failure = false;
+	goodput_cat redo = GP_RECOVERY;
 	for (size_t k = 0; k < job->n_attempts; k++) {
 		const goodput_attempt *a = &job->attempts[k];
-		goodput_cat wait = after_failure ? GP_RECOVERY : k == 0 ? GP_QUEUEING : GP_OVERHEAD;
+		goodput_cat wait = after_failure ? redo : k == 0 ? GP_QUEUEING : GP_OVERHEAD;
 		if (!a->started) {
 			/* dispatched, never run: its whole span is more waiting */
 			advance(&cu, a->ended ? a->ended : job->end, wait);
+			if (a->failed && !after_failure)
+				redo = a->preempted ? GP_PREEMPTED : GP_RECOVERY;
 			after_failure = after_failure || a->failed;
 			continue;
 		}
@@ -87,7 +92,7 @@ void goodput_compute(const goodput_job *job, goodput_result *out)
 		for (size_t i = 0; i < a->n_steps; i++) {
 			const goodput_step *s = &a->steps[i];
 			double begin = s->time - s->step_s;
-			goodput_cat gap = !prev ? (after_failure ? GP_RECOVERY : GP_STARTUP)
+			goodput_cat gap = !prev ? (after_failure ? redo : GP_STARTUP)
 			                  : fell_back(a, prev->time, begin) ? GP_FALLBACK
 			                  : prev->saved                     ? GP_CHECKPOINT
 			                                                    : GP_OVERHEAD;
@@ -103,12 +108,14 @@ void goodput_compute(const goodput_job *job, goodput_result *out)
 			prev = s;
 		}
 		double end = a->ended ? a->ended : job->end;
-		goodput_cat tail = a->failed             ? GP_RECOVERY
+		goodput_cat ends_as = a->preempted ? GP_PREEMPTED : GP_RECOVERY;
+		goodput_cat tail = a->failed             ? ends_as
 		                   : prev && prev->saved ? GP_CHECKPOINT
-		                   : !prev ? (after_failure ? GP_RECOVERY : GP_STARTUP)
+		                   : !prev ? (after_failure ? redo : GP_STARTUP)
 		                           : GP_OVERHEAD;
 		advance(&cu, end, tail);
 		after_failure = a->failed;
+		redo = ends_as;
 	}
 	advance(&cu, job->end, job->n_attempts ? GP_OVERHEAD : GP_QUEUEING);
 }

@@ -19,6 +19,9 @@
  *                the end of an attempt whose last step was saved;
  *   data_wait    the part of a kept step spent waiting for its batch;
  *   goodput      the rest of a kept step;
+ *   preempted    the same as recovery, after an attempt the scheduler
+ *                preempted for another job (its class preempted): its
+ *                rest, the wait in the queue and the next one's start;
  *   lost         every step whose progress was thrown away: past the
  *                checkpoint the next attempt resumed from, or past the
  *                last checkpoint of a job that failed;
@@ -45,6 +48,7 @@ typedef enum goodput_cat {
 	GP_RECOVERY,
 	GP_FALLBACK,
 	GP_OVERHEAD,
+	GP_PREEMPTED,
 	GP__COUNT
 } goodput_cat;
 
@@ -64,6 +68,7 @@ typedef struct goodput_attempt {
 	double started;      /* 0: it never started (Slurm never ran it) */
 	double ended;        /* 0: it runs still */
 	bool failed;         /* it ended with a failure (retried or not) */
+	bool preempted;      /* of them, preempted for another job */
 	goodput_step *steps; /* in report order */
 	size_t n_steps;
 	const double *fallbacks; /* times of the worker's fallbacks in it */

@@ -89,6 +89,24 @@ check_eq "quota set keeps the fields it is not given" "8 4" "$(jq_out '"\(.max_g
 y "$ADMIN" quota set "$T"
 expect_rc "quota set without a field is a usage error (exit 2)" 2
 
+# ---------------------------------------------------------------- priority classes
+CL=cls-$$
+y "$ADMIN" class set "$CL" --value 50 --description "release week"
+expect_rc "class set" 0
+y "$ADMIN" class list -o json
+check_eq "class list has it, with its value" "50" "$(jq_out ".items[] | select(.name == \"$CL\") | .value")"
+y "$ADMIN" class set "$CL"
+expect_rc "class set without --value is a usage error" 2
+y "$ADMIN" quota set "$T" --borrow-gpus 4 --priority-classes "$CL"
+expect_rc "quota set --borrow-gpus --priority-classes" 0
+y "$ADMIN" quota get "$T" -o json
+check_eq "borrowing and classes round-trip" "4 $CL" "$(jq_out '"\(.borrow_gpus) \(.priority_classes | join(","))"')"
+y "$ADMIN" class delete "$CL"
+expect_rc "a class a quota allows is not removed (409: exit 1)" 1
+y "$ADMIN" quota set "$T" --priority-classes ""
+y "$ADMIN" class delete "$CL"
+expect_rc "once no quota names it, it is" 0
+
 # ---------------------------------------------------------------- users, tokens
 A=alice-$$
 B=bob-$$

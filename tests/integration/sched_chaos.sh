@@ -13,6 +13,12 @@
 #   - every Slurm job accounting holds for the tenant is an attempt the
 #     database knows;
 #   - every job has its audit record of the submission.
+# Beside it, tenant L, which is guaranteed nothing and may borrow 8
+# devices, runs a long 4-rank job on what the client's tenant leaves idle;
+# the client's jobs, within their tenant's guarantee, take the room back
+# by preemption whenever they need it. At the end: preemptions happened,
+# every one is closed, none came before the minimum run time, no attempt
+# was preempted twice, and L's job ends when cancelled.
 # `make chaos` runs the same test longer (CHAOS_SECONDS=600).
 #
 # On the stack of several processes (`make chaos-ha`: TRAINYARD_PG_HA=1,
@@ -32,6 +38,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib_sched.sh"
 
 needs SLURM_CONF "$SCHED_BIN"
+export TRAINYARD_PREEMPT_MIN_RUN_S=5 TRAINYARD_PREEMPT_GRACE_S=10
 HA=0
 ((${TRAINYARD_PG_HA:-0} == 1 && ${TRAINYARD_API_REPLICAS:-1} > 1 && ${TRAINYARD_SCHEDULERS:-1} > 1)) && HA=1
 CHAOS_SECONDS=${CHAOS_SECONDS:-60}
@@ -51,6 +58,13 @@ TOKEN=$ADMIN api PUT "/v1/tenants/$T/quota" -H 'Content-Type: application/json' 
 	     "max_storage_bytes": 1000000000, "weight": 1}'
 T_ID=$(q "SELECT id FROM tenants WHERE name = '$T'")
 tenant_data "$T_ID" "$DATA"/train_*.bin
+L=chaos-lend-$$
+L_ID=$(tenant_new "$L")
+TOKEN=$ADMIN api PUT "/v1/tenants/$L/quota" -H 'Content-Type: application/json' \
+	-d '{"max_gpus": 0, "borrow_gpus": 8, "max_running_jobs": 1}'
+LJOB=$(submit "$L" "$ADMIN" lend '.resources = {"nodes": 1, "ranks_per_node": 4, "time_limit_minutes": 20}
+	| .parallel.data_parallel = 4 | .parallel.global_batch = 16 | .training.steps = 100000
+	| .checkpoint.every_steps = 10 | .fault_tolerance.fallback = []')
 STARTED=$(date -u '+%Y-%m-%dT%H:%M:%S')
 SMALL='.resources.nodes = 1 | .parallel.data_parallel = 1 | .parallel.global_batch = 4
 	| .training.steps = 3 | .checkpoint.every_steps = 3
@@ -190,6 +204,12 @@ done
 touch "$STOP"
 wait "$CLIENT"
 echo "# killed: $(printf '%s\n' "${kills[@]}" | sort | uniq -c | xargs)"
+# L's job stops with the chaos: cancelled (the API may be coming back)
+for _ in 1 2 3 4 5; do
+	TOKEN=$ADMIN api POST "/v1/jobs/$LJOB/cancel" >/dev/null 2>&1
+	[[ $STATUS == 200 || $STATUS == 409 ]] && break
+	sleep 2
+done
 if ((HA)); then
 	pg_kills=$(printf '%s\n' "${kills[@]}" | grep -c postgresql)
 	check_eq "every kill of the primary failed over to the standby" "$pg_kills" "$FAILOVERS"
@@ -202,7 +222,7 @@ for n in n1 n2; do stack_slurm start-node "$n" >/dev/null 2>&1; done
 api_healthy 2>/dev/null || stack api-start >/dev/null 2>&1
 sched_alive || sched_up
 active() {
-	q "SELECT count(*) FROM jobs WHERE tenant_id = '$T_ID'
+	q "SELECT count(*) FROM jobs WHERE tenant_id IN ('$T_ID', '$L_ID')
 	    AND state NOT IN ('succeeded', 'failed', 'cancelled')"
 }
 # A slurmctld restarted from an older saved state hands out job ids again;
@@ -242,6 +262,22 @@ echo "# jobs: $(q "SELECT string_agg(state || ' ' || n, ', ') FROM (SELECT state
 	FROM jobs WHERE tenant_id = '$T_ID' GROUP BY state) s")"
 check "most jobs succeeded" test "$(q "SELECT count(*) FROM jobs WHERE tenant_id = '$T_ID'
 	AND state = 'succeeded'")" -ge $((acked / 2))
+# preemption under chaos: L's job lent the room and gave it back
+echo "# preemptions: $(q "SELECT string_agg(outcome || ' ' || n, ', ') FROM (SELECT outcome, count(*) AS n
+	FROM preemptions WHERE tenant_id = '$L_ID' GROUP BY outcome) s")"
+check "L's job was preempted for the client's jobs" test \
+	"$(q "SELECT count(*) FROM preemptions WHERE job_id = '$LJOB'")" -ge 1
+check_eq "every preemption is closed" 0 \
+	"$(q "SELECT count(*) FROM preemptions WHERE tenant_id = '$L_ID' AND ended_at IS NULL")"
+check_eq "none came before the minimum run time (no loop)" 0 \
+	"$(q "SELECT count(*) FROM preemptions p JOIN job_attempts a ON a.id = p.attempt_id
+	       WHERE p.tenant_id = '$L_ID' AND p.asked_at < a.started_at + interval '5 seconds'")"
+check_eq "no attempt was preempted twice" 0 \
+	"$(q "SELECT count(*) FROM (SELECT attempt_id FROM preemptions WHERE tenant_id = '$L_ID'
+	       GROUP BY attempt_id HAVING count(*) > 1) x")"
+check_eq "the client's jobs were never the victims (within their guarantee)" 0 \
+	"$(q "SELECT count(*) FROM preemptions WHERE tenant_id = '$T_ID'")"
+check_eq "L's job ended when cancelled" cancelled "$(job_state "$LJOB")"
 # a job the worker's report ended may leave its attempt followed until
 # its Slurm job ends or is lost (TRAINYARD_SCHED_LOST_S)
 followed() {

@@ -72,8 +72,12 @@ START_TEST(reclaim_takes_the_borrowed_job)
 }
 END_TEST
 
-/* A job that would itself borrow takes nothing back; the same tenant takes nothing back. */
-START_TEST(no_reclaim_when_borrowing_or_own)
+/*
+ * Nothing is taken back by a job that would itself borrow, by the same
+ * tenant, or from a job of a higher priority (which then could take it
+ * back in turn: the loop the rule rules out).
+ */
+START_TEST(no_reclaim_when_borrowing_own_or_higher)
 {
 	admit_cluster room;
 	cluster_full(&room);
@@ -84,7 +88,33 @@ START_TEST(no_reclaim_when_borrowing_or_own)
 	ck_assert_int_eq(preempt_plan(&room, &j, "B", c, 1, 60), 0);
 	waiting(&j, 0, 0);
 	ck_assert_int_eq(preempt_plan(&room, &j, "A", c, 1, 60), 0);
+	c[0].priority = 100;
+	ck_assert_int_eq(preempt_plan(&room, &j, "B", c, 1, 60), 0);
 	ck_assert_int_eq(c[0].taken, PREEMPT_NONE);
+}
+END_TEST
+
+/*
+ * The loop a run of the stack found: C's urgent job, borrowing, preempts
+ * A's normal one by priority; A's, requeued within its guarantee, must
+ * not take C's back by reclaim. Neither preempts the other in turn.
+ */
+START_TEST(no_preemption_back_and_forth)
+{
+	admit_cluster room;
+	cluster_full(&room);
+	preempt_candidate a[1], cj[1];
+	cand(&a[0], "a-guaranteed", "A", 0, 0, 0, 100, 0);
+	admit_job urgent;
+	waiting(&urgent, 100, 4);
+	ck_assert_int_eq(preempt_plan(&room, &urgent, "C", a, 1, 60), 1);
+	ck_assert_int_eq(a[0].taken, PREEMPT_PRIORITY);
+	/* then C's job runs on borrowed devices, and A's waits within its guarantee */
+	cluster_full(&room);
+	cand(&cj[0], "c-urgent", "C", 0, 4, 100, 100, 0);
+	admit_job back;
+	waiting(&back, 0, 0);
+	ck_assert_int_eq(preempt_plan(&room, &back, "A", cj, 1, 60), 0);
 }
 END_TEST
 
@@ -156,7 +186,8 @@ static Suite *make_suite(void)
 	Suite *s = suite_create("sched_preempt");
 	TCase *t = tcase_create("rule");
 	tcase_add_test(t, reclaim_takes_the_borrowed_job);
-	tcase_add_test(t, no_reclaim_when_borrowing_or_own);
+	tcase_add_test(t, no_reclaim_when_borrowing_own_or_higher);
+	tcase_add_test(t, no_preemption_back_and_forth);
 	tcase_add_test(t, priority_takes_lowest_then_least_unsaved);
 	tcase_add_test(t, never_victims);
 	tcase_add_test(t, victims_until_room);
