@@ -338,6 +338,7 @@ int h_tenant_usage(api_req *rq)
 	rc = api_query_json(
 	    rq,
 	    "SELECT json_build_object('max_gpus', k.max_gpus, 'devices_in_use', u.devices,"
+	    " 'borrow_gpus', k.borrow_gpus, 'devices_borrowed', u.borrowed,"
 	    " 'running_jobs', u.running_jobs, 'gpu_hours_this_month', u.month_gpu_hours,"
 	    " 'max_running_jobs', k.max_running_jobs, 'gpu_hours_per_month', k.gpu_hours_per_month,"
 	    " 'max_storage_bytes', k.max_storage_bytes, 'storage_bytes_used',"

@@ -24,7 +24,7 @@
 /* clang-format off */
 #define JOB_COLS                                                                                 \
 	"j.id, j.tenant_id, jt.name AS tenant, j.name, j.state, j.state_reason,"                 \
-	" j.submitter_id, j.priority, j.devices, j.attempts,"                                    \
+	" j.submitter_id, j.priority, j.priority_class, j.preemptible, j.devices, j.attempts,"  \
 	" " TS("j.created_at") " AS created_at,"                                                 \
 	" " TS("j.updated_at") " AS updated_at,"                                                 \
 	" " TS("j.started_at") " AS started_at,"                                                 \

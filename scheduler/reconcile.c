@@ -166,8 +166,11 @@ static void on_running(sched *s, const followed *f, const sl_job *j)
 /* The class an ended attempt failed with as its report and Slurm tell it, or "". */
 static const char *end_class_of(const followed *f, const sl_job *j)
 {
+	/* the scheduler's own verdicts, recorded before it cancelled the Slurm job */
 	if (failure_by_name(f->failure_class) == FAILURE_HANG)
 		return failure_name(FAILURE_HANG);
+	if (failure_by_name(f->failure_class) == FAILURE_PREEMPTED)
+		return failure_name(FAILURE_PREEMPTED);
 	if (j->state == SL_NODE_FAIL) /* the worker saw a lost rank; Slurm knows why */
 		return failure_name(FAILURE_NODE_FAILURE);
 	if (strcmp(f->outcome, "succeeded") == 0)
@@ -182,13 +185,16 @@ static const char *end_class_of(const followed *f, const sl_job *j)
 /*
  * The class an ended attempt failed with, or "" when it succeeded. A job
  * being preempted that failed did so because it was stopped (killed,
- * cancelled, stopped): preempted, unless its class says retrying cannot help.
+ * cancelled through Slurm, stopped): preempted, unless its class says
+ * retrying cannot help (a data error stays one). A job the user cancels
+ * is cancelling, not preempting.
  */
 static const char *end_class(const followed *f, const sl_job *j)
 {
 	const char *c = end_class_of(f, j);
+	failure_class fc = failure_by_name(c);
 	if (f->job == JOB_PREEMPTING && c[0] &&
-	    failure_retry_rule(failure_by_name(c)) != FAILURE_RETRY_NEVER)
+	    (fc == FAILURE_CANCELLED || failure_retry_rule(fc) != FAILURE_RETRY_NEVER))
 		return failure_name(FAILURE_PREEMPTED);
 	return c;
 }
@@ -318,7 +324,8 @@ static int story_load(sched *s, const char *job_id, json_t **out)
 	    s->db, &r,
 	    "SELECT json_build_object('attempts', coalesce(json_agg(json_build_object("
 	    " 'attempt', number, 'slurm_job_id', slurm_job_id, 'slurm_state', slurm_state,"
-	    " 'nodes', nodes, 'devices', devices, 'node_list', node_list, 'config', config,"
+	    " 'nodes', nodes, 'devices', devices, 'borrowed_devices', borrowed_devices,"
+	    " 'node_list', node_list, 'config', config,"
 	    " 'started_at', started_at, 'ended_at', ended_at, 'outcome', outcome,"
 	    " 'failure_class', failure_class, 'steps_done', steps_done, 'steps_lost', steps_lost)"
 	    " ORDER BY number), '[]'))::text FROM job_attempts WHERE job_id = $1",

@@ -13,10 +13,9 @@
 #   - every Slurm job accounting holds for the tenant is an attempt the
 #     database knows;
 #   - every job has its audit record of the submission.
-# Beside it, tenant L, which is guaranteed nothing and may borrow 8
-# devices, runs a long 4-rank job on what the client's tenant leaves idle;
-# the client's jobs, within their tenant's guarantee, take the room back
-# by preemption whenever they need it. At the end: preemptions happened,
+# Before it, tenant L, which is guaranteed nothing and may borrow 8
+# devices, runs a long job on the whole idle cluster; the client's first
+# job, within its tenant's guarantee, takes the room back by preemption. At the end: preemptions happened,
 # every one is closed, none came before the minimum run time, no attempt
 # was preempted twice, and L's job ends when cancelled.
 # `make chaos` runs the same test longer (CHAOS_SECONDS=600).
@@ -62,8 +61,8 @@ L=chaos-lend-$$
 L_ID=$(tenant_new "$L")
 TOKEN=$ADMIN api PUT "/v1/tenants/$L/quota" -H 'Content-Type: application/json' \
 	-d '{"max_gpus": 0, "borrow_gpus": 8, "max_running_jobs": 1}'
-LJOB=$(submit "$L" "$ADMIN" lend '.resources = {"nodes": 1, "ranks_per_node": 4, "time_limit_minutes": 20}
-	| .parallel.data_parallel = 4 | .parallel.global_batch = 16 | .training.steps = 100000
+LJOB=$(submit "$L" "$ADMIN" lend '.resources = {"nodes": 2, "ranks_per_node": 4, "time_limit_minutes": 20}
+	| .parallel.data_parallel = 8 | .parallel.global_batch = 32 | .training.steps = 100000
 	| .checkpoint.every_steps = 10 | .fault_tolerance.fallback = []')
 STARTED=$(date -u '+%Y-%m-%dT%H:%M:%S')
 SMALL='.resources.nodes = 1 | .parallel.data_parallel = 1 | .parallel.global_batch = 4
@@ -72,6 +71,20 @@ SMALL='.resources.nodes = 1 | .parallel.data_parallel = 1 | .parallel.global_bat
 ACKED=$TY_TMP/acked
 STOP=$TY_TMP/stop
 : >"$ACKED"
+
+# the scheduler, and L's job on the whole cluster past the minimum run time
+SCHED_N=0
+sched_up() {
+	if ((HA)); then
+		stack sched-start >/dev/null 2>&1
+		return
+	fi
+	SCHED_N=$((SCHED_N + 1))
+	sched_run "sched-$SCHED_N"
+}
+sched_up
+check "L's job runs on the idle cluster" wait_state "$LJOB" 120 running
+sleep 6
 
 # ---- the client ------------------------------------------------------------
 # submit_acked KEY: until a 201 (or STOP and 30 s more); "KEY ID" into ACKED.
@@ -104,15 +117,6 @@ submit_acked() {
 CLIENT=$!
 
 # ---- the killer ------------------------------------------------------------
-SCHED_N=0
-sched_up() {
-	if ((HA)); then
-		stack sched-start >/dev/null 2>&1
-		return
-	fi
-	SCHED_N=$((SCHED_N + 1))
-	sched_run "sched-$SCHED_N"
-}
 sched_kill() {
 	if ((HA)); then # the leader
 		kill -KILL "$(q "SELECT split_part(holder, ':', 2) FROM scheduler_lease" 2>/dev/null)" 2>/dev/null
@@ -176,7 +180,6 @@ api_kill() { # the API, or one of the API processes at random
 VICTIMS=(api scheduler slurmctld slurmd postgresql)
 ((HA)) && VICTIMS=(api scheduler postgresql)
 kills=()
-sched_up
 t_end=$((SECONDS + CHAOS_SECONDS))
 while ((SECONDS < t_end)); do
 	sleep "$((2 + RANDOM % 4)).$((RANDOM % 10))"
