@@ -39,10 +39,11 @@ int h_priority_class_put(api_req *rq)
 	const char *name = class_param(rq);
 	json_t *in;
 	if (!name)
-		return api_fail(rq, ERR_BAD_REQUEST,
-		                "a class name is 2-%d characters of a-z, 0-9 and '-', starting with a "
-		                "letter",
-		                JOBSPEC_CLASS_MAX);
+		return api_fail(
+		    rq, ERR_BAD_REQUEST,
+		    "a class name is 2-%d characters of a-z, 0-9 and '-', starting with a "
+		    "letter",
+		    JOBSPEC_CLASS_MAX);
 	if (api_body_object(rq, &in) < 0)
 		return 0;
 	verrs v;
@@ -66,20 +67,22 @@ int h_priority_class_put(api_req *rq)
 	if (rc == 0)
 		rc = db_begin(rq->db);
 	if (rc == 0)
-		rc = api_query_json(rq,
-		                    "WITH c AS (INSERT INTO priority_classes (name, value, description)"
-		                    " VALUES ($1, $2::int, coalesce($3, '')) ON CONFLICT (name) DO UPDATE"
-		                    " SET value = $2::int,"
-		                    " description = coalesce($3, priority_classes.description),"
-		                    " updated_at = now() RETURNING *)"
-		                    " SELECT row_to_json(x) FROM (SELECT " CLASS_COLS " FROM c) x",
-		                    3, p, &out);
+		rc = api_query_json(
+		    rq,
+		    "WITH c AS (INSERT INTO priority_classes (name, value, description)"
+		    " VALUES ($1, $2::int, coalesce($3, '')) ON CONFLICT (name) DO UPDATE"
+		    " SET value = $2::int,"
+		    " description = coalesce($3, priority_classes.description),"
+		    " updated_at = now() RETURNING *)"
+		    " SELECT row_to_json(x) FROM (SELECT " CLASS_COLS " FROM c) x",
+		    3, p, &out);
 	/* the queue's order follows the class's value (migrations/0028) */
 	if (rc == 0)
-		rc = db_query(rq->db, NULL,
-		              "UPDATE jobs SET priority = $2::int"
-		              " WHERE priority_class = $1 AND state = 'queued' AND priority <> $2::int",
-		              2, p);
+		rc = db_query(
+		    rq->db, NULL,
+		    "UPDATE jobs SET priority = $2::int"
+		    " WHERE priority_class = $1 AND state = 'queued' AND priority <> $2::int",
+		    2, p);
 	char res[96];
 	snprintf(res, sizeof(res), "priority_class/%s", name);
 	rc = api_audit_commit(rq, rc, 200, res, in);
@@ -124,8 +127,9 @@ int h_priority_class_delete(api_req *rq)
 	}
 	/* ended jobs that had it fall back to the default class (jobs.priority_class) */
 	if (rc == 0)
-		rc = db_query(rq->db, NULL,
-		              "UPDATE jobs SET priority_class = $2 WHERE priority_class = $1", 2, p);
+		rc =
+		    db_query(rq->db, NULL,
+		             "UPDATE jobs SET priority_class = $2 WHERE priority_class = $1", 2, p);
 	if (rc == 0)
 		rc = db_query(rq->db, NULL, "DELETE FROM priority_classes WHERE name = $1", 1, p);
 	char res[96];

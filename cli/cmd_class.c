@@ -18,7 +18,10 @@ static const out_col class_fields[] = {
 };
 
 static const out_col class_cols[] = {
-    {"NAME", "name"}, {"VALUE", "value"}, {"DESCRIPTION", "description"}, {NULL, NULL},
+    {"NAME", "name"},
+    {"VALUE", "value"},
+    {"DESCRIPTION", "description"},
+    {NULL, NULL},
 };
 
 enum { OPT_VALUE, OPT_DESCRIPTION };
@@ -36,7 +39,8 @@ static int class_set(cli_ctx *ctx, const cli_command *self, int argc, char **arg
 		return rc;
 	long long v;
 	if (!o.set[OPT_VALUE] || args_int(o.val[OPT_VALUE], -1000, 1000, &v))
-		return args_usage_error(ctx, self, "--value needs a whole number from -1000 to 1000");
+		return args_usage_error(ctx, self,
+		                        "--value needs a whole number from -1000 to 1000");
 	json_t *body = json_pack("{s:I}", "value", (json_int_t)v);
 	if (o.set[OPT_DESCRIPTION])
 		json_object_set_new(body, "description", json_string(o.val[OPT_DESCRIPTION]));
@@ -54,8 +58,7 @@ const cli_command class_commands[] = {
      "of the class take the new value. Tenants choose among the classes their quota\n"
      "allows (yardctl quota set TENANT --priority-classes A,B) and normal.\n",
      class_set, NULL, NULL},
-    {"delete", "NAME",
-     "remove a priority class no quota allows and no job that has not ended has", NULL, NULL,
-     NULL, CMD_DO("DELETE", ROUTE_PRIORITY_CLASS, 1, "removed", class_fields)},
+    {"delete", "NAME", "remove a priority class no quota allows and no job that has not ended has",
+     NULL, NULL, NULL, CMD_DO("DELETE", ROUTE_PRIORITY_CLASS, 1, "removed", class_fields)},
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 };

@@ -115,7 +115,6 @@ const cli_command quota_commands[] = {
      "borrowed while others leave theirs idle. W is the tenant's fair-share weight (> 0).\n"
      "LIST names the priority classes its members may choose beside normal, comma-separated\n"
      "(\"\" for none).\n",
-     quota_set,
-     NULL, NULL},
+     quota_set, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 };

@@ -68,11 +68,11 @@ void sched_crash_point(const sched *s, const char *point)
 	"   FROM u WHERE u.tenant_id = t.id), " QUOTA_SQL_COLUMNS                                  \
 	" FROM q JOIN tenants t ON t.id = q.tenant_id" QUOTA_SQL_JOIN("t.id") " ORDER BY t.id"
 
-/* The head of each of those tenants' queues, in admission order. */
 /*
- * With each, its priority and whether it is preemptible, and the
- * preemptions made for it since its last attempt: how many, and how many
- * of those still run (preempt.h).
+ * The head of each of those tenants' queues, in admission order; with each,
+ * its priority and whether it is preemptible, and the preemptions made for
+ * it since its last attempt: how many, and how many of those still run
+ * (preempt.h).
  */
 #define HEADS_SQL                                                                                  \
 	"SELECT h.tenant_id, h.id, h.n, h.rpn, h.gpn, h.state_reason, h.waited,"                   \

@@ -39,7 +39,7 @@ typedef struct candidate_info {
  * preempting, their current attempt started and followed.
  */
 #define CANDIDATES_SQL                                                                             \
-	"SELECT j.id, a.id, j.tenant_id, t.name, a.devices, a.borrowed_devices, j.priority,"      \
+	"SELECT j.id, a.id, j.tenant_id, t.name, a.devices, a.borrowed_devices, j.priority,"       \
 	" j.priority_class, (j.spec->'resources'->>'ranks_per_node')::int,"                        \
 	" (j.spec->'resources'->>'gpus_per_node')::int, coalesce(a.node_list, ''),"                \
 	" j.preemptible, j.state = 'preempting', extract(epoch FROM now() - a.started_at),"        \
@@ -108,15 +108,16 @@ static int ask_one(sched *s, const preempt_candidate *c, const candidate_info *c
 	char why[256];
 	snprintf(why, sizeof(why),
 	         "preempting for job %s of tenant %s (%s): checkpoint and stop within %d s", j->id,
-	         t->name, c->taken == PREEMPT_RECLAIM ? "it takes back its guaranteed devices"
-	                                              : "a higher priority class waits",
+	         t->name,
+	         c->taken == PREEMPT_RECLAIM ? "it takes back its guaranteed devices"
+	                                     : "a higher priority class waits",
 	         grace);
-	json_t *d = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:s, s:i, s:i, s:i}", "attempt_id",
-	                      c->attempt_id, "beneficiary_job_id", j->id, "beneficiary_tenant",
-	                      t->name, "reason", why_name, "borrowed_devices", c->borrowed,
-	                      "grace_s", grace, "priority_class", ci->klass, "priority",
-	                      c->priority, "beneficiary_priority", j->priority, "steps_unsaved",
-	                      c->unsaved);
+	json_t *d =
+	    json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:s, s:i, s:i, s:i}", "attempt_id",
+	              c->attempt_id, "beneficiary_job_id", j->id, "beneficiary_tenant", t->name,
+	              "reason", why_name, "borrowed_devices", c->borrowed, "grace_s", grace,
+	              "priority_class", ci->klass, "priority", c->priority, "beneficiary_priority",
+	              j->priority, "steps_unsaved", c->unsaved);
 	if (!d)
 		return -1;
 	char grace_s[16], borrowed[16];
@@ -137,11 +138,12 @@ static int ask_one(sched *s, const preempt_candidate *c, const candidate_info *c
 	if (rc == 0)
 		rc = jobstate_transition(s->db, c->job_id, JOB_PREEMPTING, why, NULL, d, NULL);
 	if (rc == 0)
-		rc = db_query(s->db, NULL,
-		              "INSERT INTO preemptions (job_id, attempt_id, tenant_id, priority_class,"
-		              " beneficiary_job_id, beneficiary_tenant_id, reason, borrowed_devices,"
-		              " grace_s) VALUES ($1, $2, $3, $4, $5, $6, $7, $8::int, $9::int)",
-		              9, p);
+		rc = db_query(
+		    s->db, NULL,
+		    "INSERT INTO preemptions (job_id, attempt_id, tenant_id, priority_class,"
+		    " beneficiary_job_id, beneficiary_tenant_id, reason, borrowed_devices,"
+		    " grace_s) VALUES ($1, $2, $3, $4, $5, $6, $7, $8::int, $9::int)",
+		    9, p);
 	if (rc == 0)
 		rc = audit_write(s->db, &a);
 	if (rc == 0)
@@ -227,7 +229,8 @@ int preempt_for_waiting(sched *s, admit_tenant *ts, int n, admit_cluster *room)
 {
 	bool any = false;
 	for (int i = 0; i < n && !any; i++)
-		any = ts[i].next < ts[i].n_jobs && ts[i].jobs[ts[i].next].wait == ADMIT_WAIT_CLUSTER;
+		any =
+		    ts[i].next < ts[i].n_jobs && ts[i].jobs[ts[i].next].wait == ADMIT_WAIT_CLUSTER;
 	if (!any)
 		return 0;
 	preempt_candidate *c;
@@ -272,7 +275,6 @@ int preempt_for_waiting(sched *s, admit_tenant *ts, int n, admit_cluster *room)
 	return rc;
 }
 
-
 int preempt_cancel(sched *s, const char *attempt_id, uint32_t slurm_id)
 {
 	const char *p[] = {attempt_id, failure_name(FAILURE_PREEMPTED)};
@@ -284,8 +286,8 @@ int preempt_cancel(sched *s, const char *attempt_id, uint32_t slurm_id)
 		              " WHERE attempt_id = $1 AND ended_at IS NULL",
 		              1, p);
 	if (rc == 0)
-		rc = db_query(s->db, NULL, "UPDATE job_attempts SET failure_class = $2 WHERE id = $1",
-		              2, p);
+		rc = db_query(s->db, NULL,
+		              "UPDATE job_attempts SET failure_class = $2 WHERE id = $1", 2, p);
 	if (rc == 0)
 		rc = db_commit(s->db);
 	if (rc) {

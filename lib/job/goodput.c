@@ -111,8 +111,8 @@ void goodput_compute(const goodput_job *job, goodput_result *out)
 		goodput_cat ends_as = a->preempted ? GP_PREEMPTED : GP_RECOVERY;
 		goodput_cat tail = a->failed             ? ends_as
 		                   : prev && prev->saved ? GP_CHECKPOINT
-		                   : !prev ? (after_failure ? redo : GP_STARTUP)
-		                           : GP_OVERHEAD;
+		                   : !prev               ? (after_failure ? redo : GP_STARTUP)
+		                                         : GP_OVERHEAD;
 		advance(&cu, end, tail);
 		after_failure = a->failed;
 		redo = ends_as;
