@@ -193,7 +193,7 @@ int h_quota_put(api_req *rq)
 	}
 	char *classes = NULL;
 	const json_t *pc = json_object_get(in, "priority_classes");
-	if (pc) {
+	if (pc && !json_is_null(pc)) {
 		classes = class_list(pc, &v);
 		given++;
 	}

@@ -302,6 +302,11 @@ int preempt_cancel(sched *s, const char *attempt_id, uint32_t slurm_id)
 	return 0;
 }
 
+/*
+ * checkpointed: it saved after the ask and ended preempted; cancelled
+ * (set by preempt_cancel): the grace ran out; finished: anything else (it
+ * succeeded, failed for good, or died before it saved).
+ */
 int preempt_close(sched *s, const char *attempt_id, const char *klass, json_t **detail)
 {
 	*detail = NULL;
@@ -311,7 +316,9 @@ int preempt_close(sched *s, const char *attempt_id, const char *klass, json_t **
 	    s->db, &r,
 	    "WITH p AS (UPDATE preemptions p SET ended_at = now(),"
 	    " outcome = CASE WHEN p.outcome <> '' THEN p.outcome"
-	    "   WHEN $2 = 'preempted' THEN 'checkpointed' ELSE 'finished' END,"
+	    "   WHEN $2 = 'preempted' AND EXISTS (SELECT 1 FROM checkpoints c"
+	    "     WHERE c.attempt_id = p.attempt_id AND c.created_at >= p.asked_at)"
+	    "   THEN 'checkpointed' ELSE 'finished' END,"
 	    " steps_done = a.steps_done, steps_lost = a.steps_lost"
 	    " FROM job_attempts a WHERE a.id = p.attempt_id AND p.attempt_id = $1"
 	    " AND p.ended_at IS NULL RETURNING p.*)"
