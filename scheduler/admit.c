@@ -38,8 +38,7 @@ bool admit_cluster_could_hold(const admit_cluster *c, const admit_job *j)
 	                                j->cpus_per_node, j->gpus_per_node);
 }
 
-/* Whether tenant a's next job goes before tenant b's (admit.h's order). */
-static bool goes_before(const admit_tenant *a, const admit_tenant *b)
+bool admit_goes_before(const admit_tenant *a, const admit_tenant *b)
 {
 	const admit_job *x = &a->jobs[a->next], *y = &b->jobs[b->next];
 	if (x->favoured != y->favoured)
@@ -57,7 +56,7 @@ static int next_tenant(admit_tenant *ts, int n)
 		admit_tenant *t = &ts[i];
 		if (t->blocked || t->next >= t->n_jobs)
 			continue;
-		if (best < 0 || goes_before(t, &ts[best]))
+		if (best < 0 || admit_goes_before(t, &ts[best]))
 			best = i;
 	}
 	return best;

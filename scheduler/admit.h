@@ -106,6 +106,9 @@ quota_ask admit_ask(const admit_job *j);
 /* The fair-share key: usage over weight; smaller goes first. */
 double admit_share_key(const admit_tenant *t);
 
+/* Whether tenant a's next job goes before tenant b's (the order above). */
+bool admit_goes_before(const admit_tenant *a, const admit_tenant *b);
+
 /*
  * First fit of j's nodes (nodes x cpus_per_node, gpus_per_node) on the
  * free room; takes the room when it fits. The cycle also takes the room of

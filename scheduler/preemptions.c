@@ -250,10 +250,7 @@ int preempt_for_waiting(sched *s, admit_tenant *ts, int n, admit_cluster *room)
 			if (x->next >= x->n_jobs || x->jobs[x->next].wait != ADMIT_WAIT_CLUSTER ||
 			    planned[i])
 				continue;
-			const admit_job *a = &x->jobs[x->next];
-			if (!t || a->priority > t->jobs[t->next].priority ||
-			    (a->priority == t->jobs[t->next].priority &&
-			     admit_share_key(x) < admit_share_key(t)))
+			if (!t || admit_goes_before(x, t))
 				t = x;
 		}
 		if (!t)
