@@ -17,6 +17,7 @@
 
 #include "audit.h"
 #include "authz.h"
+#include "clock.h"
 #include "config.h"
 #include "db.h"
 #include "error.h"
@@ -112,6 +113,7 @@ typedef struct api_req {
 	char *body;
 	size_t body_len;
 	bool body_too_large;
+	json_t *body_json; /* the body parsed, once, before the handler (NULL: none) */
 
 	api_principal who;
 	api_scope scope;
@@ -128,6 +130,7 @@ typedef struct api_req {
 	api_stream stream; /* or a streamed body (status 200-299 only) */
 	api_upload upload; /* a body taken as it arrives (ROUTE_UPLOAD) */
 	char retry_after[16];
+	char allow[48];       /* a 405's Allow header: the methods the path answers */
 	bool replayed;        /* idempotent replay of an earlier submission */
 	bool cached;          /* answered from the read cache (readcache.h) */
 	bool audited;         /* a mutation wrote its audit record */
@@ -167,10 +170,18 @@ json_t *api_problem_json(const api_req *rq);
 /* ---- request input ---- */
 
 /*
- * Parse the body as a JSON object with the configured limits.
+ * The body as a JSON object (parsed by the server with the configured
+ * limits before the handler ran; see api_body_parse()).
  * OUT: *out (caller decrefs). RET 0, or an error already answered (<0).
  */
 int api_body_object(api_req *rq, json_t **out);
+
+/*
+ * Parse a non-empty body strictly into rq->body_json, whatever the route:
+ * a route that takes no body still refuses a malformed one (400).
+ * RET 0, or an error already answered (<0).
+ */
+int api_body_parse(api_req *rq);
 
 /* RET: query argument name, or NULL. */
 const char *api_query(api_req *rq, const char *name);
@@ -231,6 +242,5 @@ int api_fail_storage(api_req *rq, int rc, int e, err_code missing, const char *w
                      const char *name, const char *why);
 
 /* RFC 3339 UTC timestamp of a column, for SQL text. */
-#define TS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
 
 #endif

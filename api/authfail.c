@@ -145,21 +145,11 @@ bool authfail_note(authfail *af, const authfail_event *e, double now_s, authfail
 	return first;
 }
 
-/* RFC 3339 UTC with milliseconds of t (seconds since the epoch). */
-static void time_text(double t, char out[32])
-{
-	time_t sec = (time_t)t;
-	struct tm tm;
-	gmtime_r(&sec, &tm);
-	size_t n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(out + n, 32 - n, ".%03dZ", (int)((t - (double)sec) * 1000.0));
-}
-
 int authfail_write(authfail *af, PGconn *c, const authfail_batch *b)
 {
 	char first[32], last[32], resource[80];
-	time_text(b->first, first);
-	time_text(b->last, last);
+	clock_rfc3339(b->first, first);
+	clock_rfc3339(b->last, last);
 	json_t *routes = json_object(), *codes = json_object();
 	for (int i = 0; i < AUTHFAIL_ROUTES && b->routes[i]; i++) {
 		char name[256];

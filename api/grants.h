@@ -33,10 +33,14 @@
 	"CASE WHEN g.revoked_at IS NOT NULL THEN 'revoked'"                                        \
 	" WHEN g.expires_at <= clock_timestamp() THEN 'expired'"                                   \
 	" WHEN g.approved_at IS NULL THEN 'pending' ELSE 'active' END AS state,"                   \
-	" " TS("g.created_at") " AS created_at, " TS(                                              \
+	" " CLOCK_SQL_RFC3339("g.created_at") " AS created_at, " CLOCK_SQL_RFC3339(                \
 	    "g.expires_at") " AS expires_at,"                                                      \
-	                    " " TS("g.approved_at") " AS approved_at, " TS(                        \
-	                        "g.revoked_at") " AS revoked_at"
+	                    " " CLOCK_SQL_RFC3339("g.approved_at") " AS "                          \
+	                                                           "approved_at,"                  \
+	                                                           " " CLOCK_SQL_RFC3339(          \
+	                                                               "g.revoked_at") " AS "      \
+	                                                                               "revoked_"  \
+	                                                                               "at"
 
 /*
  * Check the fields every grant's body has: "tenant" (the grantee's name)

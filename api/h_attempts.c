@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "attemptstate.h"
 #include "failure.h"
 #include "handlers.h"
@@ -81,8 +82,8 @@ int h_attempt_create(api_req *rq)
 	         rq,
 	         "WITH a AS (INSERT INTO job_attempts (job_id, number, credential, expires_at)"
 	         " VALUES ($1, $2::int, decode($3, 'hex'), now() + $4::int * interval '1 minute')"
-	         " RETURNING *) SELECT row_to_json(x) FROM (SELECT id, job_id, number, state, " TS(
-	             "expires_at") " AS expires_at FROM a) x",
+	         " RETURNING *) SELECT row_to_json(x) FROM (SELECT id, job_id, number, "
+	         "state, " CLOCK_SQL_RFC3339("expires_at") " AS expires_at FROM a) x",
 	         4, q, &a))) {
 		OPENSSL_cleanse(secret, sizeof(secret));
 		return rc == -ERR_JOB_STATE_CONFLICT
@@ -137,7 +138,7 @@ int h_attempt_get(api_req *rq)
 	return api_reply_row(
 	    rq,
 	    "SELECT row_to_json(x) FROM (SELECT a.id, a.job_id, j.tenant_id, a.number, "
-	    "a.state, " TS(
+	    "a.state, " CLOCK_SQL_RFC3339(
 	        "a.expires_at") " AS expires_at, j.name AS job_name,"
 	                        " j.state AS job_state, j.spec, (SELECT "
 	                        "coalesce(json_agg(json_build_object("

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "auditlog.h"
 #include "db.h"
 #include "handlers.h"
@@ -232,10 +233,11 @@ static int page(exporter *x)
 	                  2, p);
 	if (rc == 0)
 		rc = db_query(x->c, &heads,
-		              "SELECT size, encode(root, 'hex') AS root, to_char(signed_at AT TIME"
-		              " ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') AS signed_at,"
-		              " encode(signature, 'hex') AS signature, key_id FROM audit_heads"
-		              " WHERE size > $1 AND size <= $2 ORDER BY size",
+		              "SELECT size, encode(root, 'hex') AS root, " CLOCK_SQL_RFC3339(
+		                  "signed_at") " AS signed_at,"
+		                               " encode(signature, 'hex') AS signature, key_id "
+		                               "FROM audit_heads"
+		                               " WHERE size > $1 AND size <= $2 ORDER BY size",
 		              2, p);
 	int h = 0, nh = rc == 0 ? PQntuples(heads) : 0;
 	for (int i = 0; rc == 0 && i < PQntuples(leaves); i++) {

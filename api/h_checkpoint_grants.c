@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "clock.h"
 #include "grants.h"
 #include "handlers.h"
 #include "server.h"
@@ -200,12 +201,13 @@ int h_shared_checkpoints(api_req *rq)
 	    "SELECT coalesce(json_agg(x ORDER BY x.owner, x.job, x.step), '[]') FROM"
 	    " (SELECT c.id AS checkpoint_id, ot.name AS owner, j.name AS job, c.step,"
 	    " c.classification, bool_or(g.download) AS download,"
-	    " " TS("max(g.expires_at)") " AS expires_at FROM checkpoint_grants g"
-	                                " JOIN checkpoints c ON c.id = g.checkpoint_id JOIN jobs j "
-	                                "ON j.id = c.job_id"
-	                                " JOIN tenants ot ON ot.id = j.tenant_id WHERE g.tenant_id "
-	                                "= $1 AND " GRANT_IN_FORCE
-	                                " GROUP BY c.id, ot.name, j.name) x",
+	    " " CLOCK_SQL_RFC3339(
+	        "max(g.expires_at)") " AS expires_at FROM checkpoint_grants g"
+	                             " JOIN checkpoints c ON c.id = g.checkpoint_id JOIN jobs j "
+	                             "ON j.id = c.job_id"
+	                             " JOIN tenants ot ON ot.id = j.tenant_id WHERE g.tenant_id "
+	                             "= $1 AND " GRANT_IN_FORCE
+	                             " GROUP BY c.id, ot.name, j.name) x",
 	    1, p, &items);
 	return api_reply_items(rq, rc, items, NULL);
 }

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "clock.h"
 #include "codestore.h"
 #include "dataset.h"
 #include "handlers.h"
@@ -31,13 +32,14 @@
 #include "tenant_dirs.h"
 
 #define BUNDLE_COLS                                                                                \
-	"b.id, b.name, b.description, b.classification, " TS(                                      \
+	"b.id, b.name, b.description, b.classification, " CLOCK_SQL_RFC3339(                       \
 	    "b.created_at") " AS created_at,"                                                      \
 	                    " (SELECT max(version) FROM code_versions WHERE bundle_id = b.id)"     \
 	                    " AS latest_version"
 #define VERSION_COLS                                                                               \
 	"v.id, v.version, v.files, v.dirs, v.symlinks, v.hardlinks, v.bytes, v.archive_bytes,"     \
-	" v.sealed_bytes, encode(v.sha256, 'hex') AS sha256, " TS("v.created_at") " AS created_at"
+	" v.sealed_bytes, encode(v.sha256, 'hex') AS sha256, " CLOCK_SQL_RFC3339(                  \
+	    "v.created_at") " AS created_at"
 
 int h_code_create(api_req *rq)
 {

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "clock.h"
 #include "dataset.h"
 #include "handlers.h"
 #include "hex.h"
@@ -152,7 +153,7 @@ static int upload_register(api_req *rq, upload *u, const dataset_summary *sum, j
 		    " $12::bigint FROM dataset_versions WHERE dataset_id = $2 RETURNING *)"
 		    " SELECT row_to_json(x) FROM (SELECT v.id, v.version, v.format, v.shards,"
 		    " v.tokens, v.max_token, v.bytes, encode(v.sha256, 'hex') AS sha256,"
-		    " v.masking, v.unmasked, v.sealed_bytes, " TS(
+		    " v.masking, v.unmasked, v.sealed_bytes, " CLOCK_SQL_RFC3339(
 		        "v.created_at") " AS created_at FROM v) x",
 		    12, p, out);
 	free(mtext);

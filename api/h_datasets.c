@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "clock.h"
 #include "dataset.h"
 #include "grants.h"
 #include "handlers.h"
@@ -22,14 +23,14 @@ const char *const api_classifications[] = {"public", "internal", "confidential",
 #define DATASET_COLS                                                                               \
 	"d.id, d.name, d.description, d.classification, d.mask_patterns,"                          \
 	" d.exempt_reason IS NOT NULL AS masking_exempt, d.exempt_reason,"                         \
-	" " TS("d.exempt_at") " AS exempt_at, " TS(                                                \
+	" " CLOCK_SQL_RFC3339("d.exempt_at") " AS exempt_at, " CLOCK_SQL_RFC3339(                  \
 	    "d.created_at") " AS created_at,"                                                      \
 	                    " (SELECT max(version) FROM dataset_versions WHERE dataset_id = "      \
 	                    "d.id) AS latest_version"
 #define VERSION_COLS                                                                               \
 	"v.id, v.version, v.format, v.shards, v.tokens, v.max_token, v.bytes,"                     \
 	" encode(v.sha256, 'hex') AS sha256, v.masking, v.unmasked,"                               \
-	" " TS("v.created_at") " AS created_at"
+	" " CLOCK_SQL_RFC3339("v.created_at") " AS created_at"
 
 /* The custom masking patterns of a dataset body, checked by compiling them. */
 static void read_patterns(const json_t *in, verrs *v)
@@ -333,7 +334,7 @@ int h_dataset_derived(api_req *rq)
 	    " SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM d) THEN NULL ELSE (SELECT"
 	    " coalesce(json_agg(x ORDER BY x.created_at DESC, x.checkpoint_id), '[]') FROM"
 	    " (SELECT c.id AS checkpoint_id, jt.name AS tenant, j.id AS job_id, j.name AS job,"
-	    " c.step, c.classification, dj.version, dj.role, " TS(
+	    " c.step, c.classification, dj.version, dj.role, " CLOCK_SQL_RFC3339(
 	        "c.created_at") " AS created_at FROM jobs1 dj JOIN jobs j ON j.id = dj.job_id"
 	                        " JOIN tenants jt ON jt.id = j.tenant_id"
 	                        " JOIN checkpoints c ON c.job_id = j.id"

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "eta.h"
 #include "handlers.h"
 #include "quota.h"
@@ -55,15 +56,11 @@ static double num(const json_t *v)
 	return json_is_number(v) ? json_number_value(v) : 0;
 }
 
-/* seconds since the epoch as RFC 3339 UTC ("2026-12-04T19:52:03Z"). */
+/* seconds since the epoch as shown (clock.h). */
 static json_t *timestamp(double t)
 {
-	char buf[32];
-	time_t s = (time_t)floor(t);
-	struct tm tm;
-	if (!gmtime_r(&s, &tm) || !strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm))
-		return json_null();
-	return json_string(buf);
+	char buf[CLOCK_RFC3339_SIZE];
+	return json_string(clock_rfc3339(t, buf));
 }
 
 int h_job_eta(api_req *rq)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "failure.h"
 #include "goodput.h"
 #include "handlers.h"
@@ -32,9 +33,9 @@
 	"     AND e.to_state = j.state), j.updated_at) ELSE clock_timestamp() END),"               \
 	" 'attempts', (SELECT coalesce(json_agg(json_build_object("                                \
 	"   'number', a.number, 'class', a.failure_class,"                                         \
-	"   'started_at', " TS(                                                                    \
+	"   'started_at', " CLOCK_SQL_RFC3339(                                                     \
 	    "coalesce(a.started_at, a.created_at)") ","                                            \
-	                                            "   'ended_at', " TS(                          \
+	                                            "   'ended_at', " CLOCK_SQL_RFC3339(           \
 	                                                "a.ended_at") ","                          \
 	                                                              "   'devices', "             \
 	                                                              "coalesce(a.devices, "       \

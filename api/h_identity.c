@@ -9,13 +9,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "clock.h"
 #include "handlers.h"
 #include "identity.h"
 #include "server.h"
 #include "tenant_dirs.h"
 
 #define IDENTITY_SQL                                                                               \
-	"SELECT row_to_json(x) FROM (SELECT i.uid, i.gid, i.source, " TS(                          \
+	"SELECT row_to_json(x) FROM (SELECT i.uid, i.gid, i.source, " CLOCK_SQL_RFC3339(           \
 	    "i.assigned_at") " AS assigned_at FROM tenant_identities i WHERE i.tenant_id = $1) x"
 
 /* The row of the scope's tenant, with its user's name on this host. RET 0 answered. */

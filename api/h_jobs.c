@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "datapath.h"
 #include "grants.h"
 #include "handlers.h"
@@ -563,11 +564,11 @@ int h_job_events(api_req *rq)
 {
 	const char *p[] = {rq->scope.job_id};
 	json_t *items;
-	int rc =
-	    api_query_json(rq,
-	                   "SELECT coalesce(json_agg(x ORDER BY x.id), '[]') FROM (SELECT id, " TS(
-	                       "at") " AS at, from_state, to_state, reason, actor_id, detail"
-	                             " FROM job_events WHERE job_id = $1) x",
-	                   1, p, &items);
+	int rc = api_query_json(
+	    rq,
+	    "SELECT coalesce(json_agg(x ORDER BY x.id), '[]') FROM (SELECT id, " CLOCK_SQL_RFC3339(
+	        "at") " AS at, from_state, to_state, reason, actor_id, detail"
+	              " FROM job_events WHERE job_id = $1) x",
+	    1, p, &items);
 	return api_reply_items(rq, rc, items, NULL);
 }

@@ -8,11 +8,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "clock.h"
 #include "handlers.h"
 #include "server.h"
 
 #define MEMBER_SQL                                                                                 \
-	"SELECT u.id AS user_id, u.name AS user, b.role, " TS(                                     \
+	"SELECT u.id AS user_id, u.name AS user, b.role, " CLOCK_SQL_RFC3339(                      \
 	    "b.created_at") " AS created_at"                                                       \
 	                    " FROM role_bindings b JOIN users u ON u.id = b.user_id WHERE "        \
 	                    "b.tenant_id = $1"
@@ -139,7 +140,8 @@ int h_member_put(api_req *rq)
 	    " VALUES ($1, $2, $3, $4) ON CONFLICT (user_id, tenant_id)"
 	    " WHERE tenant_id IS NOT NULL DO UPDATE SET role = EXCLUDED.role,"
 	    " granted_by = EXCLUDED.granted_by RETURNING *)"
-	    " SELECT row_to_json(x) FROM (SELECT b.user_id, u.name AS user, b.role, " TS(
+	    " SELECT row_to_json(x) FROM (SELECT b.user_id, u.name AS user, "
+	    "b.role, " CLOCK_SQL_RFC3339(
 	        "b.created_at") " AS created_at FROM b JOIN users u ON u.id = b.user_id) x",
 	    4, p, &m);
 	char res[160];

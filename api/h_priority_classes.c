@@ -11,11 +11,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "clock.h"
 #include "handlers.h"
 #include "jobspec.h"
 #include "server.h"
 
-#define CLASS_COLS "name, value, description, " TS("updated_at") " AS updated_at"
+#define CLASS_COLS "name, value, description, " CLOCK_SQL_RFC3339("updated_at") " AS updated_at"
 
 int h_priority_class_list(api_req *rq)
 {

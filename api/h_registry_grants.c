@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "clock.h"
 #include "grants.h"
 #include "handlers.h"
 #include "server.h"
@@ -64,7 +65,7 @@ typedef struct registry_kind {
 	.shared = "SELECT coalesce(json_agg(x ORDER BY x.owner, x.name), '[]') FROM" \
 		" (SELECT ot.name AS owner, d.name, d.description, d.classification," \
 		" (SELECT max(version) FROM " versions " WHERE " fk " = d.id) AS latest_version," \
-		" " TS("max(g.expires_at)") " AS expires_at FROM " grants " g" \
+		" " CLOCK_SQL_RFC3339("max(g.expires_at)") " AS expires_at FROM " grants " g" \
 		" JOIN " entries " d ON d.id = g." fk " JOIN tenants ot ON ot.id = d.tenant_id" \
 		" WHERE g.tenant_id = $1 AND " GRANT_IN_FORCE " GROUP BY ot.name, d.id) x", \
 	.change = { \

@@ -5,12 +5,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "clock.h"
 #include "handlers.h"
 #include "server.h"
 
 #define CHECKPOINT_COLS                                                                            \
-	"c.id, c.job_id, c.attempt_id, c.step, c.world, c.bytes, c.shards, c.classification, " TS( \
-	    "c.created_at") " AS created_at"
+	"c.id, c.job_id, c.attempt_id, c.step, c.world, c.bytes, c.shards, "                       \
+	"c.classification, " CLOCK_SQL_RFC3339("c.created_at") " AS created_at"
 
 /* GET /v1/jobs/{job}/metrics?after=STEP: step lines in order, a page at a time. */
 int h_job_metrics(api_req *rq)
@@ -24,7 +25,8 @@ int h_job_metrics(api_req *rq)
 	json_t *items;
 	int rc = api_query_json(
 	    rq,
-	    "SELECT coalesce(json_agg(x ORDER BY x.step, x.at), '[]') FROM (SELECT m.step, " TS(
+	    "SELECT coalesce(json_agg(x ORDER BY x.step, x.at), '[]') FROM (SELECT "
+	    "m.step, " CLOCK_SQL_RFC3339(
 	        "m.at") " AS at, a.number AS attempt, m.data FROM job_metrics m"
 	                " JOIN job_attempts a ON a.id = m.attempt_id WHERE m.job_id = $1"
 	                " AND m.step > $2::int ORDER BY m.step, m.at LIMIT $3::int) x",

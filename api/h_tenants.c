@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "handlers.h"
 #include "jobspec.h"
 #include "log.h"
@@ -14,10 +15,10 @@
 /* A new tenant's quota until an admin sets one (also in README.md). */
 static const char *const default_quota[] = {"8", "4", "1000", "1099511627776", "1"};
 
-#define TENANT_COLS "id, name, display_name, " TS("created_at") " AS created_at"
+#define TENANT_COLS "id, name, display_name, " CLOCK_SQL_RFC3339("created_at") " AS created_at"
 #define QUOTA_COLS                                                                                 \
 	"tenant_id, max_gpus, max_running_jobs, gpu_hours_per_month, max_storage_bytes, "          \
-	"weight, borrow_gpus, priority_classes, " TS("updated_at") " AS updated_at"
+	"weight, borrow_gpus, priority_classes, " CLOCK_SQL_RFC3339("updated_at") " AS updated_at"
 
 int h_tenant_create(api_req *rq)
 {
@@ -106,7 +107,7 @@ int h_tenant_list(api_req *rq)
 		rc = api_query_json(
 		    rq,
 		    "SELECT coalesce(json_agg(x ORDER BY x.name), '[]') FROM (SELECT "
-		    "t.id, t.name, t.display_name, " TS(
+		    "t.id, t.name, t.display_name, " CLOCK_SQL_RFC3339(
 		        "t.created_at") " AS created_at"
 		                        " FROM tenants t JOIN role_bindings b ON b.tenant_id = t.id"
 		                        " WHERE b.user_id = $1) x",

@@ -8,25 +8,33 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "clock.h"
 #include "handlers.h"
 #include "server.h"
 #include "users.h"
 
 #define USER_SQL                                                                                   \
-	"SELECT u.id, u.name, u.email, b.role AS platform_role, " TS(                              \
+	"SELECT u.id, u.name, u.email, b.role AS platform_role, " CLOCK_SQL_RFC3339(               \
 	    "u.created_at") " AS created_at FROM users u LEFT JOIN role_bindings b ON b.user_id "  \
 	                    "= u.id"                                                               \
 	                    " AND b.tenant_id IS NULL"
-#define TOKEN_SQL                                                                                  \
-	"SELECT id, user_id, name, " TS("created_at") " AS created_at, " TS(                       \
-	    "expires_at") " AS expires_at, " TS("revoked_at") " AS revoked_at, " TS("last_used_"   \
-	                                                                            "at") " AS "   \
-	                                                                                  "last_"  \
-	                                                                                  "used_"  \
-	                                                                                  "at "    \
-	                                                                                  "FROM "  \
-	                                                                                  "api_"   \
-	                                                                                  "tokens"
+#define TOKEN_SQL                                                                                                                      \
+	"SELECT id, user_id, name, " CLOCK_SQL_RFC3339("created_at") " AS "                                                            \
+	                                                             "created_at,"                                                     \
+	                                                             " " CLOCK_SQL_RFC3339("expir"                                     \
+	                                                                                   "es_"                                       \
+	                                                                                   "at") " AS expires_at, " CLOCK_SQL_RFC3339( \
+	                                                                 "revoked_at") " AS "                                          \
+	                                                                               "revoked_"                                      \
+	                                                                               "at,"                                           \
+	                                                                               " " CLOCK_SQL_RFC3339("last_used_"              \
+	                                                                                                     "at") " AS "              \
+	                                                                                                           "last_"             \
+	                                                                                                           "used_"             \
+	                                                                                                           "at "               \
+	                                                                                                           "FROM "             \
+	                                                                                                           "api_"              \
+	                                                                                                           "tokens"
 
 int h_user_create(api_req *rq)
 {

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "crypt.h"
 #include "handlers.h"
 #include "hex.h"
@@ -30,7 +31,7 @@ static const char *const alert_kinds[] = {
     "loss_spike", "non_finite", "stalled", "slow_steps", "restarts", "quota_nearly_spent", NULL};
 
 #define WEBHOOK_COLS                                                                               \
-	"w.id, w.url, w.kinds, w.allow_private, " TS(                                              \
+	"w.id, w.url, w.kinds, w.allow_private, " CLOCK_SQL_RFC3339(                               \
 	    "w.created_at") " AS created_at,"                                                      \
 	                    " (SELECT u.name FROM users u WHERE u.id = w.created_by) AS "          \
 	                    "created_by"
@@ -242,11 +243,30 @@ int h_webhook_deliveries(api_req *rq)
 	             "SELECT CASE WHEN EXISTS (SELECT 1 FROM webhooks WHERE id = $1"
 	             " AND tenant_id = $2) THEN (SELECT coalesce(json_agg(x ORDER BY x.id DESC),"
 	             " '[]') FROM (SELECT d.id, d.alert_id, a.kind, d.state, d.attempts,"
-	             " d.last_status, d.last_error, " TS("d.next_at") " AS next_at, " TS(
-	                 "d.delivered_at") " AS delivered_at FROM webhook_deliveries d"
-	                                   " JOIN alerts a ON a.id = d.alert_id"
-	                                   " WHERE d.webhook_id = $1 ORDER BY d.id DESC"
-	                                   " LIMIT 200) x) END",
+	             " d.last_status, d.last_error, " CLOCK_SQL_RFC3339(
+	                 "d.next_at") " AS next_at, " CLOCK_SQL_RFC3339("d.delivered_at") " AS "
+	                                                                                  "delivere"
+	                                                                                  "d_at "
+	                                                                                  "FROM "
+	                                                                                  "webhook_"
+	                                                                                  "deliveri"
+	                                                                                  "es d"
+	                                                                                  " JOIN "
+	                                                                                  "alerts "
+	                                                                                  "a ON "
+	                                                                                  "a.id = "
+	                                                                                  "d.alert_"
+	                                                                                  "id"
+	                                                                                  " WHERE "
+	                                                                                  "d."
+	                                                                                  "webhook_"
+	                                                                                  "id = $1 "
+	                                                                                  "ORDER "
+	                                                                                  "BY d.id "
+	                                                                                  "DESC"
+	                                                                                  " LIMIT "
+	                                                                                  "200) x) "
+	                                                                                  "END",
 	             2, p, &items)
 	       : 0;
 	if (rc)
@@ -266,7 +286,7 @@ int h_alert_list(api_req *rq)
 	int rc = api_query_json(
 	    rq,
 	    "SELECT coalesce(json_agg(x ORDER BY x.created_at DESC), '[]') FROM (SELECT a.id,"
-	    " a.job_id, a.kind, a.detail, " TS(
+	    " a.job_id, a.kind, a.detail, " CLOCK_SQL_RFC3339(
 	        "a.created_at") " AS created_at FROM alerts a"
 	                        " WHERE a.tenant_id = $1 AND ($2::uuid IS NULL OR a.job_id = "
 	                        "$2::uuid)"

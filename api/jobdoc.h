@@ -25,10 +25,10 @@
 #define JOB_COLS                                                                                 \
 	"j.id, j.tenant_id, jt.name AS tenant, j.name, j.state, j.state_reason,"                 \
 	" j.submitter_id, j.priority, j.priority_class, j.preemptible, j.devices, j.attempts,"  \
-	" " TS("j.created_at") " AS created_at,"                                                 \
-	" " TS("j.updated_at") " AS updated_at,"                                                 \
-	" " TS("j.started_at") " AS started_at,"                                                 \
-	" " TS("j.finished_at") " AS finished_at"
+	" " CLOCK_SQL_RFC3339("j.created_at") " AS created_at,"                                                 \
+	" " CLOCK_SQL_RFC3339("j.updated_at") " AS updated_at,"                                                 \
+	" " CLOCK_SQL_RFC3339("j.started_at") " AS started_at,"                                                 \
+	" " CLOCK_SQL_RFC3339("j.finished_at") " AS finished_at"
 #define JOB_FROM " FROM jobs j JOIN tenants jt ON jt.id = j.tenant_id"
 
 /* The tenant's queued jobs ahead of j (cond), counted up to the limit, on
@@ -59,7 +59,7 @@
 	"  WHERE s.tenant_id = j.tenant_id),"                                                    \
 	" 'tenants_ranked', (SELECT count(*) FROM scheduler_tenants),"                           \
 	" 'reason', j.state_reason,"                                                             \
-	" 'not_before', " TS("j.not_before") ") END AS queue"
+	" 'not_before', " CLOCK_SQL_RFC3339("j.not_before") ") END AS queue"
 
 /* The document of the job row j (tenant jt), as one json value. */
 #define JOB_DOC "(SELECT row_to_json(x) FROM (SELECT " JOB_COLS ", " JOB_QUEUE ", j.spec) x)"

@@ -11,22 +11,28 @@
 #include "audit.h"
 #include "server.h"
 
+int api_body_parse(api_req *rq)
+{
+	if (rq->body_len == 0 || rq->body_json)
+		return 0;
+	jsonx_limits lim = {rq->cfg->json_max_depth, rq->cfg->json_max_array};
+	char msg[200];
+	int rc = jsonx_parse(rq->body, rq->body_len, &lim, &rq->body_json, msg, sizeof(msg));
+	if (rc < 0)
+		return api_fail(rq, rc, "%s", msg), -1;
+	return 0;
+}
+
 int api_body_object(api_req *rq, json_t **out)
 {
 	*out = NULL;
 	if (rq->body_len == 0)
 		return api_fail(rq, ERR_INVALID_JSON, "a JSON object body is required"), -1;
-	jsonx_limits lim = {rq->cfg->json_max_depth, rq->cfg->json_max_array};
-	char msg[200];
-	json_t *j;
-	int rc = jsonx_parse(rq->body, rq->body_len, &lim, &j, msg, sizeof(msg));
-	if (rc < 0)
-		return api_fail(rq, rc, "%s", msg), -1;
-	if (!json_is_object(j)) {
-		json_decref(j);
+	if (api_body_parse(rq) < 0)
+		return -1;
+	if (!json_is_object(rq->body_json))
 		return api_fail(rq, ERR_INVALID_JSON, "the body must be a JSON object"), -1;
-	}
-	*out = j;
+	*out = json_incref(rq->body_json);
 	return 0;
 }
 

@@ -4,6 +4,7 @@
 #include "router.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "hex.h"
@@ -83,6 +84,13 @@ static int match_pattern(const char *pat, const char *path, route_params *pp)
 	return (*pat == '\0' && *path == '\0') ? 1 : 0;
 }
 
+/* HEAD is GET without the body (RFC 9110 9.3.2): every GET route answers it. */
+static bool method_matches(const char *route_method, const char *method)
+{
+	return strcmp(route_method, method) == 0 ||
+	       (strcmp(method, "HEAD") == 0 && strcmp(route_method, "GET") == 0);
+}
+
 route_match router_match(const route *table, size_t n, const char *method, const char *path,
                          const route **found, route_params *params)
 {
@@ -97,7 +105,7 @@ route_match router_match(const route *table, size_t n, const char *method, const
 				result = ROUTE_BAD_PATH;
 			continue;
 		}
-		if (strcmp(table[i].method, method) == 0) {
+		if (method_matches(table[i].method, method)) {
 			*found = &table[i];
 			*params = scratch;
 			return ROUTE_FOUND;
@@ -105,6 +113,27 @@ route_match router_match(const route *table, size_t n, const char *method, const
 		result = ROUTE_BAD_METHOD;
 	}
 	return result;
+}
+
+size_t router_allow(const route *table, size_t n, const char *path, char *out, size_t size)
+{
+	static const char *const order[] = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"};
+	route_params scratch;
+	size_t len = 0;
+	out[0] = '\0';
+	for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
+		bool allowed = false;
+		for (size_t i = 0; i < n && !allowed; i++)
+			allowed = method_matches(table[i].method, order[k]) &&
+			          match_pattern(table[i].pattern, path, &scratch) > 0;
+		if (!allowed)
+			continue;
+		int w = snprintf(out + len, size - len, "%s%s", len ? ", " : "", order[k]);
+		if (w < 0 || (size_t)w >= size - len)
+			break;
+		len += (size_t)w;
+	}
+	return len;
 }
 
 const char *route_param(const route_params *p, const char *name)

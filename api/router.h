@@ -21,7 +21,7 @@ struct api_req;
 typedef int (*route_handler)(struct api_req *rq);
 
 typedef struct route {
-	const char *method;  /* "GET", "POST", "PUT", "DELETE" */
+	const char *method;  /* "GET" (HEAD too), "POST", "PUT", "DELETE" */
 	const char *pattern; /* "/v1/jobs/{job}" */
 	perm permission;     /* checked before the handler runs */
 	scope scope;         /* what the permission is checked against */
@@ -66,6 +66,13 @@ typedef enum route_match {
  */
 route_match router_match(const route *table, size_t n, const char *method, const char *path,
                          const route **found, route_params *params);
+
+/*
+ * The methods path answers, as a 405's Allow header lists them ("GET,
+ * HEAD, POST"); HEAD wherever GET is. OUT: out (size bytes, terminated).
+ * RET: its length (0: the path matches no route).
+ */
+size_t router_allow(const route *table, size_t n, const char *path, char *out, size_t size);
 
 /* RET: the value of placeholder name, or NULL. */
 const char *route_param(const route_params *p, const char *name);

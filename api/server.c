@@ -231,11 +231,14 @@ static bool pipeline_route(api_req *rq)
 	    router_match(s->routes, s->n_routes, rq->method, rq->path, &rq->rt, &rq->params);
 	if (m != ROUTE_FOUND) {
 		rq->rt = NULL;
-		if (m == ROUTE_BAD_METHOD)
+		if (m == ROUTE_BAD_METHOD) {
+			router_allow(s->routes, s->n_routes, rq->path, rq->allow,
+			             sizeof(rq->allow));
 			api_fail(rq, ERR_METHOD_NOT_ALLOWED, "%s is not allowed on %s", rq->method,
 			         rq->path_shown);
-		else
+		} else {
 			api_fail(rq, ERR_NOT_FOUND, "no route for %s", rq->path_shown);
+		}
 		return false;
 	}
 	if (rq->body_too_large) {
@@ -249,6 +252,8 @@ static bool pipeline_route(api_req *rq)
 			api_fail(rq, ERR_UNSUPPORTED_MEDIA, "send the body as application/json");
 			return false;
 		}
+		if (api_body_parse(rq) < 0)
+			return false;
 	}
 	return true;
 }
@@ -378,6 +383,8 @@ static enum MHD_Result send_response(req_slot *slot)
 		        : security_headers[i][1]);
 	if (rq->retry_after[0])
 		MHD_add_response_header(resp, "Retry-After", rq->retry_after);
+	if (rq->allow[0])
+		MHD_add_response_header(resp, "Allow", rq->allow);
 	if (rq->replayed)
 		MHD_add_response_header(resp, "Idempotency-Replayed", "true");
 	enum MHD_Result r = MHD_queue_response(rq->conn, (unsigned)rq->status, resp);
@@ -624,6 +631,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		rq->upload.release(rq->upload.ctx); /* finished, refused or cut off */
 	json_decref(rq->out);
 	json_decref(rq->field_errors);
+	json_decref(rq->body_json);
 	free(rq->raw_owned);
 	free(rq->body);
 	free(slot);

@@ -26,6 +26,7 @@
  * "<t>.<body>". The address is checked again (api/webhook_addr.h) and the
  * connection made to exactly the address checked.
  */
+#include "clock.h"
 #include "webhook_send.h"
 
 #include <curl/curl.h>
@@ -87,12 +88,14 @@ typedef struct claimed_delivery {
 	"   FROM due WHERE d.id = due.id RETURNING d.*)"                                           \
 	" SELECT c.id, c.attempts, w.url, encode(w.secret_sealed, 'hex'), w.allow_private, w.id,"  \
 	"  json_build_object('id', a.id, 'kind', a.kind, 'tenant', t.name, 'job_id', a.job_id,"    \
-	"   'job_name', j.name, 'detail', a.detail, 'created_at', to_char(a.created_at"            \
-	"   AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'))::text,"                      \
-	"  w.deleted_at IS NOT NULL, w.tenant_id, c.claim"                                         \
-	" FROM claimed c JOIN webhooks w ON w.id = c.webhook_id JOIN alerts a ON a.id = "          \
-	"c.alert_id"                                                                               \
-	" JOIN tenants t ON t.id = a.tenant_id LEFT JOIN jobs j ON j.id = a.job_id"
+	"   'job_name', j.name, 'detail', a.detail, 'created_at', " CLOCK_SQL_RFC3339(             \
+	    "a.created_at") ")::text,"                                                             \
+	                    "  w.deleted_at IS NOT NULL, w.tenant_id, c.claim"                     \
+	                    " FROM claimed c JOIN webhooks w ON w.id = c.webhook_id JOIN alerts "  \
+	                    "a ON a.id = "                                                         \
+	                    "c.alert_id"                                                           \
+	                    " JOIN tenants t ON t.id = a.tenant_id LEFT JOIN jobs j ON j.id = "    \
+	                    "a.job_id"
 
 static void nap(webhook_sender *s, int ms)
 {

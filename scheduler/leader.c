@@ -76,8 +76,7 @@ static void say_follows(sched *s)
 {
 	PGresult *r;
 	if (db_query(s->db, &r,
-	             "SELECT holder, epoch, to_char(deadline AT TIME ZONE 'UTC',"
-	             " 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') FROM scheduler_lease",
+	             "SELECT holder, epoch, " CLOCK_SQL_RFC3339("deadline") " FROM scheduler_lease",
 	             0, NULL) == 0 &&
 	    PQntuples(r) == 1)
 		log_printf(LOG_INFO,

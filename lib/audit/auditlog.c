@@ -154,9 +154,8 @@ static int head_from_row(const PGresult *r, int row, auditlog_head *h)
 
 #define HEAD_COLS                                                                                  \
 	"size, encode(root, 'hex') AS root,"                                                       \
-	" to_char(signed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') AS "          \
-	"signed_at,"                                                                               \
-	" encode(signature, 'hex') AS signature, key_id"
+	" " CLOCK_SQL_RFC3339("signed_at") " AS signed_at,"                                        \
+	                                   " encode(signature, 'hex') AS signature, key_id"
 
 int auditlog_head_latest(PGconn *c, auditlog_head *h, bool *found)
 {
@@ -175,18 +174,6 @@ int auditlog_head_message(const auditlog_head *h, char *b, size_t n)
 	return auditsign_head_message(h->size, h->root, h->at, b, n);
 }
 
-/* The time now as a head carries it: RFC 3339 UTC, milliseconds. */
-static void head_time(char *out, size_t n)
-{
-	long long ms = clock_epoch_ms();
-	time_t s = (time_t)(ms / 1000);
-	struct tm tm;
-	gmtime_r(&s, &tm);
-	char day[32];
-	strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(out, n, "%s.%03dZ", day, (int)(ms % 1000));
-}
-
 /* Sign and store the head of size with root. RET 0 or -ERR_*. */
 static int head_sign(PGconn *c, const audit_signer *s, int64_t size, const merkle_hash root,
                      auditlog_head *h)
@@ -194,7 +181,7 @@ static int head_sign(PGconn *c, const audit_signer *s, int64_t size, const merkl
 	memset(h, 0, sizeof(*h));
 	h->size = size;
 	memcpy(h->root, root, MERKLE_HASH_LEN);
-	head_time(h->at, sizeof(h->at));
+	clock_rfc3339(clock_epoch_s(), h->at);
 	snprintf(h->key_id, sizeof(h->key_id), "%s", s->key_id);
 	char msg[AUDIT_HEAD_MSG_MAX];
 	int n = auditlog_head_message(h, msg, sizeof(msg));

@@ -2,6 +2,7 @@
  * report.c - the report kinds, their queries, and the run that streams a
  * report's rows (report.h). The writers are in report_fmt.c.
  */
+#include "clock.h"
 #include "report.h"
 
 #include <ctype.h>
@@ -12,7 +13,6 @@
 #include <time.h>
 
 /* A time column as RFC 3339 UTC with milliseconds. */
-#define TS(col) "to_char((" col ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
 
 /* The records of the head, the period and the tenant; t the record's tenant. */
 #define LOGGED                                                                                     \
@@ -79,13 +79,13 @@ static const report_section access_review[] = {
 	{"tenant-roles", "Tenant roles held", tenant_role_cols,
 	 "WITH " TENANT_ROLES
 	 " SELECT coalesce(tn.name, ''), coalesce(u.name, tr.uid), tr.role, tr.actor_name,"
-	 " " TS("tr.at") ", ARRAY[tr.seq] FROM tr"
+	 " " CLOCK_SQL_RFC3339("tr.at") ", ARRAY[tr.seq] FROM tr"
 	 " LEFT JOIN tenants tn ON tn.id = tr.tenant_id LEFT JOIN users u ON u.id::text = tr.uid"
 	 " ORDER BY 1, 2",
 	 false},
 	{"platform-roles", "Platform admins and auditors", platform_role_cols,
 	 "WITH " PLATFORM_ROLES
-	 " SELECT coalesce(u.name, pr.uid), pr.role, pr.actor_name, " TS("pr.at") ","
+	 " SELECT coalesce(u.name, pr.uid), pr.role, pr.actor_name, " CLOCK_SQL_RFC3339("pr.at") ","
 	 " ARRAY[pr.seq] FROM pr LEFT JOIN users u ON u.id::text = pr.uid ORDER BY 2, 1",
 	 true},
 	/* a token's record: its creation (or an operator's issue), or the bootstrap that made it */
@@ -93,7 +93,7 @@ static const report_section access_review[] = {
 	 "WITH " TENANT_ROLES
 	 " SELECT u.name, count(DISTINCT k.id),"
 	 " floor(extract(epoch FROM $3 - min(k.created_at)) / 86400)::bigint,"
-	 " " TS("min(k.expires_at)") ", " TS("max(k.last_used_at)") ","
+	 " " CLOCK_SQL_RFC3339("min(k.expires_at)") ", " CLOCK_SQL_RFC3339("max(k.last_used_at)") ","
 	 " array_remove(array_agg(DISTINCT l.seq), NULL)"
 	 " FROM api_tokens k JOIN users u ON u.id = k.user_id"
 	 " LEFT JOIN audit_log a ON a.action IN ('token.create', 'token.issue')"
@@ -112,7 +112,7 @@ static const report_section access_review[] = {
 	 " held AS (SELECT uid, coalesce(tn.name, '') || ':' || tr.role AS what, seq FROM tr"
 	 " LEFT JOIN tenants tn ON tn.id = tr.tenant_id"
 	 " UNION ALL SELECT uid, 'platform:' || role, seq FROM pr)"
-	 " SELECT u.name, " TS("max(k.last_used_at)") ", string_agg(DISTINCT h.what, ' '),"
+	 " SELECT u.name, " CLOCK_SQL_RFC3339("max(k.last_used_at)") ", string_agg(DISTINCT h.what, ' '),"
 	 " array_agg(DISTINCT h.seq)"
 	 " FROM held h JOIN users u ON u.id::text = h.uid"
 	 " LEFT JOIN api_tokens k ON k.user_id = u.id AND k.last_used_at <= $3"
@@ -138,7 +138,7 @@ static const report_column code_grant_cols[] = {
 };
 static const report_section permission_changes[] = {
 	{"changes", "Grants, revocations, platform roles and quotas", change_cols,
-	 "SELECT " TS("x.at") ", x.actor_name, x.actor_role, x.tenant, x.action,"
+	 "SELECT " CLOCK_SQL_RFC3339("x.at") ", x.actor_name, x.actor_role, x.tenant, x.action,"
 	 " CASE WHEN x.action = 'quota.update' THEN 'quota' ELSE coalesce(u.name, x.uid) END,"
 	 " coalesce(x.detail->>'from', ''),"
 	 " CASE x.action WHEN 'quota.update' THEN x.detail::text"
@@ -155,7 +155,7 @@ static const report_section permission_changes[] = {
 	 " LEFT JOIN users u ON u.id::text = x.uid ORDER BY x.seq",
 	 false},
 	{"datasets", "Dataset grants, approvals, revocations and masking exemptions", grant_cols,
-	 "SELECT " TS("a.at") ", a.actor_name, coalesce(t.name, ''), a.action,"
+	 "SELECT " CLOCK_SQL_RFC3339("a.at") ", a.actor_name, coalesce(t.name, ''), a.action,"
 	 " split_part(a.resource, '/', 2), coalesce(a.detail->>'grantee', ''),"
 	 " coalesce(a.detail->>'expires_at', a.detail->>'reason', ''), ARRAY[l.seq]"
 	 LOGGED_OR(GRANTEE) " AND a.outcome = 'success' AND a.action IN"
@@ -163,7 +163,7 @@ static const report_section permission_changes[] = {
 	 " ORDER BY l.seq",
 	 false},
 	{"checkpoints", "Checkpoint grants, approvals and revocations", grant_cols,
-	 "SELECT " TS("a.at") ", a.actor_name, coalesce(t.name, ''), a.action,"
+	 "SELECT " CLOCK_SQL_RFC3339("a.at") ", a.actor_name, coalesce(t.name, ''), a.action,"
 	 " split_part(a.resource, '/', 2), coalesce(a.detail->>'grantee', ''),"
 	 " coalesce(a.detail->>'expires_at', ''), ARRAY[l.seq]"
 	 LOGGED_OR(GRANTEE) " AND a.outcome = 'success' AND a.action IN"
@@ -171,7 +171,7 @@ static const report_section permission_changes[] = {
 	 " ORDER BY l.seq",
 	 false},
 	{"code", "Code bundle grants, approvals and revocations", code_grant_cols,
-	 "SELECT " TS("a.at") ", a.actor_name, coalesce(t.name, ''), a.action,"
+	 "SELECT " CLOCK_SQL_RFC3339("a.at") ", a.actor_name, coalesce(t.name, ''), a.action,"
 	 " split_part(a.resource, '/', 2), coalesce(a.detail->>'grantee', ''),"
 	 " coalesce(a.detail->>'expires_at', ''), ARRAY[l.seq]"
 	 LOGGED_OR(GRANTEE) " AND a.outcome = 'success' AND a.action IN"
@@ -194,7 +194,7 @@ static const report_column access_cols[] = {
 static const report_section data_access[] = {
 	{"access", "Log reads, checkpoint downloads, data keys, dataset versions, code versions and checkpoints to start from released to attempts",
 	 access_cols,
-	 "SELECT " TS("a.at") ", a.actor_name, coalesce(t.name, ''),"
+	 "SELECT " CLOCK_SQL_RFC3339("a.at") ", a.actor_name, coalesce(t.name, ''),"
 	 " CASE WHEN a.detail->>'route' = " DATA_LOGS " THEN 'log.read'"
 	 " WHEN a.detail->>'route' IN (" DATA_DOWNLOAD ") THEN 'checkpoint.download'"
 	 " ELSE a.action END,"
@@ -226,8 +226,8 @@ static const report_section denials[] = {
 	{"denials", "Denied requests and failed authentications", denial_cols,
 	 "SELECT coalesce(nullif(a.actor_name, ''), '(unauthenticated)'), coalesce(t.name, ''),"
 	 " coalesce(r.route, a.action), sum(r.n), coalesce(sum(r.n) FILTER (WHERE a.status = 401), 0),"
-	 " " TS("min(coalesce((a.detail->>'first')::timestamptz, a.at))") ","
-	 " " TS("max(coalesce((a.detail->>'last')::timestamptz, a.at))") ","
+	 " " CLOCK_SQL_RFC3339("min(coalesce((a.detail->>'first')::timestamptz, a.at))") ","
+	 " " CLOCK_SQL_RFC3339("max(coalesce((a.detail->>'last')::timestamptz, a.at))") ","
 	 " array_agg(DISTINCT l.seq ORDER BY l.seq)"
 	 " FROM audit_log a JOIN audit_leaves l ON l.id = a.id"
 	 " LEFT JOIN tenants t ON t.id = a.tenant_id"
@@ -250,7 +250,7 @@ static const report_column key_cols[] = {
 static const report_section key_management[] = {
 	/* a data key released to an attempt rotates the tenant's key once it wrapped its limit */
 	{"keys", "Key rotations, re-wraps and shreds", key_cols,
-	 "SELECT " TS("a.at") ", a.actor_name, coalesce(t.name, ''),"
+	 "SELECT " CLOCK_SQL_RFC3339("a.at") ", a.actor_name, coalesce(t.name, ''),"
 	 " CASE a.action WHEN 'key.release' THEN 'key.release (rotated)' ELSE a.action END,"
 	 " a.outcome, coalesce(a.detail->>'version', a.detail->>'tenant_key_version'),"
 	 " a.detail->>'rewrapped', a.detail->>'data_keys_destroyed', ARRAY[l.seq]" LOGGED
@@ -265,7 +265,7 @@ static const report_column admin_cols[] = {
 };
 static const report_section admin_actions[] = {
 	{"actions", "Everything done with platform-admin rights", admin_cols,
-	 "SELECT " TS("a.at") ", a.actor_name, coalesce(t.name, ''), a.action, a.resource,"
+	 "SELECT " CLOCK_SQL_RFC3339("a.at") ", a.actor_name, coalesce(t.name, ''), a.action, a.resource,"
 	 " a.outcome, a.status, ARRAY[l.seq]" LOGGED " AND a.actor_role = 'admin' ORDER BY l.seq",
 	 false},
 };

@@ -1,6 +1,7 @@
 /*
  * log.c - JSON line logger.
  */
+#include "clock.h"
 #include "log.h"
 
 #include <stdarg.h>
@@ -39,13 +40,8 @@ void log_event(log_level lvl, const char *msg, json_t *fields)
 		json_decref(fields);
 		return;
 	}
-	struct timespec ts;
-	struct tm tm;
-	char when[40];
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	size_t n = strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(when + n, sizeof(when) - n, ".%03ldZ", ts.tv_nsec / 1000000);
+	char when[CLOCK_RFC3339_SIZE];
+	clock_rfc3339(clock_epoch_s(), when);
 
 	json_t *line = json_object();
 	json_object_set_new(line, "ts", json_string(when));

@@ -8,6 +8,7 @@
  *   section 64-byte NUL-padded name, u64 length, length bytes
  *   trailer 64 zero bytes (an empty name), u64 number of sections; then EOF
  */
+#include "clock.h"
 #include "ckpt.h"
 
 #include <openssl/evp.h>
@@ -642,11 +643,8 @@ static json_t *manifest_json(int step, int world, const json_t *config,
 {
 	json_t *shards = json_array();
 	json_t *cfg = config ? json_deep_copy(config) : json_object();
-	char created[32];
-	time_t now = time(NULL);
-	struct tm tm;
-	gmtime_r(&now, &tm);
-	strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	char created[CLOCK_RFC3339_SIZE];
+	clock_rfc3339(clock_epoch_s(), created);
 	for (int r = 0; shards != NULL && r < world; r++) {
 		json_t *o =
 		    json_pack("{s:i, s:s, s:I, s:s}", "rank", r, "name", byrank[r].name, "bytes",

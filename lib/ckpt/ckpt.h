@@ -133,7 +133,7 @@ typedef struct ckpt_manifest {
 	int world;
 	json_t *config;          /* owned: the object the trainer passed */
 	ckpt_shard_info *shards; /* owned: [world], shards[r].rank == r */
-	char created_at[32];     /* "2024-05-20T12:00:00Z" */
+	char created_at[32];     /* "2024-05-20T12:00:00.123Z" (clock.h) */
 } ckpt_manifest;
 
 /*

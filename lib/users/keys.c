@@ -1,6 +1,7 @@
 /*
  * keys.c - tenant KEKs and job data keys in the database (keys.h).
  */
+#include "clock.h"
 #include "keys.h"
 
 #include <openssl/crypto.h>
@@ -714,20 +715,20 @@ int keys_master_status(PGconn *c, const crypt_key *master, const crypt_key *prev
 	const char *p[] = {cid, pid};
 	PGresult *r;
 	*out = NULL;
-	int rc = db_query(
-	    c, &r,
-	    "WITH n AS (SELECT master_key_id AS id, count(*) AS tk, 0::bigint AS wh"
-	    " FROM tenant_keys GROUP BY 1 UNION ALL"
-	    " SELECT secret_master_key_id, 0, count(*) FROM webhooks GROUP BY 1),"
-	    " s AS (SELECT id, sum(tk) AS tk, sum(wh) AS wh FROM n GROUP BY id),"
-	    " i AS (SELECT id FROM s UNION SELECT id FROM master_keys UNION SELECT $1"
-	    " UNION SELECT $2)"
-	    " SELECT i.id, coalesce(s.tk, 0), coalesce(s.wh, 0),"
-	    " to_char(m.retired_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
-	    " FROM i LEFT JOIN s ON s.id IS NOT DISTINCT FROM i.id"
-	    " LEFT JOIN master_keys m ON m.id = i.id"
-	    " ORDER BY m.created_at NULLS LAST, i.id NULLS FIRST",
-	    2, p);
+	int rc =
+	    db_query(c, &r,
+	             "WITH n AS (SELECT master_key_id AS id, count(*) AS tk, 0::bigint AS wh"
+	             " FROM tenant_keys GROUP BY 1 UNION ALL"
+	             " SELECT secret_master_key_id, 0, count(*) FROM webhooks GROUP BY 1),"
+	             " s AS (SELECT id, sum(tk) AS tk, sum(wh) AS wh FROM n GROUP BY id),"
+	             " i AS (SELECT id FROM s UNION SELECT id FROM master_keys UNION SELECT $1"
+	             " UNION SELECT $2)"
+	             " SELECT i.id, coalesce(s.tk, 0), coalesce(s.wh, 0),"
+	             " " CLOCK_SQL_RFC3339(
+	                 "m.retired_at") " FROM i LEFT JOIN s ON s.id IS NOT DISTINCT FROM i.id"
+	                                 " LEFT JOIN master_keys m ON m.id = i.id"
+	                                 " ORDER BY m.created_at NULLS LAST, i.id NULLS FIRST",
+	             2, p);
 	if (rc)
 		return rc;
 	json_t *keys = json_array(), *legacy = NULL;

@@ -1,6 +1,7 @@
 /*
  * users.c - creation of users and API tokens.
  */
+#include "clock.h"
 #include "users.h"
 
 #include <stdio.h>
@@ -77,7 +78,7 @@ int store_token_create(PGconn *c, const char *user_id, const char *parent_id, co
 	             " VALUES ($1, $2, decode($3, 'hex'), now() + make_interval(days => $4::int),"
 	             " $5::uuid)"
 	             " RETURNING id,"
-	             " to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')",
+	             " " CLOCK_SQL_RFC3339("expires_at"),
 	             5, p);
 	if (rc == 0) {
 		snprintf(t->id, sizeof(t->id), "%s", PQgetvalue(r, 0, 0));

@@ -167,7 +167,8 @@ START_TEST(round_trip)
 	ck_assert_int_eq(
 	    json_integer_value(json_object_get(json_object_get(m.config, "model"), "channels")),
 	    64);
-	ck_assert_uint_eq(strlen(m.created_at), 20);
+	ck_assert_uint_eq(strlen(m.created_at), 24); /* RFC 3339 with milliseconds */
+	ck_assert(m.created_at[19] == '.' && m.created_at[23] == 'Z');
 	for (int r = 0; r < 2; r++) {
 		char name[128], hex[65];
 		snprintf(name, sizeof(name), "step_00000020/shard_%05d_of_00002.bin", r);

@@ -1,11 +1,12 @@
 /*
  * test_lib.c - small shared pieces: token secrets, the job state table,
- * strict JSON intake, names, and the rate limiter.
+ * strict JSON intake, names, the rate limiter, and how timestamps are shown.
  */
 #include <check.h>
 #include <string.h>
 
 #include "attemptstate.h"
+#include "clock.h"
 #include "hex.h"
 #include "jobstate.h"
 #include "jsonx.h"
@@ -14,6 +15,18 @@
 #include "ratelimit.h"
 #include "token.h"
 #include "unit.h"
+
+/* One format for every timestamp shown: milliseconds, truncated, UTC. */
+START_TEST(timestamps_shown)
+{
+	char b[CLOCK_RFC3339_SIZE];
+	ck_assert_str_eq(clock_rfc3339(0, b), "1970-01-01T00:00:00.000Z");
+	ck_assert_str_eq(clock_rfc3339(1796223845.1239, b), "2026-12-02T15:04:05.123Z");
+	ck_assert_str_eq(clock_rfc3339(1796223845.9999, b), "2026-12-02T15:04:05.999Z");
+	ck_assert_str_eq(clock_rfc3339(-0.5, b), "1969-12-31T23:59:59.500Z");
+	ck_assert_uint_eq(strlen(clock_rfc3339(clock_epoch_s(), b)), 24);
+}
+END_TEST
 
 START_TEST(token_secrets)
 {
@@ -418,6 +431,7 @@ static Suite *make_suite(void)
 	Suite *s = suite_create("lib");
 	TCase *tc = tcase_create("pieces");
 	tcase_add_test(tc, token_secrets);
+	tcase_add_test(tc, timestamps_shown);
 	tcase_add_test(tc, job_state_table);
 	tcase_add_test(tc, attempt_state_table);
 	tcase_add_test(tc, json_intake);
