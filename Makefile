@@ -95,7 +95,7 @@ TOOL_BINS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(TOOL_SRC))
 Q ?= @
 EMBEDDED := $(sort $(wildcard migrations/*.sql)) api/openapi.json ui/index.html ui/app.js ui/app.css
 
-.PHONY: all test unit itest bench demo deps fuzz format format-check clean help docs chaos chaos-ha gpu gpu-build
+.PHONY: all test unit itest bench demo deps fuzz format format-check clean help docs openapi chaos chaos-ha gpu gpu-build
 all: $(BINS) $(if $(GPU),gpu)
 
 help:
@@ -110,7 +110,8 @@ help:
 	@echo "make demo         bring up the local stack and submit a job"
 	@echo "make deps         install the Debian packages when missing (GPU=1: and the CUDA toolkit)"
 	@echo "make GPU=1 gpu    the GPU backend and its device checks (tests/gpu/run runs them)"
-	@echo "make docs         regenerate docs/errors.md from lib/base/errors.def"
+	@echo "make docs         regenerate docs/errors.md from lib/base/errors.def, and make openapi"
+	@echo "make openapi      list the server's own error answers on every operation of api/openapi.json"
 	@echo "make format       clang-format every C file; format-check only checks"
 
 $(EMBED): tools/embed.c
@@ -428,8 +429,11 @@ demo:
 deps:
 	@deploy/deps $(if $(GPU),--gpu)
 
-docs: $(BUILD)/tests/test_error
+docs: $(BUILD)/tests/test_error openapi
 	$(BUILD)/tests/test_error --write-docs docs/errors.md
+
+openapi: $(BUILD)/tests/test_openapi
+	$(BUILD)/tests/test_openapi --write-doc api/openapi.json
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

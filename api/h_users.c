@@ -18,23 +18,26 @@
 	    "u.created_at") " AS created_at FROM users u LEFT JOIN role_bindings b ON b.user_id "  \
 	                    "= u.id"                                                               \
 	                    " AND b.tenant_id IS NULL"
-#define TOKEN_SQL                                                                                                                      \
-	"SELECT id, user_id, name, " CLOCK_SQL_RFC3339("created_at") " AS "                                                            \
-	                                                             "created_at,"                                                     \
-	                                                             " " CLOCK_SQL_RFC3339("expir"                                     \
-	                                                                                   "es_"                                       \
-	                                                                                   "at") " AS expires_at, " CLOCK_SQL_RFC3339( \
-	                                                                 "revoked_at") " AS "                                          \
-	                                                                               "revoked_"                                      \
-	                                                                               "at,"                                           \
-	                                                                               " " CLOCK_SQL_RFC3339("last_used_"              \
-	                                                                                                     "at") " AS "              \
-	                                                                                                           "last_"             \
-	                                                                                                           "used_"             \
-	                                                                                                           "at "               \
-	                                                                                                           "FROM "             \
-	                                                                                                           "api_"              \
-	                                                                                                           "tokens"
+#define TOKEN_SQL                                                                                             \
+	"SELECT id, user_id, name, " CLOCK_SQL_RFC3339(                                                       \
+	    "created_at") " AS "                                                                              \
+	                  "created_at,"                                                                       \
+	                  " " CLOCK_SQL_RFC3339(                                                              \
+	                      "expir"                                                                         \
+	                      "es_"                                                                           \
+	                      "at") " AS expires_at, " CLOCK_SQL_RFC3339("revoked_at") " AS "                 \
+	                                                                               "revoked_"             \
+	                                                                               "at,"                  \
+	                                                                               " " CLOCK_SQL_RFC3339( \
+	                                                                                   "last_"            \
+	                                                                                   "used_"            \
+	                                                                                   "at") " AS "       \
+	                                                                                         "last_"      \
+	                                                                                         "used_"      \
+	                                                                                         "at "        \
+	                                                                                         "FROM "      \
+	                                                                                         "api_"       \
+	                                                                                         "tokens"
 
 int h_user_create(api_req *rq)
 {

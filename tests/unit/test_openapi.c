@@ -4,6 +4,9 @@
  * permission and scope, public routes without security, the error answers
  * an authenticated or scoped route can give, request bodies of mutations,
  * unique operation ids, path parameters, and the problem code enums.
+ * The server's own error answers on each operation come from the route
+ * table (api/openapi_errors.h): run with --write-doc FILE to write the
+ * missing ones into the document (`make openapi`).
  */
 #include <check.h>
 #include <ctype.h>
@@ -15,6 +18,7 @@
 #include "authz.h"
 #include "embedded.h"
 #include "error.h"
+#include "openapi_errors.h"
 #include "router.h"
 #include "unit.h"
 
@@ -223,6 +227,46 @@ START_TEST(auth_error_responses)
 		if (rt[i].scope != SCOPE_PLATFORM)
 			ck_assert_msg(has_response(op, "404"), "%s %s: a scoped route answers 404",
 			              rt[i].method, rt[i].pattern);
+	}
+}
+END_TEST
+
+/* The answers the server gives around every handler: one rule, api/openapi_errors.c. */
+START_TEST(server_errors_listed)
+{
+	size_t n;
+	const route *rt = table(&n);
+	for (size_t i = 0; i < n; i++) {
+		openapi_error e[OPENAPI_ERRORS_MAX];
+		size_t ne = openapi_route_errors(&rt[i], e);
+		json_t *op = operation(&rt[i]);
+		for (size_t k = 0; k < ne; k++)
+			ck_assert_msg(has_response(op, e[k].status), "%s %s: no %s (make openapi)",
+			              rt[i].method, rt[i].pattern, e[k].status);
+	}
+}
+END_TEST
+
+/* Every parameter says what it is, the shared ones included. */
+START_TEST(parameters_described)
+{
+	const char *path;
+	json_t *item;
+	json_object_foreach (json_object_get(doc, "paths"), path, item) {
+		const char *method;
+		json_t *op;
+		json_object_foreach (item, method, op) {
+			json_t *params = json_object_get(op, "parameters");
+			size_t k;
+			json_t *p;
+			json_array_foreach (params, k, p) {
+				json_t *d = deref(p);
+				ck_assert_msg(
+				    json_string_length(json_object_get(d, "description")) > 0,
+				    "%s %s: parameter %s has no description", method, path,
+				    json_string_value(json_object_get(d, "name")));
+			}
+		}
 	}
 }
 END_TEST
@@ -532,6 +576,8 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, permission_and_scope);
 	tcase_add_test(tc, public_routes_need_no_token);
 	tcase_add_test(tc, auth_error_responses);
+	tcase_add_test(tc, server_errors_listed);
+	tcase_add_test(tc, parameters_described);
 	tcase_add_test(tc, responses_well_formed);
 	tcase_add_test(tc, mutations_document_their_body);
 	tcase_add_test(tc, operation_ids_unique);
@@ -542,4 +588,77 @@ static Suite *make_suite(void)
 	return s;
 }
 
-UNIT_MAIN()
+/* status keys in numeric order */
+static int by_status(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The responses of op with the server's error answers on r added, in status order. */
+static json_t *with_server_errors(json_t *responses, const route *r)
+{
+	openapi_error e[OPENAPI_ERRORS_MAX];
+	size_t ne = openapi_route_errors(r, e);
+	for (size_t k = 0; k < ne; k++) {
+		if (json_object_get(responses, e[k].status))
+			continue;
+		char ref[96];
+		snprintf(ref, sizeof(ref), "#/components/responses/%s", e[k].response);
+		json_object_set_new(responses, e[k].status, json_pack("{s:s}", "$ref", ref));
+	}
+	const char *keys[64];
+	size_t nk = 0;
+	const char *status;
+	json_t *v;
+	json_object_foreach (responses, status, v)
+		if (nk < 64)
+			keys[nk++] = status;
+	qsort(keys, nk, sizeof(keys[0]), by_status);
+	json_t *sorted = json_object();
+	for (size_t k = 0; k < nk; k++)
+		json_object_set(sorted, keys[k], json_object_get(responses, keys[k]));
+	return sorted;
+}
+
+/* --write-doc FILE: FILE with every operation's server error answers listed. */
+static int write_doc(const char *path)
+{
+	json_error_t e;
+	json_t *d = json_load_file(path, JSON_REJECT_DUPLICATES, &e);
+	if (!d) {
+		fprintf(stderr, "%s line %d: %s\n", path, e.line, e.text);
+		return 1;
+	}
+	size_t n;
+	const route *rt = routes_table(&n);
+	for (size_t i = 0; i < n; i++) {
+		doc = d;
+		json_t *op = operation(&rt[i]);
+		if (!op)
+			continue; /* the test names the missing operation */
+		json_object_set_new(op, "responses",
+		                    with_server_errors(json_object_get(op, "responses"), &rt[i]));
+	}
+	doc = NULL;
+	char *text = json_dumps(d, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
+	json_decref(d);
+	FILE *f = fopen(path, "w");
+	if (!text || !f || fprintf(f, "%s\n", text) < 0 || fclose(f) != 0) {
+		fprintf(stderr, "could not write \"%s\"\n", path);
+		free(text);
+		return 1;
+	}
+	free(text);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && strcmp(argv[1], "--write-doc") == 0)
+		return write_doc(argv[2]);
+	SRunner *sr = srunner_create(make_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
