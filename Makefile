@@ -80,6 +80,7 @@ TRAIN_A := $(BUILD)/lib/libtytrain.a
 RUNTIME_A := $(BUILD)/lib/libtyworker.a
 SCHED_A := $(BUILD)/lib/libtysched.a
 GEN_C   := $(BUILD)/gen/embedded.c
+VERSION_C := $(BUILD)/gen/version.c
 EMBED   := $(BUILD)/tools/embed
 BINS    := $(BUILD)/bin/trainyard-api $(BUILD)/bin/yardctl $(BUILD)/bin/trainyard-train \
            $(BUILD)/bin/trainyard-worker $(BUILD)/bin/trainyard-scheduler
@@ -95,7 +96,7 @@ TOOL_BINS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(TOOL_SRC))
 Q ?= @
 EMBEDDED := $(sort $(wildcard migrations/*.sql)) api/openapi.json ui/index.html ui/app.js ui/app.css
 
-.PHONY: all test unit itest bench demo deps fuzz format format-check clean help docs openapi chaos chaos-ha gpu gpu-build
+.PHONY: FORCE all test unit itest bench demo deps fuzz format format-check clean help docs openapi chaos chaos-ha gpu gpu-build
 all: $(BINS) $(if $(GPU),gpu)
 
 help:
@@ -142,11 +143,22 @@ $(BUILD)/obj/tests/integration/%.o: CFLAGS += -Itests/unit -Itests/integration
 $(BUILD)/obj/bench/crypto.o: CFLAGS += -Itests/unit
 $(BUILD)/obj/bench/sched.o: CFLAGS += -Ischeduler
 
+# The release and the commit (lib/base/version.h): rewritten only when they change.
+$(VERSION_C): FORCE
+	@mkdir -p $(@D)
+	@tools/version-gen $@
+
+FORCE:
+
+$(BUILD)/obj/gen/version.o: $(VERSION_C)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
+
 $(BUILD)/obj/gen/embedded.o: $(GEN_C)
 	@mkdir -p $(@D)
 	$(CC) $(filter-out -Werror,$(CFLAGS)) -c -o $@ $<
 
-$(LIB_A): $(call obj,$(LIB_SRC)) $(BUILD)/obj/gen/embedded.o
+$(LIB_A): $(call obj,$(LIB_SRC)) $(BUILD)/obj/gen/embedded.o $(BUILD)/obj/gen/version.o
 	@mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
 

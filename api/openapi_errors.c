@@ -18,8 +18,9 @@ size_t openapi_route_errors(const route *r, openapi_error out[OPENAPI_ERRORS_MAX
 	}
 	/* auth.c: the token, or the attempt's credential, and the rate limits */
 	if (!public) {
-		out[n++] = (openapi_error){
-		    "401", r->scope == SCOPE_ATTEMPT ? "AttemptUnauthenticated" : "Unauthenticated"};
+		out[n++] =
+		    (openapi_error){"401", r->scope == SCOPE_ATTEMPT ? "AttemptUnauthenticated"
+		                                                     : "Unauthenticated"};
 		out[n++] = (openapi_error){"429", "RateLimited"};
 	}
 	/* api_db(): every route that is not answered from memory may wait for the database */

@@ -58,7 +58,7 @@ int telemetry_init(api_telemetry *t)
 	                              "Each tenant's max_storage_bytes quota", 1, tenant);
 	if (!t->requests || !t->latency || !t->pool_wait || !t->processes || !t->audit ||
 	    !t->jobs || !t->oldest || !t->devices || !t->quota || !t->storage ||
-	    !t->storage_quota) {
+	    !t->storage_quota || process_metrics_register(&t->process, t->reg, "api") < 0) {
 		telemetry_release(t);
 		return -1;
 	}
@@ -67,6 +67,7 @@ int telemetry_init(api_telemetry *t)
 
 void telemetry_release(api_telemetry *t)
 {
+	process_metrics_free(&t->process);
 	prom_registry_free(t->reg);
 	memset(t, 0, sizeof(*t));
 }
@@ -142,5 +143,6 @@ char *telemetry_scrape(api_telemetry *t, PGconn *db, size_t *len, int *db_failed
 			prom_set(t->storage_quota, one, atof(PQgetvalue(r, i, 7)));
 	}
 	PQclear(r);
+	process_metrics_update(&t->process);
 	return prom_render(t->reg, len);
 }

@@ -13,6 +13,7 @@
 #include <libpq-fe.h>
 #include <stddef.h>
 
+#include "process_metrics.h"
 #include "prom.h"
 
 typedef struct api_telemetry {
@@ -28,6 +29,7 @@ typedef struct api_telemetry {
 	prom_family *quota;         /* trainyard_tenant_device_quota{tenant} */
 	prom_family *storage;       /* trainyard_tenant_storage_bytes{tenant} */
 	prom_family *storage_quota; /* trainyard_tenant_storage_quota_bytes{tenant} */
+	process_metrics process;    /* process_*, trainyard_build_info */
 } api_telemetry;
 
 /* Register every family. RET 0, or -1 when out of memory. */

@@ -32,8 +32,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		status = MHD_HTTP_NOT_FOUND;
 	} else if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
 		status = MHD_HTTP_METHOD_NOT_ALLOWED;
-	} else if (!(text = prom_render(t->reg, &len))) {
-		status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+	} else {
+		process_metrics_update(&t->process);
+		if (!(text = prom_render(t->reg, &len)))
+			status = MHD_HTTP_INTERNAL_SERVER_ERROR;
 	}
 	if (text) {
 		resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
@@ -98,7 +100,8 @@ int sched_telemetry_start(sched_telemetry *t, const char *listen)
 	                              3, preempted);
 	if (!t->leader || !t->cycles || !t->cycle_s || !t->admitted || !t->queue_wait ||
 	    !t->dispatched || !t->ended || !t->retries || !t->rank || !t->usage || !t->devices ||
-	    !t->quota || !t->preemptions) {
+	    !t->quota || !t->preemptions ||
+	    process_metrics_register(&t->process, r, "scheduler") < 0) {
 		sched_telemetry_stop(t);
 		return -1;
 	}
@@ -131,6 +134,7 @@ void sched_telemetry_stop(sched_telemetry *t)
 {
 	if (t->http)
 		MHD_stop_daemon(t->http);
+	process_metrics_free(&t->process);
 	prom_registry_free(t->reg);
 	memset(t, 0, sizeof(*t));
 }

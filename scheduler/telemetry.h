@@ -15,12 +15,14 @@
 #ifndef TY_SCHED_TELEMETRY_H
 #define TY_SCHED_TELEMETRY_H
 
+#include "process_metrics.h"
 #include "prom.h"
 
 typedef struct sched_telemetry {
 	prom_registry *reg;
 	prom_family *leader, *cycles, *cycle_s, *admitted, *queue_wait, *dispatched, *ended,
 	    *retries, *rank, *usage, *devices, *quota, *preemptions;
+	process_metrics process; /* process_*, trainyard_build_info */
 	struct MHD_Daemon *http; /* NULL: not serving */
 } sched_telemetry;
 

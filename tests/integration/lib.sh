@@ -276,6 +276,37 @@ tiny_job() {
 		"$1" "$limit" "$2"
 }
 
+# check_process_metrics FILE PROGRAM PID: the process_* metrics and
+# trainyard_build_info of a scrape (FILE) agree with process PID as the
+# kernel and ps see it, and with this checkout's release and commit.
+check_process_metrics() {
+	local file=$1 program=$2 pid=$3 v
+	m() { grep -E "^$1 " "$file" | head -n 1 | awk '{print $2}'; }
+	v=$(m process_resident_memory_bytes)
+	local rss_kb
+	rss_kb=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status")
+	check "$program: resident memory within a factor two of the kernel's" \
+		awk -v a="${v:-0}" -v b="$((rss_kb * 1024))" 'BEGIN { exit !(a > b / 2 && a < b * 2) }'
+	check "$program: virtual memory above resident" \
+		awk -v a="$(m process_virtual_memory_bytes)" -v b="${v:-0}" 'BEGIN { exit !(a + 0 >= b + 0 && b > 0) }'
+	local fds
+	fds=$(find "/proc/$pid/fd" -mindepth 1 -maxdepth 1 | wc -l)
+	check "$program: open descriptors near the kernel's count ($fds)" \
+		awk -v a="$(m process_open_fds)" -v b="$fds" 'BEGIN { exit !(a > 0 && a - b < 16 && b - a < 16) }'
+	check_eq "$program: the descriptor limit" "$(awk '/^Max open files/ {print $4}' "/proc/$pid/limits")" \
+		"$(m process_max_fds)"
+	local started
+	started=$(($(date +%s) - $(ps -o etimes= -p "$pid")))
+	check "$program: started when ps says (about $started)" \
+		awk -v a="$(m process_start_time_seconds)" -v b="$started" 'BEGIN { exit !(a - b < 3 && b - a < 3) }'
+	check_match "$program: CPU time counted" '^[0-9.e+-]+$' "$(m process_cpu_seconds_total)"
+	local root=$TY_ROOT rev
+	rev=$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+	check_match "$program: its build, release and commit" \
+		"^trainyard_build_info\\{program=\"$program\",version=\"$(tr -d ' \n' <"$root/VERSION")\",revision=\"$rev(-dirty)?\"\\} 1\$" \
+		"$(grep '^trainyard_build_info' "$file")"
+}
+
 summary() { # the last call of a script: prints the tally, false on failures
 	rm -rf "$TY_TMP"
 	echo "$TY_PASSED passed, $TY_FAILED failed"

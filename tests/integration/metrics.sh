@@ -2,9 +2,10 @@
 # tests/integration/metrics.sh - GET /metrics on the API: Prometheus' text
 # format, clean by promtool's lint; requests counted by route pattern,
 # method and status; the job queue by tenant and state, the oldest queued
-# job's age, devices and quota per tenant; audit records by outcome; no
-# user or job id in any label; readable by platform admins and auditors
-# only.
+# job's age, devices and quota per tenant; audit records by outcome; the
+# process itself (process_*, as Prometheus' clients name them) and its
+# build; no user or job id in any label; readable by platform admins and
+# auditors only.
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -54,6 +55,7 @@ check_match "the pool's waits are timed" '^[1-9][0-9]*$' \
 	"$(sample 'trainyard_db_pool_wait_seconds_count')"
 check_match "audit records counted by outcome" '^[1-9][0-9]*$' \
 	"$(sample 'trainyard_audit_records_written_total\{outcome="success"\}')"
+check_process_metrics "$TY_TMP/metrics.txt" api "$(cat "$TRAINYARD_VAR/api.pid")"
 check_eq "no id (a UUID) anywhere in it" 0 \
 	"$(grep -cE '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}' "$TY_TMP/metrics.txt")"
 check_eq "not the tenant's id either" 0 "$(grep -c "$TA_ID" "$TY_TMP/metrics.txt")"

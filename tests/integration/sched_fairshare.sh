@@ -122,5 +122,6 @@ check_eq "B's quota" 2 "$(smp "trainyard_scheduler_tenant_device_quota\{tenant=\
 check_match "cycles counted" '^[1-9][0-9]*$' "$(smp 'trainyard_scheduler_cycles_total\{outcome="ok"\}')"
 check_eq "no id (a UUID) in them" 0 \
 	"$(grep -cE '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}' "$TY_TMP/sched.prom")"
+check_process_metrics "$TY_TMP/sched.prom" scheduler "$(cat "$TRAINYARD_VAR/scheduler.pid")"
 
 summary
