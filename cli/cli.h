@@ -33,6 +33,7 @@ typedef struct cli_ctx {
 	const char *db;      /* libpq conninfo for bootstrap and db */
 	cli_format format;   /* -o */
 	int token_ttl_days;  /* TRAINYARD_TOKEN_TTL_DAYS, for bootstrap */
+	int page_max;        /* TRAINYARD_PAGE_MAX: the largest --limit the API accepts */
 	char cmd[64];        /* "yardctl tenant create": the command being run */
 } cli_ctx;
 
