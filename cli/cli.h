@@ -117,6 +117,8 @@ extern const cli_command code_commands[];
 extern const cli_command db_commands[];
 extern const cli_command audit_commands[];
 extern const cli_command keys_commands[];
+extern const cli_command alert_commands[];
+extern const cli_command webhook_commands[];
 
 /* Leaf commands that stand at the top level. */
 int cmd_bootstrap(cli_ctx *ctx, const cli_command *self, int argc, char **argv);
