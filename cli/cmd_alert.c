@@ -12,8 +12,8 @@
 #include "url.h"
 
 static const out_col alert_cols[] = {
-    {"ID", "id"},           {"KIND", "kind"},       {"JOB", "job_id"},
-    {"CREATED", "created_at"}, {"DETAIL", "detail"}, {NULL, NULL},
+    {"ID", "id"},         {"KIND", "kind"}, {"JOB", "job_id"}, {"CREATED", "created_at"},
+    {"DETAIL", "detail"}, {NULL, NULL},
 };
 
 enum { OPT_JOB };

@@ -96,7 +96,8 @@ static int webhook_create(cli_ctx *ctx, const cli_command *self, int argc, char 
 	if (rc == CLI_OK)
 		rc = output_object(ctx, answer, created_fields);
 	if (rc == CLI_OK && ctx->format == CLI_FMT_TABLE)
-		fprintf(stderr, "yardctl: the secret is shown this once: keep it with the receiver\n");
+		fprintf(stderr,
+		        "yardctl: the secret is shown this once: keep it with the receiver\n");
 	fflush(stdout);
 	cmd_wipe_str(answer, "secret");
 	json_decref(answer);
@@ -117,8 +118,8 @@ const cli_command webhook_commands[] = {
      webhook_create, NULL, NULL},
     {"list", "TENANT", "list TENANT's webhooks (never their secrets)", NULL, NULL, NULL,
      CMD_LIST(ROUTE_TENANT_WEBHOOKS, 1, webhook_cols, false)},
-    {"delete", "TENANT WEBHOOK_ID", "stop sending alerts to a webhook (its deliveries stay)",
-     NULL, NULL, NULL, CMD_DO("DELETE", ROUTE_TENANT_WEBHOOK, 2, "webhook deleted", webhook_cols)},
+    {"delete", "TENANT WEBHOOK_ID", "stop sending alerts to a webhook (its deliveries stay)", NULL,
+     NULL, NULL, CMD_DO("DELETE", ROUTE_TENANT_WEBHOOK, 2, "webhook deleted", webhook_cols)},
     {"deliveries", "TENANT WEBHOOK_ID",
      "list a webhook's newest 200 deliveries: state, tries, last answer", NULL, NULL, NULL,
      CMD_LIST(ROUTE_WEBHOOK_DELIVERIES, 2, delivery_cols, false)},
