@@ -265,10 +265,8 @@ static void job_no_log(const cli_ctx *ctx, const char *id)
 {
 	json_t *job = NULL;
 	char *path = URL_PATH(ROUTE_JOB, id), phrase[64];
-	cli_ctx quiet = *ctx;
-	quiet.format = CLI_FMT_JSON;
 	int state = -1;
-	if (path && http_json(&quiet, "GET", path, NULL, &job) == CLI_OK) {
+	if (path && http_json(ctx, "GET", path, NULL, &job) == CLI_OK) {
 		const char *name = json_string_value(json_object_get(job, "state"));
 		state = name ? job_state_parse(name) : -1;
 	}
