@@ -61,10 +61,11 @@ int h_attempt_create(api_req *rq)
 	snprintf(minutes, sizeof(minutes), "%d",
 	         atoi(PQgetvalue(r, 0, 2)) + ATTEMPT_MARGIN_MINUTES);
 	PQclear(r);
+	char phrase[64];
 	if (state != JOB_QUEUED)
 		return api_fail(rq, ERR_JOB_STATE_CONFLICT,
-		                "an attempt starts from a queued job; this one is %s",
-		                job_state_name((job_state)state));
+		                "an attempt starts from a queued job; this one %s",
+		                job_state_phrase((job_state)state, NULL, phrase, sizeof(phrase)));
 	char secret[ATTEMPT_SECRET_LEN + 1], hex[2 * TOKEN_HASH_LEN + 1];
 	unsigned char hash[TOKEN_HASH_LEN];
 	if (attempt_credential_generate(secret) < 0)

@@ -537,9 +537,11 @@ int h_job_cancel(api_req *rq)
 	PQclear(r);
 	if (rc)
 		return api_fail_db(rq, rc);
+	char phrase[64];
 	if (cur < 0 || job_state_final((job_state)cur))
-		return api_fail(rq, ERR_JOB_NOT_CANCELLABLE, "the job is already %s",
-		                job_state_name((job_state)cur));
+		return api_fail(
+		    rq, ERR_JOB_NOT_CANCELLABLE, "the job %s",
+		    job_state_phrase((job_state)cur, "already", phrase, sizeof(phrase)));
 	if (cur == JOB_CANCELLING) {
 		db_rollback(rq->db); /* already on its way: answer as the first cancel did */
 	} else {

@@ -112,6 +112,65 @@ static int spec_find(const opt_spec *specs, const char *arg, const char **inline
 	return -1;
 }
 
+size_t args_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	size_t row[3][ARGS_NEAR_LEN + 1]; /* rows i-2, i-1 and i of the table, by i % 3 */
+	if (la > ARGS_NEAR_LEN || lb > ARGS_NEAR_LEN)
+		return SIZE_MAX;
+	for (size_t j = 0; j <= lb; j++)
+		row[0][j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t *cur = row[i % 3], *up = row[(i - 1) % 3], *up2 = row[(i - 2) % 3];
+		cur[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t d = up[j - 1] + (a[i - 1] != b[j - 1]);
+			if (up[j] + 1 < d)
+				d = up[j] + 1;
+			if (cur[j - 1] + 1 < d)
+				d = cur[j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    up2[j - 2] + 1 < d)
+				d = up2[j - 2] + 1;
+			cur[j] = d;
+		}
+	}
+	return row[la % 3][lb];
+}
+
+void args_near_init(args_near *n, const char *word)
+{
+	n->word = word;
+	n->best = NULL;
+	n->dist = SIZE_MAX;
+}
+
+void args_near_offer(args_near *n, const char *name)
+{
+	size_t d = args_distance(n->word, name);
+	size_t most = strlen(n->word) <= 4 && strlen(name) <= 4 ? 1 : 2;
+	if (d <= most && d < n->dist) {
+		n->best = name;
+		n->dist = d;
+	}
+}
+
+/* Say that arg is no option of specs, and which one it may have meant. */
+static void unknown_option(const opt_spec *specs, const char *arg, char *err, size_t errlen)
+{
+	char word[ARGS_NEAR_LEN + 1] = "";
+	args_near near;
+	if (strncmp(arg, "--", 2) == 0)
+		snprintf(word, sizeof(word), "%.*s", (int)strcspn(arg + 2, "="), arg + 2);
+	args_near_init(&near, word);
+	for (int k = 0; *word && specs && specs[k].name; k++)
+		args_near_offer(&near, specs[k].name);
+	if (near.best)
+		snprintf(err, errlen, "unknown option \"%s\"; did you mean --%s?", arg, near.best);
+	else
+		snprintf(err, errlen, "unknown option \"%s\"", arg);
+}
+
 /* Take the option argv[*i]. RET 0, or -1 with a message in err. */
 static int take_option(const opt_spec *specs, int argc, char **argv, int *i, opt_result *out,
                        char *err, size_t errlen)
@@ -119,7 +178,7 @@ static int take_option(const opt_spec *specs, int argc, char **argv, int *i, opt
 	const char *arg = argv[*i], *val;
 	int k = strncmp(arg, "--", 2) == 0 ? spec_find(specs, arg, &val) : -1;
 	if (k < 0) {
-		snprintf(err, errlen, "unknown option \"%s\"", arg);
+		unknown_option(specs, arg, err, errlen);
 		return -1;
 	}
 	if (!specs[k].has_arg && val) {

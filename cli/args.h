@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "cli.h"
 
@@ -82,6 +83,28 @@ int args_usage_error(const cli_ctx *ctx, const cli_command *cmd, const char *msg
  * when s has no '=' or the name is empty.
  */
 int args_pair(const char *s, size_t *name_len, const char **value);
+
+/*
+ * The nearest of several names to a mistyped word, for "did you mean ...?".
+ * Offer each name in turn; the best is the one fewest edits away (an
+ * insertion, a deletion, a substitution or two neighbours swapped count
+ * one each), the first offered on a tie, and only when it is near enough
+ * to be a typo: 1 edit when both are 4 characters or shorter, else 2.
+ */
+typedef struct args_near {
+	const char *word;
+	const char *best; /* NULL until a name is near enough */
+	size_t dist;
+} args_near;
+
+#define ARGS_NEAR_LEN 64 /* longer words and names are never near */
+
+void args_near_init(args_near *n, const char *word);
+void args_near_offer(args_near *n, const char *name);
+
+/* RET: the edits between a and b (as args_near counts them), or SIZE_MAX when one is longer than
+ * ARGS_NEAR_LEN. */
+size_t args_distance(const char *a, const char *b);
 
 /* RET 0 and *out when s is a whole decimal integer in [min, max], else -1. */
 int args_int(const char *s, long long min, long long max, long long *out);

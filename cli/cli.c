@@ -29,6 +29,10 @@ const cli_command cli_top_commands[] = {
     {"dataset", NULL, "a tenant's registered datasets and their versions", NULL, NULL,
      dataset_commands, NULL},
     {"code", NULL, "a tenant's code bundles and their versions", NULL, NULL, code_commands, NULL},
+    {"alert", NULL, "alerts raised for a tenant's jobs (loss spikes, stalls, ...)", NULL, NULL,
+     alert_commands, NULL},
+    {"webhook", NULL, "where a tenant's alerts are sent, signed, and how each delivery went", NULL,
+     NULL, webhook_commands, NULL},
     {"audit", NULL, "the verifiable audit log: heads, proofs, export, offline verification", NULL,
      NULL, audit_commands, NULL},
     {"keys", NULL,
@@ -125,6 +129,29 @@ static bool is_help(const char *arg)
 	return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
 }
 
+/*
+ * Say that word is no command of table: with the nearest one when it looks
+ * like a typo of it, else with the group's commands (not the whole
+ * program's). RET: CLI_USAGE.
+ */
+static int unknown_command(const cli_ctx *ctx, const cli_command *table, const char *word)
+{
+	bool option = word[0] == '-';
+	args_near near;
+	args_near_init(&near, word);
+	for (const cli_command *c = table; c->name && !option; c++)
+		args_near_offer(&near, c->name);
+	fprintf(stderr, "yardctl: unknown %s \"%s\"", option ? "option" : "command", word);
+	if (near.best)
+		fprintf(stderr, "; did you mean \"%s\"?", near.best);
+	fputc('\n', stderr);
+	if (near.best || table == cli_top_commands)
+		fprintf(stderr, "Run '%s --help' for the list of commands.\n", ctx->cmd);
+	else
+		usage_group(stderr, ctx, table);
+	return CLI_USAGE;
+}
+
 int cli_dispatch(cli_ctx *ctx, const cli_command *table, int argc, char **argv)
 {
 	bool top = table == cli_top_commands;
@@ -147,13 +174,7 @@ int cli_dispatch(cli_ctx *ctx, const cli_command *table, int argc, char **argv)
 			return cmd_call(ctx, c, argc - 1, argv + 1);
 		return c->run(ctx, c, argc - 1, argv + 1);
 	}
-	fprintf(stderr, "yardctl: unknown %s \"%s\"\n", argv[0][0] == '-' ? "option" : "command",
-	        argv[0]);
-	if (top)
-		cli_usage_global(stderr);
-	else
-		usage_group(stderr, ctx, table);
-	return CLI_USAGE;
+	return unknown_command(ctx, table, argv[0]);
 }
 
 int cli_main(cli_ctx *ctx, int argc, char **argv)
@@ -190,6 +211,7 @@ int cli_ctx_init(cli_ctx *ctx, int *argc, char **argv)
 	ctx->ca_file = cfg.ca_file;
 	ctx->db = g.db ? g.db : cfg.db;
 	ctx->token_ttl_days = cfg.token_ttl_days;
+	ctx->page_max = cfg.page_max;
 	if (g.output && args_format_parse(g.output, &ctx->format)) {
 		fprintf(stderr, "yardctl: unknown output format \"%s\" (expected table or json)\n",
 		        g.output);

@@ -33,6 +33,7 @@ typedef struct cli_ctx {
 	const char *db;      /* libpq conninfo for bootstrap and db */
 	cli_format format;   /* -o */
 	int token_ttl_days;  /* TRAINYARD_TOKEN_TTL_DAYS, for bootstrap */
+	int page_max;        /* TRAINYARD_PAGE_MAX: the largest --limit the API accepts */
 	char cmd[64];        /* "yardctl tenant create": the command being run */
 } cli_ctx;
 
@@ -116,6 +117,8 @@ extern const cli_command code_commands[];
 extern const cli_command db_commands[];
 extern const cli_command audit_commands[];
 extern const cli_command keys_commands[];
+extern const cli_command alert_commands[];
+extern const cli_command webhook_commands[];
 
 /* Leaf commands that stand at the top level. */
 int cmd_bootstrap(cli_ctx *ctx, const cli_command *self, int argc, char **argv);

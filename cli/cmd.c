@@ -19,6 +19,15 @@ int cmd_bad_path(void)
 	return CLI_USAGE;
 }
 
+int cmd_limit(const cli_ctx *ctx, const char *s, long long *limit, char *msg, size_t msglen)
+{
+	if (args_int(s, 1, ctx->page_max, limit) == 0)
+		return 0;
+	snprintf(msg, msglen, "--limit must be a whole number from 1 to %d (TRAINYARD_PAGE_MAX)",
+	         ctx->page_max);
+	return -1;
+}
+
 int cmd_set_str(json_t *obj, const char *key, const char *val)
 {
 	if (!val)

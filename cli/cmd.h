@@ -20,6 +20,12 @@
 /* RET: CLI_USAGE after saying a path could not be built. */
 int cmd_bad_path(void);
 
+/*
+ * Check the page size s of a list (--limit): 1 to ctx->page_max, the API's
+ * TRAINYARD_PAGE_MAX. OUT: *limit, or msg saying the range. RET 0 or -1.
+ */
+int cmd_limit(const cli_ctx *ctx, const char *s, long long *limit, char *msg, size_t msglen);
+
 /* RET: true for a classification of data or code: public, internal, confidential, restricted. */
 bool cmd_classification_ok(const char *s);
 

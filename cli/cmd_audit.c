@@ -108,7 +108,7 @@ static int audit_export(cli_ctx *ctx, const cli_command *self, int argc, char **
 	int rc = args_parse_cmd(ctx, self, NULL, 0, 0, argc, argv, &o);
 	if (rc >= 0)
 		return rc;
-	return http_stream(ctx, ROUTE_AUDIT_EXPORT, stdout);
+	return http_stream(ctx, ROUTE_AUDIT_EXPORT, stdout, NULL);
 }
 
 /* The first line of the file at path, or of text itself when it starts with '{'. */

@@ -11,12 +11,15 @@
 #include "http.h"
 #include "httpc.h"
 #include "jobstate.h"
+#include "page.h"
 #include "routes.h"
 #include "sbuf.h"
 #include "url.h"
 
 /* Largest spec file read, the API's largest body limit. */
 #define SPEC_MAX (64u << 20)
+/* Largest step --after takes: the API's (api/openapi.json, parameter AfterStep). */
+#define STEP_MAX 999999999LL
 
 static const out_col job_fields[] = {
     {"id", "id"},
@@ -36,7 +39,6 @@ static const out_col job_fields[] = {
     {"updated_at", "updated_at"},
     {"started_at", "started_at"},
     {"finished_at", "finished_at"},
-    {"spec", "spec"},
     /* GET /v1/jobs/{job}/goodput, put beside the job by job_show */
     {"wall_s", "goodput.wall_seconds"},
     {"goodput_s", "goodput.goodput_seconds"},
@@ -175,19 +177,18 @@ static const opt_spec list_opts[] = {
     {"all", false, false},  {NULL, false, false},
 };
 
-/* The list path with its query. OUT: *path (caller frees). RET 0, or -1 with *msg. */
-static int list_path(const opt_result *o, char **path, const char **msg)
+/* The list path with its query. OUT: *path (caller frees). RET 0, or -1 with msg. */
+static int list_path(const cli_ctx *ctx, const opt_result *o, char **path, char *msg, size_t msglen)
 {
 	long long limit;
 	sbuf b;
 	*path = NULL;
-	*msg = "--state names a job state (queued, running, ...)";
+	snprintf(msg, msglen, "--state names a job state (queued, running, ...)");
 	if (o->set[OPT_STATE] && job_state_parse(o->val[OPT_STATE]) < 0)
 		return -1;
-	*msg = "--limit needs a whole number, at least 1";
-	if (o->set[OPT_LIMIT] && args_int(o->val[OPT_LIMIT], 1, 1000000, &limit))
+	if (o->set[OPT_LIMIT] && cmd_limit(ctx, o->val[OPT_LIMIT], &limit, msg, msglen))
 		return -1;
-	*msg = "the tenant is empty or too long";
+	snprintf(msg, msglen, "the tenant is empty or too long");
 	char *base = URL_PATH(ROUTE_TENANT_JOBS, o->val[OPT_LIST_TENANT]);
 	if (!base)
 		return -1;
@@ -207,11 +208,11 @@ static int job_list(cli_ctx *ctx, const cli_command *self, int argc, char **argv
 {
 	opt_result o;
 	char *path;
-	const char *msg;
+	char msg[128];
 	int rc = args_parse_cmd(ctx, self, list_opts, 0, 0, argc, argv, &o);
 	if (rc >= 0)
 		return rc;
-	if (list_path(&o, &path, &msg))
+	if (list_path(ctx, &o, &path, msg, sizeof(msg)))
 		return args_usage_error(ctx, self, msg);
 	return cmd_list(ctx, path, o.set[OPT_ALL], job_cols);
 }
@@ -242,6 +243,10 @@ static int job_show(cli_ctx *ctx, const cli_command *self, int argc, char **argv
 		job_add(ctx, job, "goodput", URL_PATH(ROUTE_JOB_GOODPUT, o.pos[0]));
 		rc = output_object(ctx, job, job_fields);
 	}
+	if (rc == CLI_OK && ctx->format == CLI_FMT_TABLE) {
+		printf("\n");
+		output_json_block(stdout, "spec", json_object_get(job, "spec"));
+	}
 	json_decref(job);
 	return rc;
 }
@@ -251,6 +256,31 @@ static const opt_spec logs_opts[] = {
     {"follow", false, false},
     {NULL, false, false},
 };
+
+/*
+ * Say on stderr that job id answered an empty log, and why: its state
+ * (GET /v1/jobs/{job}), when the server tells it.
+ */
+static void job_no_log(const cli_ctx *ctx, const char *id)
+{
+	json_t *job = NULL;
+	char *path = URL_PATH(ROUTE_JOB, id), phrase[64];
+	int state = -1;
+	if (path && http_json(ctx, "GET", path, NULL, &job) == CLI_OK) {
+		const char *name = json_string_value(json_object_get(job, "state"));
+		state = name ? job_state_parse(name) : -1;
+	}
+	free(path);
+	json_decref(job);
+	if (state < 0)
+		fprintf(stderr, "yardctl: job %s has no log yet\n", id);
+	else if (job_state_final((job_state)state))
+		fprintf(stderr, "yardctl: job %s has no log: it %s\n", id,
+		        job_state_phrase((job_state)state, NULL, phrase, sizeof(phrase)));
+	else
+		fprintf(stderr, "yardctl: job %s has no log yet: it %s\n", id,
+		        job_state_phrase((job_state)state, NULL, phrase, sizeof(phrase)));
+}
 
 static int job_logs(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
 {
@@ -269,8 +299,39 @@ static int job_logs(cli_ctx *ctx, const cli_command *self, int argc, char **argv
 	sbuf_init(&url, 4096);
 	rc = sbuf_adds(&url, path) || (o.set[OPT_FOLLOW] && url_query_add(&url, "follow", "1"));
 	free(path);
-	rc = rc ? CLI_USAGE : http_stream(ctx, url.buf, stdout);
+	bool empty = false;
+	rc = rc ? CLI_USAGE : http_stream(ctx, url.buf, stdout, &empty);
 	sbuf_release(&url);
+	if (rc == CLI_OK && empty)
+		job_no_log(ctx, o.pos[0]); /* not an error: the log is there, with no line yet */
+	return rc;
+}
+
+enum { OPT_AFTER, OPT_METRICS_ALL };
+static const opt_spec metrics_opts[] = {
+    {"after", true, false},
+    {"all", false, false},
+    {NULL, false, false},
+};
+
+static int job_metrics(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
+{
+	opt_result o;
+	long long after = -1;
+	json_t *answer = NULL;
+	int rc = args_parse_cmd(ctx, self, metrics_opts, 1, 1, argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	if (o.set[OPT_AFTER] && args_int(o.val[OPT_AFTER], 0, STEP_MAX, &after))
+		return args_usage_error(ctx, self, "--after needs a step number, 0 to 999999999");
+	char *path = URL_PATH(ROUTE_JOB_METRICS, o.pos[0]);
+	if (!path)
+		return cmd_bad_path();
+	rc = page_fetch_after(ctx, path, "step", after, o.set[OPT_METRICS_ALL], &answer);
+	free(path);
+	if (rc == CLI_OK)
+		rc = output_list(ctx, answer, json_object_get(answer, "items"), metric_cols);
+	json_decref(answer);
 	return rc;
 }
 
@@ -281,18 +342,23 @@ const cli_command job_commands[] = {
      NULL},
     {"list", "--tenant TENANT [--state STATE] [--limit N] [--all]",
      "list a tenant's jobs, newest first",
-     "Shows one page (the server's default size, or N); --all follows every page.\n", job_list,
-     NULL, NULL},
+     "Shows one page (the server's default size, or N: 1 to TRAINYARD_PAGE_MAX, 200\n"
+     "unless set otherwise); --all follows every page.\n",
+     job_list, NULL, NULL},
     {"show", "JOB_ID", "show a job and its spec", NULL, job_show, NULL, NULL},
     {"cancel", "JOB_ID", "cancel a job that has not finished", NULL, NULL, NULL,
      CMD_DO("POST", ROUTE_JOB_CANCEL, 1, "cancel requested", job_fields)},
     {"events", "JOB_ID", "list a job's state changes", NULL, NULL, NULL,
      CMD_LIST(ROUTE_JOB_EVENTS, 1, event_cols, true)},
-    {"metrics", "JOB_ID", "list a job's per-step metrics (the first page)", NULL, NULL, NULL,
-     CMD_LIST(ROUTE_JOB_METRICS, 1, metric_cols, false)},
+    {"metrics", "JOB_ID [--after STEP] [--all]", "list a job's per-step metrics, in step order",
+     "Shows one page (the server's TRAINYARD_PAGE_MAX steps) from the first step, or\n"
+     "from the step after STEP; --all asks for the next pages until the last step.\n",
+     job_metrics, NULL, NULL},
     {"logs", "JOB_ID [--follow|-f]", "print a job's decrypted log, every attempt in order",
-     "--follow (-f) keeps printing lines as the job writes them, until it ends.\n", job_logs, NULL,
-     NULL},
+     "--follow (-f) keeps printing lines as the job writes them, until it ends.\n"
+     "A job with no log line yet (queued, say) prints nothing on stdout, says so on\n"
+     "stderr, and exits 0: the log is there, empty.\n",
+     job_logs, NULL, NULL},
     {"attempt", "JOB_ID", "start an attempt of a queued job and print its credential",
      "The credential is shown once: hand it to the attempt's worker runtime only.\n", NULL, NULL,
      CMD_SHOW("POST", ROUTE_JOB_ATTEMPTS, 1, attempt_fields)},

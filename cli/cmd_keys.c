@@ -12,7 +12,8 @@
  * is retired. keys status asks the API (GET /v1/keys/master). keys rotate
  * TENANT [--data-keys] rotates a tenant's KEK, and with --data-keys its
  * data keys for what is written next (POST /v1/tenants/{tenant}/keys/rotate;
- * docs/storage.md, "Rotating data keys").
+ * docs/storage.md, "Rotating data keys"). keys shred TENANT --yes destroys
+ * a tenant's keys (DELETE /v1/tenants/{tenant}/keys).
  */
 #include <jansson.h>
 #include <libpq-fe.h>
@@ -288,6 +289,25 @@ static int keys_rotate_tenant(cli_ctx *ctx, const cli_command *self, int argc, c
 	return rc;
 }
 
+enum { OPT_YES };
+static const opt_spec shred_opts[] = {{"yes", false, false}, {NULL, false, false}};
+
+/* Destroy a tenant's keys for good: only with --yes, which says the caller knows. */
+static int keys_shred_tenant(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
+{
+	opt_result o;
+	int rc = args_parse_cmd(ctx, self, shred_opts, 1, 1, argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	if (!o.set[OPT_YES])
+		return args_usage_error(ctx, self,
+		                        "keys shred makes everything the tenant's jobs encrypted "
+		                        "unreadable, for good: add --yes to go on");
+	static const out_col none[] = {{NULL, NULL}}; /* the answer is 204, empty */
+	return cmd_do(ctx, "DELETE", URL_PATH(ROUTE_TENANT_KEYS, o.pos[0]),
+	              "the tenant's keys are destroyed", none);
+}
+
 const cli_command keys_commands[] = {
     {"rotate", "TENANT [--data-keys]",
      "rotate a tenant's key-encryption key; --data-keys: its data keys too",
@@ -306,6 +326,12 @@ const cli_command keys_commands[] = {
      "audited transaction; after a crash, or --max-batches, run it again to go on.\n"
      "When no stored key is left under the old key, it is retired.\n",
      keys_rotate_master, NULL, NULL},
+    {"shred", "TENANT --yes", "destroy every key of a tenant: what its jobs encrypted is lost",
+     "Deletes every version of the tenant's key-encryption key and every data key\n"
+     "wrapped by them (DELETE /v1/tenants/{tenant}/keys): nothing the tenant's jobs\n"
+     "encrypted can be read again, and the tenant gets no keys again. Platform admins.\n"
+     "Refused without --yes.\n",
+     keys_shred_tenant, NULL, NULL},
     {"status", "", "show which master keys the stored keys are wrapped by (GET /v1/keys/master)",
      NULL, NULL, NULL, CMD_SHOW("GET", ROUTE_MASTER_KEY, 0, status_fields)},
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},

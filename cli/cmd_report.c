@@ -57,7 +57,7 @@ int cmd_report(cli_ctx *ctx, const cli_command *self, int argc, char **argv)
 		return CLI_USAGE;
 	}
 	char *u = sbuf_detach(&url);
-	rc = http_stream(ctx, u, out);
+	rc = http_stream(ctx, u, out, NULL);
 	free(u);
 	if (out != stdout && fclose(out) != 0 && rc == CLI_OK) {
 		fprintf(stderr, "yardctl: could not write %s: %s\n", o.val[OPT_OUT],

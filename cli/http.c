@@ -29,6 +29,11 @@ int http_exit_from_err(err_code e)
 	return e == ERR_OK ? CLI_OK : http_exit_status(err_info(e)->status);
 }
 
+static bool has_token(const cli_ctx *ctx)
+{
+	return ctx->token && *ctx->token;
+}
+
 /*
  * Carry out the exchange. OUT: *a. RET CLI_OK when the server answered,
  * or an exit status after printing the transport's error.
@@ -44,7 +49,7 @@ static int transport(const cli_ctx *ctx, const http_request *req, FILE *stream_t
 	httpc_request r = {
 	    .method = req->method,
 	    .url = url,
-	    .bearer = ctx->token && *ctx->token ? ctx->token : NULL,
+	    .bearer = has_token(ctx) ? ctx->token : NULL,
 	    .idempotency_key = req->idempotency_key,
 	    .body = req->body,
 	    .body_len = req->body_len,
@@ -75,13 +80,22 @@ static int transport(const cli_ctx *ctx, const http_request *req, FILE *stream_t
 	return rc;
 }
 
-/* Turn the answer into *resp or, for a failure, a message and its status. */
-static int answer_handle(const httpc_answer *a, json_t **resp)
+/*
+ * Turn the answer into *resp or, for a failure, a message and its status.
+ * A 401 to a request sent without a token says how to give one: the
+ * server's detail speaks of headers, which a yardctl user never writes.
+ */
+static int answer_handle(const cli_ctx *ctx, const httpc_answer *a, json_t **resp)
 {
 	long status = a->status;
 	json_error_t jerr;
 	json_t *j = a->len ? json_loadb(a->body, a->len, JSON_DECODE_ANY, &jerr) : NULL;
 	int rc = http_exit_status(status);
+	if (rc != CLI_OK && status == 401 && !has_token(ctx)) {
+		fprintf(stderr, "yardctl: no API token: set TRAINYARD_TOKEN or pass --token\n");
+		json_decref(j);
+		return rc;
+	}
 	if (rc != CLI_OK) {
 		output_problem(stderr, j, status);
 		json_decref(j);
@@ -98,7 +112,7 @@ static int answer_handle(const httpc_answer *a, json_t **resp)
 /* RET: CLI_OK, or CLI_USAGE after saying the token cannot travel in a header. */
 static int token_ok(const cli_ctx *ctx)
 {
-	if (ctx->token && *ctx->token && !httpc_header_value_ok(ctx->token)) {
+	if (has_token(ctx) && !httpc_header_value_ok(ctx->token)) {
 		fprintf(stderr, "yardctl: the token holds characters a header cannot carry\n");
 		return CLI_USAGE;
 	}
@@ -114,23 +128,27 @@ int http_call(const cli_ctx *ctx, const http_request *req, json_t **resp)
 	httpc_answer a;
 	rc = transport(ctx, req, NULL, &a);
 	if (rc == CLI_OK)
-		rc = answer_handle(&a, resp);
+		rc = answer_handle(ctx, &a, resp);
 	httpc_answer_release(&a); /* it may hold a new token */
 	return rc;
 }
 
-int http_stream(const cli_ctx *ctx, const char *path, FILE *out)
+int http_stream(const cli_ctx *ctx, const char *path, FILE *out, bool *empty)
 {
 	http_request req = {.method = "GET", .path = path};
 	int rc = token_ok(ctx);
+	if (empty)
+		*empty = false;
 	if (rc != CLI_OK)
 		return rc;
 	httpc_answer a;
 	rc = transport(ctx, &req, out, &a);
 	if (rc == CLI_OK && !a.streamed) {
 		json_t *j = NULL;
-		rc = answer_handle(&a, &j);
+		rc = answer_handle(ctx, &a, &j);
 		json_decref(j);
+		if (empty)
+			*empty = rc == CLI_OK;
 	}
 	httpc_answer_release(&a);
 	return rc;

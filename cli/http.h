@@ -6,7 +6,9 @@
  * fixed timeouts (connect 5 s, total 30 s), never follows redirects, caps
  * the answer at HTTP_BODY_MAX, and on any failure prints the reason on
  * stderr (the server's problem+json, or the transport error) before
- * returning the exit status. The token is never printed or logged.
+ * returning the exit status. The token is never printed or logged. A
+ * 401 to a request sent without a token says to set TRAINYARD_TOKEN or
+ * pass --token instead of the server's detail.
  *
  * An upload (http_upload()) streams its body from a file and has no total
  * timeout, only the connect timeout and a stall limit: it fails when less
@@ -50,9 +52,10 @@ int http_call(const cli_ctx *ctx, const http_request *req, json_t **resp);
 /*
  * GET path and copy a 2xx answer to out as it arrives (no total timeout:
  * the server decides when it ends, e.g. a followed log). A failure is
- * reported as by http_call(). RET: CLI_OK or the exit status.
+ * reported as by http_call(). OUT: *empty (may be NULL), whether a 2xx
+ * answer came with no byte at all. RET: CLI_OK or the exit status.
  */
-int http_stream(const cli_ctx *ctx, const char *path, FILE *out);
+int http_stream(const cli_ctx *ctx, const char *path, FILE *out, bool *empty);
 
 /*
  * POST path with the body read from `from` as it is sent (size bytes, or

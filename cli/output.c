@@ -160,6 +160,22 @@ void output_json(FILE *f, const json_t *j)
 	fputc('\n', f);
 }
 
+void output_json_block(FILE *f, const char *title, const json_t *j)
+{
+	char *text = json_dumps(j, JSON_INDENT(2) | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15));
+	fprintf(f, "%s:\n", title);
+	/* jansson escapes the control characters of strings but DEL */
+	for (char *p = text; p && *p; p++)
+		if (*p == 0x7f)
+			*p = '?';
+	for (const char *line = text; line && *line;) {
+		size_t n = strcspn(line, "\n");
+		fprintf(f, "  %.*s\n", (int)n, line);
+		line += n + (line[n] == '\n');
+	}
+	free(text);
+}
+
 /* Print s with control characters as '?'. */
 static void put_clean(FILE *f, const char *s)
 {

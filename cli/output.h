@@ -51,6 +51,10 @@ int table_add_items(table *t, const json_t *items, const out_col *cols);
 /* Print j indented by 2 and a newline. */
 void output_json(FILE *f, const json_t *j);
 
+/* Print "title:", then j indented by 2 under it: a nested document (a job's spec) in table format.
+ */
+void output_json_block(FILE *f, const char *title, const json_t *j);
+
 /*
  * Print a problem+json answer: "yardctl: <detail> (<code>)" and one line
  * "  <pointer>: <message> (<code>)" per errors[] row. problem may be NULL

@@ -22,4 +22,14 @@
  */
 int page_fetch(const cli_ctx *ctx, const char *path, bool all, json_t **answer);
 
+/*
+ * GET path?after=N of a list that pages by an item's integer member key
+ * instead of a cursor (a job's metrics, by step); after < 0 asks for the
+ * first page. With all, ask again with after= the last item's key until a
+ * page comes back empty, gathering every item into the first answer.
+ * OUT: *answer (caller json_decref()s). RET: the exit status.
+ */
+int page_fetch_after(const cli_ctx *ctx, const char *path, const char *key, long long after,
+                     bool all, json_t **answer);
+
 #endif

@@ -17,6 +17,19 @@ static const char *const names[JOB_STATE__COUNT] = {
     [JOB_FAILED] = "failed",   [JOB_CANCELLED] = "cancelled",     [JOB_PREEMPTING] = "preempting",
 };
 
+/* job_state_phrase(): the auxiliary verb, then the rest. */
+static const char *const phrases[JOB_STATE__COUNT][2] = {
+    [JOB_QUEUED] = {"is", "queued"},
+    [JOB_DISPATCHING] = {"is", "being dispatched"},
+    [JOB_SCHEDULED] = {"is", "scheduled"},
+    [JOB_RUNNING] = {"is", "running"},
+    [JOB_PREEMPTING] = {"is", "being preempted"},
+    [JOB_CANCELLING] = {"is", "cancelling"},
+    [JOB_SUCCEEDED] = {"has", "succeeded"},
+    [JOB_FAILED] = {"has", "failed"},
+    [JOB_CANCELLED] = {"has", "been cancelled"},
+};
+
 #define S(x) (1u << JOB_##x)
 /* allowed[from] is the set of states a job in `from` may move to. */
 static const unsigned allowed[JOB_STATE__COUNT] = {
@@ -42,6 +55,18 @@ int job_state_parse(const char *s)
 		if (strcmp(s, names[i]) == 0)
 			return i;
 	return -1;
+}
+
+const char *job_state_phrase(job_state s, const char *adverb, char *buf, size_t len)
+{
+	bool known = (int)s >= 0 && s < JOB_STATE__COUNT;
+	const char *verb = known ? phrases[s][0] : "is",
+	           *rest = known ? phrases[s][1] : "in an unknown state";
+	if (adverb && *adverb)
+		snprintf(buf, len, "%s %s %s", verb, adverb, rest);
+	else
+		snprintf(buf, len, "%s %s", verb, rest);
+	return buf;
 }
 
 bool job_state_final(job_state s)

@@ -36,6 +36,15 @@ const char *job_state_name(job_state s);
 /* RET: the state named s, or -1. */
 int job_state_parse(const char *s);
 bool job_state_final(job_state s);
+
+/*
+ * The state s as what a sentence about the job goes on to say: "is
+ * queued", "is cancelling", "has succeeded", "has been cancelled"; adverb
+ * ("already", "not yet"; NULL: none) stands after the first word: "has
+ * already succeeded". A state out of range reads "is in an unknown state".
+ * OUT: buf (truncated to len). RET: buf.
+ */
+const char *job_state_phrase(job_state s, const char *adverb, char *buf, size_t len);
 bool job_transition_allowed(job_state from, job_state to);
 
 /*

@@ -234,7 +234,25 @@ static const parse_case parse_cases[] = {
     {{"--tenant", "t", "--limit=", "x"}, 0, NULL, "t", false, "", 1, "x", false},
     {{"--bogus"}, -1, "unknown option \"--bogus\"", NULL, false, NULL, 0, NULL, false},
     {{"-x", "--tenant", "t"}, -1, "unknown option \"-x\"", NULL, false, NULL, 0, NULL, false},
-    {{"--tenantx", "t"}, -1, "unknown option \"--tenantx\"", NULL, false, NULL, 0, NULL, false},
+    {{"--tenantx", "t"},
+     -1,
+     "unknown option \"--tenantx\"; did you mean --tenant?",
+     NULL,
+     false,
+     NULL,
+     0,
+     NULL,
+     false},
+    {{"--lmit=5", "--tenant", "t"},
+     -1,
+     "unknown option \"--lmit=5\"; did you mean --limit?",
+     NULL,
+     false,
+     NULL,
+     0,
+     NULL,
+     false},
+    {{"--frobnicate"}, -1, "unknown option \"--frobnicate\"", NULL, false, NULL, 0, NULL, false},
     {{"--limit"}, -1, "option --limit needs a value", NULL, false, NULL, 0, NULL, false},
     {{"--all=yes", "--tenant", "t"},
      -1,
@@ -404,6 +422,52 @@ START_TEST(test_numbers)
 }
 END_TEST
 
+START_TEST(test_distance)
+{
+	ck_assert_uint_eq(args_distance("job", "job"), 0);
+	ck_assert_uint_eq(args_distance("jbo", "job"), 1); /* two neighbours swapped */
+	ck_assert_uint_eq(args_distance("jo", "job"), 1);
+	ck_assert_uint_eq(args_distance("jobs", "job"), 1);
+	ck_assert_uint_eq(args_distance("jab", "job"), 1);
+	ck_assert_uint_eq(args_distance("", "job"), 3);
+	ck_assert_uint_eq(args_distance("tenant", ""), 6);
+	ck_assert_uint_eq(args_distance("checkpiont", "checkpoint"), 1);
+	ck_assert_uint_eq(args_distance("kitten", "sitting"), 3);
+	char longer[ARGS_NEAR_LEN + 2];
+	memset(longer, 'a', sizeof(longer) - 1);
+	longer[sizeof(longer) - 1] = '\0';
+	ck_assert_uint_eq(args_distance(longer, "a"), SIZE_MAX);
+}
+END_TEST
+
+/* The nearest of names to word, offered in order. */
+static const char *nearest(const char *word, const char *const *names)
+{
+	args_near n;
+	args_near_init(&n, word);
+	for (; *names; names++)
+		args_near_offer(&n, *names);
+	return n.best;
+}
+
+START_TEST(test_nearest)
+{
+	static const char *const top[] = {"db",  "tenant",  "quota", "token", "member",
+	                                  "job", "webhook", "alert", "keys",  NULL};
+	ck_assert_str_eq(nearest("jbo", top), "job");
+	ck_assert_str_eq(nearest("tenants", top), "tenant");
+	ck_assert_str_eq(nearest("webhooks", top), "webhook");
+	ck_assert_str_eq(nearest("qouta", top), "quota");
+	ck_assert_str_eq(nearest("key", top), "keys");
+	ck_assert_ptr_null(nearest("frobnicate", top));
+	ck_assert_ptr_null(nearest("x", top));    /* too short to be a typo of anything */
+	ck_assert_ptr_null(nearest("jjbb", top)); /* 2 edits: too many for short words */
+	ck_assert_ptr_null(nearest("", top));
+	static const char *const tied[] = {"tokan", "token", NULL};
+	ck_assert_str_eq(nearest("tokin", tied), "tokan"); /* the first of the nearest */
+}
+END_TEST
+
 /* ------------------------------------------------------------ dispatch */
 
 /* A dispatch case: the command line after "yardctl" and the exit status. */
@@ -437,6 +501,23 @@ static const dispatch_case dispatch_cases[] = {
     {{"job", "list"}, CLI_USAGE, NULL},
     {{"job", "list", "--tenant", "t", "--state", "sleeping"}, CLI_USAGE, NULL},
     {{"job", "list", "--tenant", "t", "--limit", "0"}, CLI_USAGE, NULL},
+    {{"job", "list", "--tenant", "t", "--limit", "201"}, CLI_USAGE, NULL},
+    {{"job", "list", "--tenant", "t", "--limit", "200"}, CLI_SERVER, NULL},
+    {{"job", "metrics", "j", "--after", "-1"}, CLI_USAGE, NULL},
+    {{"job", "metrics", "j", "--after", "1000000000"}, CLI_USAGE, NULL},
+    {{"job", "metrics", "j", "--after", "999999999", "--all"}, CLI_SERVER, NULL},
+    {{"jbo", "list"}, CLI_USAGE, "yardctl"},
+    {{"alert", "list", "t"}, CLI_SERVER, "yardctl alert list"},
+    {{"alert", "list", "t", "--job", "j"}, CLI_SERVER, NULL},
+    {{"alert", "list", "t", "--job", ""}, CLI_USAGE, NULL},
+    {{"webhook", "create", "t"}, CLI_USAGE, "yardctl webhook create"},
+    {{"webhook", "create", "t", "https://example.org/h", "--kind", "stalled", "--allow-private"},
+     CLI_SERVER,
+     NULL},
+    {{"webhook", "creat", "t"}, CLI_USAGE, "yardctl webhook"},
+    {{"keys", "shred", "t"}, CLI_USAGE, "yardctl keys shred"},
+    {{"keys", "shred", "t", "--yes"}, CLI_SERVER, NULL},
+    {{"job", "lsit"}, CLI_USAGE, "yardctl job"},
     {{"job", "submit", "f.json"}, CLI_USAGE, NULL},
     {{"job", "submit", "/nonexistent/spec.json", "--tenant", "t"}, CLI_USAGE, NULL},
     {{"job", "submit", "-", "--tenant", "t", "--idempotency-key", "a\nb"}, CLI_USAGE, NULL},
@@ -485,7 +566,7 @@ START_TEST(test_dispatch_table)
 {
 	const dispatch_case *c = &dispatch_cases[_i];
 	targv a;
-	cli_ctx ctx = {.url = "http://127.0.0.1:1", .db = "host=127.0.0.1 port=1"};
+	cli_ctx ctx = {.url = "http://127.0.0.1:1", .db = "host=127.0.0.1 port=1", .page_max = 200};
 	snprintf(ctx.cmd, sizeof(ctx.cmd), "yardctl");
 	targv_init(&a, c->args);
 	int saved[2];
@@ -1014,6 +1095,8 @@ static Suite *make_suite(void)
 	tcase_add_test(t, test_parse_too_many_values);
 	tcase_add_test(t, test_pair);
 	tcase_add_test(t, test_numbers);
+	tcase_add_test(t, test_distance);
+	tcase_add_test(t, test_nearest);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("dispatch");

@@ -104,6 +104,32 @@ START_TEST(job_state_table)
 }
 END_TEST
 
+START_TEST(job_state_phrases)
+{
+	/* every state reads as English after "the job", with and without an adverb */
+	static const char *const want[JOB_STATE__COUNT] = {
+	    [JOB_QUEUED] = "is already queued",
+	    [JOB_DISPATCHING] = "is already being dispatched",
+	    [JOB_SCHEDULED] = "is already scheduled",
+	    [JOB_RUNNING] = "is already running",
+	    [JOB_PREEMPTING] = "is already being preempted",
+	    [JOB_CANCELLING] = "is already cancelling",
+	    [JOB_SUCCEEDED] = "has already succeeded",
+	    [JOB_FAILED] = "has already failed",
+	    [JOB_CANCELLED] = "has already been cancelled",
+	};
+	char buf[64];
+	for (int s = 0; s < JOB_STATE__COUNT; s++)
+		ck_assert_str_eq(job_state_phrase((job_state)s, "already", buf, sizeof(buf)),
+		                 want[s]);
+	ck_assert_str_eq(job_state_phrase(JOB_SUCCEEDED, NULL, buf, sizeof(buf)), "has succeeded");
+	ck_assert_str_eq(job_state_phrase(JOB_QUEUED, "", buf, sizeof(buf)), "is queued");
+	ck_assert_str_eq(job_state_phrase((job_state)-1, NULL, buf, sizeof(buf)),
+	                 "is in an unknown state");
+	ck_assert_str_eq(job_state_phrase(JOB_CANCELLED, "already", buf, 8), "has alr");
+}
+END_TEST
+
 START_TEST(attempt_state_table)
 {
 	/* every pair against the documented machine (attemptstate.h) */
@@ -433,6 +459,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, token_secrets);
 	tcase_add_test(tc, timestamps_shown);
 	tcase_add_test(tc, job_state_table);
+	tcase_add_test(tc, job_state_phrases);
 	tcase_add_test(tc, attempt_state_table);
 	tcase_add_test(tc, json_intake);
 	tcase_add_test(tc, json_fields);
