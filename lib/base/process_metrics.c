@@ -21,10 +21,10 @@ int process_metrics_register(process_metrics *m, prom_registry *r, const char *p
 	const char *const build[] = {"program", "version", "revision"};
 	m->cpu = prom_counter(r, "process_cpu_seconds_total",
 	                      "Total user and system CPU time spent in seconds", 0, NULL);
-	m->resident = prom_gauge(r, "process_resident_memory_bytes", "Resident memory size in bytes",
-	                         0, NULL);
-	m->virtual_bytes = prom_gauge(r, "process_virtual_memory_bytes",
-	                              "Virtual memory size in bytes", 0, NULL);
+	m->resident = prom_gauge(r, "process_resident_memory_bytes",
+	                         "Resident memory size in bytes", 0, NULL);
+	m->virtual_bytes =
+	    prom_gauge(r, "process_virtual_memory_bytes", "Virtual memory size in bytes", 0, NULL);
 	m->open_fds = prom_gauge(r, "process_open_fds", "Number of open file descriptors", 0, NULL);
 	m->max_fds =
 	    prom_gauge(r, "process_max_fds", "Maximum number of open file descriptors", 0, NULL);
@@ -84,10 +84,11 @@ void process_metrics_update(process_metrics *m)
 	unsigned long long utime, stime, start, vsize;
 	long long rss;
 	double tick = (double)sysconf(_SC_CLK_TCK), page = (double)sysconf(_SC_PAGESIZE);
-	if (rest && sscanf(rest + 2,
-	                   "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d"
-	                   " %*d %*d %llu %llu %lld",
-	                   &utime, &stime, &start, &vsize, &rss) == 5 &&
+	if (rest &&
+	    sscanf(rest + 2,
+	           "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d"
+	           " %*d %*d %llu %llu %lld",
+	           &utime, &stime, &start, &vsize, &rss) == 5 &&
 	    tick > 0) {
 		double cpu = (double)(utime + stime) / tick;
 		pthread_mutex_lock(&m->mu);

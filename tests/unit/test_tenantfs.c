@@ -338,6 +338,8 @@ static const unit_allowance allowed[] = {
      "the directory walks of storage.h: each level O_NOFOLLOW and checked as the owners "
      "rule says; storage_dir_remove(): the worker's own tree, as the tenant's user"},
     {"lib/users/identity.c", 1, "the host's /etc/login.defs"},
+    {"lib/base/process_metrics.c", 3,
+     "the process's own /proc/self and /proc/stat, outside every root"},
     {"api/tls.c", 1, "the API's certificate and key, read once at start"},
     {"lib/crypt/crypt.c", 1, "key files, read once at start, outside every root (api/main.c)"},
     {"lib/data/datapath.c", 1, "a second open file of a directory tenantfs already opened"},
