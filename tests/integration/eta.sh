@@ -39,7 +39,7 @@ Q2=$(cat "$TY_TMP/id")
 TOKEN=$VIEW
 check_status "the first queued job's estimate" 200 GET "/v1/jobs/$Q1/eta"
 check_json "it waits for the running job's 30 minutes" true '.eta_seconds > 1700 and .eta_seconds <= 1800'
-check_json "as an RFC 3339 time" true '.eta | test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z$")'
+check_json "as an RFC 3339 time with milliseconds" true '.eta | test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\\.[0-9]{3}Z$")'
 check_json "nothing queued ahead, one job running" "0 1 1" '"\(.queued_ahead) \(.running) \(.duration_ratio)"'
 check_status "the second's" 200 GET "/v1/jobs/$Q2/eta"
 check_json "another 30 minutes on" true '.eta_seconds > 3500 and .eta_seconds <= 3600'
