@@ -556,8 +556,8 @@ function mfuCard(d) {
   const own = field(d.steps, 'mfu');
   if (d.g.mfu !== null) return card('MFU', (100 * d.g.mfu).toFixed(1) + ' %');
   if (own.length) return card('MFU', (100 * own[own.length - 1][1]).toFixed(1) + ' %');
-  return card('MFU', '–', 'unknown: the trainer reports none and the device\'s peak ' +
-              '(TRAINYARD_DEVICE_PEAK_GFLOPS) is not set');
+  return card('MFU', '–', 'unknown: no MFU from the trainer, and no device peak ' +
+              '(TRAINYARD_DEVICE_PEAK_GFLOPS) set');
 }
 
 function alertLabel(a) {
@@ -627,9 +627,18 @@ async function viewJob(id) {
                       'checkpoints', 'events']) parts[name] = part(name);
   const log = logPanel();
   const config = el('pre', { class: 'config', id: 'config' }, JSON.stringify(d.job.spec, null, 2));
-  const redraw = () => {
-    const s = jobSections(d, redraw);
-    for (const [name, node] of Object.entries(parts)) node.replaceChildren(...[s[name]].flat());
+  // The charts are drawn again only when their data changed: a redraw
+  // would take away the values shown under the pointer.
+  let drawnFor = null;
+  const chartsOf = x => [x.steps.length, x.steps.length && x.steps[x.steps.length - 1].step,
+                         x.alerts.length, x.job.attempts].join();
+  const redraw = force => {
+    const s = jobSections(d, () => redraw(true));
+    for (const [name, node] of Object.entries(parts)) {
+      if (name === 'charts' && force !== true && drawnFor === chartsOf(d)) continue;
+      node.replaceChildren(...[s[name]].flat());
+    }
+    drawnFor = chartsOf(d);
     paintSwatches(main);
   };
   show(el('h1', {}, d.job.name),
@@ -646,7 +655,7 @@ async function viewJob(id) {
        el('h2', {}, 'Log'), log.panel,
        el('h2', {}, 'Config'), config,
        el('h2', {}, 'Events'), parts.events);
-  redraw();
+  redraw(true);
 
   // The log: followed while the job runs, else read once; read again with
   // each refresh when following is refused (the server's limits).
