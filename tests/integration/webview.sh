@@ -42,15 +42,18 @@ check_eq "nothing may load from them" "default-src 'none'; frame-ancestors 'none
 	"$(header Content-Security-Policy)"
 
 # ---- the seeded jobs ----------------------------------------------------------------
-# run_steps FROM TO LOSS0 SLOPE: the step lines of a run, as the trainer writes
-# them: a falling loss (a validation loss every tenth step), a warming
-# learning rate, a loss scale halved at step 20, and a throughput that swings
-# from 291 to 98,500 tokens/s
+# run_steps FROM TO LOSS0 SLOPE [SCALE]: the step lines of a run, as the
+# trainer writes them: a falling loss (a validation loss every tenth step), a
+# warming learning rate, a loss scale halved at step 20, and a throughput
+# that swings from 291 to 98,500 tokens/s (learning rate and throughput times
+# SCALE, 1 unless given)
 run_steps() {
-	jq -nc --argjson from "$1" --argjson to "$2" --argjson l0 "$3" --argjson k "$4" '
+	jq -nc --argjson from "$1" --argjson to "$2" --argjson l0 "$3" --argjson k "$4" \
+		--argjson f "${5:-1}" '
 	[range($from; $to + 1) | . as $s | {step: $s, loss: ($l0 - ($s - 1) * $k),
-	 lr: (0.0001 * ([$s, 10] | min)), grad_norm: (1 + 0.1 / $s),
-	 tokens_per_s: (if $s % 7 == 0 then 291 elif $s % 5 == 0 then 98500 else 9000 + ($s % 3) * 1000 end),
+	 lr: (0.0001 * ([$s, 10] | min) * $f), grad_norm: (1 + 0.1 / $s / $f),
+	 tokens_per_s: ($f * (if $s % 7 == 0 then 291 elif $s % 5 == 0 then 98500
+	                      else 9000 + ($s % 3) * 1000 end)),
 	 loss_scale: (if $s < 20 then 65536 else 32768 end), step_s: 0.2, data_wait_s: 0.01}
 	 + (if $s % 10 == 0 then {val_loss: ($l0 - ($s - 1) * $k + 0.1)} else {} end)]'
 }
@@ -112,7 +115,7 @@ A2=$(printf '%s' "$BODY" | jq -r .id)
 TOKEN=$(printf '%s' "$BODY" | jq -r .credential)
 check_status "and reports" 200 POST "/internal/v1/attempts/$A2/heartbeat"
 check_status "thirty steps of its own" 200 POST "/internal/v1/attempts/$A2/metrics" \
-	"${JSON[@]}" -d "{\"steps\": $(run_steps 1 30 5.4 0.03)}"
+	"${JSON[@]}" -d "{\"steps\": $(run_steps 1 30 5.4 0.03 0.5)}"
 
 # ---- in the browser ---------------------------------------------------------------------
 if [[ -z $CHROMIUM ]]; then

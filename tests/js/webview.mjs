@@ -144,7 +144,6 @@ try {
   await page.uncheck('#log-raw');
   await smoothing(0.6);
   await page.mouse.move(0, 0);
-  await page.screenshot({ path: SHOTS + '/webview-job.png', fullPage: true });
 
   // ---- new steps and lines while the page is open ------------------------------------
   await page.evaluate(() => { window.notReloaded = true; });
@@ -156,6 +155,8 @@ try {
   report('new log lines too', await until(page, () => /^step 40 {2}loss/m.test(
     document.getElementById('log').textContent), null, 20000), await text('#log'));
   eq('the page was never reloaded', true, await page.evaluate(() => window.notReloaded === true));
+  await page.mouse.move(0, 0);
+  await page.screenshot({ path: SHOTS + '/webview-job.png', fullPage: true });
 
   // ---- two runs compared -------------------------------------------------------------
   await open('/jobs/' + TENANT);
