@@ -413,8 +413,8 @@ function logLine(text) {
 }
 
 /*
- * The log panel: lines as text, the newest at the bottom, followed (kept
- * scrolled to the end) unless the reader scrolled up or unticked "follow".
+ * The log panel: lines as text, the newest at the bottom, kept scrolled to
+ * the end while "follow" is ticked (untick it to read back in peace).
  */
 function logPanel() {
   const pre = el('pre', { class: 'log', id: 'log', tabindex: 0 });
@@ -657,19 +657,27 @@ async function viewJob(id) {
        el('h2', {}, 'Events'), parts.events);
   redraw(true);
 
-  // The log: followed while the job runs, else read once; read again with
-  // each refresh when following is refused (the server's limits).
+  // The log: followed while the job runs (again when the server ends a
+  // long follow), else read once; read again with each refresh when
+  // following is refused (the server's limits on followers).
   let followed = false;
   const readLog = async () => {
     try {
       log.set(await api('/v1/jobs/' + id + '/logs', true));
     } catch (err) { if (gen === viewGen) log.status('no log: ' + err.message); }
   };
+  const follow = async () => {
+    while (gen === viewGen && !FINAL.includes(d.job.state)) {
+      followed = true;
+      const ok = await followLog(id, log, gen);
+      followed = false;
+      if (!ok) return;
+      await new Promise(res => setTimeout(res, pollMs));
+    }
+    if (gen === viewGen) await readLog();
+  };
   if (FINAL.includes(d.job.state)) await readLog();
-  else {
-    followed = true;
-    followLog(id, log, gen).then(ok => { followed = false; if (ok !== false) readLog(); });
-  }
+  else follow();
   document.body.setAttribute('data-ready', 'true');
 
   while (!FINAL.includes(d.job.state)) {
