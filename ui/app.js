@@ -186,6 +186,13 @@ function logTicks(lo, hi) {
   return powers.length >= 3 ? powers : all.length >= 2 ? all : [lo, hi];
 }
 
+/* [min, max] of many numbers (Math.min(...v) overflows the stack on long runs). */
+function extent(v) {
+  let lo = Infinity, hi = -Infinity;
+  for (const x of v) { if (x < lo) lo = x; if (x > hi) hi = x; }
+  return [lo, hi];
+}
+
 /* At most n points of a long series, every k-th one, so drawing stays quick. */
 function thin(points, n) {
   if (points.length <= n) return points;
@@ -234,7 +241,7 @@ function chart(id, title, series, markers) {
   }
   const xs = drawn.flatMap(s => s.raw.map(p => p[0]));
   const ys = drawn.flatMap(s => s.line.map(p => p[1]));
-  let x0 = Math.min(...xs), x1 = Math.max(...xs), y0 = Math.min(...ys), y1 = Math.max(...ys);
+  let [x0, x1] = extent(xs), [y0, y1] = extent(ys);
   if (x1 === x0) { x0 -= 1; x1 += 1; }
   if (y1 === y0) {
     const d = Math.abs(y0) * 0.1 || 1;
