@@ -8,6 +8,10 @@
  *   tool_seal log ROOT TENANT JOB ATTEMPT FIRST COUNT open|close
  *       append COUNT records "attempt ATTEMPT line I" (I = FIRST...) to the
  *       attempt's sealed log, then leave it open or close it
+ *   tool_seal lines ROOT TENANT JOB ATTEMPT open|close
+ *       append each further line of stdin (after the key ring) as one record,
+ *       as the runtime does with the trainer's output; then leave the log
+ *       open or close it
  *   tool_seal checkpoint ROOT TENANT JOB STEP BYTES
  *       write step STEP's only shard (BYTES bytes) and its manifest through
  *       the encrypted checkpoint store; print "<bytes> <sha256>" of the shard
@@ -47,23 +51,44 @@ static int read_ctx(const char *tenant, const char *job, crypt_object_ctx *ctx)
 	return rc ? fail("stdin", "not a key ring of 64-hex-digit keys, or bad ids") : 0;
 }
 
-static int write_log(char **argv, const crypt_object_ctx *ctx)
+/* Open the attempt's sealed log for appending, as the tenant's Unix user. */
+static int open_log(char **argv, const crypt_object_ctx *ctx, crypt_log_writer **w, char *path,
+                    size_t path_len)
 {
 	const char *root = argv[2], *tenant = argv[3], *job = argv[4];
-	int attempt = atoi(argv[5]), first = atoi(argv[6]), count = atoi(argv[7]);
-	bool close_it = strcmp(argv[8], "close") == 0;
-	char name[32], path[4096], err[512];
+	int attempt = atoi(argv[5]);
+	char name[32], err[512];
 	if (identity_become_tenant(root, tenant, err, sizeof(err)) < 0)
 		return fail("identity", err);
 	if (storage_job_prepare(root, tenant, job, err, sizeof(err)) < 0)
 		return fail("storage", err);
 	if (storage_log_name(attempt, name, sizeof(name)) < 0 ||
-	    storage_object_path(root, tenant, job, STORAGE_LOGS, name, path, sizeof(path)) < 0)
+	    storage_object_path(root, tenant, job, STORAGE_LOGS, name, path, path_len) < 0)
 		return fail("log path", "invalid");
-	crypt_log_writer *w;
 	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (crypt_log_writer_open(fd, path, ctx, name, &w, err, sizeof(err)) < 0)
+	if (crypt_log_writer_open(fd, path, ctx, name, w, err, sizeof(err)) < 0)
 		return fail(path, err);
+	return 0;
+}
+
+/* Close the log, or leave it open with its records on disk. */
+static int finish_log(crypt_log_writer *w, const char *path, bool close_it)
+{
+	char err[512];
+	if (close_it)
+		return crypt_log_writer_close(w, err, sizeof(err)) < 0 ? fail(path, err) : 0;
+	int rc = crypt_log_sync(w, err, sizeof(err));
+	crypt_log_writer_free(w);
+	return rc < 0 ? fail(path, err) : 0;
+}
+
+static int write_log(char **argv, const crypt_object_ctx *ctx)
+{
+	int attempt = atoi(argv[5]), first = atoi(argv[6]), count = atoi(argv[7]);
+	char path[4096], err[512];
+	crypt_log_writer *w;
+	if (open_log(argv, ctx, &w, path, sizeof(path)))
+		return 1;
 	for (int i = first; i < first + count; i++) {
 		char line[64];
 		int n = snprintf(line, sizeof(line), "attempt %d line %d", attempt, i);
@@ -72,11 +97,24 @@ static int write_log(char **argv, const crypt_object_ctx *ctx)
 			return fail(path, err);
 		}
 	}
-	if (close_it)
-		return crypt_log_writer_close(w, err, sizeof(err)) < 0 ? fail(path, err) : 0;
-	int rc = crypt_log_sync(w, err, sizeof(err));
-	crypt_log_writer_free(w);
-	return rc < 0 ? fail(path, err) : 0;
+	return finish_log(w, path, strcmp(argv[8], "close") == 0);
+}
+
+/* Each further line of stdin as one record: the trainer's own lines. */
+static int write_lines(char **argv, const crypt_object_ctx *ctx)
+{
+	char path[4096], err[512], line[4096];
+	crypt_log_writer *w;
+	if (open_log(argv, ctx, &w, path, sizeof(path)))
+		return 1;
+	while (fgets(line, sizeof(line), stdin)) {
+		size_t n = strcspn(line, "\n");
+		if (crypt_log_append(w, line, n, err, sizeof(err)) < 0) {
+			crypt_log_writer_free(w);
+			return fail(path, err);
+		}
+	}
+	return finish_log(w, path, strcmp(argv[6], "close") == 0);
 }
 
 /* Commit one file of the store. */
@@ -150,10 +188,12 @@ static int write_checkpoint(char **argv, const crypt_object_ctx *ctx)
 int main(int argc, char **argv)
 {
 	bool log = argc == 9 && strcmp(argv[1], "log") == 0;
+	bool lines = argc == 7 && strcmp(argv[1], "lines") == 0;
 	bool ckpt = argc == 7 && strcmp(argv[1], "checkpoint") == 0;
-	if (!log && !ckpt) {
+	if (!log && !lines && !ckpt) {
 		fprintf(stderr,
 		        "usage: tool_seal log ROOT TENANT JOB ATTEMPT FIRST COUNT open|close\n"
+		        "       tool_seal lines ROOT TENANT JOB ATTEMPT open|close\n"
 		        "       tool_seal checkpoint ROOT TENANT JOB STEP BYTES\n"
 		        "(the job's data key ring on stdin)\n");
 		return 2;
@@ -161,7 +201,9 @@ int main(int argc, char **argv)
 	crypt_object_ctx ctx;
 	if (read_ctx(argv[3], argv[4], &ctx))
 		return 1;
-	int rc = log ? write_log(argv, &ctx) : write_checkpoint(argv, &ctx);
+	int rc = log     ? write_log(argv, &ctx)
+	         : lines ? write_lines(argv, &ctx)
+	                 : write_checkpoint(argv, &ctx);
 	crypt_object_ctx_clear(&ctx);
 	return rc;
 }
