@@ -4,7 +4,9 @@
 # request, built from the document with resources it creates, and bad ones
 # (no token, malformed JSON, a body that is not JSON, one over the limit),
 # and holds each answer's status, headers and body to the document with
-# openapi-backend and ajv (from tests/js's lock file, deploy/deps); a
+# openapi-backend and ajv (from tests/js's lock file, deploy/deps); the
+# attempt it starts writes its sealed log and checkpoint with tool_seal, so
+# that the download routes send files; a
 # method a path lacks answers 405 with Allow, HEAD answers as GET, and
 # timestamps carry milliseconds. Then Spectral lints the document with
 # tests/js/.spectral.yaml: no error, no warning. And the document the API
@@ -18,7 +20,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 JS=$TY_ROOT/tests/js
 DOC=$TY_ROOT/api/openapi.json
 NODE=$(command -v node || true)
-needs TRAINYARD_URL TRAINYARD_CA_FILE NODE "$JS/node_modules/.bin/spectral"
+needs TRAINYARD_URL TRAINYARD_CA_FILE TRAINYARD_STORAGE_ROOT NODE "$SEAL" "$JS/node_modules/.bin/spectral"
 
 ADMIN=$(admin_token)
 
@@ -34,6 +36,7 @@ NOTES=0
 rc=0
 CONTRACT_URL=$TRAINYARD_URL CONTRACT_TOKEN=$ADMIN CONTRACT_CA=$TRAINYARD_CA_FILE \
 	CONTRACT_DOC=$DOC CONTRACT_CODE_TAR=$TY_TMP/code.tar CONTRACT_SUFFIX=$$ \
+	CONTRACT_SEAL=$SEAL CONTRACT_STORAGE_ROOT=$TRAINYARD_STORAGE_ROOT \
 	timeout 120 "$NODE" "$JS/contract.mjs" >"$TY_TMP/contract.out" 2>&1 || rc=$?
 while IFS= read -r line; do
 	case $line in

@@ -7,7 +7,10 @@
 // (a platform admin's token), CONTRACT_CA (the stack's CA certificate),
 // CONTRACT_DOC (the document, default api/openapi.json), CONTRACT_CODE_TAR (a
 // tar archive holding run.sh, for the code bundle routes), CONTRACT_SUFFIX
-// (appended to the names this run creates).
+// (appended to the names this run creates), CONTRACT_SEAL and
+// CONTRACT_STORAGE_ROOT (tests/integration/tool_seal and the API's storage
+// root: the attempt writes its sealed log and checkpoint there, as the worker
+// runtime would, so that the download routes have files to send).
 //
 // For every operation (path x method) it sends a valid request, built from
 // the operation's documented parameters and request body schema with the
@@ -43,6 +46,7 @@ import fs from 'node:fs';
 import https from 'node:https';
 import http from 'node:http';
 import crypto from 'node:crypto';
+import { spawnSync } from 'node:child_process';
 import OpenAPIBackend from 'openapi-backend';
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
@@ -61,6 +65,7 @@ const CA = process.env.CONTRACT_CA ? fs.readFileSync(process.env.CONTRACT_CA) : 
 const DOC_PATH = env('CONTRACT_DOC', new URL('../../api/openapi.json', import.meta.url).pathname);
 const CODE_TAR = process.env.CONTRACT_CODE_TAR;
 const SFX = env('CONTRACT_SUFFIX', String(process.pid));
+const SEAL = process.env.CONTRACT_SEAL, STORAGE_ROOT = process.env.CONTRACT_STORAGE_ROOT;
 if (!['127.0.0.1', 'localhost', '[::1]'].includes(BASE.hostname)) {
 	console.log(`not ok - environment: CONTRACT_URL must be on loopback, not ${BASE.hostname}`);
 	process.exit(1);
@@ -580,10 +585,24 @@ const C = ctx.cred;
 await call('getAttempt', { path: { attempt: ctx.a1 }, token: C });
 await call('attemptHeartbeat', { path: { attempt: ctx.a1 }, token: C, body: { log_bytes: 0 } });
 await call('attemptMetrics', { path: { attempt: ctx.a1 }, token: C, body: { steps: [{ step: 1, loss: 5.5 }, { step: 2, loss: 5.25 }] } });
-const ck = await call('registerCheckpoint', { path: { attempt: ctx.a1 }, token: C, body: { step: 2, world: 1, shards: [{ name: 'shard_00000_of_00001.bin', bytes: 4096, sha256: sha('x') }] } });
+ctx.keys = idOf(await call('fetchDataKey', { path: { attempt: ctx.a1 }, token: C }), 'keys');
+// the attempt's sealed log and checkpoint, written as the runtime writes them
+let shard = { bytes: 4096, sha256: sha('x') }, sealed = false;
+const seal = (...args) => spawnSync(SEAL, [args[0], STORAGE_ROOT, ctx.ta, ctx.j1, ...args.slice(1).map(String)], { input: `${ctx.keys}\n`, encoding: 'utf8' });
+if (SEAL && STORAGE_ROOT && ctx.keys && ctx.ta && ctx.j1) {
+	const lg = seal('log', 1, 1, 3, 'close');
+	const cp = seal('checkpoint', 2, 4096);
+	const m = /^(\d+) ([0-9a-f]{64})$/.exec((cp.stdout || '').trim());
+	if (lg.status === 0 && cp.status === 0 && m) {
+		shard = { bytes: Number(m[1]), sha256: m[2] };
+		sealed = true;
+	} else notOk(`tool_seal could not write the attempt's files: ${(lg.stderr || '') + (cp.stderr || '')}`.trim());
+} else {
+	note('the attempt writes no sealed files (CONTRACT_SEAL or CONTRACT_STORAGE_ROOT not set): the download routes answer no file');
+}
+const ck = await call('registerCheckpoint', { path: { attempt: ctx.a1 }, token: C, body: { step: 2, world: 1, shards: [{ name: 'shard_00000_of_00001.bin', ...shard }] } });
 ctx.ckpt = idOf(ck);
 await call('attemptEvent', { path: { attempt: ctx.a1 }, token: C, body: { kind: 'fallback', reason: 'contract test' } });
-await call('fetchDataKey', { path: { attempt: ctx.a1 }, token: C });
 await call('fetchDatasetKey', { path: { attempt: ctx.a1, version: ctx.dsVersion }, token: C });
 await call('finishAttempt', { path: { attempt: ctx.a1 }, token: C, body: { outcome: 'succeeded' } });
 
@@ -596,16 +615,18 @@ await call('getJobLogs', { path: { job: ctx.j1 } });
 await call('getCheckpoint', { path: { checkpoint: ctx.ckpt } });
 await call('getCheckpointLineage', { path: { checkpoint: ctx.ckpt } });
 await call('listDerivedCheckpoints', { path: { tenant: TA, dataset: 'corpus' } });
-const dl = await call('downloadCheckpointFile', { path: { checkpoint: ctx.ckpt }, query: { file: 'shard_00000_of_00001.bin' }, expect: [200, 404, 500] });
-if (dl && dl.status !== 200) note(`downloadCheckpointFile: no success exercised: the checkpoint registered through the API has no sealed files in storage (answered ${dl.status} ${problemCode(dl) || ''})`);
+const fileOf = (what) => (sealed ? {} : { expect: [200, 404], label: `${what} without sealed files` });
+const dl = await call('downloadCheckpointFile', { path: { checkpoint: ctx.ckpt }, query: { file: 'shard_00000_of_00001.bin' }, ...fileOf('a checkpoint') });
+if (dl && dl.valid && sealed && dl.body.length !== shard.bytes) notOk(`downloadCheckpointFile: ${dl.body.length} bytes sent, the shard has ${shard.bytes}`);
+if (dl && dl.status !== 200) note(`downloadCheckpointFile: no success exercised: the checkpoint has no sealed files (answered ${dl.status} ${problemCode(dl) || ''})`);
 
 // checkpoint grants
 ctx.ckGrant = idOf(await call('grantCheckpoint', { path: { checkpoint: ctx.ckpt }, body: { tenant: TB, expires_at: inDays(30), download: true }, token: OWNER_TOKEN }));
 await call('listCheckpointGrants', { path: { checkpoint: ctx.ckpt } });
 await call('approveCheckpointGrant', { path: { checkpoint: ctx.ckpt, grant: ctx.ckGrant } });
 await call('listSharedCheckpoints', { path: { tenant: TB } });
-const sdl = await call('downloadSharedCheckpointFile', { path: { tenant: TB, checkpoint: ctx.ckpt }, query: { file: 'shard_00000_of_00001.bin' }, expect: [200, 404, 500] });
-if (sdl && sdl.status !== 200) note(`downloadSharedCheckpointFile: no success exercised: the shared checkpoint has no sealed files in storage (answered ${sdl.status} ${problemCode(sdl) || ''})`);
+const sdl = await call('downloadSharedCheckpointFile', { path: { tenant: TB, checkpoint: ctx.ckpt }, query: { file: 'shard_00000_of_00001.bin' }, ...fileOf('a shared checkpoint') });
+if (sdl && sdl.status !== 200) note(`downloadSharedCheckpointFile: no success exercised: the shared checkpoint has no sealed files (answered ${sdl.status} ${problemCode(sdl) || ''})`);
 
 // a job started from the checkpoint, and a command job of the code bundle
 ctx.j4 = idOf(await call('submitJob', { path: { tenant: TA }, body: tiny('contract-4', { data: { train: 'x_*.bin' }, training: { steps: 10, init_from: ctx.ckpt } }), label: 'started from a checkpoint', noBad: true }));
@@ -613,8 +634,8 @@ if (ctx.j4) {
 	const a4 = await call('createAttempt', { path: { job: ctx.j4 }, label: 'of the job started from a checkpoint', noBad: true });
 	ctx.a4 = idOf(a4); ctx.cred4 = idOf(a4, 'credential');
 	await call('fetchInitKey', { path: { attempt: ctx.a4 }, token: ctx.cred4 });
-	const f = await call('fetchInitFile', { path: { attempt: ctx.a4, file: 'shard_00000_of_00001.bin' }, token: ctx.cred4, expect: [200, 404, 500] });
-	if (f && f.status !== 200) note(`fetchInitFile: no success exercised: the checkpoint started from has no sealed files in storage (answered ${f.status} ${problemCode(f) || ''})`);
+	const f = await call('fetchInitFile', { path: { attempt: ctx.a4, file: 'shard_00000_of_00001.bin' }, token: ctx.cred4, ...fileOf('a checkpoint') });
+	if (f && f.status !== 200) note(`fetchInitFile: no success exercised: the checkpoint started from has no sealed files (answered ${f.status} ${problemCode(f) || ''})`);
 }
 if (codeUploaded) {
 	ctx.j5 = idOf(await call('submitJob', { path: { tenant: TA }, body: { name: 'contract-5', kind: 'command', code: 'trainer', command: ['bash', 'run.sh'], resources: { nodes: 1, ranks_per_node: 1 } }, label: 'a command job', noBad: true }));
