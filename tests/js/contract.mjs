@@ -7,7 +7,8 @@
 // (a platform admin's token), CONTRACT_CA (the stack's CA certificate),
 // CONTRACT_DOC (the document, default api/openapi.json), CONTRACT_CODE_TAR (a
 // tar archive holding run.sh, for the code bundle routes), CONTRACT_SUFFIX
-// (appended to the names this run creates), CONTRACT_SEAL and
+// (appended to the names this run creates), CONTRACT_BODY_LIMIT (the API's
+// TRAINYARD_BODY_LIMIT, default 1048576), CONTRACT_SEAL and
 // CONTRACT_STORAGE_ROOT (tests/integration/tool_seal and the API's storage
 // root: the attempt writes its sealed log and checkpoint there, as the worker
 // runtime would, so that the download routes have files to send).
@@ -16,9 +17,12 @@
 // the operation's documented parameters and request body schema with the
 // resources the run creates beforehand (tenants, a user and its token,
 // datasets, a code bundle, jobs, attempts, checkpoints, grants, a webhook, a
-// priority class), and then bad ones: no token (on a route that needs one),
-// and on a route that is not a GET, a malformed JSON body ([1,2), a body
-// that is not JSON (text/plain) and one over the body limit. Each answer:
+// priority class), and bad ones, first: no token (on a route that needs
+// one), and on a route that is not a GET, a malformed JSON body ([1,2), a
+// body that is not JSON (text/plain) and one over the body limit (an
+// upload's announced with Expect: 100-continue, never sent). A route that
+// changes or removes a resource gets its bad requests on a second one, so
+// that a bad request acted on shows. Each answer:
 //   - its status is one the operation documents;
 //   - its Content-Type is one documented for that status, and its body
 //     validates against that media type's schema (JSON Schema 2020-12, the
@@ -36,7 +40,9 @@
 // openapi-backend's request validator, so that what is sent is what the
 // document describes, and must answer a 2xx status. Beside the operations:
 // a method a path does not have answers 405 with an Allow header naming the
-// path's methods, and HEAD on every GET route answers as GET with no body.
+// path's methods, HEAD on every GET route answers as GET with no body, and
+// every operation lists 400, 413, 415 and 500 (and 401 and 429 when it needs
+// a token), the statuses any route may answer.
 //
 // Prints "ok - ..." / "not ok - ..." lines (one failure a line), "note - ..."
 // for what could not be exercised and why, then a tally; exits 1 on any
