@@ -688,7 +688,9 @@ if (size !== undefined) {
 }
 await call('exportAuditLog');
 await call('getReport', { path: { kind: 'access-review' }, query: { format: 'json' } });
+await call('getReport', { path: { kind: 'denials' }, query: { format: 'csv' }, label: 'as CSV', noBad: true });
 await call('getTenantReport', { path: { tenant: TA, kind: 'data-access' }, query: { format: 'json' } });
+await call('getTenantReport', { path: { tenant: TA, kind: 'access-review' }, query: { format: 'html' }, label: 'as HTML', noBad: true });
 
 // the end of what was made: cancel, revoke, delete, shred
 await call('cancelJob', { path: { job: ctx.j2 }, badOn: { job: ctx.j6 } });
