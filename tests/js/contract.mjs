@@ -224,6 +224,32 @@ function fmtErrors(errs) {
 	return out.slice(0, 8).join('; ') + (out.length > 8 ? ` (and ${out.length - 8} more)` : '');
 }
 
+// why VALUE fails the schema at POINTER, as ajv's errors: within a oneOf only
+// those of the branch it comes closest to (the fewest errors), so that a job
+// of one kind is not also told every rule of the other
+function explain(pointer, value, at = '', depth = 0) {
+	const validate = validatorAt(pointer);
+	if (validate(value)) return [];
+	const errs = () => validate.errors.map((e) => ({ ...e, instancePath: at + e.instancePath }));
+	if (depth > 12) return errs();
+	const [schema, sp] = deref(pointer.split('/').slice(1).reduce((o, k) => o?.[k.replace(/~1/g, '/').replace(/~0/g, '~')], doc), pointer);
+	if (!schema || typeof schema !== 'object') return errs();
+	if (Array.isArray(schema.oneOf)) {
+		const tries = schema.oneOf.map((_, i) => explain(`${sp}/oneOf/${i}`, value, at, depth + 1));
+		return tries.reduce((best, t) => (t.length < best.length ? t : best));
+	}
+	const out = [];
+	for (const [i] of (schema.allOf || []).entries()) out.push(...explain(`${sp}/allOf/${i}`, value, at, depth + 1));
+	if (value && typeof value === 'object' && !Array.isArray(value) && schema.properties) {
+		for (const k of Object.keys(schema.properties))
+			if (k in value) out.push(...explain(`${sp}/properties/${esc(k)}`, value[k], `${at}/${esc(k)}`, depth + 1));
+	}
+	// what the members do not account for (required, additionalProperties ...)
+	const own = errs().filter((e) => e.instancePath === at && !['oneOf', 'allOf', 'anyOf'].includes(e.keyword));
+	const merged = out.concat(own);
+	return merged.length ? merged : errs();
+}
+
 // problems with one answer of operation o, as strings ([] when it holds)
 function answerProblems(o, res, { head = false } = {}) {
 	const probs = [];
@@ -280,8 +306,8 @@ function answerProblems(o, res, { head = false } = {}) {
 			return probs;
 		}
 		if (schemaDoc) {
-			const validate = validatorAt(schemaPointer);
-			if (!validate(value)) probs.push(`body does not match the ${status} schema: ${fmtErrors(validate.errors)}`);
+			const why = explain(schemaPointer, value);
+			if (why.length) probs.push(`body does not match the ${status} schema: ${fmtErrors(why)}`);
 		}
 		const bad = timestampsWithoutMs(value);
 		if (bad.length) probs.push(`timestamps without milliseconds: ${bad.slice(0, 3).join(', ')}`);
