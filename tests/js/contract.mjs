@@ -72,7 +72,13 @@ const DOC_PATH = env('CONTRACT_DOC', new URL('../../api/openapi.json', import.me
 const CODE_TAR = process.env.CONTRACT_CODE_TAR;
 const SFX = env('CONTRACT_SUFFIX', String(process.pid));
 const SEAL = process.env.CONTRACT_SEAL, STORAGE_ROOT = process.env.CONTRACT_STORAGE_ROOT;
-if (!['127.0.0.1', 'localhost', '[::1]'].includes(BASE.hostname)) {
+// The run's requests leave from a loopback address of their own
+// (CONTRACT_CLIENT_ADDR, default 127.0.0.77 when the API is on 127.0.0.1):
+// the API counts and audits failed authentications per client address, and
+// the many this run makes on purpose must not share a window, or a rate
+// limit, with those of the other tests.
+const CLIENT_ADDR = process.env.CONTRACT_CLIENT_ADDR ?? (/^127\.\d+\.\d+\.\d+$/.test(BASE.hostname) ? '127.0.0.77' : '');
+if (!/^(127\.\d+\.\d+\.\d+|localhost|\[::1\])$/.test(BASE.hostname)) {
 	console.log(`not ok - environment: CONTRACT_URL must be on loopback, not ${BASE.hostname}`);
 	process.exit(1);
 }
@@ -173,7 +179,8 @@ function sendOnce({ method, path, headers = {}, body, expectContinue = false }) 
 		const mod = url.protocol === 'https:' ? https : http;
 		let done = false;
 		const finish = (r) => { if (!done) { done = true; resolve(r); } };
-		const req = mod.request(url, { method, headers, ca: CA, agent: false, timeout: 30000 }, (res) => {
+		const opts = { method, headers, ca: CA, agent: false, timeout: 30000, ...(CLIENT_ADDR ? { localAddress: CLIENT_ADDR } : {}) };
+		const req = mod.request(url, opts, (res) => {
 			const chunks = [];
 			res.on('data', (c) => chunks.push(c));
 			res.on('end', () => finish({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks) }));
