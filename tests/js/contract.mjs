@@ -388,7 +388,8 @@ async function call(id, spec = {}) {
 	try {
 		path = fillPath(o, spec.path || {}) + qs(spec.query);
 	} catch (e) {
-		spec.unexercised = String(e.message);
+		// a resource it needs was not made: said once at the end, with why
+		if (!unexercised.has(o.id)) unexercised.set(o.id, `${label}: ${e.message} (its creation failed above)`);
 		return null;
 	}
 	const token = spec.token === undefined ? ADMIN : spec.token;
@@ -453,6 +454,7 @@ async function call(id, spec = {}) {
 }
 let requestSeq = 0;
 const exercised = new Set(), succeeded = new Set(), badDone = new Set(), cascaded = new Set();
+const unexercised = new Map(); // operationId -> why no request was sent
 
 function checkAnswer(o, label, res, extra = []) {
 	const probs = answerProblems(o, res).concat(extra);
@@ -615,6 +617,8 @@ let codeUploaded = false;
 if (CODE_TAR && fs.existsSync(CODE_TAR)) {
 	const cv = await call('uploadCodeVersion', { path: { tenant: TA, code: 'trainer' }, body: fs.readFileSync(CODE_TAR), type: 'application/x-tar' });
 	codeUploaded = !!cv?.valid;
+} else {
+	unexercised.set('uploadCodeVersion', 'CONTRACT_CODE_TAR names no archive');
 }
 await call('getCodeBundle', { path: { tenant: TA, code: 'trainer' } });
 await call('listCodeFiles', { path: { tenant: TA, code: 'trainer', version: 1 } });
@@ -702,6 +706,8 @@ if (codeUploaded) {
 		ctx.a5 = idOf(a5); ctx.cred5 = idOf(a5, 'credential');
 		await call('fetchCodeKey', { path: { attempt: ctx.a5 }, token: ctx.cred5 });
 	}
+} else {
+	unexercised.set('fetchCodeKey', 'no command job: no code version was uploaded (CONTRACT_CODE_TAR)');
 }
 
 // keys
@@ -783,8 +789,9 @@ for (const o of ops.values()) {
 
 for (const o of ops.values()) {
 	if (!exercised.has(o.id)) {
-		note(`${o.id} ${o.method} ${o.path}: not exercised: a resource it needs was not created (see the failures above)`);
-		notOk(`${o.id} ${o.method} ${o.path}: no request was sent`);
+		const why = unexercised.get(o.id) || 'the run has no request for it';
+		note(`${o.id} ${o.method} ${o.path}: not exercised: ${why}`);
+		notOk(`${o.id} ${o.method} ${o.path}: no request was sent: ${why}`);
 	} else if (!succeeded.has(o.id) && !cascaded.has(o.id)) {
 		note(`${o.id} ${o.method} ${o.path}: no valid request answered 2xx`);
 	}
