@@ -18,9 +18,9 @@
 // resources the run creates beforehand (tenants, a user and its token,
 // datasets, a code bundle, jobs, attempts, checkpoints, grants, a webhook, a
 // priority class), and bad ones, first: no token (on a route that needs
-// one), and on a route that is not a GET, a malformed JSON body ([1,2), a
-// body that is not JSON (text/plain) and one over the body limit (an
-// upload's announced with Expect: 100-continue, never sent). A route that
+// one), a body that is not JSON (text/plain) and one over the body limit
+// (an upload's announced with Expect: 100-continue, never sent), and on a
+// route that is not a GET, a malformed JSON body ([1,2). A route that
 // changes or removes a resource gets its bad requests on a second one, so
 // that a bad request acted on shows. Each answer:
 //   - its status is one the operation documents;
@@ -501,8 +501,17 @@ async function badRequests(o, path, spec, label) {
 		const headers = { ...(spec.headers || {}) };
 		await expectCode('no token', { method: o.method, path, headers }, [401, 'unauthenticated']);
 	}
-	if (o.method === 'GET' || o.method === 'HEAD' || !token) return actedOn;
+	if (o.method === 'HEAD' || (!token && !o.public)) return actedOn;
 	const h = { ...auth(token), ...(spec.headers || {}) };
+	const big = Buffer.alloc(BODY_LIMIT + 1024, 0x20);
+	big[0] = 0x7b; big[big.length - 1] = 0x7d; // { ... }
+	if (o.method === 'GET') {
+		// a GET's body means nothing, but the API refuses the wrong media type
+		// and the oversized on every route, before it reads a GET's query
+		await expectCode('text/plain body', { method: o.method, path, headers: { ...h, 'Content-Type': 'text/plain' }, body: 'hello' }, [415, 'unsupported_media_type']);
+		await expectCode('body over the limit', { method: o.method, path, headers: { ...h, 'Content-Type': 'application/json' }, body: big }, [413, 'body_too_large']);
+		return actedOn;
+	}
 	const upload = o.op.requestBody && !o.op.requestBody.content?.['application/json'];
 	if (upload) {
 		// an upload takes its own media types, and JSON is not one of them:
@@ -514,8 +523,6 @@ async function badRequests(o, path, spec, label) {
 	}
 	await expectCode('malformed JSON [1,2', { method: o.method, path, headers: { ...h, 'Content-Type': 'application/json' }, body: '[1,2' }, [400, 'invalid_json']);
 	await expectCode('text/plain body', { method: o.method, path, headers: { ...h, 'Content-Type': 'text/plain' }, body: 'hello' }, [415, 'unsupported_media_type']);
-	const big = Buffer.alloc(BODY_LIMIT + 1024, 0x20);
-	big[0] = 0x7b; big[big.length - 1] = 0x7d; // { ... }
 	await expectCode('body over the limit', { method: o.method, path, headers: { ...h, 'Content-Type': 'application/json' }, body: big }, [413, 'body_too_large']);
 	return actedOn;
 }
