@@ -395,7 +395,7 @@ static int upload_type(api_req *rq)
 		if (strncasecmp(ct, types[i], n) == 0 && (ct[n] == '\0' || ct[n] == ';'))
 			return 0;
 	}
-	api_fail(rq, ERR_UPLOAD_PARAM_INVALID,
+	api_fail(rq, ERR_UNSUPPORTED_MEDIA,
 	         "a code bundle version is sent as application/x-tar (or application/gzip)");
 	return -1;
 }

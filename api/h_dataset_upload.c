@@ -220,7 +220,7 @@ static int upload_params(api_req *rq, upload *u)
 	const char *want = u->text ? "text/plain" : "application/octet-stream";
 	size_t n = strlen(want);
 	if (!ct || strncasecmp(ct, want, n) != 0 || (ct[n] != '\0' && ct[n] != ';')) {
-		api_fail(rq, ERR_UPLOAD_PARAM_INVALID, "format=%s is sent as %s", format, want);
+		api_fail(rq, ERR_UNSUPPORTED_MEDIA, "format=%s is sent as %s", format, want);
 		return -1;
 	}
 	return 0;

@@ -9,13 +9,13 @@ size_t openapi_route_errors(const route *r, openapi_error out[OPENAPI_ERRORS_MAX
 	size_t n = 0;
 	bool upload = r->flags & ROUTE_UPLOAD;
 	bool public = r->flags & ROUTE_PUBLIC;
-	/* server.c: any body is capped; any other route's body is JSON, parsed before the
-	 * handler whether it takes one or not (an upload's own checks answer its 400 and 415) */
+	/* server.c: any body is capped and must be of the route's media type (an upload
+	 * checks its own); any other route's body is JSON, parsed before the handler
+	 * whether it takes one or not (an upload's own checks answer its 400) */
 	out[n++] = (openapi_error){"413", "BodyTooLarge"};
-	if (!upload) {
+	out[n++] = (openapi_error){"415", "UnsupportedMedia"};
+	if (!upload)
 		out[n++] = (openapi_error){"400", "BadBody"};
-		out[n++] = (openapi_error){"415", "UnsupportedMedia"};
-	}
 	/* auth.c: the token, or the attempt's credential, and the rate limits */
 	if (!public) {
 		out[n++] =

@@ -189,7 +189,7 @@ chmod 4755 "$TY_TMP/suid/run.sh"
 tar -cf "$TY_TMP/suid.tar" -C "$TY_TMP/suid" run.sh
 refused "a set-user-ID file" "$TY_TMP/suid.tar" "set-user-ID"
 upload "$TA" trainer text/plain "$TY_TMP/code.tar"
-check_eq "the wrong Content-Type: 400 upload_param_invalid" "400 upload_param_invalid" \
+check_eq "the wrong Content-Type: 415 unsupported_media_type" "415 unsupported_media_type" \
 	"$STATUS $(jb .code)"
 upload "$TA" nothing application/x-tar "$TY_TMP/code.tar"
 check_eq "a bundle that does not exist: 404" "404 code_not_found" "$STATUS $(jb .code)"

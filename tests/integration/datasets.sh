@@ -200,7 +200,7 @@ check_match "which says where" "shard 1 of the upload: the upload ends inside it
 upload "$TA" corpus "format=text" text/plain "$TY_TMP/empty.txt"
 check_eq "an empty body: 422 dataset_empty" "422 dataset_empty" "$STATUS $(jb .code)"
 upload "$TA" corpus "format=tokens" text/plain "$TY_TMP/shards.bin"
-check_eq "the wrong Content-Type: 400 upload_param_invalid" "400 upload_param_invalid" \
+check_eq "the wrong Content-Type: 415 unsupported_media_type" "415 unsupported_media_type" \
 	"$STATUS $(jb .code)"
 upload "$TA" corpus "format=csv" text/plain "$TY_TMP/notes.txt"
 check_eq "an unknown format: 400" "400 upload_param_invalid" "$STATUS $(jb .code)"
