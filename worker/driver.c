@@ -581,8 +581,15 @@ int runtime_run(const runtime_options *o, runtime_sink *sink)
 		                ? LAYOUT_GPU_FP32
 		                : LAYOUT_GPU_16BIT;
 		d->healthy = o->slots > 0 ? o->slots : (int)jobspec_ranks(&d->spec);
-		if (!d->slurm) /* under Slurm, each task's CPU set says it */
-			launch_default_threads((int)layout_ranks(&d->rungs[0]));
+		if (!d->slurm) {
+			launch_default_threads((int)layout_ranks(&d->rungs[0]), 0);
+		} else {
+			/* srun passes the environment to every task: each rank gets its
+			 * share of the CPUs Slurm gave the job on a node */
+			const char *cpus = getenv("SLURM_CPUS_ON_NODE");
+			launch_default_threads(d->spec.resources.ranks_per_node,
+			                       cpus ? strtol(cpus, NULL, 10) : 0);
+		}
 		rc = drive(d);
 	}
 	if (d->command)

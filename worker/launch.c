@@ -309,9 +309,9 @@ void launch_close(launch *l)
 	close_fd(&l->err_fd);
 }
 
-void launch_default_threads(int ranks_here)
+void launch_default_threads(int ranks_here, long cpus_here)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	long cpus = cpus_here > 0 ? cpus_here : sysconf(_SC_NPROCESSORS_ONLN);
 	long per = ranks_here > 0 && cpus > ranks_here ? cpus / ranks_here : 1;
 	char value[32];
 	snprintf(value, sizeof(value), "%ld", per);

@@ -129,10 +129,12 @@ void launch_kill_leftovers(launch *l);
 void launch_close(launch *l);
 
 /*
- * OMP_NUM_THREADS and OPENBLAS_NUM_THREADS for ranks_here ranks on this
- * host, when the environment does not set them: the online CPUs shared
- * out, at least 1.
+ * OMP_NUM_THREADS and OPENBLAS_NUM_THREADS for ranks_here ranks on each
+ * host, when the environment does not set them: cpus_here (the CPUs the
+ * job holds on a node; <= 0: this host's online CPUs) shared out, at
+ * least 1. Libraries that size their thread pools by the CPUs they see
+ * would otherwise run several threads a rank on CPUs the ranks share.
  */
-void launch_default_threads(int ranks_here);
+void launch_default_threads(int ranks_here, long cpus_here);
 
 #endif

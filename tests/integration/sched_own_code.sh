@@ -135,11 +135,13 @@ rank_pid() {
 	done
 	return 1
 }
-# max_rel_diff A B: the largest relative difference of two "step loss" lists of the same steps
+# max_rel_diff A B: the largest relative difference of two "step loss" lists
+# of the same steps, and where it is ("2.2e-06 at step 13: 4.51 4.51001")
 max_rel_diff() {
 	join <(sort -k1,1 "$1") <(sort -k1,1 "$2") | awk -v n="$(wc -l <"$1")" '
-		{ d = $2 - $3; if (d < 0) d = -d; r = d / ($2 < 0 ? -$2 : $2); if (r > m) m = r; c++ }
-		END { if (c != n) print "steps differ"; else printf "%.3g\n", m }'
+		{ d = $2 - $3; if (d < 0) d = -d; r = d / ($2 < 0 ? -$2 : $2)
+		  if (r > m || c == 0) { m = r; at = $1 ": " $2 " " $3 }; c++ }
+		END { if (c != n) print "steps differ"; else printf "%.3g at step %s\n", m, at }'
 }
 
 # ---- 2. a rank killed: the same layout again ---------------------------------
@@ -168,7 +170,7 @@ job_losses "$J" >"$TY_TMP/kill.losses"
 check_eq "every step's loss, from 1 to 24" "$(seq 1 24 | xargs)" "$(cut -d' ' -f1 "$TY_TMP/kill.losses" | xargs)"
 d=$(max_rel_diff "$TY_TMP/ref.losses" "$TY_TMP/kill.losses")
 check "losses equal the uninterrupted run's within $TOL (max relative $d)" \
-	awk -v d="$d" -v t="$TOL" 'BEGIN { exit !(d != "steps differ" && d + 0 <= t + 0) }'
+	awk -v d="${d%% *}" -v t="$TOL" 'BEGIN { exit !(d != "steps" && d + 0 <= t + 0) }'
 
 # ---- 3. a node lost: on one node from the checkpoint ---------------------------
 check_status "alice submits it again, longer" 201 POST "/v1/tenants/$T/jobs" "${JSON[@]}" \
@@ -204,7 +206,10 @@ check_json "the newest 2 (checkpoint.keep), the last at step 40" "2 40" \
 CK=$(find "$TRAINYARD_STORAGE_ROOT/tenants/$T_ID/jobs/$N/checkpoints" -name 'shard_*.bin' | sort | tail -n 1)
 check "a checkpoint file is stored" test -s "$CK"
 check_eq "sealed: it begins with the platform's envelope" TYEC "$(head -c 4 "$CK")"
-check "no plaintext of torch.save's archive in it" bash -c "! grep -a -q -e 'data.pkl' -e 'PK' <(head -c 4096 '$CK' | tail -c +65)"
+# (a zip archive's local header is "PK\3\4": two bytes alone turn up in 4 KiB of
+# ciphertext one time in sixteen)
+check "no plaintext of torch.save's archive in it" \
+	bash -c "! LC_ALL=C grep -a -q -P 'data\\.pkl|PK\\x03\\x04' <(head -c 4096 '$CK' | tail -c +65)"
 check_eq "the audit log has each attempt's code read" "3" \
 	"$(q "SELECT count(*) FROM audit_log WHERE action = 'code.read' AND outcome = 'success'
 		AND tenant_id = '$T_ID' AND resource = 'code/lm@1'")"

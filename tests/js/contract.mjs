@@ -745,6 +745,8 @@ await call('revokeCodeGrant', { path: { tenant: TA, code: 'trainer', grant: ctx.
 await call('revokeDatasetGrant', { path: { tenant: TA, dataset: 'corpus', grant: ctx.dsGrant }, badOn: { grant: ctx.dsGrant2 } });
 await call('deleteWebhook', { path: { tenant: TA, webhook: ctx.webhook }, badOn: { webhook: ctx.webhook2 } });
 await call('deletePriorityClass', { path: { class: `ct-${SFX}` }, badOn: { class: `ct2-${SFX}` } });
+// the spare class too: classes are the platform's, and the other tests list them
+await call('deletePriorityClass', { path: { class: `ct2-${SFX}` }, label: 'the spare one', noBad: true });
 await call('revokeToken', { path: { token_id: ctx.tokenId }, badOn: { token_id: ctx.tokenId2 } });
 await call('revokeMember', { path: { tenant: TA, user: USER }, badOn: { user: VIEWER } });
 // shredding twice is the same as once: the bad requests go to the same tenant
