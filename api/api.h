@@ -241,6 +241,4 @@ int api_fail_db(api_req *rq, int rc);
 int api_fail_storage(api_req *rq, int rc, int e, err_code missing, const char *what,
                      const char *name, const char *why);
 
-/* RFC 3339 UTC timestamp of a column, for SQL text. */
-
 #endif

@@ -19,17 +19,20 @@ int process_metrics_register(process_metrics *m, prom_registry *r, const char *p
 	pthread_mutex_init(&m->mu, NULL);
 	m->mu_ready = true;
 	const char *const build[] = {"program", "version", "revision"};
-	m->cpu = prom_counter(r, "process_cpu_seconds_total",
-	                      "Total user and system CPU time spent in seconds", 0, NULL);
+	m->cpu =
+	    prom_counter(r, "process_cpu_seconds_total",
+	                 "CPU time this process has used, user and system, in seconds", 0, NULL);
 	m->resident = prom_gauge(r, "process_resident_memory_bytes",
-	                         "Resident memory size in bytes", 0, NULL);
-	m->virtual_bytes =
-	    prom_gauge(r, "process_virtual_memory_bytes", "Virtual memory size in bytes", 0, NULL);
-	m->open_fds = prom_gauge(r, "process_open_fds", "Number of open file descriptors", 0, NULL);
+	                         "Memory of this process held in RAM, in bytes", 0, NULL);
+	m->virtual_bytes = prom_gauge(r, "process_virtual_memory_bytes",
+	                              "Address space this process has mapped, in bytes", 0, NULL);
+	m->open_fds =
+	    prom_gauge(r, "process_open_fds", "File descriptors this process holds open", 0, NULL);
 	m->max_fds =
-	    prom_gauge(r, "process_max_fds", "Maximum number of open file descriptors", 0, NULL);
+	    prom_gauge(r, "process_max_fds",
+	               "File descriptors this process may hold open (its soft limit)", 0, NULL);
 	m->start = prom_gauge(r, "process_start_time_seconds",
-	                      "Start time of the process since unix epoch in seconds", 0, NULL);
+	                      "When this process started, in seconds since the epoch", 0, NULL);
 	m->build = prom_gauge(r, "trainyard_build_info",
 	                      "Always 1: the program, its release and the commit it was built from",
 	                      3, build);

@@ -98,7 +98,10 @@ check "a2 is preempted for b1" wait_state "$A2" 30 preempting queued dispatching
 TOKEN=$ADMIN api GET "/v1/jobs/$B1/eta"
 check_match "and so does its ETA" 'waiting for borrowed devices to return|^null$' "$(jb .waiting)"
 check "b1 starts" wait_state "$B1" 60 running succeeded
-B_START=$(q "SELECT extract(epoch FROM started_at) FROM job_attempts WHERE job_id = '$B1'")
+# the job's start (its move to running, by the worker's first report or the
+# scheduler's follow, whichever comes first), not the attempt's, which the
+# scheduler records when it next follows Slurm
+B_START=$(q "SELECT extract(epoch FROM started_at) FROM jobs WHERE id = '$B1'")
 P="SELECT reason, outcome, steps_lost, borrowed_devices, beneficiary_job_id FROM preemptions
 	WHERE job_id = '$A2'"
 check_eq "the preemption: reclaim, checkpointed, 0 steps lost, of 4 borrowed devices, for b1" \
