@@ -25,6 +25,7 @@ struct peers {
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
 	bool stopping;
+	bool recount; /* count again now, not at the next beat */
 };
 
 int peers_cap(int cap, int live)
@@ -85,8 +86,10 @@ static void *run(void *arg)
 			until.tv_nsec -= 1000000000L;
 		}
 		pthread_mutex_lock(&p->lock);
-		while (!p->stopping && pthread_cond_timedwait(&p->wake, &p->lock, &until) == 0)
+		while (!p->stopping && !p->recount &&
+		       pthread_cond_timedwait(&p->wake, &p->lock, &until) == 0)
 			;
+		p->recount = false;
 	}
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
@@ -121,6 +124,24 @@ peers *peers_start(db_pool *pool, const char *listen, peers_notify notify, void 
 		return NULL;
 	}
 	return p;
+}
+
+void peers_listening(peers *p)
+{
+	if (!p)
+		return;
+	PGconn *c;
+	if (db_acquire(p->pool, &c) == 0) {
+		const char *params[] = {p->id, p->host, p->listen};
+		db_query(c, NULL,
+		         "DELETE FROM api_processes WHERE id <> $1 AND host = $2 AND listen = $3",
+		         3, params);
+		db_release(p->pool, c);
+	}
+	pthread_mutex_lock(&p->lock);
+	p->recount = true;
+	pthread_cond_signal(&p->wake);
+	pthread_mutex_unlock(&p->lock);
 }
 
 void peers_stop(peers *p)

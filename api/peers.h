@@ -16,7 +16,8 @@
  * share: the load balancer spreads requests evenly (deploy/stack's
  * haproxy balances each request round robin).
  *
- * A process that dies is counted for PEERS_LIVE_MS more (the others are
+ * A process that dies is counted for PEERS_LIVE_MS more, unless its
+ * successor on the same address starts first (peers_listening; the others are
  * stricter meanwhile, never more lenient); while the database is away
  * the last count holds. The one time the sum can pass the limit: for up
  * to PEERS_BEAT_MS after a process joins, the others still hold their
@@ -42,6 +43,16 @@ typedef void (*peers_notify)(void *arg, int live);
  * every count. RET the module, or NULL (logged).
  */
 peers *peers_start(db_pool *pool, const char *listen, peers_notify notify, void *arg);
+
+/*
+ * This process now listens on its address (call it once bound): a row of
+ * this host with the same address is a former process's, one that was
+ * killed or crashed, which would otherwise be counted for PEERS_LIVE_MS
+ * and halve every limit after a restart. Its row goes, and the count is
+ * read again at once. Hosts told apart by their names: two hosts of one
+ * platform must not share a hostname and listen address.
+ */
+void peers_listening(peers *p);
 
 /* Stop the thread and delete this process's row. NULL is fine. */
 void peers_stop(peers *p);

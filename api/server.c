@@ -760,6 +760,7 @@ int server_start(api_server *s, const ty_config *cfg, db_pool *pool)
 		api_tls_release(&s->tls);
 		return -1;
 	}
+	peers_listening(s->peers); /* a crashed predecessor here no longer counts */
 	log_event(LOG_INFO, "listening",
 	          json_pack("{s:s, s:i, s:i, s:s}", "listen", cfg->listen, "threads", cfg->threads,
 	                    "io_threads", (int)io_threads(cfg), "scheme",
