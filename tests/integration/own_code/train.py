@@ -153,8 +153,14 @@ def main():
             trainyard.checkpoint_done(step)
         if stop:
             break
-    dist.destroy_process_group()
-    return 0
+    # Every rank is past its last checkpoint's barrier. Leave without the
+    # gloo process group's teardown (destroy_process_group, or its
+    # destructor at exit): in Debian's PyTorch 1.13 it can block once the
+    # peer has closed its end, and the ranks then sit silent until the
+    # platform kills the launch as hung (one run in three here).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(trainyard.EXIT_STOPPED if stop else 0)
 
 
 if __name__ == "__main__":
