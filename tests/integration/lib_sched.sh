@@ -43,6 +43,14 @@ sched_run() {
 	SCHED_PID=$!
 }
 
+# job_log_tail JOB [N]: the last N (default 40) lines of JOB's log (its
+# ranks' output and the runtime's own lines) as comments, read as the
+# platform admin; for a check that failed on what the job did.
+job_log_tail() {
+	TOKEN=$(admin_token) api GET "/v1/jobs/$1/logs"
+	printf '%s\n' "$BODY" | tail -n "${2:-40}" | sed 's/^/# log: /'
+}
+
 # job_spec NAME JQ: the tiny model on the corpus (in the tenant's data
 # root, where submit puts it), dp over 2 nodes x 1 rank, changed by the jq
 # filter JQ.

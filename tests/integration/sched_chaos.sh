@@ -89,6 +89,7 @@ sched_up
 check "L's job runs on the idle cluster" wait_state "$LJOB" 120 running
 check "and trains, its 8 ranks across both nodes" wait_until 60 at_least \
 	"SELECT count(*) FROM job_metrics WHERE job_id = '$LJOB'" 1
+at_least "SELECT count(*) FROM job_metrics WHERE job_id = '$LJOB'" 1 || job_log_tail "$LJOB"
 sleep 6
 
 # ---- the client ------------------------------------------------------------
