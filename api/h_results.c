@@ -13,7 +13,13 @@
 	"c.id, c.job_id, c.attempt_id, c.step, c.world, c.bytes, c.shards, "                       \
 	"c.classification, " CLOCK_SQL_RFC3339("c.created_at") " AS created_at"
 
-/* GET /v1/jobs/{job}/metrics?after=STEP: step lines in order, a page at a time. */
+/*
+ * GET /v1/jobs/{job}/metrics?after=STEP: step lines in order, a page at a
+ * time. A page holds page_max steps, with every line of each: an attempt
+ * that resumed from a checkpoint reports the steps after it again, and a
+ * page that ended between a step's lines would lose the later ones to the
+ * next page's after=STEP.
+ */
 int h_job_metrics(api_req *rq)
 {
 	const char *after = api_query(rq, "after");
@@ -25,11 +31,11 @@ int h_job_metrics(api_req *rq)
 	json_t *items;
 	int rc = api_query_json(
 	    rq,
-	    "SELECT coalesce(json_agg(x ORDER BY x.step, x.at), '[]') FROM (SELECT "
-	    "m.step, " CLOCK_SQL_RFC3339(
-	        "m.at") " AS at, a.number AS attempt, m.data FROM job_metrics m"
-	                " JOIN job_attempts a ON a.id = m.attempt_id WHERE m.job_id = $1"
-	                " AND m.step > $2::int ORDER BY m.step, m.at LIMIT $3::int) x",
+	    "SELECT coalesce(json_agg(x ORDER BY x.step, x.at, x.attempt), '[]') FROM (SELECT"
+	    " m.step, " CLOCK_SQL_RFC3339("m.at") " AS at, a.number AS attempt,"
+	    " m.data FROM job_metrics m JOIN job_attempts a ON a.id = m.attempt_id"
+	    " WHERE m.job_id = $1 AND m.step IN (SELECT DISTINCT step FROM job_metrics"
+	    "  WHERE job_id = $1 AND step > $2::int ORDER BY step LIMIT $3::int)) x",
 	    3, p, &items);
 	if (rc)
 		return api_fail_db(rq, rc);

@@ -136,6 +136,23 @@ y "$OWNER" job metrics "$J" --after $((N - 5))
 expect_rc "job metrics --after" 0
 check_eq "the steps after it" "$((N - 4)) $N 5" \
 	"$(printf '%s\n' "$OUT" | awk 'NR == 2 { f = $1 } NR > 1 { l = $1; n++ } END { print f, l, n }')"
+# a second attempt, resumed from a checkpoint, reports three steps again: the
+# first page ends between the two lines of step PAGE_MAX, and none is lost
+q "UPDATE job_attempts SET state = 'ended', ended_at = now() WHERE id = '$A'" >/dev/null
+q "UPDATE jobs SET state = 'queued' WHERE id = '$J'" >/dev/null
+y "$ADMIN" job attempt "$J" -o json
+expect_rc "the job's second attempt" 0
+A=$(jq_out .id)
+CRED=$(jq_out .credential)
+TOKEN=$CRED check_status "it runs" 200 POST "/internal/v1/attempts/$A/heartbeat"
+report "it reports steps $PAGE_MAX to $((PAGE_MAX + 2)) again" "$PAGE_MAX" $((PAGE_MAX + 2)) 4
+y "$OWNER" job metrics "$J" -o json
+check_eq "a page holds TRAINYARD_PAGE_MAX steps, and both lines of the last" \
+	"$PAGE_MAX $((PAGE_MAX + 1)) 1 2" \
+	"$(jq_out "\"\\(.items | map(.step) | unique | length) \\(.items | length) \\([.items[] | select(.step == $PAGE_MAX) | .attempt | tostring] | join(\" \"))\"")"
+y "$OWNER" job metrics "$J" --all -o json
+check_eq "--all: every line of both attempts" "$((N + 3)) $N" \
+	"$(jq_out '"\(.items | length) \(.items | map(.step) | unique | length)"')"
 y "$OWNER" job metrics "$J" --after -3
 expect_rc "a negative --after is a usage error (exit 2)" 2
 check_eq "that says what it takes" "yardctl: --after needs a step number, 0 to 999999999" \
