@@ -60,7 +60,12 @@ async function all(path) {
   return items;
 }
 
-/* A job's step lines after step `after`, every page of them. */
+/*
+ * A job's step lines after step `after`, every page of them, one a step: a
+ * step that a later attempt ran again, resuming from a checkpoint, has a line
+ * of each (the API gives them in the order they came), and the later one is
+ * the run's.
+ */
 async function metricsAfter(id, after) {
   let steps = [];
   for (let i = 0; i < 100; i++) {
@@ -69,7 +74,7 @@ async function metricsAfter(id, after) {
     steps = steps.concat(page.items);
     after = page.items[page.items.length - 1].step;
   }
-  return steps;
+  return steps.filter((s, i) => i + 1 === steps.length || steps[i + 1].step !== s.step);
 }
 
 /* ---- building the page ------------------------------------------------------- */
