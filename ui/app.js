@@ -23,8 +23,13 @@ let viewAbort = new AbortController();
 /* How often a live page asks again, in ms ("#...&poll=MS" for a scripted sign-in). */
 let pollMs = 5000;
 
-/* Chart settings, shared by every chart and kept across refreshes. */
-const settings = { smooth: 0.6, log: { loss_scale: true } };
+/*
+ * Chart settings, shared by every chart and kept across refreshes. zoom:
+ * null, or the [first, last] steps every chart of the page shows (dragged
+ * across a chart; a new page forgets it).
+ */
+const settings = { smooth: 0.6, log: { loss_scale: true }, zoom: null };
+let zoomedPage = null;
 
 const FINAL = ['succeeded', 'failed', 'cancelled'];
 const COLORS = ['#1f5fbf', '#d2691e', '#2e8b57', '#9932cc', '#b22222', '#008b8b', '#8a6100',
@@ -223,28 +228,38 @@ function svg(tag, attrs, ...kids) {
  * is clipped to the plot. A schedule (learning rate, loss scale) is drawn
  * as it is: smoothing would only blur its steps.
  * markers: [{step, label}] drawn as dashed lines (the job's alerts).
- * Moving the pointer over the chart shows each series' value at that step.
+ * Moving the pointer over the chart shows each series' value at that step;
+ * dragging across it zooms every chart to those steps (settings.zoom, then
+ * `redraw`), a double click shows them whole again. Smoothing runs over the
+ * whole series, so zooming in does not change a smoothed value.
  */
-function chart(id, title, series, markers) {
+function chart(id, title, series, markers, redraw) {
   const W = 560, H = 230, L = 58, R = 14, T = 24, B = 30;
   const logScale = !!settings.log[id];
+  const zoom = settings.zoom;
   const keep = p => Number.isFinite(p[1]) && (!logScale || p[1] > 0);
+  const shown = p => !zoom || (p[0] >= zoom[0] && p[0] <= zoom[1]);
   const drawn = series.map(s => {
     const raw = s.points.filter(keep);
     const smoothed = !!s.rough && settings.smooth > 0;
-    return { name: s.name, color: s.color, dashed: s.dashed, raw, smoothed,
-             line: smoothed ? smooth(raw, settings.smooth) : raw };
+    const line = smoothed ? smooth(raw, settings.smooth) : raw;
+    return { name: s.name, color: s.color, dashed: s.dashed, raw: raw.filter(shown), smoothed,
+             line: line.filter(shown) };
   });
   const total = drawn.reduce((n, s) => n + s.raw.length, 0);
   const box = svg('svg', { class: 'chart', id, viewBox: `0 0 ${W} ${H}`, role: 'img',
                            'aria-label': title, 'data-points': total,
                            'data-series': drawn.filter(s => s.raw.length).length });
+  if (zoom) box.setAttribute('data-zoom', zoom.join('-'));
   box.append(svg('text', { x: L, y: 15, class: 'title' }, title + (logScale ? ' (log)' : '')));
   if (total === 0) {
-    box.append(svg('text', { x: W / 2 - 40, y: H / 2, class: 'empty' }, 'no data yet'));
+    box.append(svg('text', { x: W / 2 - 40, y: H / 2, class: 'empty' },
+                   zoom && series.some(s => s.points.length) ? 'no steps in the zoomed range'
+                                                             : 'no data yet'));
+    if (zoom) unzoomOnDoubleClick(box, redraw);
     return box;
   }
-  const xs = drawn.flatMap(s => s.raw.map(p => p[0]));
+  const xs = zoom ? zoom : drawn.flatMap(s => s.raw.map(p => p[0]));
   const ys = drawn.flatMap(s => s.line.map(p => p[1]));
   let [x0, x1] = extent(xs), [y0, y1] = extent(ys);
   if (x1 === x0) { x0 -= 1; x1 += 1; }
@@ -294,8 +309,16 @@ function chart(id, title, series, markers) {
                                   points: pts(s.line), 'data-name': s.name }));
   }
   box.append(plot);
-  hover(box, drawn, { sx, sy, x0, x1, L, R, T, B, W, H });
+  hover(box, drawn, { sx, sy, x0, x1, L, R, T, B, W, H }, redraw);
   return box;
+}
+
+function unzoomOnDoubleClick(box, redraw) {
+  box.addEventListener('dblclick', () => {
+    if (!settings.zoom) return;
+    settings.zoom = null;
+    redraw();
+  });
 }
 
 /* The point of a series nearest to step x (points are in step order). */
@@ -309,16 +332,48 @@ function nearest(points, x) {
   return points[lo];
 }
 
-/* The pointer's step and each series' value there, in a box beside it. */
-function hover(box, drawn, g) {
+/*
+ * The pointer's step and each series' value there, in a box beside it; a
+ * drag across the plot zooms to the steps it covers (at least two), a double
+ * click undoes the zoom.
+ */
+function hover(box, drawn, g, redraw) {
   const layer = svg('g', { class: 'hover' });
   box.append(layer);
-  box.addEventListener('mouseleave', () => layer.replaceChildren());
-  box.addEventListener('mousemove', ev => {
+  // the pointer's x in the chart's units, kept within the plot
+  const plotX = ev => {
     const r = box.getBoundingClientRect();
-    const x = (ev.clientX - r.left) * g.W / r.width;
+    return (ev.clientX - r.left) * g.W / r.width;
+  };
+  const stepAt = x => g.x0 + (Math.min(Math.max(x, g.L), g.W - g.R) - g.L) /
+                      (g.W - g.L - g.R) * (g.x1 - g.x0);
+  let dragFrom = null;
+  box.addEventListener('mousedown', ev => {
+    const x = plotX(ev);
+    if (ev.button !== 0 || x < g.L || x > g.W - g.R) return;
+    dragFrom = x;
+    ev.preventDefault();
+  });
+  box.addEventListener('mouseup', ev => {
+    if (dragFrom === null) return;
+    const a = Math.round(stepAt(dragFrom)), b = Math.round(stepAt(plotX(ev)));
+    dragFrom = null;
+    if (Math.abs(a - b) < 1 || !redraw) { layer.replaceChildren(); return; }
+    settings.zoom = [Math.min(a, b), Math.max(a, b)];
+    redraw();
+  });
+  unzoomOnDoubleClick(box, redraw);
+  box.addEventListener('mouseleave', () => { dragFrom = null; layer.replaceChildren(); });
+  box.addEventListener('mousemove', ev => {
+    const x = plotX(ev);
+    if (dragFrom !== null) {
+      const lo = Math.max(Math.min(dragFrom, x), g.L), hi = Math.min(Math.max(dragFrom, x), g.W - g.R);
+      layer.replaceChildren(svg('rect', { x: lo, y: g.T, width: hi - lo, height: g.H - g.T - g.B,
+                                          class: 'selection' }));
+      return;
+    }
     if (x < g.L || x > g.W - g.R) { layer.replaceChildren(); return; }
-    const step = g.x0 + (x - g.L) / (g.W - g.L - g.R) * (g.x1 - g.x0);
+    const step = stepAt(x);
     // the reported step nearest the pointer, and the series that have it
     const shown = drawn.filter(s => s.raw.length);
     const at = shown.map(s => nearest(s.raw, step)[0])
@@ -354,8 +409,13 @@ function chartControls(redraw) {
     shown.textContent = settings.smooth.toFixed(2);
     redraw();
   });
+  const unzoom = el('button', { type: 'button', id: 'unzoom', hidden: !settings.zoom },
+                    settings.zoom ? 'all steps (zoomed to ' + settings.zoom.join('-') + ')' : '');
+  unzoom.addEventListener('click', () => { settings.zoom = null; redraw(); });
   return el('div', { class: 'controls' }, el('label', {}, 'smoothing ', slider, ' ', shown),
-            el('span', { class: 'note' }, 'point at a chart for its values'));
+            unzoom,
+            el('span', { class: 'note' },
+               'point at a chart for its values; drag across it to zoom, double-click for all'));
 }
 
 /* A chart in its frame, with its own log-scale switch. */
@@ -367,7 +427,7 @@ function chartPanel(id, title, series, markers, redraw) {
     ? el('div', { class: 'legend' }, series.filter(s => s.points.length).map(s =>
         el('span', {}, el('i', { class: 'swatch', 'data-color': s.color }), s.name)))
     : null;
-  const panel = el('figure', { class: 'panel' }, chart(id, title, series, markers),
+  const panel = el('figure', { class: 'panel' }, chart(id, title, series, markers, redraw),
                    el('figcaption', {}, legend, el('label', {}, box, ' log scale')));
   paintSwatches(panel);
   return panel;
@@ -825,6 +885,9 @@ async function route() {
   }
   document.getElementById('signout').hidden = false;
   const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  // a zoom belongs to the page it was made on (comparing more runs keeps it)
+  if (parts.slice(0, 2).join('/') !== zoomedPage) settings.zoom = null;
+  zoomedPage = parts.slice(0, 2).join('/');
   const gen = viewGen;
   try {
     const me = await api('/v1/whoami');

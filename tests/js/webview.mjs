@@ -3,7 +3,8 @@
 // jobs and runs this). A running job's page: its curves (loss with the
 // validation loss, throughput smoothed over its raw values, learning
 // rate, gradient norm, loss scale) with axis ticks, a log scale, values
-// under the pointer and the alert's marker; its checkpoints, its config,
+// under the pointer, a zoom dragged across a chart (and undone) and the
+// alert's marker; its checkpoints, its config,
 // its log as text; then, with the page open, new steps and log lines
 // reported (WV_MORE, a command) appear without a reload. Two runs of the
 // tenant ticked on the jobs page and compared, overlaid.
@@ -143,6 +144,41 @@ try {
   match('the raw records on demand', /^\{"type":"step","step":1,/m, await text('#log'));
   await page.uncheck('#log-raw');
   await smoothing(0.6);
+
+  // zoom: a drag across the loss chart (steps 1-31) from step 10 to step 20
+  // (the chart scrolled into view: the mouse acts where the page shows)
+  const at = async (id, step) => {
+    const r = await page.$eval('#' + id, e => { e.scrollIntoView({ block: 'center' });
+                                                const b = e.getBoundingClientRect();
+                                                return { x: b.x, y: b.y, w: b.width, h: b.height }; });
+    return { x: r.x + (58 + (step - 1) / 30 * (560 - 58 - 14)) * r.w / 560, y: r.y + r.h / 2 };
+  };
+  const from = await at('loss', 10), to = await at('loss', 20);
+  await page.mouse.move(from.x, from.y);
+  await page.mouse.down();
+  await page.mouse.move(to.x, to.y, { steps: 5 });
+  eq('dragging across a chart marks the steps it covers', 1,
+     (await page.$$('#loss g.hover rect.selection')).length);
+  await page.mouse.up();
+  eq('and zooms every chart to them', '10-20 10-20 10-20',
+     [await attr('#loss', 'data-zoom'), await attr('#throughput', 'data-zoom'),
+      await attr('#lr', 'data-zoom')].join(' '));
+  eq('each showing those steps alone', '11 11', (await attr('#throughput', 'data-points')) + ' ' +
+     (await attr('#grad_norm', 'data-points')));
+  const xTicks = await page.$$eval('#throughput text.x', ts => ts.map(t => Number(t.textContent)));
+  report('its step axis spans them', xTicks.length >= 2 && Math.min(...xTicks) >= 10 &&
+         Math.max(...xTicks) <= 20, xTicks.join(' | '));
+  match('a button shows all steps again', /zoomed to 10-20/, await text('#unzoom'));
+  await page.dblclick('#throughput');
+  eq('a double click does', '31 missing', (await attr('#throughput', 'data-points')) + ' ' +
+     ((await attr('#loss', 'data-zoom')) === null ? 'missing' : 'still zoomed'));
+  await page.mouse.move(from.x, from.y);
+  await page.mouse.down();
+  await page.mouse.move(to.x, to.y, { steps: 5 });
+  await page.mouse.up();
+  await page.click('#unzoom');
+  eq('and so does the button', '31 true', (await attr('#lr', 'data-points')) + ' ' +
+     await page.$eval('#unzoom', e => e.hidden));
   await page.mouse.move(0, 0);
 
   // ---- new steps and lines while the page is open ------------------------------------
