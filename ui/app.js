@@ -313,6 +313,7 @@ function chart(id, title, series, markers, redraw) {
   return box;
 }
 
+/* A double click on the chart box shows every step again. */
 function unzoomOnDoubleClick(box, redraw) {
   box.addEventListener('dblclick', () => {
     if (!settings.zoom) return;
@@ -340,7 +341,7 @@ function nearest(points, x) {
 function hover(box, drawn, g, redraw) {
   const layer = svg('g', { class: 'hover' });
   box.append(layer);
-  // the pointer's x in the chart's units, kept within the plot
+  // the pointer's x in the chart's units; stepAt keeps it within the plot
   const plotX = ev => {
     const r = box.getBoundingClientRect();
     return (ev.clientX - r.left) * g.W / r.width;
