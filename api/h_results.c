@@ -13,6 +13,8 @@
 	"c.id, c.job_id, c.attempt_id, c.step, c.world, c.bytes, c.shards, "                       \
 	"c.classification, " CLOCK_SQL_RFC3339("c.created_at") " AS created_at"
 
+#define METRIC_COLS "m.step, " CLOCK_SQL_RFC3339("m.at") " AS at, a.number AS attempt, m.data"
+
 /*
  * GET /v1/jobs/{job}/metrics?after=STEP: step lines in order, a page at a
  * time. A page holds page_max steps, with every line of each: an attempt
@@ -31,9 +33,8 @@ int h_job_metrics(api_req *rq)
 	json_t *items;
 	int rc = api_query_json(
 	    rq,
-	    "SELECT coalesce(json_agg(x ORDER BY x.step, x.at, x.attempt), '[]') FROM (SELECT"
-	    " m.step, " CLOCK_SQL_RFC3339("m.at") " AS at, a.number AS attempt,"
-	    " m.data FROM job_metrics m JOIN job_attempts a ON a.id = m.attempt_id"
+	    "SELECT coalesce(json_agg(x ORDER BY x.step, x.at, x.attempt), '[]') FROM "
+	    "(SELECT " METRIC_COLS " FROM job_metrics m JOIN job_attempts a ON a.id = m.attempt_id"
 	    " WHERE m.job_id = $1 AND m.step IN (SELECT DISTINCT step FROM job_metrics"
 	    "  WHERE job_id = $1 AND step > $2::int ORDER BY step LIMIT $3::int)) x",
 	    3, p, &items);
