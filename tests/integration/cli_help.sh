@@ -138,8 +138,7 @@ check_eq "the steps after it" "$((N - 4)) $N 5" \
 	"$(printf '%s\n' "$OUT" | awk 'NR == 2 { f = $1 } NR > 1 { l = $1; n++ } END { print f, l, n }')"
 # a second attempt, resumed from a checkpoint, reports three steps again: the
 # first page ends between the two lines of step PAGE_MAX, and none is lost
-q "UPDATE job_attempts SET state = 'ended', ended_at = now() WHERE id = '$A'" >/dev/null
-q "UPDATE jobs SET state = 'queued' WHERE id = '$J'" >/dev/null
+requeue "$A" "$J"
 y "$ADMIN" job attempt "$J" -o json
 expect_rc "the job's second attempt" 0
 A=$(jq_out .id)

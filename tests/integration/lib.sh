@@ -247,6 +247,14 @@ jq_out() { printf '%s' "$OUT" | jq -r "$1" 2>&1; }
 # unaligned, columns split by '|'; fails on an SQL error.
 q() { psql "$TRAINYARD_DB" -X -qtA -v ON_ERROR_STOP=1 -c "$1"; }
 
+# requeue ATTEMPT JOB: the scheduler's requeue after a lost attempt, done
+# by hand for the scripts that drive attempts themselves (no route does it):
+# the attempt ends and its job waits for the next one.
+requeue() {
+	q "UPDATE job_attempts SET state = 'ended', ended_at = now() WHERE id = '$1'" >/dev/null &&
+		q "UPDATE jobs SET state = 'queued' WHERE id = '$2'" >/dev/null
+}
+
 # needs NAME...: what the script cannot run without, each an environment
 # variable that must be set or (a NAME with a /) an executable; when one is
 # missing, "not ok - environment" naming them, the tally, and exit 1.

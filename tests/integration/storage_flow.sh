@@ -62,9 +62,7 @@ TOKEN=$(printf '%s' "$BODY" | jq -r .credential)
 check_status "its runtime fetches the job's data key" 200 POST "$I/$A1/key"
 KEY=$(printf '%s' "$BODY" | jq -r .keys)
 check "attempt 1 writes a sealed log of three lines" seal log 1 1 3 close
-# the scheduler's requeue after a lost attempt (no route does it)
-q "UPDATE job_attempts SET state = 'ended', ended_at = now() WHERE id = '$A1'" >/dev/null
-q "UPDATE jobs SET state = 'queued' WHERE id = '$J'" >/dev/null
+requeue "$A1" "$J"
 
 # attempt 2 writes two lines, leaves its log open, and registers a checkpoint
 TOKEN=$ADMIN

@@ -118,8 +118,7 @@ check_status "thirty steps of its own" 200 POST "/internal/v1/attempts/$A2/metri
 	"${JSON[@]}" -d "{\"steps\": $(run_steps 1 30 5.4 0.03 0.5)}"
 # then a second attempt, resumed from step 20, runs steps 21-30 again: the
 # charts draw its lines for them, one point a step
-q "UPDATE job_attempts SET state = 'ended', ended_at = now() WHERE id = '$A2'" >/dev/null
-q "UPDATE jobs SET state = 'queued' WHERE id = '$J2'" >/dev/null
+requeue "$A2" "$J2"
 TOKEN=$ADMIN
 check_status "the second run's second attempt" 201 POST "/v1/jobs/$J2/attempts"
 A2=$(printf '%s' "$BODY" | jq -r .id)
